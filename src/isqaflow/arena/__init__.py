@@ -1,0 +1,1 @@
+"""RAG-QA Arena: passages, retrieval, answers, pairwise judging, ratings and agreement."""

@@ -1,0 +1,1 @@
+"""Datasets: download with checksums, and converters from each raw format to one normalized schema."""

@@ -1,0 +1,155 @@
+"""Fetch raw dataset files from pinned locations and verify their checksums.
+
+A location is a URL (``https://``, ``http://``, ``file://``) or a Hugging Face Hub
+file pinned to a revision, written ``hf://datasets/<owner>/<name>@<revision>/<file>``
+(fetched with :func:`huggingface_hub.hf_hub_download`).  A checksum is
+``sha256:<hex>`` (or ``md5:<hex>`` where the publisher gives only MD5, as for
+LoTTE and BEIR's FiQA).
+
+* A file already in place with the right checksum is never fetched again.
+* A file in place with a wrong checksum is an error naming the file and both hashes
+  (it is not silently replaced: it may be someone's edited copy).
+* A download streams into ``<dest>.part`` and is renamed only after its checksum
+  matched, so an interrupted or corrupted download never looks finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import shutil
+import tarfile
+import time
+import urllib.parse
+import urllib.request
+import zipfile
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+CHUNK = 1 << 20
+
+
+class ChecksumError(RuntimeError):
+    def __init__(self, path: str | os.PathLike, expected: str, actual: str) -> None:
+        self.path, self.expected, self.actual = str(path), expected, actual
+        super().__init__(f"{path}: checksum mismatch: expected {expected}, got {actual}")
+
+
+def parse_checksum(checksum: str) -> tuple[str, str]:
+    """``"sha256:ab12.."`` -> ``("sha256", "ab12..")``; a bare hex string is SHA-256."""
+    algo, _, digest = checksum.partition(":") if ":" in checksum else ("sha256", "", checksum)
+    algo = algo.lower()
+    if algo not in ("sha256", "md5"):
+        raise ValueError(f"unsupported checksum algorithm {algo!r} in {checksum!r}")
+    expected_len = {"sha256": 64, "md5": 32}[algo]
+    digest = digest.lower()
+    if len(digest) != expected_len or any(c not in "0123456789abcdef" for c in digest):
+        raise ValueError(f"malformed {algo} checksum {checksum!r}")
+    return algo, digest
+
+
+def file_digest(path: str | os.PathLike, algo: str = "sha256") -> str:
+    h = hashlib.new(algo)
+    with open(path, "rb") as handle:
+        while chunk := handle.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def verify(path: str | os.PathLike, checksum: str) -> None:
+    algo, expected = parse_checksum(checksum)
+    actual = file_digest(path, algo)
+    if actual != expected:
+        raise ChecksumError(path, f"{algo}:{expected}", f"{algo}:{actual}")
+
+
+def _parse_hf(url: str) -> tuple[str, str, str, str]:
+    """``hf://datasets/owner/name@rev/path/in/repo`` -> (repo_type, repo_id, revision, filename)."""
+    rest = url.removeprefix("hf://")
+    kind, _, rest = rest.partition("/")
+    if kind not in ("datasets", "models"):
+        raise ValueError(f"{url}: expected hf://datasets/... or hf://models/...")
+    owner, _, rest = rest.partition("/")
+    name_rev, _, filename = rest.partition("/")
+    name, _, revision = name_rev.partition("@")
+    if not (owner and name and revision and filename):
+        raise ValueError(f"{url}: expected hf://{kind}/<owner>/<name>@<revision>/<file>")
+    return kind.removesuffix("s"), f"{owner}/{name}", revision, filename
+
+
+def _stream(url: str, part: Path, timeout: float) -> None:
+    request = urllib.request.Request(url, headers={"User-Agent": "isqaflow"})
+    with urllib.request.urlopen(request, timeout=timeout) as response, open(part, "wb") as out:
+        total = int(response.headers.get("Content-Length") or 0)
+        done, last = 0, time.monotonic()
+        while chunk := response.read(CHUNK):
+            out.write(chunk)
+            done += len(chunk)
+            if time.monotonic() - last > 10:
+                pct = f" ({100 * done / total:.0f}%)" if total else ""
+                log.info("downloading %s: %.1f MB%s", url, done / 1e6, pct)
+                last = time.monotonic()
+
+
+def fetch(url: str, dest: str | os.PathLike, checksum: str, timeout: float = 60.0) -> Path:
+    """Make ``dest`` hold the verified file from ``url``; see the module docstring."""
+    dest = Path(dest)
+    parse_checksum(checksum)  # fail on a malformed pin before any network traffic
+    if dest.exists():
+        verify(dest, checksum)
+        log.info("%s: already in place with the right checksum; not fetched", dest)
+        return dest
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    try:
+        if url.startswith("hf://"):
+            from huggingface_hub import hf_hub_download
+
+            repo_type, repo_id, revision, filename = _parse_hf(url)
+            cached = hf_hub_download(repo_id, filename, revision=revision, repo_type=repo_type)
+            shutil.copyfile(cached, part)
+        else:
+            scheme = urllib.parse.urlparse(url).scheme
+            if scheme not in ("http", "https", "file"):
+                raise ValueError(f"{url}: unsupported URL scheme {scheme!r}")
+            log.info("fetching %s -> %s", url, dest)
+            _stream(url, part, timeout)
+        verify(part, checksum)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            part.unlink()
+        raise
+    os.replace(part, dest)
+    return dest
+
+
+def extract_member(archive: str | os.PathLike, member: str, dest: str | os.PathLike) -> Path:
+    """Copy one member of a ``.tar*`` or ``.zip`` archive to ``dest`` (atomically)."""
+    archive, dest = Path(archive), Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf, zf.open(member) as src, open(part, "wb") as out:
+                shutil.copyfileobj(src, out, CHUNK)
+        elif tarfile.is_tarfile(archive):
+            with tarfile.open(archive) as tf:
+                try:
+                    src = tf.extractfile(member)
+                except KeyError:
+                    src = None
+                if src is None:
+                    raise KeyError(f"{archive}: no file member {member!r}")
+                with src, open(part, "wb") as out:
+                    shutil.copyfileobj(src, out, CHUNK)
+        else:
+            raise ValueError(f"{archive}: not a tar or zip archive")
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            part.unlink()
+        raise
+    os.replace(part, dest)
+    return dest

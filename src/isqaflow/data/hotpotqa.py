@@ -1,0 +1,65 @@
+"""HotpotQA, distractor setting (Yang et al. 2018) -> :class:`~isqaflow.data.schema.QAExample`.
+
+The evidence of an example is its supporting-fact sentences, in the order of the
+``supporting_facts`` list.  The raw data has a known quirk: a few supporting facts
+point past the end of their paragraph; those are skipped and counted (the rest of
+the record is valid), and a record left with no evidence at all is an error.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from pathlib import Path
+
+from isqaflow.data.raw import Raw, iter_json_records
+from isqaflow.data.schema import ContextParagraph, QAExample
+
+log = logging.getLogger(__name__)
+
+
+def convert_hotpotqa(paths: Iterable[str | Path]) -> list[QAExample]:
+    examples: list[QAExample] = []
+    skipped_facts = 0
+    for path in paths:
+        for rid, obj, line in iter_json_records(path, "_id", shape="list"):
+            raw = Raw(path, rid, obj, line=line)
+            context: list[ContextParagraph] = []
+            by_title: dict[str, list[str]] = {}
+            for i, para in enumerate(raw.get("context", list)):
+                field = f"context[{i}]"
+                if not (isinstance(para, list) and len(para) == 2 and isinstance(para[0], str)
+                        and isinstance(para[1], list) and all(isinstance(s, str) for s in para[1])):
+                    raise raw.error("expected [title, [sentence, ...]]", field)
+                context.append(ContextParagraph(title=para[0], sentences=para[1]))
+                by_title[para[0]] = para[1]
+            evidence: list[str] = []
+            for i, fact in enumerate(raw.get("supporting_facts", list)):
+                if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str)
+                        and isinstance(fact[1], int)):
+                    raise raw.error("expected [title, sentence_index]", f"supporting_facts[{i}]")
+                title, idx = fact
+                if title not in by_title:
+                    raise raw.error(f"supporting fact names paragraph {title!r}, which is not in the context",
+                                    f"supporting_facts[{i}]")
+                sentences = by_title[title]
+                if not 0 <= idx < len(sentences):
+                    skipped_facts += 1
+                    continue
+                evidence.append(sentences[idx].strip())
+            if not evidence:
+                raise raw.error("no supporting fact points at a sentence of the context", "supporting_facts")
+            examples.append(
+                QAExample(
+                    id=str(raw.get("_id", str)),
+                    question=raw.get("question", str).strip(),
+                    context=context,
+                    answer=raw.get("answer", str).strip(),
+                    evidence=evidence,
+                    type=raw.get("type", str, None),
+                    level=raw.get("level", str, None),
+                )
+            )
+    if skipped_facts:
+        log.warning("HotpotQA: skipped %d supporting facts that point past their paragraph", skipped_facts)
+    return examples

@@ -1,0 +1,1 @@
+"""InFoBench DRFR: responses, the multi-turn YES/NO judge and aggregation."""

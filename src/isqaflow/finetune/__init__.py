@@ -1,0 +1,1 @@
+"""LoRA fine-tuning of the ISQA feedback model on HotpotQA (answer + evidence)."""

@@ -1,0 +1,1 @@
+"""ISQA: baseline summaries, generic feedback and iterative factuality refinement (Algorithm 1)."""

@@ -1,0 +1,1 @@
+"""Summary metrics (QAGS, QuestEval, ROUGE), statistics and human evaluation."""

@@ -1,0 +1,254 @@
+"""Human factuality evaluation (ISQA Section 5.5): annotation sheets, scores, agreement.
+
+Annotators judge every summary sentence as factual or not.  A system's factuality
+is the mean over its summaries of the share of factual sentences; agreement between
+annotators is Cohen's kappa.  The sheet annotators fill in is blind: systems are
+hidden behind opaque item ids and the summaries of each paper are shuffled; the
+separate key maps item ids back to systems.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from isqaflow.io import RecordError, atomic_open
+from isqaflow.metrics.stats import bootstrap_ci
+from isqaflow.text.sentences import split_sentences
+
+__all__ = [
+    "build_sheet",
+    "write_sheet",
+    "read_filled_sheet",
+    "system_factuality",
+    "annotator_agreement",
+    "cohen_kappa",
+]
+
+SHEET_COLUMNS = ("item_id", "paper_id", "sentence_index", "sentence", "factual")
+KEY_COLUMNS = ("item_id", "paper_id", "system", "n_sentences")
+# Accepted spellings of a judgment, positive then negative of each pair.
+FACTUAL_SPELLINGS = {
+    "1": 1,
+    "0": 0,
+    "yes": 1,
+    "no": 0,
+    "y": 1,
+    "n": 0,
+    "true": 1,
+    "false": 0,
+    "factual": 1,
+    "non-factual": 0,
+}
+
+
+def build_sheet(summaries: Iterable[dict], seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Split summaries into sentences for blind annotation; returns ``(sheet, key)``.
+
+    Each summary dict needs ``paper_id``, ``system`` and ``summary``.  Papers are
+    taken in order of ``paper_id``; within a paper the summaries are sorted by system
+    and then shuffled with ``seed``, so the result depends only on the set of
+    summaries and the seed, not on their input order.  Item ids ("s0001", ...) are
+    numbered in sheet order and reveal nothing about the system.  ``sheet`` has one
+    row per sentence (``sentence_index`` 1-based, ``factual`` empty); ``key`` has one
+    row per summary with its system and sentence count (a summary without sentences
+    is in the key but not on the sheet).
+    """
+    by_paper: dict[str, list[dict]] = {}
+    seen: set[tuple[str, str]] = set()
+    for position, summary in enumerate(summaries):
+        missing = [field for field in ("paper_id", "system", "summary") if field not in summary]
+        if missing:
+            raise ValueError(f"summary #{position} lacks {', '.join(missing)}")
+        paper_id, system = str(summary["paper_id"]), str(summary["system"])
+        if (paper_id, system) in seen:
+            raise ValueError(f"two summaries of paper {paper_id!r} by system {system!r}")
+        seen.add((paper_id, system))
+        by_paper.setdefault(paper_id, []).append(
+            {**summary, "paper_id": paper_id, "system": system}
+        )
+
+    rng = np.random.default_rng(seed)
+    ordered = []
+    for paper_id in sorted(by_paper):
+        paper_summaries = sorted(by_paper[paper_id], key=lambda summary: summary["system"])
+        ordered.extend(paper_summaries[i] for i in rng.permutation(len(paper_summaries)))
+
+    width = max(4, len(str(len(ordered))))
+    sheet_rows, key_rows = [], []
+    for number, summary in enumerate(ordered, start=1):
+        item_id = f"s{number:0{width}d}"
+        sentences = split_sentences(summary["summary"] or "")
+        key_rows.append((item_id, summary["paper_id"], summary["system"], len(sentences)))
+        sheet_rows.extend(
+            (item_id, summary["paper_id"], index, sentence, "")
+            for index, sentence in enumerate(sentences, start=1)
+        )
+    sheet = pd.DataFrame(sheet_rows, columns=list(SHEET_COLUMNS))
+    key = pd.DataFrame(key_rows, columns=list(KEY_COLUMNS))
+    return sheet, key
+
+
+def write_sheet(
+    sheet: pd.DataFrame,
+    key: pd.DataFrame,
+    sheet_path: str | os.PathLike,
+    key_path: str | os.PathLike,
+) -> None:
+    """Write the annotation sheet and its key as CSV files, each atomically."""
+    for frame, path in ((sheet, sheet_path), (key, key_path)):
+        with atomic_open(path) as handle:
+            frame.to_csv(handle, index=False, lineterminator="\n")
+
+
+def read_filled_sheet(path: str | os.PathLike, annotator: str) -> pd.DataFrame:
+    """Read one annotator's filled sheet; ``factual`` becomes 0/1.
+
+    Accepted (case-insensitive) ``factual`` values: 1/0, yes/no, y/n, true/false,
+    factual/non-factual.  Anything else, an empty cell included, raises
+    :class:`RecordError` with the CSV line (header = line 1), the item id and the
+    field; a missing column raises it naming the column.  Extra columns are ignored.
+    """
+    path = Path(path)
+    rows = []
+    # utf-8-sig: spreadsheet programs often save CSV with a byte-order mark.
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        header = [name.strip() for name in next(reader, [])]
+        for column in SHEET_COLUMNS:
+            if column not in header:
+                raise RecordError(path, f"missing column {column!r}", field=column)
+        while True:
+            line = reader.line_num + 1  # where the next record starts; it may span lines
+            cells = next(reader, None)
+            if cells is None:
+                break
+            if not any(cell.strip() for cell in cells):
+                continue
+            row = dict(zip(header, cells + [""] * (len(header) - len(cells))))
+            item_id = row["item_id"].strip()
+            try:
+                sentence_index = int(row["sentence_index"])
+            except ValueError:
+                raise RecordError(
+                    path,
+                    f"sentence_index {row['sentence_index']!r} is not an integer",
+                    record=item_id,
+                    field="sentence_index",
+                    line=line,
+                ) from None
+            factual = FACTUAL_SPELLINGS.get(row["factual"].strip().lower())
+            if factual is None:
+                raise RecordError(
+                    path,
+                    f"factual {row['factual']!r} is not one of {'/'.join(FACTUAL_SPELLINGS)}",
+                    record=item_id,
+                    field="factual",
+                    line=line,
+                )
+            rows.append((item_id, row["paper_id"], sentence_index, row["sentence"], factual))
+    filled = pd.DataFrame(rows, columns=list(SHEET_COLUMNS))
+    filled["factual"] = filled["factual"].astype(int)
+    filled["annotator"] = annotator
+    duplicated = filled.duplicated(["item_id", "sentence_index"])
+    if duplicated.any():
+        item_id, sentence_index = filled.loc[duplicated, ["item_id", "sentence_index"]].iloc[0]
+        raise RecordError(
+            path, f"sentence {sentence_index} judged twice", record=item_id, field="sentence_index"
+        )
+    return filled
+
+
+def system_factuality(
+    filled: pd.DataFrame,
+    key: pd.DataFrame,
+    alpha: float = 0.05,
+    rounds: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Per system: mean over summaries of the share of factual sentences, with a bootstrap CI.
+
+    ``filled`` holds the judgments of one or more annotators (concatenated outputs of
+    :func:`read_filled_sheet`).  Each annotator's share is computed per summary, the
+    shares are averaged over the annotators who judged that summary, then over the
+    system's summaries; the interval resamples summaries.  Indexed by system with
+    ``factuality``, ``lower``, ``upper``, ``n_summaries``, ``n_sentences`` (distinct
+    sentences judged), ``n_judgments`` and ``n_annotators``.
+    """
+    judged = filled.merge(key[["item_id", "system"]], on="item_id", how="left", validate="m:1")
+    unknown = judged.loc[judged["system"].isna(), "item_id"]
+    if not unknown.empty:
+        raise ValueError(f"item {unknown.iloc[0]!r} of the filled sheets is not in the key")
+    per_annotator = judged.groupby(["system", "item_id", "annotator"])["factual"].mean()
+    per_summary = per_annotator.groupby(level=["system", "item_id"]).mean()
+    rows = {}
+    for system, shares in per_summary.groupby(level="system"):
+        interval = bootstrap_ci(shares.to_numpy(), rounds=rounds, alpha=alpha, seed=seed)
+        judgments = judged[judged["system"] == system]
+        rows[system] = {
+            "factuality": interval["estimate"],
+            "lower": interval["lower"],
+            "upper": interval["upper"],
+            "n_summaries": len(shares),
+            "n_sentences": len(judgments.drop_duplicates(["item_id", "sentence_index"])),
+            "n_judgments": len(judgments),
+            "n_annotators": judgments["annotator"].nunique(),
+        }
+    result = pd.DataFrame.from_dict(rows, orient="index")
+    result.index.name = "system"
+    return result
+
+
+def cohen_kappa(first: Iterable, second: Iterable) -> float:
+    """Cohen's kappa of two raters' labels on the same items: (p_o - p_e) / (1 - p_e).
+
+    When chance agreement p_e is 1 the formula is 0/0.  That happens only when both
+    raters gave one and the same label to every item, so they agree on everything
+    (p_o = 1) and we return 1.0.  No items give NaN.
+    """
+    first, second = np.asarray(list(first)), np.asarray(list(second))
+    if first.shape != second.shape:
+        raise ValueError(f"kappa needs paired labels, got {first.size} and {second.size}")
+    if first.size == 0:
+        return float("nan")
+    observed = float(np.mean(first == second))
+    labels = np.union1d(first, second)
+    share_first = (first[:, None] == labels).mean(axis=0)
+    share_second = (second[:, None] == labels).mean(axis=0)
+    expected = float(share_first @ share_second)
+    if expected == 1.0:
+        return 1.0
+    return (observed - expected) / (1.0 - expected)
+
+
+def annotator_agreement(filled: pd.DataFrame) -> pd.DataFrame:
+    """Cohen's kappa for every pair of annotators on the sentences both judged.
+
+    Sentences are aligned on ``item_id`` + ``sentence_index``.  One row per pair
+    (``annotator_a`` < ``annotator_b``) with ``n`` shared sentences, the raw
+    ``agreement`` (p_o) and ``kappa`` (NaN when they share no sentence).
+    """
+    judgments = {
+        name: group.set_index(["item_id", "sentence_index"])["factual"]
+        for name, group in filled.groupby("annotator")
+    }
+    rows = []
+    for name_a, name_b in itertools.combinations(sorted(judgments), 2):
+        both = pd.concat([judgments[name_a], judgments[name_b]], axis=1, join="inner")
+        labels_a, labels_b = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
+        rows.append(
+            {
+                "annotator_a": name_a,
+                "annotator_b": name_b,
+                "n": len(both),
+                "agreement": float(np.mean(labels_a == labels_b)) if len(both) else np.nan,
+                "kappa": cohen_kappa(labels_a, labels_b),
+            }
+        )
+    return pd.DataFrame(rows, columns=["annotator_a", "annotator_b", "n", "agreement", "kappa"])

@@ -1,0 +1,204 @@
+"""Uncertainty and significance for per-paper scores (what the ISQA paper reports without).
+
+The ISQA paper compares summarizers by mean scores alone.  These helpers add the
+missing statistics: percentile bootstrap intervals over items (papers), a paired
+bootstrap and a Wilcoxon signed-rank test for "system b vs system a on the same
+papers", and :func:`compare_systems`, which runs all of them on a long table.
+
+Every resampling uses ``numpy.random.default_rng(seed)``: the same inputs and seed
+give the same interval.  NaN values are dropped (pairwise for paired tests) and
+counted, never silently turned into zeros.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+from numpy.typing import ArrayLike
+
+__all__ = ["bootstrap_ci", "paired_bootstrap", "wilcoxon_signed_rank", "compare_systems"]
+
+_VECTORISED_MEANS = (np.mean, np.nanmean)
+_COMPARISON_COLUMNS = (
+    "mean",
+    "lower",
+    "upper",
+    "n_items",
+    "baseline",
+    "n_paired",
+    "mean_baseline",
+    "mean_paired",
+    "mean_diff",
+    "diff_lower",
+    "diff_upper",
+    "p_bootstrap",
+    "wilcoxon_statistic",
+    "p_wilcoxon",
+)
+
+
+def _check_resampling(rounds: int, alpha: float) -> None:
+    if rounds < 1:
+        raise ValueError(f"rounds must be at least 1, got {rounds}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+
+
+def _percentile_interval(replicates: np.ndarray, alpha: float) -> tuple[float, float]:
+    lower, upper = np.quantile(replicates, [alpha / 2, 1 - alpha / 2])
+    return float(lower), float(upper)
+
+
+def _paired(a: ArrayLike, b: ArrayLike) -> tuple[np.ndarray, np.ndarray, int]:
+    """Float arrays of the pairs with a value on both sides, and how many pairs were dropped."""
+    a = np.asarray(a, dtype=float).ravel()
+    b = np.asarray(b, dtype=float).ravel()
+    if a.shape != b.shape:
+        raise ValueError(f"paired values need equal lengths, got {a.size} and {b.size}")
+    complete = ~(np.isnan(a) | np.isnan(b))
+    return a[complete], b[complete], int(a.size - complete.sum())
+
+
+def bootstrap_ci(
+    values: ArrayLike,
+    statistic: Callable[[np.ndarray], float] = np.mean,
+    rounds: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict:
+    """Percentile bootstrap interval of ``statistic`` over items resampled with replacement.
+
+    Returns ``estimate`` (the statistic on the data), ``lower``, ``upper``, ``n``
+    (values used), ``n_missing`` (NaNs dropped) and ``rounds``.  All resample
+    indices are drawn at once (rounds x n); for ``np.mean``/``np.nanmean`` the
+    replicates are computed in one vectorised step, any other statistic is
+    applied row by row to the same resamples.  With no values everything is NaN.
+    """
+    _check_resampling(rounds, alpha)
+    data = np.asarray(values, dtype=float).ravel()
+    present = ~np.isnan(data)
+    data = data[present]
+    n = int(data.size)
+    result = {"n": n, "n_missing": int(present.size - n), "rounds": rounds}
+    if n == 0:
+        return {"estimate": np.nan, "lower": np.nan, "upper": np.nan, **result}
+    indices = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    if any(statistic is mean for mean in _VECTORISED_MEANS):
+        replicates = data[indices].mean(axis=1)
+    else:
+        replicates = np.array([statistic(data[row]) for row in indices], dtype=float)
+    lower, upper = _percentile_interval(replicates, alpha)
+    return {"estimate": float(statistic(data)), "lower": lower, "upper": upper, **result}
+
+
+def paired_bootstrap(
+    a: ArrayLike,
+    b: ArrayLike,
+    rounds: int = 10000,
+    alpha: float = 0.05,
+    seed: int = 0,
+) -> dict:
+    """Paired bootstrap of the mean difference ``b - a`` over items (the same papers).
+
+    Returns ``mean_a``, ``mean_b``, ``mean_diff``, the percentile interval
+    ``lower``/``upper`` of the mean difference, a two-sided ``p_value``
+    (2 * min(share of replicate differences <= 0, share >= 0), capped at 1),
+    ``n`` (pairs used), ``n_missing`` (pairs with a NaN on either side) and ``rounds``.
+    """
+    _check_resampling(rounds, alpha)
+    a, b, n_missing = _paired(a, b)
+    n = int(a.size)
+    result = {"n": n, "n_missing": n_missing, "rounds": rounds}
+    if n == 0:
+        undefined = ("mean_a", "mean_b", "mean_diff", "lower", "upper", "p_value")
+        return {**dict.fromkeys(undefined, np.nan), **result}
+    diff = b - a
+    indices = np.random.default_rng(seed).integers(0, n, size=(rounds, n))
+    replicates = diff[indices].mean(axis=1)
+    lower, upper = _percentile_interval(replicates, alpha)
+    p_value = min(1.0, 2.0 * min(np.mean(replicates <= 0), np.mean(replicates >= 0)))
+    return {
+        "mean_a": float(a.mean()),
+        "mean_b": float(b.mean()),
+        "mean_diff": float(diff.mean()),
+        "lower": lower,
+        "upper": upper,
+        "p_value": float(p_value),
+        **result,
+    }
+
+
+def wilcoxon_signed_rank(a: ArrayLike, b: ArrayLike) -> dict:
+    """Two-sided Wilcoxon signed-rank test on the paired differences ``b - a``.
+
+    Zero differences are dropped by the test (scipy's "wilcox" method) and reported
+    in ``n_zero``; ``n`` counts all complete pairs, ``n_missing`` those dropped for
+    a NaN.  All-zero differences give ``p_value`` 1.0 and ``statistic`` NaN instead
+    of scipy's error; no pairs give NaN for both.
+    """
+    from scipy.stats import wilcoxon
+
+    a, b, n_missing = _paired(a, b)
+    diff = b - a
+    n_zero = int(np.count_nonzero(diff == 0))
+    result = {"n": int(diff.size), "n_zero": n_zero, "n_missing": n_missing}
+    if diff.size == 0:
+        return {"statistic": np.nan, "p_value": np.nan, **result}
+    if n_zero == diff.size:
+        return {"statistic": np.nan, "p_value": 1.0, **result}
+    test = wilcoxon(diff, zero_method="wilcox", alternative="two-sided")
+    return {"statistic": float(test.statistic), "p_value": float(test.pvalue), **result}
+
+
+def compare_systems(
+    df: pd.DataFrame,
+    value: str,
+    system: str,
+    item: str,
+    baseline: str,
+    alpha: float = 0.05,
+    rounds: int = 10000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Each non-baseline system against ``baseline``, from a long table (item x system rows).
+
+    Per system: its mean over all its items with a bootstrap interval, then on the
+    items both it and the baseline have: the baseline's mean, the mean difference
+    (system - baseline) with its paired-bootstrap interval and p-value, and the
+    Wilcoxon signed-rank test.  Every system is resampled with the same ``seed``, so
+    a row does not depend on which other systems are in the table.  Indexed by system.
+    """
+    duplicated = df.duplicated([item, system])
+    if duplicated.any():
+        first = df.loc[duplicated, [item, system]].iloc[0].tolist()
+        raise ValueError(f"more than one {value!r} for ({item}, {system}) = {first}")
+    wide = df.pivot(index=item, columns=system, values=value).astype(float)
+    if baseline not in wide.columns:
+        raise ValueError(f"baseline {baseline!r} is not among the systems {list(wide.columns)}")
+    rows = []
+    for name in (s for s in wide.columns if s != baseline):
+        own = bootstrap_ci(wide[name], rounds=rounds, alpha=alpha, seed=seed)
+        paired = paired_bootstrap(wide[baseline], wide[name], rounds=rounds, alpha=alpha, seed=seed)
+        signed_rank = wilcoxon_signed_rank(wide[baseline], wide[name])
+        rows.append(
+            {
+                system: name,
+                "mean": own["estimate"],
+                "lower": own["lower"],
+                "upper": own["upper"],
+                "n_items": own["n"],
+                "baseline": baseline,
+                "n_paired": paired["n"],
+                "mean_baseline": paired["mean_a"],
+                "mean_paired": paired["mean_b"],
+                "mean_diff": paired["mean_diff"],
+                "diff_lower": paired["lower"],
+                "diff_upper": paired["upper"],
+                "p_bootstrap": paired["p_value"],
+                "wilcoxon_statistic": signed_rank["statistic"],
+                "p_wilcoxon": signed_rank["p_value"],
+            }
+        )
+    return pd.DataFrame(rows, columns=[system, *_COMPARISON_COLUMNS]).set_index(system)

@@ -1,0 +1,162 @@
+"""The one interface every stage uses to talk to a language model.
+
+* ``generate(requests, params)`` -- a batch of requests, each a plain prompt (``str``)
+  or a chat conversation (a list of ``{"role", "content"}`` messages), decoded with
+  the same :class:`GenerationParams`.
+* ``score(context, candidates)`` -- the log-probability of each candidate
+  continuation given the context; judges use it to choose YES/NO or a label
+  deterministically, without parsing free text.
+
+Backends (:mod:`.hf`, :mod:`.openai`) implement it; :class:`~.cache.CachedModel`
+wraps any backend with the persistent call cache.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+Message = dict[str, str]
+Request = Union[str, list[Message]]
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    """How to decode.  Part of every cache key: a changed value is a new call.
+
+    ``max_input_tokens`` is a safeguard: a longer request is cut from the left (its
+    end holds the question and the generation prompt) and the cut is reported in
+    :attr:`Generation.truncated_tokens`; stages that must keep the head of a document
+    fit it to the budget themselves before building the request.
+    """
+
+    max_new_tokens: int = 128
+    min_new_tokens: int = 0
+    num_beams: int = 1
+    do_sample: bool = False
+    temperature: float = 1.0
+    top_p: float = 1.0
+    no_repeat_ngram_size: int = 0
+    repetition_penalty: float = 1.0
+    max_input_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+    return_logprobs: bool = False
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be at least 1")
+        if not 0 <= self.min_new_tokens <= self.max_new_tokens:
+            raise ValueError("min_new_tokens must lie between 0 and max_new_tokens")
+        if self.num_beams < 1:
+            raise ValueError("num_beams must be at least 1")
+        object.__setattr__(self, "stop", tuple(self.stop))
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any] | None) -> GenerationParams:
+        values = dict(values or {})
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise ValueError(f"unknown generation parameter(s) {unknown}; known: {sorted(known)}")
+        return cls(**values)
+
+    def as_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["stop"] = list(self.stop)
+        return out
+
+    def replace(self, **changes: Any) -> GenerationParams:
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass
+class Generation:
+    text: str
+    n_input_tokens: int = 0
+    n_new_tokens: int = 0
+    truncated_tokens: int = 0
+    logprob: float | None = None  # sum of the generated tokens' log-probabilities
+    finish_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> Generation:
+        return cls(**values)
+
+
+def canonical_request(request: Request) -> Any:
+    """A JSON-able, order-stable form of a request (for cache keys and logs)."""
+    if isinstance(request, str):
+        return request
+    if isinstance(request, Sequence):
+        messages = []
+        for message in request:
+            if not isinstance(message, Mapping) or set(message) - {"role", "content"}:
+                raise TypeError(f"a chat message must be a mapping with role and content, got {message!r}")
+            messages.append({"role": str(message["role"]), "content": str(message["content"])})
+        return messages
+    raise TypeError(f"a request is a prompt string or a list of messages, got {type(request).__name__}")
+
+
+def request_json(request: Request) -> str:
+    return json.dumps(canonical_request(request), ensure_ascii=False, sort_keys=True)
+
+
+def flatten_messages(messages: Sequence[Message]) -> str:
+    """Render a conversation as plain text for models without a chat template.
+
+    Used for seq2seq instruction models such as Flan-T5, which are prompted with
+    plain text: the turns' contents in order, separated by blank lines.
+    """
+    return "\n\n".join(m["content"].strip() for m in messages if m["content"].strip())
+
+
+class LanguageModel(ABC):
+    """A text generator and scorer.  See the module docstring."""
+
+    backend: str = "abstract"
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """What determines this model's outputs (ids, revisions, weight and adapter hashes).
+
+        It keys the call cache and goes into the provenance manifest; it never holds
+        secrets.
+        """
+
+    @abstractmethod
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        ...
+
+    def score(self, context: Request, candidates: Sequence[str]) -> list[float]:
+        """Log-probability of each candidate as the continuation of ``context``."""
+        return self.score_batch([(context, list(candidates))])[0]
+
+    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+        raise NotImplementedError(
+            f"the {self.backend} backend cannot score continuations; use a local (hf) model "
+            "for log-probability judging, or a text-answer judge"
+        )
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` for this model (an estimate where the backend has no tokenizer)."""
+        return max(1, round(len(text.split()) * 1.3))
+
+    def truncate_text(self, text: str, max_tokens: int) -> tuple[str, int]:
+        """Keep the first ``max_tokens`` tokens of ``text``; returns the text and the tokens cut."""
+        words = text.split()
+        keep = max(0, int(max_tokens / 1.3))
+        if len(words) <= keep:
+            return text, 0
+        return " ".join(words[:keep]), self.count_tokens(" ".join(words[keep:]))
+
+    def close(self) -> None:
+        """Release resources (servers, GPU memory)."""

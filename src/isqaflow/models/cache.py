@@ -1,0 +1,207 @@
+"""A persistent call cache: no finished model call is ever made twice.
+
+Calls are keyed by the SHA-256 of (kind, backend, model identity -- id or path plus
+revision or weights hash, adapter hash, dtype --, the exact request, the generation
+parameters).  Results are committed to SQLite in small batches while a job runs, so
+a job that is killed and rerun repeats none of its finished calls.
+
+The database runs in WAL mode with a busy timeout, so several processes on one
+machine can share a file safely.  On a cluster, jobs on different nodes would share
+it over a network filesystem where SQLite locking is unreliable; the workflow
+therefore gives every job its own cache file next to its outputs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import random
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from isqaflow.models.base import (
+    Generation,
+    GenerationParams,
+    LanguageModel,
+    Request,
+    canonical_request,
+)
+
+log = logging.getLogger(__name__)
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (
+    key      TEXT PRIMARY KEY,
+    kind     TEXT NOT NULL,
+    model    TEXT NOT NULL,
+    request  TEXT NOT NULL,
+    params   TEXT NOT NULL,
+    response TEXT NOT NULL,
+    created  REAL NOT NULL
+)
+"""
+
+
+def call_key(kind: str, identity: dict[str, Any], request: Any, params: dict[str, Any]) -> str:
+    payload = json.dumps(
+        {"kind": kind, "model": identity, "request": request, "params": params},
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class CallCache:
+    def __init__(self, path: str | Path, timeout: float = 120.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        self._retry(lambda: self.conn.execute("PRAGMA journal_mode=WAL"))
+        self._retry(lambda: self.conn.execute("PRAGMA synchronous=NORMAL"))
+        self._retry(lambda: self.conn.execute(SCHEMA))
+        self.hits = 0
+        self.misses = 0
+
+    @staticmethod
+    def _retry(action, attempts: int = 8):
+        # The busy timeout covers most contention; WAL checkpoints can still raise
+        # "database is locked" under heavy parallel writing, so back off and retry.
+        for attempt in range(attempts):
+            try:
+                return action()
+            except sqlite3.OperationalError as err:
+                if "locked" not in str(err) and "busy" not in str(err) or attempt == attempts - 1:
+                    raise
+                time.sleep(min(5.0, 0.05 * 2**attempt) * (1 + random.random()))
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, Any]:
+        keys = list(dict.fromkeys(keys))
+        found: dict[str, Any] = {}
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._retry(
+                lambda: self.conn.execute(
+                    f"SELECT key, response FROM calls WHERE key IN ({marks})", chunk
+                ).fetchall()
+            )
+            found.update((key, json.loads(resp)) for key, resp in rows)
+        return found
+
+    def put_many(self, rows: Sequence[tuple[str, str, dict, Any, dict, Any]]) -> None:
+        """Store ``(key, kind, identity, request, params, response)`` rows in one transaction."""
+        now = time.time()
+        data = [
+            (
+                key,
+                kind,
+                json.dumps(identity, sort_keys=True),
+                json.dumps(request, ensure_ascii=False),
+                json.dumps(params, sort_keys=True),
+                json.dumps(response, ensure_ascii=False),
+                now,
+            )
+            for key, kind, identity, request, params, response in rows
+        ]
+
+        def write():
+            with self.conn:  # one transaction; commits on exit
+                self.conn.execute("BEGIN IMMEDIATE")
+                self.conn.executemany("INSERT OR REPLACE INTO calls VALUES (?,?,?,?,?,?,?)", data)
+
+        self._retry(write)
+
+    def __len__(self) -> int:
+        return self._retry(lambda: self.conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class CachedModel(LanguageModel):
+    """Any :class:`LanguageModel` with a :class:`CallCache` in front of it.
+
+    Identical requests within a batch are computed once.  Misses are sent to the
+    backend in chunks of ``flush_every`` requests and each chunk is committed before
+    the next starts, so at most one chunk of work is lost when a job dies.
+    """
+
+    def __init__(self, inner: LanguageModel, cache: CallCache, flush_every: int | None = None) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.backend = inner.backend
+        self.flush_every = flush_every or max(4 * getattr(inner, "batch_size", 8), 16)
+        self._identity = inner.identity()
+        self.calls_made = 0
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def __getattr__(self, name: str) -> Any:  # tokenizer, render, name... of the backend
+        return getattr(self.inner, name)
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        p = params.as_dict()
+        canon = [canonical_request(r) for r in requests]
+        keys = [call_key("generate", self._identity, c, p) for c in canon]
+        found = self.cache.get_many(keys)
+        todo: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            if key not in found and key not in todo:
+                todo[key] = i
+        self.cache.hits += len(keys) - len(todo)
+        self.cache.misses += len(todo)
+        if todo:
+            log.info(
+                "%s: %d of %d requests in the call cache, %d to compute",
+                getattr(self.inner, "name", self.backend), len(keys) - len(todo), len(keys), len(todo),
+            )
+        pending = list(todo.items())
+        for start in range(0, len(pending), self.flush_every):
+            chunk = pending[start : start + self.flush_every]
+            outs = self.inner.generate([requests[i] for _, i in chunk], params)
+            self.calls_made += len(chunk)
+            rows = [
+                (key, "generate", self._identity, canon[i], p, out.as_dict())
+                for (key, i), out in zip(chunk, outs, strict=True)
+            ]
+            self.cache.put_many(rows)
+            found.update((key, out.as_dict()) for (key, _), out in zip(chunk, outs, strict=True))
+        return [Generation.from_dict(found[key]) for key in keys]
+
+    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+        canon = [(canonical_request(ctx), list(cands)) for ctx, cands in items]
+        keys = [call_key("score", self._identity, {"context": c, "candidates": k}, {}) for c, k in canon]
+        found = self.cache.get_many(keys)
+        todo: dict[str, int] = {}
+        for i, key in enumerate(keys):
+            if key not in found and key not in todo:
+                todo[key] = i
+        self.cache.hits += len(keys) - len(todo)
+        self.cache.misses += len(todo)
+        pending = list(todo.items())
+        for start in range(0, len(pending), self.flush_every):
+            chunk = pending[start : start + self.flush_every]
+            outs = self.inner.score_batch([items[i] for _, i in chunk])
+            self.calls_made += len(chunk)
+            self.cache.put_many(
+                [
+                    (key, "score", self._identity, {"context": canon[i][0], "candidates": canon[i][1]}, {}, out)
+                    for (key, i), out in zip(chunk, outs, strict=True)
+                ]
+            )
+            found.update((key, out) for (key, _), out in zip(chunk, outs, strict=True))
+        return [list(found[key]) for key in keys]
+
+    def count_tokens(self, text: str) -> int:
+        return self.inner.count_tokens(text)
+
+    def truncate_text(self, text: str, max_tokens: int) -> tuple[str, int]:
+        return self.inner.truncate_text(text, max_tokens)
+
+    def close(self) -> None:
+        self.inner.close()

@@ -1,0 +1,1 @@
+"""Tables (CSV, Markdown, LaTeX), figures and the provenance manifest."""

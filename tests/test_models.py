@@ -1,0 +1,202 @@
+"""The model layer on tiny random-weight models: generation, scoring, cache, adapters."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing as mp
+
+import pytest
+
+from isqaflow.models.base import GenerationParams
+from isqaflow.models.cache import CachedModel, CallCache
+from isqaflow.models.registry import load_model
+
+GREEDY = GenerationParams(max_new_tokens=8)
+
+
+@pytest.fixture(scope="module")
+def causal(tiny_causal):
+    return load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 3}, threads=1)
+
+
+@pytest.fixture(scope="module")
+def seq2seq(tiny_seq2seq):
+    return load_model({"backend": "hf", "model": str(tiny_seq2seq), "batch_size": 2}, threads=1)
+
+
+REQUESTS = [
+    [{"role": "user", "content": "The quick brown fox"}],
+    "Question: the lazy dog",
+    [{"role": "system", "content": "Answer YES or NO."}, {"role": "user", "content": "Is the fox quick?"}],
+    [{"role": "user", "content": "A much longer request about the model that reads a paper and writes"}],
+]
+
+
+def test_batched_generation_equals_one_at_a_time(causal):
+    batched = causal.generate(REQUESTS, GREEDY)
+    single = [causal.generate([r], GREEDY)[0] for r in REQUESTS]
+    assert [g.text for g in batched] == [g.text for g in single]
+    assert all(g.n_new_tokens <= 8 for g in batched)
+    assert all(g.n_input_tokens > 0 for g in batched)
+
+
+def test_chat_template_is_applied(causal):
+    text, templated = causal.render([{"role": "user", "content": "hi"}])
+    assert templated and text == "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n"
+    assert causal.render("plain prompt") == ("plain prompt", False)
+
+
+def test_min_new_tokens_and_beams(causal):
+    params = GenerationParams(max_new_tokens=6, min_new_tokens=6, num_beams=2, no_repeat_ngram_size=3)
+    out = causal.generate(REQUESTS[:2], params)
+    assert all(g.n_new_tokens == 6 for g in out)
+
+
+def test_score_matches_greedy_generation_logprob(causal):
+    import torch
+
+    gen = causal.generate([REQUESTS[0]], GenerationParams(max_new_tokens=5, return_logprobs=True))[0]
+    ids = causal.encode_request(REQUESTS[0])
+    full = causal.net.generate(input_ids=torch.tensor([ids]), max_new_tokens=5, do_sample=False)
+    new_text = causal.tokenizer.decode(full[0, len(ids) :])
+    # score() of the greedy continuation reproduces the generation's log-probability
+    (score,) = causal.score(REQUESTS[0], [new_text])
+    assert score == pytest.approx(gen.logprob, abs=1e-3)
+
+
+def test_score_single_and_multi_token_candidates_agree(causal):
+    ctx = REQUESTS[2]
+    both = causal.score(ctx, ["YES", "NO"])
+    assert len(both) == 2 and all(s < 0 for s in both)
+    # a multi-token candidate forces the per-candidate path; its first-token part agrees
+    multi = causal.score(ctx, ["YES", "YES NO"])
+    assert multi[0] == pytest.approx(both[0], abs=1e-4)
+    assert multi[1] < multi[0]
+    probs = [math.exp(s) for s in causal.score(ctx, ["YES", "NO", "1", "2", "3"])]
+    assert 0 < sum(probs) <= 1.0
+
+
+def test_truncation_keeps_the_head_and_counts(causal):
+    text = "The quick brown fox jumps over the lazy dog. " * 5
+    n = causal.count_tokens(text)
+    cut, removed = causal.truncate_text(text, 10)
+    assert causal.count_tokens(cut) == 10 and removed == n - 10
+    assert text.startswith(cut)
+    assert causal.truncate_text(text, 10_000) == (text, 0)
+
+
+def test_max_input_tokens_safeguard_cuts_from_the_left(causal):
+    long = [{"role": "user", "content": "fox " * 200}]
+    out = causal.generate([long], GenerationParams(max_new_tokens=2, max_input_tokens=32))[0]
+    assert out.truncated_tokens > 0 and out.n_input_tokens == 32
+
+
+def test_seq2seq_generation_and_score(seq2seq):
+    assert seq2seq.is_seq2seq and not seq2seq.has_chat_template
+    out = seq2seq.generate(["The quick brown fox", [{"role": "user", "content": "Is the fox quick?"}]], GREEDY)
+    assert len(out) == 2 and all(isinstance(g.text, str) for g in out)
+    batched = seq2seq.generate(["The quick brown fox", "Question: lazy dog"], GREEDY)
+    single = [seq2seq.generate([r], GREEDY)[0] for r in ["The quick brown fox", "Question: lazy dog"]]
+    assert [g.text for g in batched] == [g.text for g in single]
+    scores = seq2seq.score("Is the fox quick?", ["YES", "NO", "YES NO"])
+    assert len(scores) == 3 and all(s < 0 for s in scores)
+
+
+def test_cache_skips_finished_calls(tiny_causal, tmp_path):
+    cache = CallCache(tmp_path / "calls.sqlite")
+    model = CachedModel(load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1), cache)
+    first = model.generate(REQUESTS + REQUESTS[:1], GREEDY)  # a duplicate is computed once
+    assert model.calls_made == len(REQUESTS)
+    second = model.generate(REQUESTS, GREEDY)
+    assert model.calls_made == len(REQUESTS)
+    assert [g.text for g in second] == [g.text for g in first[: len(REQUESTS)]]
+    other = model.generate(REQUESTS[:1], GREEDY.replace(max_new_tokens=3))  # new params: new call
+    assert model.calls_made == len(REQUESTS) + 1 and other[0].n_new_tokens <= 3
+    model.score_batch([(REQUESTS[0], ["YES", "NO"])])
+    model.score_batch([(REQUESTS[0], ["YES", "NO"])])
+    assert model.calls_made == len(REQUESTS) + 2
+
+
+class _Dies:
+    """A backend that fails after ``n`` requests, like a job killed mid-way."""
+
+    backend = "fake"
+    batch_size = 1
+
+    def __init__(self, n: int) -> None:
+        self.n, self.seen = n, 0
+
+    def identity(self):
+        return {"backend": "fake"}
+
+    def generate(self, requests, params):
+        from isqaflow.models.base import Generation
+
+        out = []
+        for r in requests:
+            if self.seen >= self.n:
+                raise KeyboardInterrupt("killed")
+            self.seen += 1
+            out.append(Generation(text=f"answer to {r}"))
+        return out
+
+
+def test_killed_job_resumes_from_cache(tmp_path):
+    path = tmp_path / "calls.sqlite"
+    requests = [f"q{i}" for i in range(40)]
+    dying = _Dies(20)
+    model = CachedModel(dying, CallCache(path), flush_every=4)
+    with pytest.raises(KeyboardInterrupt):
+        model.generate(requests, GREEDY)
+    assert len(CallCache(path)) == 20  # every finished chunk was committed
+    rerun = _Dies(10_000)
+    out = CachedModel(rerun, CallCache(path), flush_every=4).generate(requests, GREEDY)
+    assert rerun.seen == 20  # only the unfinished half is computed again
+    assert [g.text for g in out] == [f"answer to q{i}" for i in range(40)]
+
+
+def _writer(path: str, start: int) -> None:
+    cache = CallCache(path)
+    for i in range(start, start + 60):
+        cache.put_many([(f"k{i}", "generate", {"m": 1}, f"r{i}", {}, {"text": str(i)})])
+
+
+def test_cache_is_safe_for_parallel_writers(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    CallCache(path)
+    procs = [mp.get_context("spawn").Process(target=_writer, args=(path, k * 60)) for k in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    cache = CallCache(path)
+    assert len(cache) == 240
+    assert cache.get_many(["k0", "k239"]) == {"k0": {"text": "0"}, "k239": {"text": "239"}}
+
+
+def test_adapter_changes_identity_and_outputs(tiny_causal, tmp_path):
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    base = AutoModelForCausalLM.from_pretrained(tiny_causal)
+    peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    with torch.no_grad():  # LoRA's B starts at zero; make the adapter do something
+        for name, param in peft_model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.5)
+    peft_model.save_pretrained(tmp_path / "adapter")
+    plain = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
+    adapted = load_model({"backend": "hf", "model": str(tiny_causal)}, adapter=str(tmp_path / "adapter"), threads=1)
+    assert plain.identity()["adapter"] is None
+    assert len(adapted.identity()["adapter"]) == 64
+    assert plain.identity()["weights"] == adapted.identity()["weights"]
+    assert plain.score(REQUESTS[0], ["YES"]) != adapted.score(REQUESTS[0], ["YES"])
+
+
+def test_generation_params_reject_unknown_keys():
+    with pytest.raises(ValueError, match="unknown generation parameter"):
+        GenerationParams.from_dict({"max_new_token": 3})
+    with pytest.raises(ValueError):
+        GenerationParams(max_new_tokens=4, min_new_tokens=5)
