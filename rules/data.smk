@@ -1,0 +1,128 @@
+"""Datasets: pinned downloads verified by checksum, archive members, and converters
+from each raw format to the normalized records under results/data/."""
+
+
+rule download:
+    output:
+        file="resources/downloads/{download}/{filename}",
+    params:
+        url=lambda wc: config["downloads"][wc.download]["url"],
+        checksum=lambda wc: config["downloads"][wc.download]["checksum"],
+        code=code("isqaflow.data.download"),
+    wildcard_constraints:
+        filename="[^/]+",
+    log:
+        "logs/download/{download}/{filename}.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("download"),
+    retries: 2
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/download.py"
+
+
+rule extract:
+    input:
+        archive=lambda wc: f"resources/downloads/{wc.download}/{download_filename(wc.download)}",
+    output:
+        file="resources/extracted/{download}/{member}",
+    params:
+        member=lambda wc: wc.member,
+        code=code("isqaflow.data.download"),
+    wildcard_constraints:
+        member=".+",
+    log:
+        "logs/extract/{download}/{member}.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/extract.py"
+
+
+rule convert_papers:
+    input:
+        raw=lambda wc: raw_paths(papers_entry(wc.dataset)["files"]),
+    output:
+        papers="results/data/papers/{dataset}.jsonl",
+    params:
+        format=lambda wc: papers_entry(wc.dataset)["format"],
+        max_papers=lambda wc: papers_entry(wc.dataset).get("max_papers"),
+        code=code("isqaflow.data.convert"),
+    log:
+        "logs/convert_papers/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/convert_papers.py"
+
+
+rule convert_qa_train:
+    input:
+        raw=lambda wc: raw_paths(qa_entry(wc.dataset)[wc.split]),
+    output:
+        examples="results/data/qa/{dataset}.{split}.jsonl",
+    params:
+        code=code("isqaflow.data.convert"),
+    log:
+        "logs/convert_qa_train/{dataset}.{split}.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/convert_qa_train.py"
+
+
+rule convert_instructions:
+    input:
+        raw=lambda wc: raw_paths(config["datasets"]["instructions"][wc.dataset]["files"]),
+    output:
+        instructions="results/data/instructions/{dataset}.jsonl",
+    params:
+        code=code("isqaflow.data.convert"),
+    log:
+        "logs/convert_instructions/{dataset}.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/convert_instructions.py"
+
+
+rule convert_rag:
+    input:
+        annotations=lambda wc: raw_paths(rag_domain(wc.domain)["annotations"]),
+        corpus=lambda wc: raw_path(rag_domain(wc.domain)["corpus"]),
+    output:
+        queries="results/data/rag/{domain}/queries.jsonl",
+        passages="results/data/rag/{domain}/passages.jsonl",
+    params:
+        corpus_format=lambda wc: rag_domain(wc.domain)["corpus_format"],
+        passage_words=config["datasets"]["rag"]["passage_words"],
+        code=code("isqaflow.data.convert"),
+    log:
+        "logs/convert_rag/{domain}.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/convert_rag.py"

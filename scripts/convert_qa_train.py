@@ -1,0 +1,7 @@
+"""Raw HotpotQA files -> QA-with-evidence examples (rule convert_qa_train)."""
+
+from isqaflow.data.convert import write_qa_examples
+from isqaflow.runtime import job
+
+with job(snakemake):
+    write_qa_examples(snakemake.input.raw, snakemake.output.examples)

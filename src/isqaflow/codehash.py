@@ -1,0 +1,100 @@
+"""A version of the library code a workflow rule runs, for its ``params:``.
+
+Snakemake reruns a job when its ``script:`` changes, but not when a module the
+script imports changes.  Each rule therefore gets a parameter
+``code=code_version("isqaflow.isqa.refine")``: the SHA-256 of that module and of
+every ``isqaflow`` module it imports, transitively (imports inside functions
+included), read from the source with :mod:`ast` -- nothing is imported, so this
+runs at DAG-build time in milliseconds.  Editing ``refine.py`` changes the version
+of the rules that import it, and of no other rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+from pathlib import Path
+
+PACKAGE = "isqaflow"
+ROOT = Path(__file__).resolve().parent
+
+
+def module_path(module: str) -> Path:
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
+        raise ValueError(f"{module} is not an {PACKAGE} module")
+    base = ROOT.joinpath(*parts[1:])
+    if (base / "__init__.py").exists():
+        return base / "__init__.py"
+    if base.with_suffix(".py").exists():
+        return base.with_suffix(".py")
+    raise ModuleNotFoundError(module)
+
+
+def _imports(module: str) -> set[str]:
+    path = module_path(module)
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative import
+                anchor = module.split(".")
+                anchor = anchor if is_package else anchor[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            if name == PACKAGE or name.startswith(PACKAGE + "."):
+                found.add(name)
+    return found
+
+
+def _resolve(name: str) -> str | None:
+    """The module an import names (``a.b.func`` -> ``a.b``), or None."""
+    parts = name.split(".")
+    while parts:
+        candidate = ".".join(parts)
+        try:
+            module_path(candidate)
+            return candidate
+        except (ModuleNotFoundError, ValueError):
+            parts.pop()
+    return None
+
+
+@functools.cache
+def dependencies(module: str) -> tuple[str, ...]:
+    """``module`` and every isqaflow module it imports, transitively (with parent packages)."""
+    seen: set[str] = set()
+    stack = [module]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        parts = current.split(".")
+        for i in range(1, len(parts)):  # importing a.b.c runs a/__init__ and a/b/__init__
+            stack.append(".".join(parts[:i]))
+        for name in _imports(current):
+            resolved = _resolve(name)
+            if resolved and resolved not in seen:
+                stack.append(resolved)
+    return tuple(sorted(seen))
+
+
+def code_version(*modules: str) -> str:
+    """A short hash of the source of ``modules`` and everything they import."""
+    digest = hashlib.sha256()
+    for module in sorted({dep for m in modules for dep in dependencies(m)}):
+        digest.update(module.encode())
+        digest.update(b"\0")
+        digest.update(module_path(module).read_bytes())
+    return digest.hexdigest()[:16]

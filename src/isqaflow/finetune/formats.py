@@ -1,0 +1,128 @@
+"""The feedback model's task format: prompt, training target, and the parser of its output.
+
+The prompt is ISQA's feedback prompt (Appendix E.3).  The target answers in the two
+numbered parts the prompt asks for::
+
+    1. Answer: <answer>
+    2. Evidence: <evidence sentence(s)>
+
+or ``Unanswerable``.  The parser reads every format seen in practice -- the numbered
+form, ``Answer: ... Evidence: ...`` (GPT-3.5's format, Appendix E.5), a bare
+numbered list, ``Unanswerable`` -- and reports anything else as unparsed, with its
+raw text, so it is counted and never guessed at.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from isqaflow.data.schema import UNANSWERABLE, QAExample
+from isqaflow.isqa.prompts import feedback_request
+
+Status = Literal["ok", "unanswerable", "unparsed"]
+
+_LABELLED = re.compile(
+    r"^\s*(?:1\s*[.):]?\s*)?(?:the\s+)?answer\s*(?:is)?\s*[:\-]\s*(?P<answer>.*?)\s*"
+    r"(?:\n|\s)(?:2\s*[.):]?\s*)?(?:the\s+)?(?:most\s+relevant\s+)?evidence(?:\s+sentence)?\s*[:\-]\s*(?P<evidence>.*)$",
+    re.IGNORECASE | re.DOTALL,
+)
+_NUMBERED = re.compile(r"^\s*1\s*[.)]\s*(?P<answer>.+?)\s*\n\s*2\s*[.)]\s*(?P<evidence>.+)$", re.DOTALL)
+_UNANSWERABLE = re.compile(
+    r"^\W*(?:1\s*[.)]\s*)?(?:answer\s*:\s*)?(?:the\s+question\s+is\s+)?unanswerable\b", re.IGNORECASE
+)
+
+
+def format_target(answer: str, evidence: list[str] | str, unanswerable: bool = False) -> str:
+    if unanswerable:
+        return UNANSWERABLE
+    if isinstance(evidence, list):
+        evidence = " ".join(e.strip() for e in evidence)
+    return f"1. Answer: {answer.strip()}\n2. Evidence: {evidence.strip()}"
+
+
+@dataclass(frozen=True)
+class ParsedFeedback:
+    status: Status
+    answer: str = ""
+    evidence: str = ""
+    raw: str = ""
+
+    @property
+    def consistent(self) -> bool:
+        """The output follows the required format (answer + evidence, or Unanswerable)."""
+        return self.status != "unparsed"
+
+
+def _clean(text: str) -> str:
+    text = text.strip().strip('"“”‘’`').strip()
+    return re.sub(r"\s+", " ", text)
+
+
+def parse_feedback(raw: str) -> ParsedFeedback:
+    text = raw.strip()
+    if _UNANSWERABLE.match(text):
+        return ParsedFeedback("unanswerable", raw=raw)
+    for pattern in (_LABELLED, _NUMBERED):
+        match = pattern.match(text)
+        if match:
+            answer, evidence = _clean(match["answer"]), _clean(match["evidence"])
+            if answer.lower().rstrip(".") == "unanswerable":
+                return ParsedFeedback("unanswerable", raw=raw)
+            if answer and evidence:
+                return ParsedFeedback("ok", answer=answer, evidence=evidence, raw=raw)
+    return ParsedFeedback("unparsed", raw=raw)
+
+
+def fit_request(model, question: str, context_parts: list[str], max_input_tokens: int | None,
+                style: str = "isqa", required: int = 0) -> tuple[list[dict[str, str]], int]:
+    """The feedback request with as much context as fits in ``max_input_tokens``.
+
+    ``context_parts`` are added in order; the first ``required`` parts are always
+    kept (the gold paragraphs of a training example), later ones only while the
+    request stays within the budget.  If the required parts alone are too long, the
+    context is cut at the end.  Returns the request and the number of tokens cut.
+    """
+    def build(parts: list[str]) -> list[dict[str, str]]:
+        return feedback_request(question, "\n".join(parts), style)
+
+    if max_input_tokens is None:
+        return build(context_parts), 0
+    kept = list(context_parts[:required])
+    for part in context_parts[required:]:
+        if len(model.encode_request(build(kept + [part]))) <= max_input_tokens:
+            kept.append(part)
+    request = build(kept)
+    overflow = len(model.encode_request(request)) - max_input_tokens
+    if overflow <= 0:
+        return request, 0
+    context = "\n".join(kept)
+    budget = max(0, model.count_tokens(context) - overflow)
+    context, cut = model.truncate_text(context, budget)
+    return feedback_request(question, context, style), cut
+
+
+def example_request(model, example: QAExample, max_input_tokens: int | None, style: str = "isqa",
+                    drop_gold: bool = False) -> tuple[list[dict[str, str]], int]:
+    """A HotpotQA example as a feedback request: the gold paragraphs always fit first.
+
+    Paragraphs keep their original order.  ``drop_gold`` removes the paragraphs that
+    hold the evidence, which makes the example unanswerable.
+    """
+    gold_titles = set()
+    for para in example.context:
+        if any(s.strip() in example.evidence for s in para.sentences):
+            gold_titles.add(para.title)
+    paragraphs = [(p.title in gold_titles, " ".join(s.strip() for s in p.sentences)) for p in example.context]
+    if drop_gold:
+        paragraphs = [(False, text) for is_gold, text in paragraphs if not is_gold]
+    ordered = [text for is_gold, text in paragraphs if is_gold] + [text for is_gold, text in paragraphs if not is_gold]
+    n_gold = sum(1 for is_gold, _ in paragraphs if is_gold)
+    request, cut = fit_request(model, example.question, ordered, max_input_tokens, style, required=n_gold)
+    if n_gold and not cut:
+        # restore the original paragraph order among those kept
+        kept_text = request[-1]["content"]
+        kept = [text for _, text in paragraphs if text in kept_text]
+        request, cut = fit_request(model, example.question, kept, None, style)
+    return request, cut

@@ -1,0 +1,114 @@
+"""The ISQA paper's prompt templates (Appendix E), word for word.
+
+Where the paper shows ``‘‘This is the body text of ...’’`` the text itself is
+inserted (the quotes mark the slot, they are not part of the prompt).  Facts and
+non-facts are numbered, one per line.  Every prompt is a single user turn; for chat
+models the model layer applies the chat template, for seq2seq models (Flan-T5) the
+text is used as is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+# E.1 Baseline prompts and E.2 pre-hoc prompt engineering -------------------------
+SUMMARY_PROMPTS: dict[str, str] = {
+    "baseline_1": "Read this: {paper}\nWrite a summary.",
+    "baseline_2": "Below is a scientific paper. Please write a summary about it.\nPaper: {paper}",
+    "prehoc_1": (
+        "Below is a scientific paper. Please write a summary that is factually consistent with the paper.\n"
+        "Paper: {paper}"
+    ),
+    "prehoc_2": (
+        "Write a summary of the scientific paper below. Reduce non-facts as much as possible in the summary "
+        "you generate.\nPaper: {paper}"
+    ),
+    "prehoc_3": (
+        "Please write a summary about the scientific paper below. Make sure the summary is factually consistent "
+        "with the paper. Do not include non-factual information.\nPaper: {paper}"
+    ),
+}
+BASELINE_PROMPTS = ("baseline_1", "baseline_2")
+PREHOC_PROMPTS = ("prehoc_1", "prehoc_2", "prehoc_3")
+
+# E.3 Feedback generation ---------------------------------------------------------
+ISQA_FEEDBACK_PROMPT = (
+    "Below is a question paired with context. Please return your response in two parts:\n"
+    "1. The answer to the question\n"
+    "2. The most relevant evidence sentence in the context to your answer.\n"
+    "If the question is unanswerable, directly return 'Unanswerable'.\n"
+    "Question: {question}\n"
+    "Context: {context}"
+)
+
+GENERIC_FEEDBACK = (
+    "The previous summary you generated is not factually consistent with the paper. Please re-generate a "
+    "summary with higher factuality. Reduce your factual errors and include more facts."
+)
+GENERIC_FEEDBACK_PROMPT = (
+    "Below is a scientific paper paired with feedback. Please write a summary based on the feedback provided.\n"
+    "Paper: {paper}\n"
+    "Feedback: " + GENERIC_FEEDBACK
+)
+
+# E.4 Summary generation with feedback (the act-on-feedback prompt) --------------
+ACT_ON_FEEDBACK_PROMPT = (
+    "Below is a scientific paper paired with feedback on factual information. Please write a summary by "
+    "memorizing the provided facts and rectifying the provided non-facts.\n"
+    "Facts:{facts}\n"
+    "Non-Facts:{non_facts}\n"
+    "Paper: {paper}"
+)
+
+# E.5 GPT-3.5 as the feedback model -------------------------------------------------
+GPT35_SYSTEM = "You are good at answering reading comprehension questions and extracting corresponding evidence."
+GPT35_USER = (
+    "Read the context\n"
+    "Context: {context}\n"
+    "Please answer the following question by:\n"
+    "1. Provide the answer\n"
+    "2. Provide the evidence sentence in the context.\n"
+    'Please use "Answer:" and "Evidence:" to denote these two parts when generating your response: {question}'
+)
+
+FEEDBACK_PROMPT_STYLES = ("isqa", "gpt35")
+NONE_LISTED = " None"
+
+
+def numbered(sentences: Sequence[str]) -> str:
+    """``\\n1. first\\n2. second``; `` None`` when the list is empty."""
+    if not sentences:
+        return NONE_LISTED
+    return "".join(f"\n{i}. {s.strip()}" for i, s in enumerate(sentences, start=1))
+
+
+def user(text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": text}]
+
+
+def summary_request(prompt_id: str, paper: str) -> list[dict[str, str]]:
+    try:
+        template = SUMMARY_PROMPTS[prompt_id]
+    except KeyError:
+        raise ValueError(f"unknown summary prompt {prompt_id!r}; known: {sorted(SUMMARY_PROMPTS)}") from None
+    return user(template.format(paper=paper))
+
+
+def generic_feedback_request(paper: str) -> list[dict[str, str]]:
+    return user(GENERIC_FEEDBACK_PROMPT.format(paper=paper))
+
+
+def act_on_feedback_request(paper: str, facts: Sequence[str], non_facts: Sequence[str]) -> list[dict[str, str]]:
+    return user(ACT_ON_FEEDBACK_PROMPT.format(facts=numbered(facts), non_facts=numbered(non_facts), paper=paper))
+
+
+def feedback_request(question: str, context: str, style: str = "isqa") -> list[dict[str, str]]:
+    """The feedback model's request: ISQA's prompt (E.3) or GPT-3.5's system/user pair (E.5)."""
+    if style == "isqa":
+        return user(ISQA_FEEDBACK_PROMPT.format(question=question, context=context))
+    if style == "gpt35":
+        return [
+            {"role": "system", "content": GPT35_SYSTEM},
+            {"role": "user", "content": GPT35_USER.format(context=context, question=question)},
+        ]
+    raise ValueError(f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}")

@@ -1,0 +1,75 @@
+"""What every workflow job does before and after its work.
+
+:func:`job` is the one thing a script in ``scripts/`` uses besides the library call:
+it sends log records to the rule's ``log:`` file (and stderr), sets the torch thread
+count from the rule's ``threads``, logs start, end and wall time, and gives the path
+of the job's own call cache: ``<first output>.calls.sqlite``, beside its outputs
+(SQLite locking is unreliable across cluster nodes, so no cache file is shared).
+The cache file is not a declared output, so Snakemake keeps it when it deletes the
+outputs of a failed or killed job, and the rerun resumes from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("isqaflow")
+
+FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def setup_logging(log_file: str | os.PathLike | None = None, level: int = logging.INFO) -> None:
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_file:
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+    logging.basicConfig(level=level, format=FORMAT, handlers=handlers, force=True)
+    logging.captureWarnings(True)
+    for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def set_threads(threads: int) -> None:
+    os.environ["OMP_NUM_THREADS"] = str(threads)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(threads)
+
+
+@dataclass
+class Job:
+    rule: str
+    threads: int
+    outputs: list[str]
+
+    def cache_path(self) -> Path:
+        """This job's own call cache, beside its first output."""
+        first = Path(self.outputs[0])
+        return first.with_name(first.name + ".calls.sqlite")
+
+
+@contextlib.contextmanager
+def job(smk: Any) -> Iterator[Job]:
+    """Set up a Snakemake ``script:`` job; see the module docstring."""
+    log_file = smk.log[0] if len(smk.log) else None
+    setup_logging(log_file)
+    threads = int(getattr(smk, "threads", 1) or 1)
+    set_threads(threads)
+    rule = getattr(smk, "rule", "job")
+    wildcards = dict(getattr(smk, "wildcards", {}).items()) if hasattr(smk, "wildcards") else {}
+    log.info("start %s %s (threads=%d)", rule, wildcards, threads)
+    started = time.monotonic()
+    try:
+        yield Job(rule=rule, threads=threads, outputs=[str(o) for o in smk.output])
+    except BaseException:
+        log.exception("%s failed after %.1fs", rule, time.monotonic() - started)
+        raise
+    log.info("done %s in %.1fs", rule, time.monotonic() - started)
