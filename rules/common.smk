@@ -98,6 +98,15 @@ def adapter_files(adapter):
     ]
 
 
+def finetune_entry(adapter):
+    return config["finetune"][adapter]
+
+
+def finetune_settings(adapter):
+    """Fine-tuning settings with the run's seed (part of the params, so a new seed retrains)."""
+    return {"seed": config["seed"], **finetune_entry(adapter)["settings"]}
+
+
 # ----------------------------------------------------------------------------- data
 def download_filename(name):
     url = config["downloads"][name]["url"]

@@ -1,0 +1,69 @@
+"""Feedback model: LoRA fine-tuning on QA-with-evidence data, and its evaluation
+before and after fine-tuning (consistency, answer and evidence ROUGE)."""
+
+
+rule finetune_feedback:
+    input:
+        train=lambda wc: qa_file(finetune_entry(wc.adapter)["data"], "train"),
+        model=lambda wc: model_files(finetune_entry(wc.adapter)["base"]),
+    output:
+        weights="results/finetune/{adapter}/adapter/adapter_model.safetensors",
+        adapter_config="results/finetune/{adapter}/adapter/adapter_config.json",
+        train_log=report(
+            "results/finetune/{adapter}/train_log.csv",
+            caption="../report/finetune_log.rst",
+            category="Feedback model",
+            labels={"adapter": "{adapter}", "table": "training loss per step"},
+        ),
+    params:
+        base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
+        settings=lambda wc: finetune_settings(wc.adapter),
+        checkpoint_dir=lambda wc: f"results/finetune/{wc.adapter}/checkpoint",
+        code=code("isqaflow.finetune.lora"),
+    log:
+        "logs/finetune_feedback/{adapter}.log",
+    benchmark:
+        "benchmarks/finetune_feedback/{adapter}.tsv"
+    threads: threads_for("finetune")
+    resources:
+        mem_mb=mem_mb_for("finetune"),
+        runtime=runtime_for("finetune"),
+        gpu=gpus_for("finetune"),
+    conda:
+        "../envs/torch.yaml"
+    script:
+        "../scripts/finetune_feedback.py"
+
+
+rule evaluate_feedback:
+    input:
+        dev=lambda wc: qa_file(finetune_entry(wc.adapter)["data"], "dev"),
+        model=lambda wc: model_files(finetune_entry(wc.adapter)["base"]),
+        adapter=lambda wc: adapter_files(wc.adapter),
+    output:
+        summary="results/finetune/{adapter}/eval.json",
+        examples="results/finetune/{adapter}/eval_examples.jsonl",
+    params:
+        base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
+        adapter_dir=lambda wc: adapter_dir(wc.adapter),
+        generation=lambda wc: finetune_entry(wc.adapter)["evaluation"]["generation"],
+        max_input_tokens=lambda wc: finetune_entry(wc.adapter)["evaluation"].get(
+            "max_input_tokens", 512
+        ),
+        examples=lambda wc: finetune_entry(wc.adapter)["evaluation"]["examples"],
+        prompt_style=lambda wc: finetune_settings(wc.adapter).get("prompt_style", "isqa"),
+        seed=config["seed"],
+        code=code("isqaflow.finetune.evaluate"),
+    log:
+        "logs/evaluate_feedback/{adapter}.log",
+    benchmark:
+        "benchmarks/evaluate_feedback/{adapter}.tsv"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
+    conda:
+        "../envs/torch.yaml"
+    script:
+        "../scripts/evaluate_feedback.py"

@@ -1,0 +1,306 @@
+"""RAG-QA Arena's pairwise judge: which of two answers to a query is better, or a tie.
+
+The judge gets a system instruction with the paper's rubric (truthfulness first,
+then helpfulness and completeness; "not sure" is a tie), three invented in-context
+examples as earlier user/assistant turns, and the pair to rate in ``<query>``,
+``<answer 1>`` and ``<answer 2>`` tags.  It thinks briefly in ``<thinking>`` tags and
+puts its label in ``<rating></rating>``: 1 (answer 1 is better), 2 (answer 2 is
+better) or 0 (tie or not sure).  The paper's Table 15 writes the tie label as 3; we
+use 0 throughout.
+
+Modes: ``"text"`` generates the reply and parses it (:func:`parse_verdict`);
+``"logprob"`` (local models) asks for the rating only and scores the three possible
+replies ``<rating>1</rating>``, ``<rating>2</rating>``, ``<rating>0</rating>``, taking
+the most likely one (deterministic, never invalid).
+
+Position bias: :func:`judge_pairs` judges both orders of each pair and combines them
+(:func:`combine_orders`), or one seeded-random order per pair.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from isqaflow.models.base import GenerationParams, LanguageModel, Message
+
+__all__ = [
+    "FEW_SHOT",
+    "SYSTEM_PROMPT",
+    "combine_orders",
+    "judge_pairs",
+    "pair_request",
+    "parse_verdict",
+    "position_consistency",
+]
+
+Verdict = Literal["1", "2", "tie"]  # positional: answer 1 better, answer 2 better, tie
+Side = Literal["a", "b", "tie"]  # in the pair's terms: system_a better, system_b better, tie
+
+SYSTEM_PROMPT = (
+    "You will see a query and two answers to it. Your task is to say which answer you "
+    "prefer.\n\n"
+    "Start by working out, for each answer, whether its information helps to answer the "
+    "query truthfully. Two qualities matter:\n"
+    "- Helpfulness: the information is relevant to the query. The best answer contains "
+    "only relevant information.\n"
+    "- Truthfulness: the information is correct as an answer to the query; only helpful "
+    "information can be truthful. Treat information as untruthful when you cannot tell "
+    "whether it is correct (often because the answer gives too little context), and when "
+    "the answer states conflicting facts without reconciling them.\n\n"
+    "Decide with these rules, the first one that applies winning:\n"
+    "1. When one answer is entirely truthful and the other contains something "
+    "untruthful, prefer the entirely truthful one.\n"
+    "2. When both contain something untruthful, prefer the one with less untruthful "
+    "information.\n"
+    "3. When both are entirely truthful, prefer the one that gives more truthful and "
+    "helpful information, i.e. the more complete one.\n"
+    "4. When the answers seem equally good, or the rules above do not separate them, "
+    "call it a tie."
+)
+
+_THINK_THEN_RATE = (
+    "Think it over briefly (fewer than 50 words) inside <thinking></thinking> tags. Then "
+    "write your rating inside <rating></rating> tags: 1 if answer 1 is better, 2 if "
+    "answer 2 is better, 0 if they tie or you are not sure."
+)
+_RATE_ONLY = (
+    "Write only your rating inside <rating></rating> tags: 1 if answer 1 is better, 2 if "
+    "answer 2 is better, 0 if they tie or you are not sure."
+)
+
+# Invented in-context examples: (query, answer 1, answer 2, thinking, label).
+FEW_SHOT: tuple[tuple[str, str, str, str, str], ...] = (
+    (
+        "how long should i boil an egg to keep the yolk runny",
+        (
+            "Lower the egg into water that is already boiling and cook it for about six "
+            "minutes; the white sets while the yolk stays runny. Cool it in cold water "
+            "straight away so it stops cooking."
+        ),
+        "Boil the egg for twelve minutes; that keeps the yolk soft and runny.",
+        "Answer 1 is correct. Twelve minutes gives a hard yolk, so answer 2 is untruthful.",
+        "1",
+    ),
+    (
+        "what does git stash do",
+        "It saves your changes.",
+        (
+            "git stash puts your uncommitted changes, staged and unstaged, aside and leaves "
+            "a clean working tree; git stash pop applies them again later."
+        ),
+        (
+            "Both are truthful. Answer 2 also says which changes are saved, that the "
+            "working tree becomes clean and how to get the changes back: more complete."
+        ),
+        "2",
+    ),
+    (
+        "why do cats purr",
+        (
+            "Cats purr when they are content, but also when they are stressed or in pain; "
+            "purring may help them calm themselves."
+        ),
+        (
+            "Purring usually means a cat is relaxed, yet cats also purr when anxious or "
+            "hurt, probably to soothe themselves."
+        ),
+        "Both give the same truthful points, equally complete; neither is better.",
+        "0",
+    ),
+)
+
+RATING_LABELS = {"1": "1", "2": "2", "0": "tie"}
+_CANDIDATES = tuple(f"<rating>{label}</rating>" for label in RATING_LABELS)
+_OPEN_TAG = re.compile(r"<\s*rating\s*>", re.IGNORECASE)
+_CLOSE_TAG = re.compile(r"<\s*/\s*rating\s*>", re.IGNORECASE)
+
+# "</rating>" as a stop string: the reply ends right after the label (the stop string
+# itself is cut from the text, which parse_verdict accepts).
+DEFAULT_PARAMS = GenerationParams(max_new_tokens=256, stop=("</rating>",))
+
+_TO_SIDE = {
+    "ab": {"1": "a", "2": "b", "tie": "tie", None: None},
+    "ba": {"1": "b", "2": "a", "tie": "tie", None: None},
+}
+_SIDE_TO_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
+_OUTPUT_KEYS = (
+    "verdict", "order", "raw_ab", "raw_ba", "verdict_ab", "verdict_ba", "logprobs_ab",
+    "logprobs_ba", "position_consistent",
+)
+
+
+def _user_message(query: str, answer_1: str, answer_2: str, with_thinking: bool) -> str:
+    return (
+        f"<query>\n{query}\n</query>\n\n"
+        f"<answer 1>\n{answer_1}\n</answer 1>\n\n"
+        f"<answer 2>\n{answer_2}\n</answer 2>\n\n"
+        f"{_THINK_THEN_RATE if with_thinking else _RATE_ONLY}"
+    )
+
+
+def pair_request(
+    query: str, answer_1: str, answer_2: str, few_shot: bool = True, with_thinking: bool = True
+) -> list[Message]:
+    """The chat request that asks the judge to rate one ordered pair of answers.
+
+    ``with_thinking=False`` asks for the rating alone (logprob mode); the in-context
+    examples' replies then hold the rating alone too, so they show the same format.
+    """
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    if few_shot:
+        for example_query, example_1, example_2, thinking, label in FEW_SHOT:
+            reply = f"<rating>{label}</rating>"
+            if with_thinking:
+                reply = f"<thinking>{thinking}</thinking>\n{reply}"
+            example = _user_message(example_query, example_1, example_2, with_thinking)
+            messages.append({"role": "user", "content": example})
+            messages.append({"role": "assistant", "content": reply})
+    pair = _user_message(query, answer_1, answer_2, with_thinking)
+    messages.append({"role": "user", "content": pair})
+    return messages
+
+
+def parse_verdict(text: str) -> Verdict | None:
+    """The label in the reply's last ``<rating>`` tag: "1", "2", "tie" (for 0) or None.
+
+    Tags are matched case-insensitively with whitespace allowed inside them and around
+    the label.  A last opening tag without a closing one is accepted only when the
+    label ends the reply ("... <rating>2"): judges often drop the closing tag, and a
+    "</rating>" stop string cuts it.  Anything else inside the tags ("10", "1 or 2")
+    and a reply without tags are None: invalid, counted and left out, never turned
+    into a tie; we do not guess a preference from free text.
+    """
+    openings = list(_OPEN_TAG.finditer(text))
+    if not openings:
+        return None
+    rest = text[openings[-1].end() :]
+    closing = _CLOSE_TAG.search(rest)
+    label = rest[: closing.start()] if closing else rest
+    return RATING_LABELS.get(label.strip())
+
+
+def combine_orders(first: Side | None, second: Side | None) -> Side | None:
+    """One verdict from the two orders' verdicts, both in the pair's terms (a / b / tie).
+
+    Agreement gives that verdict; any disagreement, win against tie included, is a tie
+    (the MT-bench and Arena-Hard practice).  If either order is invalid (None) the pair
+    gets None: excluded and counted rather than decided by the one order left, which
+    would reintroduce the position bias that judging both orders removes.
+    """
+    for side in (first, second):
+        if side not in ("a", "b", "tie", None):
+            raise ValueError(f"an order's verdict must be 'a', 'b', 'tie' or None, got {side!r}")
+    if first is None or second is None:
+        return None
+    return first if first == second else "tie"
+
+
+def _judge_requests(
+    model: LanguageModel,
+    requests: list[tuple[str, str, str]],
+    mode: Literal["text", "logprob"],
+    few_shot: bool,
+    params: GenerationParams,
+) -> list[tuple[str, Verdict | None, dict[str, float] | None]]:
+    """(raw reply, positional verdict, label log-probs) for each (query, answer 1, answer 2)."""
+    if mode == "text":
+        chats = [pair_request(*request, few_shot=few_shot) for request in requests]
+        replies = [g.text for g in model.generate(chats, params)]
+        return [(reply, parse_verdict(reply), None) for reply in replies]
+    chats = [pair_request(*req, few_shot=few_shot, with_thinking=False) for req in requests]
+    scores = model.score_batch([(chat, list(_CANDIDATES)) for chat in chats])
+    labels = list(RATING_LABELS)
+    results = []
+    for row in scores:
+        best = labels[int(np.argmax(row))]  # an exact tie goes to the first of 1, 2, 0
+        results.append(("", RATING_LABELS[best], dict(zip(labels, map(float, row)))))
+    return results
+
+
+def judge_pairs(
+    model: LanguageModel,
+    pairs: Sequence[Mapping[str, Any]],
+    mode: Literal["text", "logprob"] = "text",
+    orders: Literal["both", "random"] = "both",
+    seed: int = 0,
+    params: GenerationParams | None = None,
+    few_shot: bool = True,
+) -> list[dict[str, Any]]:
+    """Judge pairs ``{"pair_id", "query", "system_a", "answer_a", "system_b", "answer_b", ...}``.
+
+    Orders: "ab" shows answer_a as answer 1, "ba" shows answer_b first.
+    ``orders="both"`` judges both, all requests in one model call, and combines them
+    with :func:`combine_orders`; ``orders="random"`` judges one order per pair drawn
+    by a numpy Generator seeded with ``seed`` (the public RAG-QA Arena code instead
+    picks it from the parity of the query's word count).
+
+    Each record holds the pair's keys plus ``verdict`` in the convention of
+    :func:`isqaflow.arena.ratings.battles_from_verdicts` with system_1 = system_a and
+    system_2 = system_b ("1": system_a better, "2": system_b better, "tie", None:
+    invalid), ``order`` ("both", "ab" or "ba"), per order the raw reply ``raw_ab`` /
+    ``raw_ba`` ("" in logprob mode), the verdict in the pair's terms ``verdict_ab`` /
+    ``verdict_ba`` ("a", "b", "tie", None) and the label log-probs ``logprobs_ab`` /
+    ``logprobs_ba`` (``{"1", "2", "0"}``, logprob mode only) -- None for an order not
+    judged -- and ``position_consistent`` (whether the two orders agree; None unless
+    both were judged and valid).  ``params`` (text mode) defaults to greedy decoding
+    of at most 256 new tokens, stopping at "</rating>".
+    """
+    if mode not in ("text", "logprob"):
+        raise ValueError(f"mode must be 'text' or 'logprob', got {mode!r}")
+    if orders not in ("both", "random"):
+        raise ValueError(f"orders must be 'both' or 'random', got {orders!r}")
+    for pair in pairs:
+        clash = set(pair) & set(_OUTPUT_KEYS)
+        if clash:
+            name = pair.get("pair_id")
+            raise ValueError(f"pair {name!r} already has output key(s) {sorted(clash)}")
+    if not pairs:
+        return []
+    if orders == "both":
+        plan = [(i, order) for order in ("ab", "ba") for i in range(len(pairs))]
+    else:
+        swap = np.random.default_rng(seed).random(len(pairs)) < 0.5
+        plan = [(i, "ba" if swapped else "ab") for i, swapped in enumerate(swap)]
+    requests = []
+    for i, order in plan:
+        answers = (pairs[i]["answer_a"], pairs[i]["answer_b"])
+        first, second = answers if order == "ab" else answers[::-1]
+        requests.append((pairs[i]["query"], first, second))
+    judged = _judge_requests(model, requests, mode, few_shot, params or DEFAULT_PARAMS)
+
+    records = [{**pair, **dict.fromkeys(_OUTPUT_KEYS)} for pair in pairs]
+    for (i, order), (raw, verdict, logprobs) in zip(plan, judged, strict=True):
+        record = records[i]
+        record["order"] = orders if orders == "both" else order
+        record[f"raw_{order}"] = raw
+        record[f"verdict_{order}"] = _TO_SIDE[order][verdict]
+        record[f"logprobs_{order}"] = logprobs
+    for record in records:
+        if record["order"] == "both":
+            side = combine_orders(record["verdict_ab"], record["verdict_ba"])
+            if record["verdict_ab"] is not None and record["verdict_ba"] is not None:
+                record["position_consistent"] = record["verdict_ab"] == record["verdict_ba"]
+        else:
+            side = record[f"verdict_{record['order']}"]
+        record["verdict"] = _SIDE_TO_VERDICT[side]
+    return records
+
+
+def position_consistency(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """How often the two orders of a pair agree, over pairs with both orders valid.
+
+    ``rate`` is ``n_consistent / n_both_valid`` (NaN when no pair has both).
+    """
+    flags = [record.get("position_consistent") for record in records]
+    valid = [flag for flag in flags if flag is not None]
+    n_consistent = sum(bool(flag) for flag in valid)
+    return {
+        "n_pairs": len(flags),
+        "n_both_valid": len(valid),
+        "n_consistent": n_consistent,
+        "rate": n_consistent / len(valid) if valid else float("nan"),
+    }
