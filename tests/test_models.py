@@ -200,3 +200,53 @@ def test_generation_params_reject_unknown_keys():
         GenerationParams.from_dict({"max_new_token": 3})
     with pytest.raises(ValueError):
         GenerationParams(max_new_tokens=4, min_new_tokens=5)
+
+
+LONG_CONTEXT = "The model reads a paper and writes a summary of its results. " * 6
+
+
+def _prefix_requests():
+    # Many requests that share a long beginning (a source window), then differ.
+    return [
+        [{"role": "user", "content": f"Text: {LONG_CONTEXT}\nQuestion: {q}"}]
+        for q in ("Is the fox quick?", "What does the model read?", "Answer YES or NO.", "lazy dog")
+    ] + [[{"role": "user", "content": "A short unrelated request"}]]
+
+
+def test_shared_prefix_generation_equals_plain_generation(tiny_causal):
+    shared = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 2}, threads=1)
+    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    from isqaflow.models.prefix import prefix_groups
+
+    groups, singles = prefix_groups([shared.encode_request(r) for r in _prefix_requests()], 32)
+    assert groups and len(groups[0][1]) == 4 and singles == [4]  # the path under test is taken
+    params = GenerationParams(max_new_tokens=6, min_new_tokens=2, return_logprobs=True)
+    a, b = shared.generate(_prefix_requests(), params), plain.generate(_prefix_requests(), params)
+    assert [g.text for g in a] == [g.text for g in b]
+    assert [g.n_new_tokens for g in a] == [g.n_new_tokens for g in b]
+    for x, y in zip(a, b, strict=True):
+        assert x.logprob == pytest.approx(y.logprob, abs=1e-3)
+
+
+def test_shared_prefix_scores_equal_plain_scores(tiny_causal):
+    shared = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
+    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    items = [(r, ["YES", "NO"]) for r in _prefix_requests()] + [(_prefix_requests()[0], ["YES NO", "lazy dog"])]
+    a, b = shared.score_batch(items), plain.score_batch(items)
+    for x, y in zip(a, b, strict=True):
+        assert x == pytest.approx(y, abs=1e-3)
+
+
+def test_prefix_groups_split_where_it_saves_tokens():
+    from isqaflow.models.prefix import prefix_groups
+
+    head = list(range(100))
+    seqs = [head + [1000 + i] for i in range(5)]
+    seqs += [head[:20] + [2000, 2001] + list(range(50)) + [i] for i in range(3)]
+    seqs += [[7, 8, 9]]
+    groups, singles = prefix_groups(seqs, min_prefix=16)
+    assert sorted(groups) == [(72, [5, 6, 7]), (100, [0, 1, 2, 3, 4])]
+    assert singles == [8]
+    # the last token always stays outside the prefix
+    groups, _ = prefix_groups([head, head], min_prefix=16)
+    assert groups == [(99, [0, 1])]

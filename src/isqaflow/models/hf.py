@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,8 +30,41 @@ from isqaflow.models.base import (
     flatten_messages,
 )
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
+from isqaflow.models.prefix import prefix_groups
 
 log = logging.getLogger(__name__)
+
+# A shared prefix shorter than this is not worth a separate forward pass.
+MIN_SHARED_PREFIX = 32
+
+
+class _Progress:
+    """Logs generation progress: requests done, new tokens per second, time left."""
+
+    def __init__(self, name: str, total: int) -> None:
+        self.name, self.total, self.done, self.tokens = name, total, 0, 0
+        self.started = time.monotonic()
+
+    def update(self, outs: Sequence[Generation]) -> None:
+        self.done += len(outs)
+        self.tokens += sum(o.n_new_tokens for o in outs)
+        elapsed = time.monotonic() - self.started
+        eta = elapsed / max(self.done, 1) * (self.total - self.done)
+        log.info("%s generate: %d/%d requests, %.1f new tok/s, ETA %.0fs",
+                 self.name, self.done, self.total, self.tokens / max(elapsed, 1e-9), eta)
+
+
+def _sample(scores, temperature: float, top_p: float, generator):
+    """Nucleus sampling from log-probabilities."""
+    import torch
+
+    probs = torch.softmax(scores / temperature, dim=-1)
+    if top_p < 1.0:
+        sorted_p, sorted_i = probs.sort(dim=-1, descending=True)
+        keep = sorted_p.cumsum(-1) - sorted_p < top_p
+        sorted_p = sorted_p * keep
+        probs = torch.zeros_like(probs).scatter(-1, sorted_i, sorted_p)
+    return torch.multinomial(probs / probs.sum(-1, keepdim=True), 1, generator=generator)[:, 0]
 
 
 def resolve_device(device: str = "auto") -> str:
@@ -70,6 +102,7 @@ class HFModel(LanguageModel):
         batch_size: int = 8,
         score_batch_tokens: int = 8192,
         trust_remote_code: bool = False,
+        prefix_sharing: bool = True,
         threads: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -84,6 +117,7 @@ class HFModel(LanguageModel):
         self.adapter_path = adapter
         self.batch_size = batch_size
         self.score_batch_tokens = score_batch_tokens
+        self.prefix_sharing = prefix_sharing
         self.device = resolve_device(device)
         self.torch_dtype = resolve_dtype(dtype, self.device)
         started = time.monotonic()
@@ -178,28 +212,131 @@ class HFModel(LanguageModel):
                     "%s: %d request(s) longer than max_input_tokens=%d were cut from the left (%d tokens in all)",
                     self.name, sum(1 for t in truncated if t), params.max_input_tokens, sum(truncated),
                 )
-        order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
         results: list[Generation | None] = [None] * len(encoded)
-        n_batches = math.ceil(len(order) / self.batch_size) if order else 0
-        started, new_tokens = time.monotonic(), 0
-        for b in range(n_batches):
-            idx = order[b * self.batch_size : (b + 1) * self.batch_size]
-            batch = [encoded[i] for i in idx]
+        progress = _Progress(self.name, len(encoded))
+        singles = list(range(len(encoded)))
+        if self._can_share_prefix(params):
+            groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX)
+            for prefix_len, members in groups:
+                prefix = encoded[members[0]][:prefix_len]
+                outs = self._generate_with_prefix(prefix, [encoded[i][prefix_len:] for i in members], params)
+                for i, out in zip(members, outs, strict=True):
+                    results[i] = out
+                progress.update(outs)
+        singles.sort(key=lambda i: -len(encoded[i]))
+        for b in range(0, len(singles), self.batch_size):
+            idx = singles[b : b + self.batch_size]
             if params.do_sample:
                 torch.manual_seed(params.seed + b)
-            outs = self._generate_batch(batch, params)
+            outs = self._generate_batch([encoded[i] for i in idx], params)
             for i, out in zip(idx, outs, strict=True):
-                out.truncated_tokens = truncated[i]
                 results[i] = out
-                new_tokens += out.n_new_tokens
-            elapsed = time.monotonic() - started
-            done = sum(len(order[k * self.batch_size : (k + 1) * self.batch_size]) for k in range(b + 1))
-            eta = elapsed / done * (len(order) - done)
-            log.info(
-                "%s generate: batch %d/%d, %d/%d requests, %.1f new tok/s, ETA %.0fs",
-                self.name, b + 1, n_batches, done, len(order), new_tokens / max(elapsed, 1e-9), eta,
-            )
+            progress.update(outs)
+        for i, out in enumerate(results):
+            out.truncated_tokens = truncated[i]  # type: ignore[union-attr]
         return results  # type: ignore[return-value]
+
+    def _can_share_prefix(self, params: GenerationParams) -> bool:
+        """Shared-prefix decoding is a plain token-by-token loop: no beams or n-gram rules."""
+        return (
+            self.prefix_sharing
+            and not self.is_seq2seq
+            and params.num_beams == 1
+            and params.no_repeat_ngram_size == 0
+            and params.repetition_penalty == 1.0
+        )
+
+    def _prefix_cache(self, prefix: list[int]):
+        import torch
+
+        with torch.inference_mode():
+            out = self.net(input_ids=torch.tensor([prefix], device=self.device), use_cache=True)
+        return out.cache
+
+    def _generate_with_prefix(
+        self, prefix: list[int], suffixes: list[list[int]], params: GenerationParams
+    ) -> list[Generation]:
+        """Decode every ``prefix + suffix``, computing the prefix's keys and values once.
+
+        Suffixes are left-padded *after* the prefix; the attention mask hides the
+        padding and explicit position ids continue the prefix's positions, so each
+        row reads exactly ``prefix + suffix``.
+        """
+        import copy
+
+        import torch
+
+        base = self._prefix_cache(prefix)
+        p = len(prefix)
+        pad = self.tokenizer.pad_token_id
+        eos = torch.tensor(self._eos_ids(), device=self.device)
+        generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
+        results: list[Generation] = []
+        for start in range(0, len(suffixes), self.batch_size):
+            batch = suffixes[start : start + self.batch_size]
+            n, width = len(batch), max(len(x) for x in batch)
+            cache = copy.deepcopy(base)
+            cache.batch_repeat_interleave(n)
+            ids = torch.tensor([[pad] * (width - len(x)) + x for x in batch], device=self.device)
+            mask = torch.tensor([[1] * p + [0] * (width - len(x)) + [1] * len(x) for x in batch], device=self.device)
+            pos = torch.tensor([[p] * (width - len(x)) + list(range(p, p + len(x))) for x in batch], device=self.device)
+            last = torch.tensor([p + len(x) - 1 for x in batch], device=self.device)
+            tokens = torch.empty((n, 0), dtype=torch.long, device=self.device)
+            logprob = torch.zeros(n, device=self.device)
+            done = torch.zeros(n, dtype=torch.bool, device=self.device)
+            with torch.inference_mode():
+                logits = self.net(
+                    input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True
+                ).logits[:, -1].float()
+                for step in range(params.max_new_tokens):
+                    scores = torch.log_softmax(logits, dim=-1)
+                    if step < params.min_new_tokens:
+                        scores[:, eos] = -float("inf")
+                    if params.do_sample:
+                        choice = _sample(scores, params.temperature, params.top_p, generator)
+                    else:
+                        choice = scores.argmax(-1)
+                    choice = torch.where(done, torch.full_like(choice, pad), choice)
+                    logprob += torch.where(done, torch.zeros_like(logprob), scores.gather(1, choice[:, None])[:, 0])
+                    tokens = torch.cat([tokens, choice[:, None]], dim=1)
+                    done |= torch.isin(choice, eos)
+                    if params.stop:
+                        done |= torch.tensor(
+                            [any(stop in self.tokenizer.decode(row) for stop in params.stop) for row in tokens.tolist()],
+                            device=self.device,
+                        )
+                    if bool(done.all()):
+                        break
+                    mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+                    last = last + 1
+                    logits = self.net(
+                        input_ids=choice[:, None], attention_mask=mask, position_ids=last[:, None],
+                        cache=cache, use_cache=True,
+                    ).logits[:, -1].float()
+            for row, suffix in enumerate(batch):
+                results.append(
+                    self._decoded(suffix_len=p + len(suffix), new_ids=tokens[row].tolist(), params=params,
+                                  logprob=float(logprob[row]) if params.return_logprobs else None)
+                )
+        return results
+
+    def _decoded(self, suffix_len: int, new_ids: list[int], params: GenerationParams,
+                 logprob: float | None) -> Generation:
+        pad = self.tokenizer.pad_token_id
+        eos = set(self._eos_ids())
+        tokens = []
+        for t in new_ids:
+            if t in eos or t == pad:
+                break
+            tokens.append(t)
+        finish = "stop" if len(tokens) < len(new_ids) or (new_ids and new_ids[-1] in eos) else "length"
+        text = self.tokenizer.decode(tokens, skip_special_tokens=True)
+        for stop in params.stop:
+            cut = text.find(stop)
+            if cut >= 0:
+                text, finish = text[:cut], "stop"
+        return Generation(text=text.strip(), n_input_tokens=suffix_len, n_new_tokens=len(tokens),
+                          logprob=logprob, finish_reason=finish)
 
     def _generate_batch(self, batch: list[list[int]], params: GenerationParams) -> list[Generation]:
         import torch
@@ -224,7 +361,7 @@ class HFModel(LanguageModel):
             pad_token_id=pad,
             eos_token_id=self._eos_ids(),
             return_dict_in_generate=True,
-            output_scores=params.return_logprobs,
+            output_logits=params.return_logprobs,  # raw logits: log-probs under the model, before min-length masks
         )
         if params.do_sample:
             kwargs.update(temperature=params.temperature, top_p=params.top_p)
@@ -239,7 +376,7 @@ class HFModel(LanguageModel):
         logprobs: list[float | None] = [None] * len(batch)
         if params.return_logprobs:
             scores = self.net.compute_transition_scores(
-                sequences, out.scores, getattr(out, "beam_indices", None), normalize_logits=True
+                sequences, out.logits, getattr(out, "beam_indices", None), normalize_logits=True
             )
             gen_part = new[:, -scores.shape[1] :] if not self.is_seq2seq else new[:, 1:]
             valid = gen_part != pad
@@ -319,25 +456,25 @@ class HFModel(LanguageModel):
                 plan.append(row)
         # logits at positions start-1 .. end-1 predict the candidate tokens
         logps: list[Any] = [None] * len(sequences)
-        order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i][0]))
-        pad = self.tokenizer.pad_token_id
+        singles = list(range(len(sequences)))
+        if self.prefix_sharing:
+            groups, singles = prefix_groups(
+                [ids for ids, _ in sequences], MIN_SHARED_PREFIX,
+                keep_last=[len(ids) - start + 1 for ids, start in sequences],
+            )
+            for prefix_len, members in groups:
+                for i, table in zip(members, self._score_with_prefix(
+                        sequences[members[0]][0][:prefix_len], [sequences[i] for i in members]), strict=True):
+                    logps[i] = table
+        singles.sort(key=lambda i: -len(sequences[i][0]))
         pos = 0
-        while pos < len(order):
-            width = len(sequences[order[pos]][0])
-            take = max(1, min(len(order) - pos, self.score_batch_tokens // max(width, 1)))
-            idx = order[pos : pos + take]
+        while pos < len(singles):
+            width = len(sequences[singles[pos]][0])
+            take = max(1, min(len(singles) - pos, self.score_batch_tokens // max(width, 1)))
+            idx = singles[pos : pos + take]
             pos += take
-            ids = [sequences[i][0] + [pad] * (width - len(sequences[i][0])) for i in idx]
-            mask = [[1] * len(sequences[i][0]) + [0] * (width - len(sequences[i][0])) for i in idx]
-            with torch.inference_mode():
-                logits = self.net(
-                    input_ids=torch.tensor(ids, device=self.device),
-                    attention_mask=torch.tensor(mask, device=self.device),
-                ).logits.float()
-            lp = torch.log_softmax(logits, dim=-1)
-            for row, i in enumerate(idx):
-                start = sequences[i][1]
-                logps[i] = lp[row, start - 1 : len(sequences[i][0])].cpu()
+            for i, table in zip(idx, self._score_rows([], [sequences[i] for i in idx]), strict=True):
+                logps[i] = table
         results = []
         for row in plan:
             scores = []
@@ -346,6 +483,50 @@ class HFModel(LanguageModel):
                 scores.append(float(sum(table[k, tok] for k, tok in enumerate(cand))))
             results.append(scores)
         return results
+
+    def _score_with_prefix(self, prefix: list[int], members: list[tuple[list[int], int]]) -> list[Any]:
+        """Log-probability tables of several sequences that start with ``prefix`` (computed once)."""
+        tables: list[Any] = []
+        width = max(len(ids) for ids, _ in members) - len(prefix)
+        per_batch = max(1, self.score_batch_tokens // max(width, 1))
+        cache = self._prefix_cache(prefix)
+        for b in range(0, len(members), per_batch):
+            tables += self._score_rows(prefix, members[b : b + per_batch], cache)
+        return tables
+
+    def _score_rows(self, prefix: list[int], rows: list[tuple[list[int], int]], cache=None) -> list[Any]:
+        """Log-probabilities at positions ``start-1 .. len-1`` of each row (rows start with ``prefix``).
+
+        Rows are left-padded after the prefix with explicit position ids, so every
+        row's scored positions are at the end and only those logits are computed
+        (``logits_to_keep``): the vocabulary projection of a whole batch would need
+        gigabytes.
+        """
+        import copy
+
+        import torch
+
+        p, pad = len(prefix), self.tokenizer.pad_token_id
+        suffixes = [ids[p:] for ids, _ in rows]
+        width = max(len(x) for x in suffixes)
+        keep = max(len(ids) - start + 1 for ids, start in rows)
+        ids = torch.tensor([[pad] * (width - len(x)) + x for x in suffixes], device=self.device)
+        mask = torch.tensor([[1] * p + [0] * (width - len(x)) + [1] * len(x) for x in suffixes], device=self.device)
+        pos = torch.tensor([[p] * (width - len(x)) + list(range(p, p + len(x))) for x in suffixes], device=self.device)
+        kwargs: dict[str, Any] = {}
+        if cache is not None:
+            cache = copy.deepcopy(cache)
+            cache.batch_repeat_interleave(len(rows))
+            kwargs["cache"] = cache
+        with torch.inference_mode():
+            logits = self.net(
+                input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep, use_cache=False, **kwargs
+            ).logits
+        tables = []
+        for row, (full, start) in enumerate(rows):
+            n = len(full) - start + 1  # positions start-1 .. len-1 are the row's last n
+            tables.append(torch.log_softmax(logits[row, keep - n :].float(), dim=-1).cpu())
+        return tables
 
     def _score_seq2seq(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
         import torch

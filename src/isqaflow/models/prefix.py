@@ -1,0 +1,79 @@
+"""Group token sequences by shared prefixes, so a prefix is run through the model once.
+
+Many calls of a stage share a long beginning: every question about one source window
+(QAGS, QuestEval), every pair judged after the same instructions and few-shot
+examples (RAG-QA Arena).  :func:`prefix_groups` finds groups whose shared prefix is
+worth computing once (its keys and values are then reused for every member); the
+rest are returned as singles for ordinary batching.
+
+The grouping sorts the sequences, so sequences with a common prefix are neighbours,
+and splits the sorted run recursively where the neighbour prefixes are shortest,
+keeping a split only when it saves tokens: a group with prefix P costs
+``P + sum(len_i - P)`` tokens, a single costs ``len_i``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+BLOCK = 256  # sequences planned together (neighbours in sorted order)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def prefix_groups(
+    sequences: Sequence[Sequence[int]],
+    min_prefix: int = 16,
+    keep_last: Sequence[int] | None = None,
+) -> tuple[list[tuple[int, list[int]]], list[int]]:
+    """Split ``sequences`` into shared-prefix groups and singles.
+
+    Returns ``(groups, singles)``: each group is ``(prefix_length, member indices)``
+    with at least two members and a prefix of at least ``min_prefix`` tokens.
+    ``keep_last[i]`` is how many final tokens of sequence ``i`` must stay outside the
+    prefix (default 1: the last position's logits are always computed per member).
+    """
+    n = len(sequences)
+    if n == 0:
+        return [], []
+    keep = list(keep_last) if keep_last is not None else [1] * n
+    limit = [max(0, len(s) - k) for s, k in zip(sequences, keep, strict=True)]
+    order = sorted(range(n), key=lambda i: tuple(sequences[i]))
+    adjacent = [common_prefix(sequences[order[k]], sequences[order[k + 1]]) for k in range(n - 1)]
+
+    def solve(lo: int, hi: int) -> tuple[int, list[tuple[int, list[int]]], list[int]]:
+        """Cheapest plan for order[lo:hi]: (cost in tokens, groups, singles)."""
+        members = order[lo:hi]
+        if hi - lo == 1:
+            i = members[0]
+            return len(sequences[i]), [], [i]
+        shared = min(min(adjacent[lo : hi - 1]), min(limit[i] for i in members))
+        whole = None
+        if shared >= min_prefix:
+            whole = (shared + sum(len(sequences[i]) - shared for i in members), [(shared, list(members))], [])
+        # split where the neighbours share least
+        low = min(adjacent[lo : hi - 1])
+        cuts = [lo] + [k + 1 for k in range(lo, hi - 1) if adjacent[k] == low] + [hi]
+        split_cost, split_groups, split_singles = 0, [], []
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            cost, groups, singles = solve(a, b)
+            split_cost += cost
+            split_groups += groups
+            split_singles += singles
+        if whole is not None and whole[0] <= split_cost:
+            return whole
+        return split_cost, split_groups, split_singles
+
+    groups: list[tuple[int, list[int]]] = []
+    singles: list[int] = []
+    for lo in range(0, n, BLOCK):  # bounded recursion depth and quadratic work
+        _, g, s = solve(lo, min(n, lo + BLOCK))
+        groups += g
+        singles += s
+    return groups, sorted(singles)
