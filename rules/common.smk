@@ -23,6 +23,9 @@ wildcard_constraints:
     download="[A-Za-z0-9_.-]+",
     split="train|dev",
     domain="[A-Za-z0-9_-]+",
+    summarizer="[A-Za-z0-9_.-]+",
+    feedback="[A-Za-z0-9_]+",
+    questions="human|generated",
 
 
 # ----------------------------------------------------------------------------- config
@@ -107,6 +110,101 @@ def finetune_settings(adapter):
     return {"seed": config["seed"], **finetune_entry(adapter)["settings"]}
 
 
+# ----------------------------------------------------------------------------- ISQA
+def question_source(name):
+    return config["isqa"]["questions"][name]
+
+
+def isqa_papers(dataset, questions):
+    """The papers with their QA pairs: the dataset's human ones, or model-generated ones."""
+    if questions == "human":
+        return papers_file(dataset)
+    return f"results/questions/{dataset}/generated.jsonl"
+
+
+def feedback_entry(feedback):
+    return config["isqa"]["feedback_models"][feedback]
+
+
+def feedback_adapter_dir(feedback):
+    adapter = feedback_entry(feedback).get("adapter")
+    return adapter_dir(adapter) if adapter else None
+
+
+def feedback_files(feedback):
+    entry = feedback_entry(feedback)
+    files = model_files(entry["model"])
+    if entry.get("adapter"):
+        files += adapter_files(entry["adapter"])
+    return files
+
+
+def refine_settings(feedback):
+    """Algorithm 1's settings for one feedback model (the prompt style is the model's)."""
+    refine = dict(config["isqa"]["refine"])
+    dedup = refine.pop("dedup")
+    return {
+        **refine,
+        "dedup_method": dedup["method"],
+        "dedup_threshold": dedup["threshold"],
+        "dedup_model": dedup["model"],
+        "feedback_style": feedback_entry(feedback).get("style", "isqa"),
+        "seed": config["seed"],
+    }
+
+
+def isqa_runs():
+    """(dataset, summarizer, feedback, questions) of every ISQA run in the config."""
+    for run in config["isqa"]["runs"]:
+        for dataset in run.get("datasets", config["isqa"]["datasets"]):
+            for summarizer in run.get("summarizers", config["isqa"]["summarizers"]):
+                yield dataset, summarizer, run["feedback"], run["questions"]
+
+
+def summary_files(dataset, summarizer):
+    """Every summaries file of a (dataset, summarizer): baselines, generic feedback, ISQA runs."""
+    root = f"results/summaries/{dataset}/{summarizer}"
+    files = [f"{root}/baseline.jsonl", f"{root}/generic.jsonl"]
+    files += [
+        f"{root}/isqa-{f}-{q}.jsonl"
+        for d, s, f, q in isqa_runs()
+        if (d, s) == (dataset, summarizer)
+    ]
+    return files
+
+
+def isqa_pairs():
+    """(dataset, summarizer) pairs with summaries."""
+    return [(d, s) for d in config["isqa"]["datasets"] for s in config["isqa"]["summarizers"]]
+
+
+# ----------------------------------------------------------------------------- metrics
+ISQA_TABLES = ["table1", "table2", "table3", "table4", "oracle", "feedback_stats"]
+ISQA_LONG_TABLES = ["table1", "table2", "table3", "table4"]
+
+
+def metric_model(role):
+    """The QG or QA model of the metrics, with its model entry resolved for params."""
+    entry = dict(config["metrics"][role])
+    entry["model"] = model_spec(entry["model"])
+    return entry
+
+
+def metric_model_files():
+    return sorted({f for role in ("qg", "qa") for f in model_files(config["metrics"][role]["model"])})
+
+
+def isqa_steps_files():
+    return [
+        f"results/summaries/{d}/{s}/isqa-{f}-{q}.steps.jsonl" for d, s, f, q in isqa_runs()
+    ]
+
+
+def human_eval_filled(dataset, summarizer):
+    """annotator -> filled sheet of a (dataset, summarizer), from the config."""
+    return config["human_eval"].get("filled", {}).get(f"{dataset}/{summarizer}", {})
+
+
 # ----------------------------------------------------------------------------- data
 def download_filename(name):
     url = config["downloads"][name]["url"]
@@ -175,5 +273,18 @@ def finetune_targets():
     ]
 
 
+def summary_targets():
+    return [f for d, s in isqa_pairs() for f in summary_files(d, s)]
+
+
+def metrics_targets():
+    targets = [f"results/tables/isqa_{t}.csv" for t in ISQA_TABLES]
+    for d, s in isqa_pairs():
+        targets.append(f"results/human_eval/{d}/{s}/sheet.csv")
+        if human_eval_filled(d, s):
+            targets.append(f"results/human_eval/{d}/{s}/factuality.csv")
+    return targets
+
+
 def all_targets():
-    return data_targets() + finetune_targets()
+    return data_targets() + finetune_targets() + summary_targets() + metrics_targets()

@@ -1,1 +1,127 @@
-"""metrics stage."""
+"""Metrics of every summary (QAGS, QuestEval, ROUGE; every ISQA step), the ISQA paper's
+Tables 1-4 and Figure 3 with confidence intervals, and human-evaluation sheets."""
+
+
+rule score_summaries:
+    input:
+        papers=lambda wc: papers_file(wc.dataset),
+        summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
+        models=lambda wc: metric_model_files(),
+    output:
+        scores="results/metrics/{dataset}/{summarizer}/scores.jsonl",
+        details="results/metrics/{dataset}/{summarizer}/questions.jsonl",
+    params:
+        qg=lambda wc: metric_model("qg"),
+        qa=lambda wc: metric_model("qa"),
+        settings=lambda wc: {
+            **config["metrics"]["qags"],
+            "seed": config["seed"],
+        },
+        code=code("isqaflow.metrics.score"),
+    log:
+        "logs/score_summaries/{dataset}/{summarizer}.log",
+    benchmark:
+        "benchmarks/score_summaries/{dataset}/{summarizer}.tsv"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
+    conda:
+        "../envs/torch.yaml"
+    script:
+        "../scripts/score_summaries.py"
+
+
+rule isqa_tables:
+    input:
+        scores=lambda wc: [
+            f"results/metrics/{d}/{s}/scores.jsonl" for d, s in isqa_pairs()
+        ],
+        steps=lambda wc: isqa_steps_files(),
+    output:
+        tables=report(
+            expand(
+                "results/tables/isqa_{table}.{ext}",
+                table=ISQA_TABLES,
+                ext=["csv", "md", "tex"],
+            ),
+            caption="../report/isqa_tables.rst",
+            category="ISQA",
+        ),
+        long=expand("results/tables/isqa_{table}_long.csv", table=ISQA_LONG_TABLES),
+        figures=report(
+            expand(
+                "results/figures/isqa_figure3_{dataset}.{ext}",
+                dataset=config["isqa"]["datasets"],
+                ext=["png", "svg"],
+            ),
+            caption="../report/isqa_figure3.rst",
+            category="ISQA",
+        ),
+    params:
+        main_feedback=config["metrics"]["main_feedback"],
+        feedback_models=list(config["isqa"]["feedback_models"]),
+        datasets=config["isqa"]["datasets"],
+        rounds=config["metrics"]["bootstrap_rounds"],
+        seed=config["seed"],
+        code=code("isqaflow.metrics.tables"),
+    log:
+        "logs/isqa_tables.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/isqa_tables.py"
+
+
+rule human_eval_sheets:
+    input:
+        summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
+    output:
+        sheet="results/human_eval/{dataset}/{summarizer}/sheet.csv",
+        key="results/human_eval/{dataset}/{summarizer}/key.csv",
+    params:
+        systems=config["human_eval"]["systems"],
+        seed=config["seed"],
+        code=code("isqaflow.metrics.human"),
+    log:
+        "logs/human_eval_sheets/{dataset}/{summarizer}.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/human_eval_sheets.py"
+
+
+rule human_eval_results:
+    input:
+        key="results/human_eval/{dataset}/{summarizer}/key.csv",
+        filled=lambda wc: list(human_eval_filled(wc.dataset, wc.summarizer).values()),
+    output:
+        factuality=report(
+            "results/human_eval/{dataset}/{summarizer}/factuality.csv",
+            caption="../report/human_eval.rst",
+            category="ISQA",
+        ),
+        agreement="results/human_eval/{dataset}/{summarizer}/agreement.csv",
+    params:
+        annotators=lambda wc: list(human_eval_filled(wc.dataset, wc.summarizer)),
+        seed=config["seed"],
+        code=code("isqaflow.metrics.human"),
+    log:
+        "logs/human_eval_results/{dataset}/{summarizer}.log",
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    conda:
+        "../envs/data.yaml"
+    script:
+        "../scripts/human_eval_results.py"

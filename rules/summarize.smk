@@ -1,1 +1,113 @@
-"""summarize stage."""
+"""ISQA: model-generated questions, baseline and pre-hoc prompts, generic feedback,
+and iterative factuality refinement (Algorithm 1), for every dataset x summarizer x run."""
+
+
+rule generate_questions:
+    input:
+        papers=lambda wc: papers_file(wc.dataset),
+        model=lambda wc: model_files(question_source("generated")["model"]),
+    output:
+        papers="results/questions/{dataset}/generated.jsonl",
+    params:
+        model=lambda wc: model_spec(question_source("generated")["model"]),
+        mode=lambda wc: question_source("generated")["mode"],
+        generation=lambda wc: question_source("generated")["generation"],
+        pipeline=lambda wc: question_source("generated")["spacy_pipeline"],
+        per_paper=lambda wc: question_source("generated")["per_paper"],
+        seed=config["seed"],
+        code=code("isqaflow.isqa.questions"),
+    log:
+        "logs/generate_questions/{dataset}.log",
+    benchmark:
+        "benchmarks/generate_questions/{dataset}.tsv"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
+    conda:
+        "../envs/torch.yaml"
+    script:
+        "../scripts/generate_questions.py"
+
+
+rule baseline_summaries:
+    input:
+        papers=lambda wc: papers_file(wc.dataset),
+        model=lambda wc: model_files(wc.summarizer),
+    output:
+        summaries="results/summaries/{dataset}/{summarizer}/baseline.jsonl",
+    params:
+        model=lambda wc: model_spec(wc.summarizer),
+        prompts=config["isqa"]["prompts"],
+        generation=config["isqa"]["summary_generation"],
+        code=code("isqaflow.isqa.summarize"),
+    log:
+        "logs/baseline_summaries/{dataset}/{summarizer}.log",
+    benchmark:
+        "benchmarks/baseline_summaries/{dataset}/{summarizer}.tsv"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
+    conda:
+        "../envs/torch.yaml"
+    script:
+        "../scripts/baseline_summaries.py"
+
+
+rule generic_feedback:
+    input:
+        papers=lambda wc: papers_file(wc.dataset),
+        model=lambda wc: model_files(wc.summarizer),
+    output:
+        summaries="results/summaries/{dataset}/{summarizer}/generic.jsonl",
+    params:
+        model=lambda wc: model_spec(wc.summarizer),
+        generation=config["isqa"]["summary_generation"],
+        code=code("isqaflow.isqa.summarize"),
+    log:
+        "logs/generic_feedback/{dataset}/{summarizer}.log",
+    benchmark:
+        "benchmarks/generic_feedback/{dataset}/{summarizer}.tsv"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
+    conda:
+        "../envs/torch.yaml"
+    script:
+        "../scripts/generic_feedback.py"
+
+
+rule isqa_refine:
+    input:
+        papers=lambda wc: isqa_papers(wc.dataset, wc.questions),
+        summarizer=lambda wc: model_files(wc.summarizer),
+        feedback=lambda wc: feedback_files(wc.feedback),
+    output:
+        steps="results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.steps.jsonl",
+        summaries="results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.jsonl",
+    params:
+        summarizer=lambda wc: model_spec(wc.summarizer),
+        feedback=lambda wc: model_spec(feedback_entry(wc.feedback)["model"]),
+        adapter=lambda wc: feedback_adapter_dir(wc.feedback),
+        settings=lambda wc: refine_settings(wc.feedback),
+        summary_generation=config["isqa"]["summary_generation"],
+        feedback_generation=config["isqa"]["feedback_generation"],
+        code=code("isqaflow.isqa.refine"),
+    log:
+        "logs/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.log",
+    benchmark:
+        "benchmarks/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.tsv"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
+    conda:
+        "../envs/torch.yaml"
+    script:
+        "../scripts/isqa_refine.py"

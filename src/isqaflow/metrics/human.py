@@ -252,3 +252,32 @@ def annotator_agreement(filled: pd.DataFrame) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(rows, columns=["annotator_a", "annotator_b", "n", "agreement", "kappa"])
+
+
+def run_sheets(summary_paths: Iterable[str | os.PathLike], systems: Iterable[str], seed: int,
+               sheet_out: str | os.PathLike, key_out: str | os.PathLike) -> int:
+    """Entry point of rule human_eval_sheets: blind per-sentence sheets of the chosen systems' final summaries."""
+    from isqaflow.io import read_jsonl
+
+    wanted = set(systems)
+    summaries = [
+        {"paper_id": obj["paper_id"], "system": obj["system"], "summary": obj["summary"]}
+        for path in summary_paths
+        for _, obj in read_jsonl(path)
+        if obj["system"] in wanted and obj.get("final", True)
+    ]
+    sheet, key = build_sheet(summaries, seed=seed)
+    write_sheet(sheet, key, sheet_out, key_out)
+    return len(sheet)
+
+
+def run_results(key_path: str | os.PathLike, filled: dict[str, str | os.PathLike], seed: int,
+                factuality_out: str | os.PathLike, agreement_out: str | os.PathLike) -> None:
+    """Entry point of rule human_eval_results: factuality per system and Cohen's kappa between annotators."""
+    key = pd.read_csv(key_path, dtype={"item_id": str, "paper_id": str, "system": str})
+    sheets = pd.concat([read_filled_sheet(path, annotator) for annotator, path in filled.items()],
+                       ignore_index=True)
+    with atomic_open(factuality_out) as handle:
+        system_factuality(sheets, key, seed=seed).to_csv(handle)
+    with atomic_open(agreement_out) as handle:
+        annotator_agreement(sheets).to_csv(handle, index=False)

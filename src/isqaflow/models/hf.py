@@ -216,7 +216,8 @@ class HFModel(LanguageModel):
         progress = _Progress(self.name, len(encoded))
         singles = list(range(len(encoded)))
         if self._can_share_prefix(params):
-            groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX)
+            # a group decodes on its own: ~8 prompt tokens' worth of work per decoding step
+            groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX, group_cost=8 * params.max_new_tokens)
             for prefix_len, members in groups:
                 prefix = encoded[members[0]][:prefix_len]
                 outs = self._generate_with_prefix(prefix, [encoded[i][prefix_len:] for i in members], params)

@@ -9,7 +9,7 @@ rest are returned as singles for ordinary batching.
 The grouping sorts the sequences, so sequences with a common prefix are neighbours,
 and splits the sorted run recursively where the neighbour prefixes are shortest,
 keeping a split only when it saves tokens: a group with prefix P costs
-``P + sum(len_i - P)`` tokens, a single costs ``len_i``.
+``group_cost + P + sum(len_i - P)`` tokens, a single costs ``len_i``.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def prefix_groups(
     sequences: Sequence[Sequence[int]],
     min_prefix: int = 16,
     keep_last: Sequence[int] | None = None,
+    group_cost: int = 0,
 ) -> tuple[list[tuple[int, list[int]]], list[int]]:
     """Split ``sequences`` into shared-prefix groups and singles.
 
@@ -38,6 +39,8 @@ def prefix_groups(
     with at least two members and a prefix of at least ``min_prefix`` tokens.
     ``keep_last[i]`` is how many final tokens of sequence ``i`` must stay outside the
     prefix (default 1: the last position's logits are always computed per member).
+    ``group_cost`` is the extra cost of a group in tokens: a group is decoded on its
+    own, so its decoding steps cannot be shared with other sequences' batches.
     """
     n = len(sequences)
     if n == 0:
@@ -56,7 +59,8 @@ def prefix_groups(
         shared = min(min(adjacent[lo : hi - 1]), min(limit[i] for i in members))
         whole = None
         if shared >= min_prefix:
-            whole = (shared + sum(len(sequences[i]) - shared for i in members), [(shared, list(members))], [])
+            cost = group_cost + shared + sum(len(sequences[i]) - shared for i in members)
+            whole = (cost, [(shared, list(members))], [])
         # split where the neighbours share least
         low = min(adjacent[lo : hi - 1])
         cuts = [lo] + [k + 1 for k in range(lo, hi - 1) if adjacent[k] == low] + [hi]

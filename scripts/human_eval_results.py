@@ -1,0 +1,13 @@
+"""Factuality per system and inter-annotator kappa from filled sheets (rule human_eval_results)."""
+
+from isqaflow.metrics.human import run_results
+from isqaflow.runtime import job
+
+with job(snakemake):
+    run_results(
+        snakemake.input.key,
+        dict(zip(snakemake.params.annotators, snakemake.input.filled)),
+        seed=snakemake.params.seed,
+        factuality_out=snakemake.output.factuality,
+        agreement_out=snakemake.output.agreement,
+    )

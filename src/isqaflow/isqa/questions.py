@@ -1,0 +1,67 @@
+"""Model-generated questions for ISQA (Section 5.4): an alternative to the human QA pairs.
+
+Answer candidates are extracted from the paper (spaCy named entities and noun
+chunks), a question-generation model writes a question whose answer is the
+candidate, and the candidate becomes the gold answer.  Generated questions must end
+with a question mark, have at least three words and be distinct.  The result has
+the same schema as the human QA pairs (``source="generated"``), so the refinement
+reads either.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from isqaflow.data.schema import Answer, Paper, QAPair
+from isqaflow.isqa.refine import paper_rng
+from isqaflow.metrics.qa_models import QuestionGenerator, valid_question
+from isqaflow.models.base import GenerationParams
+from isqaflow.text.candidates import extract_candidates, sample_candidates
+from isqaflow.text.f1 import normalize_answer
+
+log = logging.getLogger(__name__)
+
+
+def generate_questions(papers: list[Paper], qg: QuestionGenerator, pipeline: str, per_paper: int,
+                       seed: int) -> tuple[list[Paper], dict[str, int]]:
+    jobs: list[tuple[int, Any]] = []
+    for i, paper in enumerate(papers):
+        candidates = extract_candidates(paper.body(), pipeline)
+        for cand in sample_candidates(candidates, per_paper, paper_rng(seed, f"qg:{paper.id}")):
+            jobs.append((i, cand))
+    questions = qg.generate([(cand.sentence, cand.text) for _, cand in jobs])
+    kept: dict[int, list[QAPair]] = {i: [] for i in range(len(papers))}
+    seen: dict[int, set[str]] = {i: set() for i in range(len(papers))}
+    stats = {"candidates": len(jobs), "invalid": 0, "duplicate": 0, "kept": 0}
+    for (i, cand), question in zip(jobs, questions, strict=True):
+        key = normalize_answer(question)
+        if not valid_question(question):
+            stats["invalid"] += 1
+            continue
+        if key in seen[i]:
+            stats["duplicate"] += 1
+            continue
+        seen[i].add(key)
+        kept[i].append(QAPair(
+            id=f"{papers[i].id}-gen-{len(kept[i])}", question=question, source="generated",
+            answers=[Answer(text=cand.text, type="extractive", evidence=[cand.sentence])],
+        ))
+        stats["kept"] += 1
+    log.info("generated questions: %s", stats)
+    return [paper.model_copy(update={"qas": kept[i]}) for i, paper in enumerate(papers)], stats
+
+
+def run_generated_questions(papers_path, out_path, qg_spec: dict[str, Any], qg_mode: str,
+                            generation: dict[str, Any], pipeline: str, per_paper: int, seed: int,
+                            cache_path, threads: int | None = None) -> dict[str, int]:
+    """Entry point of rule generate_questions."""
+    from isqaflow.io import read_records, write_jsonl
+    from isqaflow.models.registry import load_model
+
+    papers = read_records(papers_path, Paper)
+    model = load_model(qg_spec, cache=cache_path, name="question-generator", threads=threads)
+    qg = QuestionGenerator(model, qg_mode, GenerationParams.from_dict(generation))
+    out, stats = generate_questions(papers, qg, pipeline, per_paper, seed)
+    write_jsonl(out_path, out)
+    return stats

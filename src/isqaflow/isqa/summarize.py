@@ -1,0 +1,122 @@
+"""Summaries without feedback: the baseline prompts, pre-hoc prompt engineering, generic feedback.
+
+Every prompt's summaries are kept (the paper reports the best baseline prompt per
+model; the tables mark it).  A paper longer than the summarizer's input limit is cut
+at its end to fit, with a logged warning that names the paper and the tokens cut.
+
+Every summary of the workflow is written as a :class:`SummaryRecord` row -- one
+format for baselines, generic feedback and every ISQA step -- so the metrics stage
+reads them all the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from isqaflow.data.schema import Paper
+from isqaflow.isqa import prompts
+from isqaflow.models.base import GenerationParams, LanguageModel, Request
+from isqaflow.models.fit import fit_document
+
+log = logging.getLogger(__name__)
+
+
+class SummaryRecord(BaseModel):
+    """One summary of one paper by one system (a prompt, generic feedback, or an ISQA step)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    paper_id: str
+    dataset: str
+    summarizer: str
+    system: str  # baseline_1 .. prehoc_3, generic, isqa-<feedback>-<questions>
+    step: int | None = None  # ISQA refinement step (0 = before any feedback); None otherwise
+    final: bool = True  # the system's output for the paper (ISQA: the last step)
+    summary: str
+    input_tokens: int = 0
+    new_tokens: int = 0
+    paper_tokens_cut: int = 0
+
+
+def paper_text(paper: Paper) -> str:
+    return paper.body()
+
+
+def fit_paper(model: LanguageModel, build: Callable[[str], Request], paper: Paper,
+              max_input_tokens: int | None, what: str) -> tuple[Request, int]:
+    request, cut = fit_document(model, build, paper_text(paper), max_input_tokens)
+    if cut:
+        log.warning("paper %s: %d tokens cut from its end to fit %d input tokens (%s)",
+                    paper.id, cut, max_input_tokens, what)
+    return request, cut
+
+
+def summarize(model: LanguageModel, papers: Sequence[Paper], builders: Sequence[Callable[[str], Request]],
+              params: GenerationParams, what: Sequence[str]) -> list[tuple[Any, int]]:
+    """One generation per (paper, builder), batched across papers; returns (generation, tokens cut)."""
+    requests, cuts = [], []
+    for paper, build, label in zip(papers, builders, what, strict=True):
+        request, cut = fit_paper(model, build, paper, params.max_input_tokens, label)
+        requests.append(request)
+        cuts.append(cut)
+    outs = model.generate(requests, params.replace(max_input_tokens=None))
+    return list(zip(outs, cuts, strict=True))
+
+
+def baseline_summaries(model: LanguageModel, papers: Sequence[Paper], prompt_ids: Sequence[str],
+                       params: GenerationParams, dataset: str, summarizer: str) -> list[SummaryRecord]:
+    pairs = [(paper, pid) for pid in prompt_ids for paper in papers]
+    builders = [lambda text, pid=pid: prompts.summary_request(pid, text) for _, pid in pairs]
+    outs = summarize(model, [p for p, _ in pairs], builders, params, [pid for _, pid in pairs])
+    return [
+        SummaryRecord(paper_id=paper.id, dataset=dataset, summarizer=summarizer, system=pid, summary=out.text,
+                      input_tokens=out.n_input_tokens, new_tokens=out.n_new_tokens, paper_tokens_cut=cut)
+        for (paper, pid), (out, cut) in zip(pairs, outs, strict=True)
+    ]
+
+
+def generic_feedback_summaries(model: LanguageModel, papers: Sequence[Paper], params: GenerationParams,
+                               dataset: str, summarizer: str) -> list[SummaryRecord]:
+    """Post-hoc generic feedback (Appendix E.3): no facts, only "be more factual"."""
+    outs = summarize(model, papers, [prompts.generic_feedback_request] * len(papers), params,
+                     ["generic feedback"] * len(papers))
+    return [
+        SummaryRecord(paper_id=paper.id, dataset=dataset, summarizer=summarizer, system="generic",
+                      summary=out.text, input_tokens=out.n_input_tokens, new_tokens=out.n_new_tokens,
+                      paper_tokens_cut=cut)
+        for paper, (out, cut) in zip(papers, outs, strict=True)
+    ]
+
+
+def _load(papers_path, model_spec: dict[str, Any], cache_path, threads: int | None, name: str):
+    from isqaflow.data.schema import Paper as PaperRecord
+    from isqaflow.io import read_records
+    from isqaflow.models.registry import load_model
+
+    papers = read_records(papers_path, PaperRecord)
+    return papers, load_model(model_spec, cache=cache_path, name=name, threads=threads)
+
+
+def run_baselines(papers_path, out_path, model_spec: dict[str, Any], prompt_ids: Sequence[str],
+                  generation: dict[str, Any], dataset: str, summarizer: str, cache_path,
+                  threads: int | None = None) -> int:
+    """Entry point of rule baseline_summaries: every baseline and pre-hoc prompt, every paper."""
+    from isqaflow.io import write_jsonl
+
+    papers, model = _load(papers_path, model_spec, cache_path, threads, summarizer)
+    rows = baseline_summaries(model, papers, prompt_ids, GenerationParams.from_dict(generation), dataset, summarizer)
+    return write_jsonl(out_path, rows)
+
+
+def run_generic(papers_path, out_path, model_spec: dict[str, Any], generation: dict[str, Any], dataset: str,
+                summarizer: str, cache_path, threads: int | None = None) -> int:
+    """Entry point of rule generic_feedback."""
+    from isqaflow.io import write_jsonl
+
+    papers, model = _load(papers_path, model_spec, cache_path, threads, summarizer)
+    rows = generic_feedback_summaries(model, papers, GenerationParams.from_dict(generation), dataset, summarizer)
+    return write_jsonl(out_path, rows)

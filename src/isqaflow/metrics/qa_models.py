@@ -1,0 +1,271 @@
+"""Question generation and question answering for QA-based metrics and generated questions.
+
+Two kinds of each, chosen in the config:
+
+* QG ``prompted`` -- a chat model asked, with two worked examples, for a question
+  whose answer is the candidate (the embedded default: SmolLM2).  QG ``highlight`` --
+  a seq2seq model in the ``lmqg`` format, ``generate question: ... <hl> answer <hl>
+  ...`` (paper scale: ``lmqg/t5-large-squad-qg``).
+* QA ``prompted`` -- a chat model asked for a short answer; its answerability is
+  ``P(answer) / (P(answer) + P("unanswerable"))``, from the log-probabilities of the
+  two replies to a prompt that offers "unanswerable".  QA ``extractive`` -- a SQuAD
+  2.0 span model through the transformers question-answering pipeline, whose
+  null-answer score gives the answerability (paper scale: ``deepset/roberta-base-squad2``).
+
+Long sources are answered window by window (:func:`windows`); the answer kept is the
+best answerable one over all windows, so a whole paper is read instead of its first
+512 tokens.  Every model call goes through the call cache.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from isqaflow.models.base import GenerationParams, LanguageModel
+from isqaflow.models.fit import fit_document
+from isqaflow.text.f1 import normalize_answer
+from isqaflow.text.sentences import split_sentences
+
+log = logging.getLogger(__name__)
+
+UNANSWERABLE_REPLY = "unanswerable"
+_NO_ANSWER = {"unanswerable", "unknown", "none", "n a", "no answer", "not mentioned", "not stated"}
+
+# Two invented worked examples for prompted question generation.
+QG_EXAMPLES = (
+    ("The bridge was opened in 1932 by the mayor of Elmford.", "1932", "When was the bridge opened?"),
+    ("Marta Lind trained the parser on 3,000 annotated sentences.", "Marta Lind", "Who trained the parser?"),
+)
+QG_INSTRUCTION = "Sentence: {sentence}\nAnswer: {answer}\nWrite a question whose answer is the Answer."
+QA_INSTRUCTION = "Text: {context}\n\nQuestion: {question}\nGive a short answer."
+QA_ANSWERABILITY_SYSTEM = (
+    "Answer the question with a short span copied from the text. If the text does not contain the "
+    "answer, reply unanswerable."
+)
+
+
+def is_no_answer(text: str) -> bool:
+    norm = normalize_answer(text)
+    return not norm or norm in _NO_ANSWER or norm.startswith("unanswerable")
+
+
+@dataclass(frozen=True)
+class QAResult:
+    answer: str  # "" when unanswerable
+    answerability: float  # probability that the context answers the question
+    score: float  # the model's confidence in ``answer``, comparable across windows
+    window: int = 0
+
+
+def windows(text: str, model: LanguageModel, max_tokens: int, overlap_sentences: int = 1) -> list[str]:
+    """Consecutive sentence windows of at most ``max_tokens`` tokens, overlapping by whole sentences."""
+    sentences = split_sentences(text)
+    if not sentences:
+        return [text] if text.strip() else []
+    sizes = [model.count_tokens(s) + 1 for s in sentences]
+    out, start = [], 0
+    while start < len(sentences):
+        end, used = start, 0
+        while end < len(sentences) and (used + sizes[end] <= max_tokens or end == start):
+            used += sizes[end]
+            end += 1
+        out.append(" ".join(sentences[start:end]))
+        if end >= len(sentences):
+            break
+        start = max(start + 1, end - overlap_sentences)
+    return out
+
+
+class QuestionGenerator:
+    def __init__(self, model: LanguageModel, mode: str = "prompted", params: GenerationParams | None = None) -> None:
+        if mode not in ("prompted", "highlight"):
+            raise ValueError(f"unknown question-generation mode {mode!r}; expected prompted or highlight")
+        self.model, self.mode = model, mode
+        self.params = params or GenerationParams(max_new_tokens=32)
+
+    def request(self, sentence: str, answer: str):
+        if self.mode == "highlight":
+            start = sentence.find(answer)
+            marked = (
+                f"{sentence[:start]}<hl> {answer} <hl>{sentence[start + len(answer):]}"
+                if start >= 0 else f"{sentence} <hl> {answer} <hl>"
+            )
+            return f"generate question: {marked}"
+        messages = []
+        for ex_sentence, ex_answer, ex_question in QG_EXAMPLES:
+            messages += [
+                {"role": "user", "content": QG_INSTRUCTION.format(sentence=ex_sentence, answer=ex_answer)},
+                {"role": "assistant", "content": ex_question},
+            ]
+        messages.append({"role": "user", "content": QG_INSTRUCTION.format(sentence=sentence, answer=answer)})
+        return messages
+
+    def generate(self, items: Sequence[tuple[str, str]]) -> list[str]:
+        """A question for each ``(sentence, answer)``: the first line of the model's reply."""
+        outs = self.model.generate([self.request(s, a) for s, a in items], self.params)
+        return [(o.text.strip().splitlines() or [""])[0].strip() for o in outs]
+
+
+def valid_question(question: str, min_words: int = 3) -> bool:
+    """QAGS's filters on a generated question: a question mark and at least three words."""
+    return question.strip().endswith("?") and len(question.split()) >= min_words
+
+
+class QuestionAnswerer:
+    """Short answers with an answerability estimate; see the module docstring."""
+
+    def __init__(self, model: Any, mode: str = "prompted", params: GenerationParams | None = None,
+                 window_tokens: int = 384, with_answerability: bool = True) -> None:
+        if mode not in ("prompted", "extractive"):
+            raise ValueError(f"unknown question-answering mode {mode!r}; expected prompted or extractive")
+        self.model, self.mode = model, mode
+        self.params = (params or GenerationParams(max_new_tokens=16)).replace(return_logprobs=True)
+        self.window_tokens = window_tokens
+        self.with_answerability = with_answerability
+
+    # ---------------------------------------------------------------- one context
+    def answer(self, items: Sequence[tuple[str, str]], answerability: bool | None = None) -> list[QAResult]:
+        """Answer ``(question, context)`` pairs, each context read as it is.
+
+        ``answerability=False`` skips the answerability estimate (1.0 is reported),
+        which costs a second pass; QAGS needs only the answers.
+        """
+        if not items:
+            return []
+        if self.mode == "extractive":
+            return self.model.answer(items)
+        requests = [
+            fit_document(
+                self.model, lambda ctx, q=q: [{"role": "user", "content": QA_INSTRUCTION.format(context=ctx, question=q)}],
+                c, self.window_tokens + 64,
+            )[0]
+            for q, c in items
+        ]
+        outs = self.model.generate(requests, self.params)
+        answers = [o.text.strip().splitlines()[0].strip() if o.text.strip() else "" for o in outs]
+        answerability_values = [1.0] * len(items)
+        if self.with_answerability if answerability is None else answerability:
+            scored = self.model.score_batch(
+                [
+                    (self._answerability_request(q, c), [a or UNANSWERABLE_REPLY, UNANSWERABLE_REPLY])
+                    for (q, c), a in zip(items, answers, strict=True)
+                ]
+            )
+            answerability_values = [1.0 / (1.0 + math.exp(min(50.0, u - a))) for a, u in scored]
+        results = []
+        for o, a, p in zip(outs, answers, answerability_values, strict=True):
+            if is_no_answer(a):
+                results.append(QAResult("", 0.0, float("-inf")))
+            else:
+                per_token = (o.logprob or 0.0) / max(o.n_new_tokens, 1)
+                results.append(QAResult(a, p, per_token))
+        return results
+
+    def _answerability_request(self, question: str, context: str):
+        build = lambda ctx: [  # noqa: E731
+            {"role": "system", "content": QA_ANSWERABILITY_SYSTEM},
+            {"role": "user", "content": f"Text: {ctx}\nQuestion: {question}"},
+        ]
+        return fit_document(self.model, build, context, self.window_tokens + 96)[0]
+
+    # ---------------------------------------------------------------- long sources
+    def answer_long(self, questions: Sequence[str], documents: Sequence[str]) -> list[QAResult]:
+        """Answer each question over every window of its document; keep the best answerable answer."""
+        if self.mode == "extractive":
+            return self.model.answer(list(zip(questions, documents, strict=True)))  # the pipeline strides
+        window_cache: dict[str, list[str]] = {}
+        flat: list[tuple[str, str]] = []
+        owner: list[tuple[int, int]] = []
+        for qi, (question, document) in enumerate(zip(questions, documents, strict=True)):
+            if document not in window_cache:
+                window_cache[document] = windows(document, self.model, self.window_tokens)
+            for wi, window in enumerate(window_cache[document]):
+                flat.append((question, window))
+                owner.append((qi, wi))
+        answered = self.answer(flat)
+        best: list[QAResult] = [QAResult("", 0.0, float("-inf"))] * len(questions)
+        for (qi, wi), result in zip(owner, answered, strict=True):
+            current = best[qi]
+            if result.answer and (not current.answer or result.score > current.score):
+                best[qi] = QAResult(result.answer, result.answerability, result.score, wi)
+            elif not result.answer and not current.answer:
+                best[qi] = QAResult("", max(current.answerability, result.answerability), current.score, wi)
+        return best
+
+
+class ExtractiveQA:
+    """A SQuAD 2.0 span model (transformers question-answering pipeline) with the call cache.
+
+    The pipeline splits a long context into overlapping windows (``doc_stride``) and
+    returns the best span over all of them, or the empty answer when the null score
+    wins (``handle_impossible_answer``); answerability is 1 minus the null answer's
+    probability.
+    """
+
+    backend = "hf-qa"
+
+    def __init__(self, spec: dict[str, Any], cache=None, threads: int | None = None,
+                 max_seq_len: int = 384, doc_stride: int = 128) -> None:
+        import torch
+        from transformers import pipeline
+
+        from isqaflow.models.hf import resolve_device
+        from isqaflow.models.identity import model_fingerprint
+
+        if threads:
+            torch.set_num_threads(threads)
+        from pathlib import Path
+
+        device = resolve_device(spec.get("device", "auto"))
+        self.pipe = pipeline("question-answering", model=spec["model"], revision=spec.get("revision"),
+                             device=0 if device == "cuda" else -1)
+        self.cache, self.max_seq_len, self.doc_stride = cache, max_seq_len, doc_stride
+        self.batch_size = spec.get("batch_size", 16)
+        local = Path(spec["model"]).exists()
+        self._identity = {
+            "backend": self.backend, "model": Path(spec["model"]).name if local else spec["model"],
+            "revision": spec.get("revision"), "weights": model_fingerprint(spec["model"]) if local else None,
+            "max_seq_len": max_seq_len, "doc_stride": doc_stride,
+        }
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.pipe.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _run(self, items: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+        outputs = []
+        for question, context in items:
+            top = self.pipe(question=question, context=context, top_k=1, handle_impossible_answer=True,
+                            max_seq_len=self.max_seq_len, doc_stride=self.doc_stride)
+            null = self.pipe(question=question, context=context, top_k=20, handle_impossible_answer=True,
+                             max_seq_len=self.max_seq_len, doc_stride=self.doc_stride)
+            null_p = next((c["score"] for c in null if not c["answer"]), 0.0)
+            outputs.append({"answer": top["answer"].strip(), "score": float(top["score"]), "null": float(null_p)})
+        return outputs
+
+    def answer(self, items: Sequence[tuple[str, str]]) -> list[QAResult]:
+        from isqaflow.models.cache import call_key
+
+        keys = [call_key("extractive_qa", self._identity, {"question": q, "context": c}, {}) for q, c in items]
+        found = self.cache.get_many(keys) if self.cache else {}
+        todo = [i for i, k in enumerate(keys) if k not in found]
+        if todo:
+            outs = self._run([items[i] for i in todo])
+            if self.cache:
+                self.cache.put_many([
+                    (keys[i], "extractive_qa", self._identity, {"question": items[i][0], "context": items[i][1]}, {}, o)
+                    for i, o in zip(todo, outs, strict=True)
+                ])
+            found.update((keys[i], o) for i, o in zip(todo, outs, strict=True))
+        results = []
+        for key in keys:
+            out = found[key]
+            answer = out["answer"]
+            results.append(QAResult(answer, 1.0 - out["null"], out["score"] if answer else float("-inf")))
+        return results

@@ -1,0 +1,215 @@
+"""The ISQA paper's Tables 1-4 and Figure 3 from the scored summaries, with what the paper lacks.
+
+All scores are x 100, as in the paper.  Every cell is a mean over papers with its
+95% bootstrap confidence interval over papers; comparisons against a baseline add a
+paired bootstrap test and a Wilcoxon signed-rank test on the same papers.
+
+* Table 1 -- summarizers x datasets x {QAGS, QuestEval, ROUGE}, without vs with
+  ISQA.  "Without" is, per metric, the best of the baseline prompts (Appendix E.1),
+  as the paper reports; which prompt won is in the CSV.
+* Table 2 -- pre-hoc prompt (best of Appendix E.2 per metric) vs generic feedback
+  vs ISQA.
+* Table 3 -- ISQA with each feedback model (human questions).
+* Table 4 -- ISQA with human vs model-generated questions (the main feedback model).
+* Figure 3 -- QAGS and QuestEval per refinement step, one line per summarizer, per
+  dataset.
+* The best-of-steps selection of the authors' public code is an oracle (it looks at
+  the test metric); it is reported only in its own, labelled table.
+* Feedback statistics -- what the feedback model's replies became (facts, non-facts,
+  unanswerable, unparsed, near-duplicates) per run.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from isqaflow.io import read_jsonl
+from isqaflow.isqa.prompts import BASELINE_PROMPTS, PREHOC_PROMPTS
+from isqaflow.metrics.stats import bootstrap_ci, paired_bootstrap, wilcoxon_signed_rank
+from isqaflow.report.figures import new_figure, save_figure
+from isqaflow.report.tables import table_paths, write_table
+
+log = logging.getLogger(__name__)
+
+METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
+
+
+def load_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
+    rows = [obj for path in paths for _, obj in read_jsonl(path)]
+    df = pd.DataFrame(rows)
+    for metric in (*METRICS, "questeval_v024", "rouge1", "rouge2", "rougeL"):
+        df[metric] = df[metric].astype(float) * 100
+    return df
+
+
+def _cell(values: pd.Series, rounds: int, seed: int) -> dict[str, float]:
+    ci = bootstrap_ci(values.to_numpy(dtype=float), rounds=rounds, seed=seed)
+    return {"mean": ci["estimate"], "lower": ci["lower"], "upper": ci["upper"], "n": ci["n"]}
+
+
+def _fmt(mean: float, lower: float, upper: float) -> str:
+    if np.isnan(mean):
+        return "--"
+    return f"{mean:.2f} [{lower:.2f}, {upper:.2f}]"
+
+
+def final_scores(df: pd.DataFrame) -> pd.DataFrame:
+    return df[df["final"]]
+
+
+def best_prompt(df: pd.DataFrame, prompts: Sequence[str], metric: str) -> str | None:
+    """The prompt with the highest mean ``metric`` (the paper's choice of baseline)."""
+    means = df[df["system"].isin(prompts)].groupby("system")[metric].mean().dropna()
+    return None if means.empty else str(means.idxmax())
+
+
+def compare(df: pd.DataFrame, system: str, baseline: str, metric: str, rounds: int, seed: int) -> dict[str, Any]:
+    """Paired comparison of ``system`` vs ``baseline`` on the papers both have."""
+    a = df[df["system"] == baseline].set_index("paper_id")[metric]
+    b = df[df["system"] == system].set_index("paper_id")[metric]
+    common = a.index.intersection(b.index)
+    boot = paired_bootstrap(a[common].to_numpy(float), b[common].to_numpy(float), rounds=rounds, seed=seed)
+    wil = wilcoxon_signed_rank(a[common].to_numpy(float), b[common].to_numpy(float))
+    return {"diff": boot["mean_diff"], "diff_lower": boot["lower"], "diff_upper": boot["upper"],
+            "p_bootstrap": boot["p_value"], "p_wilcoxon": wil["p_value"], "n_paired": boot["n"]}
+
+
+def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(long numeric table, wide formatted table) without vs with ISQA."""
+    long_rows = []
+    for (dataset, summarizer), df in final_scores(scores).groupby(["dataset", "summarizer"]):
+        for metric, label in METRICS.items():
+            base = best_prompt(df, BASELINE_PROMPTS, metric)
+            for condition, system in (("w/o ISQA", base), ("w/ ISQA", main_system)):
+                values = df[df["system"] == system][metric] if system else pd.Series(dtype=float)
+                row = {"dataset": dataset, "summarizer": summarizer, "condition": condition, "metric": label,
+                       "system": system, **_cell(values, rounds, seed)}
+                if condition == "w/ ISQA" and base:
+                    row.update(compare(df, main_system, base, metric, rounds, seed))
+                long_rows.append(row)
+    long = pd.DataFrame(long_rows)
+    wide = _wide(long, ["summarizer", "condition"], ["dataset", "metric"])
+    return long, wide
+
+
+def _wide(long: pd.DataFrame, index: list[str], columns: list[str]) -> pd.DataFrame:
+    if long.empty:
+        return pd.DataFrame()
+    cells = long.assign(cell=[_fmt(m, lo, hi) for m, lo, hi in zip(long["mean"], long["lower"], long["upper"],
+                                                                    strict=True)])
+    wide = cells.pivot_table(index=index, columns=columns, values="cell", aggfunc="first", sort=False)
+    wide.columns.names = [None] * len(columns)
+    return wide
+
+
+def system_table(scores: pd.DataFrame, systems: dict[str, Any], baseline: str | None, rounds: int,
+                 seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Rows = labelled systems (a name, or a list of prompts whose best per metric is taken)."""
+    long_rows = []
+    for (dataset, summarizer), df in final_scores(scores).groupby(["dataset", "summarizer"]):
+        for metric, label in METRICS.items():
+            resolved = {
+                name: (best_prompt(df, spec, metric) if isinstance(spec, (list, tuple)) else spec)
+                for name, spec in systems.items()
+            }
+            base_system = resolved.get(baseline) if baseline else None
+            for name, system in resolved.items():
+                values = df[df["system"] == system][metric] if system else pd.Series(dtype=float)
+                row = {"dataset": dataset, "summarizer": summarizer, "row": name, "metric": label,
+                       "system": system, **_cell(values, rounds, seed)}
+                if base_system and system and name != baseline and not values.empty:
+                    row.update(compare(df, system, base_system, metric, rounds, seed))
+                long_rows.append(row)
+    long = pd.DataFrame(long_rows)
+    return long, _wide(long, ["dataset", "summarizer", "row"], ["metric"])
+
+
+def oracle_table(scores: pd.DataFrame, isqa_systems: Sequence[str], rounds: int, seed: int) -> pd.DataFrame:
+    """Final step vs best-of-steps (an oracle that looks at the metric), side by side, labelled."""
+    rows = []
+    steps = scores[scores["system"].isin(isqa_systems)]
+    for (dataset, summarizer, system), df in steps.groupby(["dataset", "summarizer", "system"]):
+        for metric, label in METRICS.items():
+            final = df[df["final"]][metric]
+            oracle = df.groupby("paper_id")[metric].max()
+            rows.append({"dataset": dataset, "summarizer": summarizer, "system": system, "metric": label,
+                         "ISQA (final step)": _fmt(**{k: v for k, v in _cell(final, rounds, seed).items()
+                                                      if k != "n"}),
+                         "oracle best-of-steps (not a result)": _fmt(
+                             **{k: v for k, v in _cell(oracle, rounds, seed).items() if k != "n"})})
+    return pd.DataFrame(rows).set_index(["dataset", "summarizer", "system", "metric"]) if rows else pd.DataFrame()
+
+
+def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
+    rows = []
+    for path in steps_paths:
+        for _, rec in read_jsonl(path):
+            rows.append({"dataset": rec["dataset"], "summarizer": rec["summarizer"], "system": rec["system"],
+                         "papers": 1, "no_feedback_possible": int(rec["note"] is not None), **rec["counts"]})
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows).fillna(0)
+    table = df.groupby(["dataset", "summarizer", "system"]).sum(numeric_only=True).astype(int)
+    decided = table.reindex(columns=["fact", "non_fact"], fill_value=0).sum(axis=1)
+    table["duplicates_skipped"] = decided - table.get("added", 0)
+    return table
+
+
+def figure3(scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequence[str | Path]) -> None:
+    fig, axes = new_figure(ncols=2)
+    df = scores[(scores["system"] == main_system) & (scores["dataset"] == dataset)]
+    for ax, metric in zip(axes, ("qags", "questeval"), strict=True):
+        for summarizer, sub in df.groupby("summarizer"):
+            per_step = sub.groupby("step")[metric].agg(["mean", "sem"]).reset_index()
+            ax.errorbar(per_step["step"], per_step["mean"], yerr=per_step["sem"].fillna(0), marker="o",
+                        capsize=3, label=summarizer)
+        ax.set_xlabel("refinement step")
+        ax.set_ylabel(f"{METRICS[metric]} (x100)")
+        ax.set_title(f"{METRICS[metric]} on {dataset}")
+        ax.grid(alpha=0.3)
+        if df["step"].notna().any():
+            ax.set_xticks(sorted(int(s) for s in df["step"].dropna().unique()))
+    axes[0].legend(title="summarizer", fontsize=8)
+    save_figure(fig, paths)
+
+
+def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[str | Path], out_dir: str | Path,
+                      figure_dir: str | Path, main_feedback: str, feedback_models: Sequence[str],
+                      datasets: Sequence[str], rounds: int, seed: int) -> None:
+    """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk)."""
+    scores = load_scores(score_paths)
+    out_dir, figure_dir = Path(out_dir), Path(figure_dir)
+    main = f"isqa-{main_feedback}-human"
+    long, wide = table1(scores, main, rounds, seed)
+    long.to_csv(out_dir / "isqa_table1_long.csv", index=False)
+    write_table(wide, table_paths(out_dir / "isqa_table1"),
+                caption="Table 1: without vs with ISQA (mean [95% bootstrap CI] over papers, x100)")
+    long2, wide2 = system_table(
+        scores, {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
+        "pre-hoc prompt", rounds, seed)
+    long2.to_csv(out_dir / "isqa_table2_long.csv", index=False)
+    write_table(wide2, table_paths(out_dir / "isqa_table2"),
+                caption="Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric)")
+    first = feedback_models[0]
+    long3, wide3 = system_table(scores, {f: f"isqa-{f}-human" for f in feedback_models}, first, rounds, seed)
+    long3.to_csv(out_dir / "isqa_table3_long.csv", index=False)
+    write_table(wide3, table_paths(out_dir / "isqa_table3"), caption="Table 3: feedback models (human questions)")
+    long4, wide4 = system_table(
+        scores, {"model-generated": f"isqa-{main_feedback}-generated", "human-annotated": main},
+        "model-generated", rounds, seed)
+    long4.to_csv(out_dir / "isqa_table4_long.csv", index=False)
+    write_table(wide4, table_paths(out_dir / "isqa_table4"), caption="Table 4: source of the QA pairs")
+    isqa_systems = sorted(s for s in scores["system"].unique() if s.startswith("isqa-"))
+    write_table(oracle_table(scores, isqa_systems, rounds, seed), table_paths(out_dir / "isqa_oracle"),
+                caption="Final step (the ISQA result) vs best-of-steps oracle (selects on the test metric)")
+    write_table(feedback_statistics(steps_paths), table_paths(out_dir / "isqa_feedback_stats"), digits=0,
+                caption="Feedback decisions per run")
+    for dataset in datasets:
+        figure3(scores, main, dataset, [figure_dir / f"isqa_figure3_{dataset}.png",
+                                        figure_dir / f"isqa_figure3_{dataset}.svg"])
