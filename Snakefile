@@ -1,16 +1,19 @@
 """isqaflow: ISQA, InFoBench/DRFR and RAG-QA Arena in one DAG.
 
-    snakemake --profile profiles/default                       # embedded default, offline
-    snakemake --profile profiles/slurm --configfile config/paper.yaml   # paper scale
+snakemake --profile profiles/default                       # embedded default, offline
+snakemake --profile profiles/slurm --configfile config/paper.yaml   # paper scale
 """
-
 
 from snakemake.utils import min_version, validate
 
 min_version("9.20")
 
 
-configfile: "config/config.yaml"
+# The embedded default, unless a config is given on the command line (config/paper.yaml
+# replaces it whole: Snakemake would otherwise merge the two).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 validate(config, "config/schema.yaml")
@@ -31,6 +34,6 @@ include: "rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True

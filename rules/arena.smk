@@ -1,1 +1,197 @@
-"""arena stage."""
+"""RAG-QA Arena: retrieval, answers of every model, pairwise judging against LFRQA
+and between models, win rates, Elo and Bradley-Terry with bootstrap intervals,
+judge-human agreement, and the ISQA summaries in the same arena."""
+
+
+rule retrieve:
+    input:
+        queries="results/data/rag/{domain}/queries.jsonl",
+        passages="results/data/rag/{domain}/passages.jsonl",
+    output:
+        hits="results/arena/retrieval/{domain}/{retriever}.jsonl",
+        recall="results/arena/retrieval/{domain}/{retriever}.recall.json",
+    log:
+        "logs/retrieve/{domain}/{retriever}.log",
+    benchmark:
+        "benchmarks/retrieve/{domain}/{retriever}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("retrieve"),
+        runtime=runtime_for("retrieve"),
+        gpu=lambda wc: retriever_gpus(wc.retriever),
+    params:
+        backend=lambda wc: config["arena"]["retrievers"][wc.retriever]["backend"],
+        options=lambda wc: retriever_options(wc.retriever),
+        k=lambda wc: max(config["arena"]["k"]),
+        cache_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
+        code=code("isqaflow.arena.answers"),
+    script:
+        "../scripts/retrieve.py"
+
+
+rule rag_answers:
+    input:
+        queries=lambda wc: arena_files("queries"),
+        passages=lambda wc: arena_files("passages"),
+        retrieval=lambda wc: [
+            f"results/arena/retrieval/{d}/{wc.retriever}.jsonl"
+            for d in config["arena"]["domains"]
+        ],
+        model=lambda wc: answerer_files(wc.answerer),
+    output:
+        answers="results/arena/answers/{retriever}-k{k}/{answerer}.jsonl",
+    log:
+        "logs/rag_answers/{retriever}-k{k}/{answerer}.log",
+    benchmark:
+        "benchmarks/rag_answers/{retriever}-k{k}/{answerer}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=lambda wc: gpus_for("generate", answerer_entry(wc.answerer)["model"]),
+    params:
+        model=lambda wc: model_spec(answerer_entry(wc.answerer)["model"]),
+        adapter=lambda wc: answerer_adapter_dir(wc.answerer),
+        cot=lambda wc: answerer_entry(wc.answerer)["cot"],
+        generation=config["arena"]["generation"],
+        code=code("isqaflow.arena.answers"),
+    script:
+        "../scripts/rag_answers.py"
+
+
+rule arena_judge:
+    input:
+        queries=lambda wc: arena_files("queries"),
+        answers=lambda wc: [
+            f"results/arena/answers/{wc.retriever}-k{wc.k}/{a}.jsonl"
+            for a in arena_run(wc.retriever, wc.k)["answerers"]
+        ],
+        model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+    output:
+        judged="results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
+    log:
+        "logs/arena_judge/{retriever}-k{k}/{judge}.log",
+    benchmark:
+        "benchmarks/arena_judge/{retriever}-k{k}/{judge}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("judge")
+    resources:
+        mem_mb=mem_mb_for("judge"),
+        runtime=runtime_for("judge"),
+        gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+    params:
+        model=lambda wc: model_spec(arena_judge_entry(wc.judge)["model"]),
+        mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
+        generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
+        orders=config["arena"]["orders"],
+        all_pairs=lambda wc: arena_run(wc.retriever, wc.k)["all_pairs_per_domain"],
+        seed=config["seed"],
+        code=code("isqaflow.arena.battles"),
+    script:
+        "../scripts/arena_judge.py"
+
+
+rule arena_human_pairs:
+    input:
+        human=config["datasets"]["rag"].get("human_labels") or [],
+        model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+    output:
+        judged="results/arena/agreement/{judge}.jsonl",
+    log:
+        "logs/arena_human_pairs/{judge}.log",
+    benchmark:
+        "benchmarks/arena_human_pairs/{judge}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("judge")
+    resources:
+        mem_mb=mem_mb_for("judge"),
+        runtime=runtime_for("judge"),
+        gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+    params:
+        model=lambda wc: model_spec(arena_judge_entry(wc.judge)["model"]),
+        mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
+        generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
+        orders=config["arena"]["orders"],
+        seed=config["seed"],
+        code=code("isqaflow.arena.battles"),
+    script:
+        "../scripts/arena_human_pairs.py"
+
+
+rule arena_summaries:
+    input:
+        papers=lambda wc: papers_file(wc.dataset),
+        summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
+        model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+    output:
+        judged="results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+    log:
+        "logs/arena_summaries/{dataset}/{summarizer}.{judge}.log",
+    benchmark:
+        "benchmarks/arena_summaries/{dataset}/{summarizer}.{judge}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("judge")
+    resources:
+        mem_mb=mem_mb_for("judge"),
+        runtime=runtime_for("judge"),
+        gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+    params:
+        systems=lambda wc: drfr_summary_systems(wc.dataset, wc.summarizer),
+        baseline=config["isqa"]["refine"].get("initial_prompt", "baseline_2"),
+        model=lambda wc: model_spec(arena_judge_entry(wc.judge)["model"]),
+        mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
+        generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
+        orders=config["arena"]["orders"],
+        seed=config["seed"],
+        code=code("isqaflow.arena.battles"),
+    script:
+        "../scripts/arena_summaries.py"
+
+
+rule arena_tables:
+    input:
+        judged=lambda wc: list(arena_judged_files().values()),
+        answers=lambda wc: arena_answer_files(),
+        recall=lambda wc: list(arena_recall_files().values()),
+        human=lambda wc: arena_human_files(),
+        summaries=lambda wc: arena_summary_files(),
+    output:
+        tables=report(
+            expand(
+                "results/tables/arena_{table}.{ext}",
+                table=ARENA_TABLES,
+                ext=["csv", "md", "tex"],
+            ),
+            caption="../report/arena_tables.rst",
+            category="RAG-QA Arena",
+        ),
+        figures=report(
+            expand("results/figures/arena_ratings.{ext}", ext=["png", "svg"]),
+            caption="../report/arena_figure.rst",
+            category="RAG-QA Arena",
+        ),
+    log:
+        "logs/arena_tables.log",
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    params:
+        judged=lambda wc: arena_judged_files(),
+        recall=lambda wc: arena_recall_files(),
+        human_csv=config["datasets"]["rag"].get("human_labels"),
+        elo=config["arena"]["elo"],
+        rounds=config["arena"]["bootstrap_rounds"],
+        seed=config["seed"],
+        code=code("isqaflow.arena.tables"),
+    script:
+        "../scripts/arena_tables.py"

@@ -1,19 +1,20 @@
 """Input functions, config lookups and targets shared by the rule files (no rules here)."""
 
-import os
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+from urllib.parse import urlparse
 
-# The library lives in src/; scripts import it through PYTHONPATH, which jobs
-# inherit (locally and inside SLURM jobs, which re-read this file).
+# The library lives in src/ (stdlib-only imports here: cheap at parse time).
 SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (SRC, os.environ.get("PYTHONPATH", "")) if p
-)
 
-from isqaflow.codehash import code_version  # noqa: E402  (stdlib only: cheap at parse time)
+from isqaflow.codehash import code_version  # noqa: E402
+from isqaflow.runtime import export_workflow_environment  # noqa: E402
+
+# Jobs import this workflow's src/ first (locally and inside SLURM jobs, which
+# re-read this file), and the manifest records the command that started the run.
+export_workflow_environment(SRC, sys.argv)
 
 
 wildcard_constraints:
@@ -26,6 +27,11 @@ wildcard_constraints:
     summarizer="[A-Za-z0-9_.-]+",
     feedback="[A-Za-z0-9_]+",
     questions="human|generated",
+    responder="[A-Za-z0-9_.-]+",
+    judge="[A-Za-z0-9_-]+",
+    retriever="[A-Za-z0-9_]+",
+    answerer="[A-Za-z0-9_.-]+",
+    k="[0-9]+",
 
 
 # ----------------------------------------------------------------------------- config
@@ -55,7 +61,12 @@ def runtime_for(stage):
     return stage_resources(stage)["runtime"]
 
 
-def gpus_for(stage):
+def gpus_for(stage, *models):
+    """GPUs of a stage; none when every model the job runs is behind an API."""
+    if models and all(
+        config["models"][m].get("backend", "hf") == "openai" for m in models
+    ):
+        return 0
     return int(stage_resources(stage).get("gpu", 0))
 
 
@@ -68,7 +79,9 @@ def model_spec(name):
     try:
         spec = dict(config["models"][name])
     except KeyError:
-        raise ValueError(f"unknown model {name!r}; models in config: {sorted(config['models'])}")
+        raise ValueError(
+            f"unknown model {name!r}; models in config: {sorted(config['models'])}"
+        )
     spec.pop("convert", None)
     return spec
 
@@ -76,7 +89,9 @@ def model_spec(name):
 def converted_model(dirname):
     """The config entry of the model converted into resources/models/<dirname>."""
     for entry in config["models"].values():
-        if "convert" in entry and entry["model"].rstrip("/") == f"resources/models/{dirname}":
+        if "convert" in entry and Path(entry["model"]) == Path(
+            "resources/models", dirname
+        ):
             return entry
     raise ValueError(f"no model in config converts into resources/models/{dirname}")
 
@@ -175,7 +190,11 @@ def summary_files(dataset, summarizer):
 
 def isqa_pairs():
     """(dataset, summarizer) pairs with summaries."""
-    return [(d, s) for d in config["isqa"]["datasets"] for s in config["isqa"]["summarizers"]]
+    return [
+        (d, s)
+        for d in config["isqa"]["datasets"]
+        for s in config["isqa"]["summarizers"]
+    ]
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -191,12 +210,19 @@ def metric_model(role):
 
 
 def metric_model_files():
-    return sorted({f for role in ("qg", "qa") for f in model_files(config["metrics"][role]["model"])})
+    return sorted(
+        {
+            f
+            for role in ("qg", "qa")
+            for f in model_files(config["metrics"][role]["model"])
+        }
+    )
 
 
 def isqa_steps_files():
     return [
-        f"results/summaries/{d}/{s}/isqa-{f}-{q}.steps.jsonl" for d, s, f, q in isqa_runs()
+        f"results/summaries/{d}/{s}/isqa-{f}-{q}.steps.jsonl"
+        for d, s, f, q in isqa_runs()
     ]
 
 
@@ -205,10 +231,168 @@ def human_eval_filled(dataset, summarizer):
     return config["human_eval"].get("filled", {}).get(f"{dataset}/{summarizer}", {})
 
 
+# ----------------------------------------------------------------------------- DRFR
+DRFR_TABLES = ["table5", "by_constraint", "by_category", "summaries"]
+
+
+def responder_entry(responder):
+    return config["drfr"]["responders"][responder]
+
+
+def responder_adapter_dir(responder):
+    adapter = responder_entry(responder).get("adapter")
+    return adapter_dir(adapter) if adapter else None
+
+
+def responder_files(responder):
+    entry = responder_entry(responder)
+    files = model_files(entry["model"])
+    if entry.get("adapter"):
+        files += adapter_files(entry["adapter"])
+    return files
+
+
+def judge_entry(judge):
+    return config["drfr"]["judges"][judge]
+
+
+def drfr_summary_systems(dataset, summarizer):
+    """The summaries judged: the initial prompt (without ISQA), generic feedback, every ISQA run."""
+    systems = [config["isqa"]["refine"].get("initial_prompt", "baseline_2"), "generic"]
+    systems += [
+        f"isqa-{f}-{q}" for d, s, f, q in isqa_runs() if (d, s) == (dataset, summarizer)
+    ]
+    return systems
+
+
+def drfr_judgment_files():
+    return [
+        f"results/drfr/judgments/{d}/{j}.jsonl"
+        for d in config["drfr"]["datasets"]
+        for j in config["drfr"]["judges"]
+    ]
+
+
+def drfr_summary_judgment_files():
+    return [
+        f"results/drfr/summaries/{d}/{s}.{j}.jsonl"
+        for d, s in isqa_pairs()
+        for j in config["drfr"]["judges"]
+    ]
+
+
+# ----------------------------------------------------------------------------- arena
+ARENA_TABLES = [
+    "win_rates",
+    "ratings",
+    "position_consistency",
+    "no_answer",
+    "retrieval",
+    "agreement",
+    "summaries",
+]
+
+
+def retriever_options(retriever):
+    return {
+        k: v
+        for k, v in config["arena"]["retrievers"][retriever].items()
+        if k != "backend"
+    }
+
+
+def retriever_gpus(retriever):
+    """Only dense retrieval embeds the corpus on a GPU."""
+    if config["arena"]["retrievers"][retriever]["backend"] == "bm25":
+        return 0
+    return gpus_for("retrieve")
+
+
+def arena_files(kind):
+    return [rag_files(d)[kind] for d in config["arena"]["domains"]]
+
+
+def answerer_entry(answerer):
+    return config["arena"]["answerers"][answerer]
+
+
+def answerer_adapter_dir(answerer):
+    adapter = answerer_entry(answerer).get("adapter")
+    return adapter_dir(adapter) if adapter else None
+
+
+def answerer_files(answerer):
+    entry = answerer_entry(answerer)
+    files = model_files(entry["model"])
+    if entry.get("adapter"):
+        files += adapter_files(entry["adapter"])
+    return files
+
+
+def arena_runs():
+    """Retrieval settings answers are generated from, with their answerers."""
+    for run in config["arena"]["runs"]:
+        yield {
+            "retriever": run["retriever"],
+            "k": run["k"],
+            "answerers": run.get("answerers", list(config["arena"]["answerers"])),
+            "all_pairs_per_domain": run.get("all_pairs_per_domain", 0),
+        }
+
+
+def arena_run(retriever, k):
+    for run in arena_runs():
+        if run["retriever"] == retriever and str(run["k"]) == str(k):
+            return run
+    raise ValueError(f"no arena run with retriever {retriever} and k {k}")
+
+
+def arena_judge_entry(judge):
+    return config["arena"]["judges"][judge]
+
+
+def arena_judged_files():
+    """setting label -> judged pairs file, for every run and judge."""
+    return {
+        f"{run['retriever']}-k{run['k']}.{j}": f"results/arena/judgments/{run['retriever']}-k{run['k']}/{j}.jsonl"
+        for run in arena_runs()
+        for j in config["arena"]["judges"]
+    }
+
+
+def arena_answer_files():
+    return [
+        f"results/arena/answers/{run['retriever']}-k{run['k']}/{a}.jsonl"
+        for run in arena_runs()
+        for a in run["answerers"]
+    ]
+
+
+def arena_recall_files():
+    return {
+        f"{r}/{d}": f"results/arena/retrieval/{d}/{r}.recall.json"
+        for r in config["arena"]["retrievers"]
+        for d in config["arena"]["domains"]
+    }
+
+
+def arena_human_files():
+    if not config["datasets"]["rag"].get("human_labels"):
+        return []
+    return [f"results/arena/agreement/{j}.jsonl" for j in config["arena"]["judges"]]
+
+
+def arena_summary_files():
+    return [
+        f"results/arena/summaries/{d}/{s}.{j}.jsonl"
+        for d, s in isqa_pairs()
+        for j in config["arena"]["judges"]
+    ]
+
+
 # ----------------------------------------------------------------------------- data
 def download_filename(name):
-    url = config["downloads"][name]["url"]
-    return url.rstrip("/").rsplit("/", 1)[-1].split("?")[0]
+    return PurePosixPath(urlparse(config["downloads"][name]["url"]).path).name
 
 
 def raw_path(spec):
@@ -259,9 +443,13 @@ def rag_files(domain):
 # ----------------------------------------------------------------------------- targets
 def data_targets():
     targets = [papers_file(d) for d in config["datasets"]["papers"]]
-    targets += [qa_file(d, s) for d in config["datasets"]["qa_train"] for s in ("train", "dev")]
+    targets += [
+        qa_file(d, s) for d in config["datasets"]["qa_train"] for s in ("train", "dev")
+    ]
     targets += [instructions_file(d) for d in config["datasets"]["instructions"]]
-    targets += [f for d in config["datasets"]["rag"]["domains"] for f in rag_files(d).values()]
+    targets += [
+        f for d in config["datasets"]["rag"]["domains"] for f in rag_files(d).values()
+    ]
     return targets
 
 
@@ -286,5 +474,64 @@ def metrics_targets():
     return targets
 
 
+def drfr_targets():
+    return [f"results/tables/drfr_{t}.csv" for t in DRFR_TABLES]
+
+
+def arena_targets():
+    return [f"results/tables/arena_{t}.csv" for t in ARENA_TABLES]
+
+
+STAGE_MODULES = {
+    "data": "isqaflow.data.convert",
+    "model_conversion": "isqaflow.models.convert",
+    "finetune": "isqaflow.finetune.lora",
+    "finetune_eval": "isqaflow.finetune.evaluate",
+    "questions": "isqaflow.isqa.questions",
+    "summaries": "isqaflow.isqa.summarize",
+    "refine": "isqaflow.isqa.refine",
+    "metrics": "isqaflow.metrics.score",
+    "isqa_tables": "isqaflow.metrics.tables",
+    "drfr": "isqaflow.drfr.responses",
+    "drfr_summaries": "isqaflow.drfr.summaries",
+    "drfr_tables": "isqaflow.drfr.tables",
+    "retrieval": "isqaflow.arena.answers",
+    "arena_judge": "isqaflow.arena.battles",
+    "arena_tables": "isqaflow.arena.tables",
+}
+
+
+def stage_code_versions():
+    return {stage: code(module) for stage, module in STAGE_MODULES.items()}
+
+
+def raw_dataset_files():
+    """dataset label -> its raw files, for the manifest's checksums."""
+    datasets = config["datasets"]
+    files = {
+        f"papers/{d}": raw_paths(e["files"]) for d, e in datasets["papers"].items()
+    }
+    for d, e in datasets["qa_train"].items():
+        files[f"qa_train/{d}"] = raw_paths(e["train"]) + raw_paths(e["dev"])
+    for d, e in datasets["instructions"].items():
+        files[f"instructions/{d}"] = raw_paths(e["files"])
+    for d, e in datasets["rag"]["domains"].items():
+        files[f"rag/{d}"] = raw_paths(e["annotations"]) + [raw_path(e["corpus"])]
+    if datasets["rag"].get("human_labels"):
+        files["rag/human_labels"] = [datasets["rag"]["human_labels"]]
+    return files
+
+
+def result_targets():
+    return (
+        data_targets()
+        + finetune_targets()
+        + summary_targets()
+        + metrics_targets()
+        + drfr_targets()
+        + arena_targets()
+    )
+
+
 def all_targets():
-    return data_targets() + finetune_targets() + summary_targets() + metrics_targets()
+    return result_targets() + ["results/manifest.json"]

@@ -5,21 +5,21 @@ from each raw format to the normalized records under results/data/."""
 rule download:
     output:
         file="resources/downloads/{download}/{filename}",
-    params:
-        url=lambda wc: config["downloads"][wc.download]["url"],
-        checksum=lambda wc: config["downloads"][wc.download]["checksum"],
-        code=code("isqaflow.data.download"),
-    wildcard_constraints:
-        filename="[^/]+",
     log:
         "logs/download/{download}/{filename}.log",
+    wildcard_constraints:
+        filename="[^/]+",
+    retries: 2
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("download"),
-    retries: 2
-    conda:
-        "../envs/data.yaml"
+    params:
+        url=lambda wc: config["downloads"][wc.download]["url"],
+        checksum=lambda wc: config["downloads"][wc.download]["checksum"],
+        code=code("isqaflow.data.download"),
     script:
         "../scripts/download.py"
 
@@ -29,19 +29,19 @@ rule extract:
         archive=lambda wc: f"resources/downloads/{wc.download}/{download_filename(wc.download)}",
     output:
         file="resources/extracted/{download}/{member}",
-    params:
-        member=lambda wc: wc.member,
-        code=code("isqaflow.data.download"),
-    wildcard_constraints:
-        member=".+",
     log:
         "logs/extract/{download}/{member}.log",
+    wildcard_constraints:
+        member=".+",
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
-    conda:
-        "../envs/data.yaml"
+    params:
+        member=lambda wc: wc.member,
+        code=code("isqaflow.data.download"),
     script:
         "../scripts/extract.py"
 
@@ -51,18 +51,18 @@ rule convert_papers:
         raw=lambda wc: raw_paths(papers_entry(wc.dataset)["files"]),
     output:
         papers="results/data/papers/{dataset}.jsonl",
-    params:
-        format=lambda wc: papers_entry(wc.dataset)["format"],
-        max_papers=lambda wc: papers_entry(wc.dataset).get("max_papers"),
-        code=code("isqaflow.data.convert"),
     log:
         "logs/convert_papers/{dataset}.log",
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
-    conda:
-        "../envs/data.yaml"
+    params:
+        format=lambda wc: papers_entry(wc.dataset)["format"],
+        max_papers=lambda wc: papers_entry(wc.dataset).get("max_papers"),
+        code=code("isqaflow.data.convert"),
     script:
         "../scripts/convert_papers.py"
 
@@ -72,35 +72,37 @@ rule convert_qa_train:
         raw=lambda wc: raw_paths(qa_entry(wc.dataset)[wc.split]),
     output:
         examples="results/data/qa/{dataset}.{split}.jsonl",
-    params:
-        code=code("isqaflow.data.convert"),
     log:
         "logs/convert_qa_train/{dataset}.{split}.log",
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
-    conda:
-        "../envs/data.yaml"
+    params:
+        code=code("isqaflow.data.convert"),
     script:
         "../scripts/convert_qa_train.py"
 
 
 rule convert_instructions:
     input:
-        raw=lambda wc: raw_paths(config["datasets"]["instructions"][wc.dataset]["files"]),
+        raw=lambda wc: raw_paths(
+            config["datasets"]["instructions"][wc.dataset]["files"]
+        ),
     output:
         instructions="results/data/instructions/{dataset}.jsonl",
-    params:
-        code=code("isqaflow.data.convert"),
     log:
         "logs/convert_instructions/{dataset}.log",
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
-    conda:
-        "../envs/data.yaml"
+    params:
+        code=code("isqaflow.data.convert"),
     script:
         "../scripts/convert_instructions.py"
 
@@ -112,17 +114,17 @@ rule convert_rag:
     output:
         queries="results/data/rag/{domain}/queries.jsonl",
         passages="results/data/rag/{domain}/passages.jsonl",
-    params:
-        corpus_format=lambda wc: rag_domain(wc.domain)["corpus_format"],
-        passage_words=config["datasets"]["rag"]["passage_words"],
-        code=code("isqaflow.data.convert"),
     log:
         "logs/convert_rag/{domain}.log",
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
-    conda:
-        "../envs/data.yaml"
+    params:
+        corpus_format=lambda wc: rag_domain(wc.domain)["corpus_format"],
+        passage_words=config["datasets"]["rag"]["passage_words"],
+        code=code("isqaflow.data.convert"),
     script:
         "../scripts/convert_rag.py"

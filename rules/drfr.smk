@@ -1,1 +1,126 @@
-"""drfr stage."""
+"""InFoBench DRFR: responses of every model in the pool, the multi-turn YES/NO judge,
+DRFR tables and figure; and the DRFR of the ISQA summaries (QA pairs as requirements).
+"""
+
+
+rule drfr_responses:
+    input:
+        instructions=lambda wc: instructions_file(wc.dataset),
+        model=lambda wc: responder_files(wc.responder),
+    output:
+        responses="results/drfr/responses/{dataset}/{responder}.jsonl",
+    log:
+        "logs/drfr_responses/{dataset}/{responder}.log",
+    benchmark:
+        "benchmarks/drfr_responses/{dataset}/{responder}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=lambda wc: gpus_for("generate", responder_entry(wc.responder)["model"]),
+    params:
+        model=lambda wc: model_spec(responder_entry(wc.responder)["model"]),
+        adapter=lambda wc: responder_adapter_dir(wc.responder),
+        generation=config["drfr"]["generation"],
+        code=code("isqaflow.drfr.responses"),
+    script:
+        "../scripts/drfr_responses.py"
+
+
+rule drfr_judge:
+    input:
+        instructions=lambda wc: instructions_file(wc.dataset),
+        responses=lambda wc: expand(
+            "results/drfr/responses/{dataset}/{responder}.jsonl",
+            dataset=wc.dataset,
+            responder=config["drfr"]["responders"],
+        ),
+        model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
+    output:
+        judgments="results/drfr/judgments/{dataset}/{judge}.jsonl",
+    log:
+        "logs/drfr_judge/{dataset}/{judge}.log",
+    benchmark:
+        "benchmarks/drfr_judge/{dataset}/{judge}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("judge")
+    resources:
+        mem_mb=mem_mb_for("judge"),
+        runtime=runtime_for("judge"),
+        gpu=lambda wc: gpus_for("judge", judge_entry(wc.judge)["model"]),
+    params:
+        model=lambda wc: model_spec(judge_entry(wc.judge)["model"]),
+        mode=lambda wc: judge_entry(wc.judge)["mode"],
+        generation=lambda wc: judge_entry(wc.judge).get("generation"),
+        code=code("isqaflow.drfr.responses"),
+    script:
+        "../scripts/drfr_judge.py"
+
+
+rule drfr_summaries:
+    input:
+        papers=lambda wc: papers_file(wc.dataset),
+        summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
+        model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
+    output:
+        judgments="results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+    log:
+        "logs/drfr_summaries/{dataset}/{summarizer}.{judge}.log",
+    benchmark:
+        "benchmarks/drfr_summaries/{dataset}/{summarizer}.{judge}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("judge")
+    resources:
+        mem_mb=mem_mb_for("judge"),
+        runtime=runtime_for("judge"),
+        gpu=lambda wc: gpus_for("judge", judge_entry(wc.judge)["model"]),
+    params:
+        systems=lambda wc: drfr_summary_systems(wc.dataset, wc.summarizer),
+        model=lambda wc: model_spec(judge_entry(wc.judge)["model"]),
+        mode=lambda wc: judge_entry(wc.judge)["mode"],
+        generation=lambda wc: judge_entry(wc.judge).get("generation"),
+        code=code("isqaflow.drfr.summaries"),
+    script:
+        "../scripts/drfr_summaries.py"
+
+
+rule drfr_tables:
+    input:
+        judgments=lambda wc: drfr_judgment_files(),
+        summaries=lambda wc: drfr_summary_judgment_files(),
+    output:
+        tables=report(
+            expand(
+                "results/tables/drfr_{table}.{ext}",
+                table=DRFR_TABLES,
+                ext=["csv", "md", "tex"],
+            ),
+            caption="../report/drfr_tables.rst",
+            category="InFoBench DRFR",
+        ),
+        long=expand(
+            "results/tables/drfr_{table}_long.csv", table=["table5", "summaries"]
+        ),
+        figures=report(
+            expand("results/figures/drfr_constraints.{ext}", ext=["png", "svg"]),
+            caption="../report/drfr_figure.rst",
+            category="InFoBench DRFR",
+        ),
+    log:
+        "logs/drfr_tables.log",
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    params:
+        rounds=config["drfr"]["bootstrap_rounds"],
+        seed=config["seed"],
+        code=code("isqaflow.drfr.tables"),
+    script:
+        "../scripts/drfr_tables.py"

@@ -15,22 +15,22 @@ rule finetune_feedback:
             category="Feedback model",
             labels={"adapter": "{adapter}", "table": "training loss per step"},
         ),
-    params:
-        base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
-        settings=lambda wc: finetune_settings(wc.adapter),
-        checkpoint_dir=lambda wc: f"results/finetune/{wc.adapter}/checkpoint",
-        code=code("isqaflow.finetune.lora"),
     log:
         "logs/finetune_feedback/{adapter}.log",
     benchmark:
         "benchmarks/finetune_feedback/{adapter}.tsv"
+    conda:
+        "../envs/torch.yaml"
     threads: threads_for("finetune")
     resources:
         mem_mb=mem_mb_for("finetune"),
         runtime=runtime_for("finetune"),
         gpu=gpus_for("finetune"),
-    conda:
-        "../envs/torch.yaml"
+    params:
+        base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
+        settings=lambda wc: finetune_settings(wc.adapter),
+        checkpoint_dir=lambda wc: f"results/finetune/{wc.adapter}/checkpoint",
+        code=code("isqaflow.finetune.lora"),
     script:
         "../scripts/finetune_feedback.py"
 
@@ -43,6 +43,17 @@ rule evaluate_feedback:
     output:
         summary="results/finetune/{adapter}/eval.json",
         examples="results/finetune/{adapter}/eval_examples.jsonl",
+    log:
+        "logs/evaluate_feedback/{adapter}.log",
+    benchmark:
+        "benchmarks/evaluate_feedback/{adapter}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
     params:
         base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
         adapter_dir=lambda wc: adapter_dir(wc.adapter),
@@ -51,19 +62,10 @@ rule evaluate_feedback:
             "max_input_tokens", 512
         ),
         examples=lambda wc: finetune_entry(wc.adapter)["evaluation"]["examples"],
-        prompt_style=lambda wc: finetune_settings(wc.adapter).get("prompt_style", "isqa"),
+        prompt_style=lambda wc: finetune_settings(wc.adapter).get(
+            "prompt_style", "isqa"
+        ),
         seed=config["seed"],
         code=code("isqaflow.finetune.evaluate"),
-    log:
-        "logs/evaluate_feedback/{adapter}.log",
-    benchmark:
-        "benchmarks/evaluate_feedback/{adapter}.tsv"
-    threads: threads_for("generate")
-    resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
-    conda:
-        "../envs/torch.yaml"
     script:
         "../scripts/evaluate_feedback.py"

@@ -10,6 +10,17 @@ rule score_summaries:
     output:
         scores="results/metrics/{dataset}/{summarizer}/scores.jsonl",
         details="results/metrics/{dataset}/{summarizer}/questions.jsonl",
+    log:
+        "logs/score_summaries/{dataset}/{summarizer}.log",
+    benchmark:
+        "benchmarks/score_summaries/{dataset}/{summarizer}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
     params:
         qg=lambda wc: metric_model("qg"),
         qa=lambda wc: metric_model("qa"),
@@ -18,17 +29,6 @@ rule score_summaries:
             "seed": config["seed"],
         },
         code=code("isqaflow.metrics.score"),
-    log:
-        "logs/score_summaries/{dataset}/{summarizer}.log",
-    benchmark:
-        "benchmarks/score_summaries/{dataset}/{summarizer}.tsv"
-    threads: threads_for("generate")
-    resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
-    conda:
-        "../envs/torch.yaml"
     script:
         "../scripts/score_summaries.py"
 
@@ -59,6 +59,14 @@ rule isqa_tables:
             caption="../report/isqa_figure3.rst",
             category="ISQA",
         ),
+    log:
+        "logs/isqa_tables.log",
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
     params:
         main_feedback=config["metrics"]["main_feedback"],
         feedback_models=list(config["isqa"]["feedback_models"]),
@@ -66,14 +74,6 @@ rule isqa_tables:
         rounds=config["metrics"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.metrics.tables"),
-    log:
-        "logs/isqa_tables.log",
-    threads: 1
-    resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
-    conda:
-        "../envs/data.yaml"
     script:
         "../scripts/isqa_tables.py"
 
@@ -84,18 +84,18 @@ rule human_eval_sheets:
     output:
         sheet="results/human_eval/{dataset}/{summarizer}/sheet.csv",
         key="results/human_eval/{dataset}/{summarizer}/key.csv",
-    params:
-        systems=config["human_eval"]["systems"],
-        seed=config["seed"],
-        code=code("isqaflow.metrics.human"),
     log:
         "logs/human_eval_sheets/{dataset}/{summarizer}.log",
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
-    conda:
-        "../envs/data.yaml"
+    params:
+        systems=config["human_eval"]["systems"],
+        seed=config["seed"],
+        code=code("isqaflow.metrics.human"),
     script:
         "../scripts/human_eval_sheets.py"
 
@@ -111,17 +111,17 @@ rule human_eval_results:
             category="ISQA",
         ),
         agreement="results/human_eval/{dataset}/{summarizer}/agreement.csv",
-    params:
-        annotators=lambda wc: list(human_eval_filled(wc.dataset, wc.summarizer)),
-        seed=config["seed"],
-        code=code("isqaflow.metrics.human"),
     log:
         "logs/human_eval_results/{dataset}/{summarizer}.log",
+    conda:
+        "../envs/data.yaml"
     threads: 1
     resources:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
-    conda:
-        "../envs/data.yaml"
+    params:
+        annotators=lambda wc: list(human_eval_filled(wc.dataset, wc.summarizer)),
+        seed=config["seed"],
+        code=code("isqaflow.metrics.human"),
     script:
         "../scripts/human_eval_results.py"

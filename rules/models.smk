@@ -5,20 +5,20 @@ rule convert_gguf_model:
     output:
         weights="resources/models/{model}/model.safetensors",
         config="resources/models/{model}/config.json",
+    log:
+        "logs/convert_gguf_model/{model}.log",
+    benchmark:
+        "benchmarks/convert_gguf_model/{model}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("convert")
+    resources:
+        mem_mb=mem_mb_for("convert"),
+        runtime=runtime_for("convert"),
     params:
         package=lambda wc: converted_model(wc.model)["convert"]["package"],
         gguf_file=lambda wc: converted_model(wc.model)["convert"]["gguf_file"],
         dtype=lambda wc: converted_model(wc.model)["convert"].get("dtype", "bfloat16"),
         code=code("isqaflow.models.convert"),
-    log:
-        "logs/convert_gguf_model/{model}.log",
-    benchmark:
-        "benchmarks/convert_gguf_model/{model}.tsv"
-    threads: threads_for("convert")
-    resources:
-        mem_mb=mem_mb_for("convert"),
-        runtime=runtime_for("convert"),
-    conda:
-        "../envs/torch.yaml"
     script:
         "../scripts/convert_gguf_model.py"

@@ -1,1 +1,36 @@
-"""report stage."""
+"""Provenance: the manifest of the run (git commit, config hash, dataset checksums, model
+and adapter identities, package versions, seed, command), shown in the report."""
+
+
+localrules:
+    manifest,
+
+
+rule manifest:
+    input:
+        results=lambda wc: result_targets(),
+        raw=lambda wc: [p for paths in raw_dataset_files().values() for p in paths],
+        adapters=lambda wc: [f for a in config["finetune"] for f in adapter_files(a)],
+    output:
+        manifest=report(
+            "results/manifest.json",
+            caption="../report/manifest.rst",
+            category="Provenance",
+        ),
+    log:
+        "logs/manifest.log",
+    conda:
+        "../envs/data.yaml"
+    threads: 1
+    resources:
+        mem_mb=mem_mb_for("default"),
+        runtime=runtime_for("default"),
+    params:
+        config=config,
+        raw=lambda wc: raw_dataset_files(),
+        adapters=lambda wc: {a: adapter_dir(a) for a in config["finetune"]},
+        code_versions=lambda wc: stage_code_versions(),
+        workflow_dir=workflow.basedir,
+        code=code("isqaflow.report.manifest"),
+    script:
+        "../scripts/manifest.py"

@@ -1,5 +1,6 @@
 """ISQA: model-generated questions, baseline and pre-hoc prompts, generic feedback,
-and iterative factuality refinement (Algorithm 1), for every dataset x summarizer x run."""
+and iterative factuality refinement (Algorithm 1), for every dataset x summarizer x run.
+"""
 
 
 rule generate_questions:
@@ -8,6 +9,17 @@ rule generate_questions:
         model=lambda wc: model_files(question_source("generated")["model"]),
     output:
         papers="results/questions/{dataset}/generated.jsonl",
+    log:
+        "logs/generate_questions/{dataset}.log",
+    benchmark:
+        "benchmarks/generate_questions/{dataset}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
     params:
         model=lambda wc: model_spec(question_source("generated")["model"]),
         mode=lambda wc: question_source("generated")["mode"],
@@ -16,17 +28,6 @@ rule generate_questions:
         per_paper=lambda wc: question_source("generated")["per_paper"],
         seed=config["seed"],
         code=code("isqaflow.isqa.questions"),
-    log:
-        "logs/generate_questions/{dataset}.log",
-    benchmark:
-        "benchmarks/generate_questions/{dataset}.tsv"
-    threads: threads_for("generate")
-    resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
-    conda:
-        "../envs/torch.yaml"
     script:
         "../scripts/generate_questions.py"
 
@@ -37,22 +38,22 @@ rule baseline_summaries:
         model=lambda wc: model_files(wc.summarizer),
     output:
         summaries="results/summaries/{dataset}/{summarizer}/baseline.jsonl",
-    params:
-        model=lambda wc: model_spec(wc.summarizer),
-        prompts=config["isqa"]["prompts"],
-        generation=config["isqa"]["summary_generation"],
-        code=code("isqaflow.isqa.summarize"),
     log:
         "logs/baseline_summaries/{dataset}/{summarizer}.log",
     benchmark:
         "benchmarks/baseline_summaries/{dataset}/{summarizer}.tsv"
+    conda:
+        "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
         mem_mb=mem_mb_for("generate"),
         runtime=runtime_for("generate"),
         gpu=gpus_for("generate"),
-    conda:
-        "../envs/torch.yaml"
+    params:
+        model=lambda wc: model_spec(wc.summarizer),
+        prompts=config["isqa"]["prompts"],
+        generation=config["isqa"]["summary_generation"],
+        code=code("isqaflow.isqa.summarize"),
     script:
         "../scripts/baseline_summaries.py"
 
@@ -63,21 +64,21 @@ rule generic_feedback:
         model=lambda wc: model_files(wc.summarizer),
     output:
         summaries="results/summaries/{dataset}/{summarizer}/generic.jsonl",
-    params:
-        model=lambda wc: model_spec(wc.summarizer),
-        generation=config["isqa"]["summary_generation"],
-        code=code("isqaflow.isqa.summarize"),
     log:
         "logs/generic_feedback/{dataset}/{summarizer}.log",
     benchmark:
         "benchmarks/generic_feedback/{dataset}/{summarizer}.tsv"
+    conda:
+        "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
         mem_mb=mem_mb_for("generate"),
         runtime=runtime_for("generate"),
         gpu=gpus_for("generate"),
-    conda:
-        "../envs/torch.yaml"
+    params:
+        model=lambda wc: model_spec(wc.summarizer),
+        generation=config["isqa"]["summary_generation"],
+        code=code("isqaflow.isqa.summarize"),
     script:
         "../scripts/generic_feedback.py"
 
@@ -85,11 +86,25 @@ rule generic_feedback:
 rule isqa_refine:
     input:
         papers=lambda wc: isqa_papers(wc.dataset, wc.questions),
+        baseline="results/summaries/{dataset}/{summarizer}/baseline.jsonl",
         summarizer=lambda wc: model_files(wc.summarizer),
         feedback=lambda wc: feedback_files(wc.feedback),
     output:
         steps="results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.steps.jsonl",
         summaries="results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.jsonl",
+    log:
+        "logs/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.log",
+    benchmark:
+        "benchmarks/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=lambda wc: gpus_for(
+            "generate", wc.summarizer, feedback_entry(wc.feedback)["model"]
+        ),
     params:
         summarizer=lambda wc: model_spec(wc.summarizer),
         feedback=lambda wc: model_spec(feedback_entry(wc.feedback)["model"]),
@@ -98,16 +113,5 @@ rule isqa_refine:
         summary_generation=config["isqa"]["summary_generation"],
         feedback_generation=config["isqa"]["feedback_generation"],
         code=code("isqaflow.isqa.refine"),
-    log:
-        "logs/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.log",
-    benchmark:
-        "benchmarks/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.tsv"
-    threads: threads_for("generate")
-    resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
-    conda:
-        "../envs/torch.yaml"
     script:
         "../scripts/isqa_refine.py"

@@ -6,6 +6,7 @@ from isqaflow.runtime import job
 with job(snakemake) as ctx:
     run_refine(
         snakemake.input.papers,
+        baseline_path=snakemake.input.baseline,
         steps_out=snakemake.output.steps,
         summaries_out=snakemake.output.summaries,
         summarizer_spec=snakemake.params.summarizer,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,46 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real-format samples not present ({SHARED_DATA}); a fresh clone has none")
     return SHARED_DATA
+
+
+def slurm_helpers():
+    """tests/slurm/cluster.py (tests/ is not a package: loaded by path, once)."""
+    name = "isqaflow_test_slurm_cluster"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, REPO / "tests" / "slurm" / "cluster.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _slurm_unavailable(message: str, output: str = "") -> None:
+    """In CI (CI=true) a cluster that cannot start is a failure, elsewhere a skip."""
+    detail = f"{message}\n{output}".strip()
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"SLURM test cluster could not start (CI=true):\n{detail}", pytrace=False)
+    tail = "\n".join(output.strip().splitlines()[-5:])
+    pytest.skip(f"SLURM test cluster unavailable: {message}" + (f"\n{tail}" if tail else ""))
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster():
+    """A one-node SLURM cluster on localhost (tests/slurm/start_slurm.sh), stopped afterwards
+    if this session started it (ISQAFLOW_SLURM_KEEP=1 keeps it)."""
+    cluster = slurm_helpers()
+    ok, why = cluster.cluster_available()
+    if not ok:
+        _slurm_unavailable(why)
+    was_running = cluster.cluster_running()
+    timeout = float(os.environ.get("ISQAFLOW_SLURM_START_TIMEOUT", "300"))
+    started = time.monotonic()
+    try:
+        info = cluster.start_cluster(timeout=timeout)
+    except cluster.ClusterError as err:
+        if not was_running:  # do not leave half a cluster behind
+            cluster.stop_cluster()
+        _slurm_unavailable(str(err.args[0]), err.output)
+    print(f"\nSLURM cluster ready in {time.monotonic() - started:.1f}s (already running: {was_running})")
+    yield info
+    if not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
+        cluster.stop_cluster()

@@ -258,7 +258,7 @@ def test_logprob_mode_picks_the_likeliest_label_on_the_tiny_model(tiny_causal):
     records = judge_pairs(model, pairs, mode="logprob", orders="both")
     assert model.score_calls == 1
     assert records == judge_pairs(model, pairs, mode="logprob", orders="both")
-    candidates = ["<rating>1</rating>", "<rating>2</rating>", "<rating>0</rating>"]
+    candidates = ["<rating>1", "<rating>2", "<rating>0"]
     to_side = {"ab": {"1": "a", "2": "b", "0": "tie"}, "ba": {"1": "b", "2": "a", "0": "tie"}}
     for pair, record in zip(pairs, records, strict=True):
         for order, (first, second) in {
@@ -296,7 +296,7 @@ class GoodSeekingScorer(LanguageModel):
         self.score_calls += 1
         rows = []
         for request, candidates in items:
-            assert candidates == ["<rating>1</rating>", "<rating>2</rating>", "<rating>0</rating>"]
+            assert candidates == ["<rating>1", "<rating>2", "<rating>0"]
             self.requests.append(request)
             first, second = shown_answers(request)
             rows.append([-1.0, -2.0, -3.0] if "GOOD" in first

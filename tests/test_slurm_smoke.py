@@ -13,7 +13,6 @@ job asked SLURM for a GPU.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import sys
 import time
@@ -26,13 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "slurm" / "smoke"
 SNAKEMAKE_TIMEOUT_S = 300
 
-# tests/ is not a package: load the helpers by path.
-_spec = importlib.util.spec_from_file_location(
-    "isqaflow_test_slurm_cluster", REPO / "tests" / "slurm" / "cluster.py"
-)
-cluster = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = cluster
-_spec.loader.exec_module(cluster)
+from conftest import slurm_helpers
+
+cluster = slurm_helpers()
 
 pytestmark = pytest.mark.slurm
 
@@ -43,35 +38,6 @@ def _profile_defaults() -> dict[str, str]:
 
     config = yaml.safe_load((SMOKE / "profile" / "config.yaml").read_text())
     return {k: str(v).strip("'\"") for k, v in config["default-resources"].items()}
-
-
-def _unavailable(message: str, output: str = "") -> None:
-    detail = f"{message}\n{output}".strip()
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"SLURM test cluster could not start (CI=true):\n{detail}", pytrace=False)
-    tail = "\n".join(output.strip().splitlines()[-5:])
-    pytest.skip(f"SLURM test cluster unavailable: {message}" + (f"\n{tail}" if tail else ""))
-
-
-@pytest.fixture(scope="module")
-def slurm_cluster():
-    ok, why = cluster.cluster_available()
-    if not ok:
-        _unavailable(why)
-    was_running = cluster.cluster_running()
-    timeout = float(os.environ.get("ISQAFLOW_SLURM_START_TIMEOUT", "300"))
-    t0 = time.monotonic()
-    try:
-        info = cluster.start_cluster(timeout=timeout)
-    except cluster.ClusterError as err:
-        if not was_running:  # do not leave half a cluster behind
-            cluster.stop_cluster()
-        _unavailable(str(err.args[0]), err.output)
-    print(f"\nSLURM cluster ready in {time.monotonic() - t0:.1f}s "
-          f"(already running: {was_running})\n{info.output}")
-    yield info
-    if not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
-        cluster.stop_cluster()
 
 
 def _slurm_logs(workdir: Path) -> str:

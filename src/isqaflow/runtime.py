@@ -26,6 +26,22 @@ log = logging.getLogger("isqaflow")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+COMMAND_ENV = "ISQAFLOW_SNAKEMAKE_COMMAND"
+
+
+def export_workflow_environment(src: str, argv: list[str]) -> None:
+    """Called when the workflow is parsed: what every job inherits from the main process.
+
+    * ``PYTHONPATH`` starts with the workflow's own ``src/``, so a job runs the code
+      of the checkout it belongs to, whatever else is installed in its environment;
+    * the command that started the run, for the provenance manifest (an environment
+      variable rather than a rule parameter, so that it never triggers a rerun).
+    """
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != src]
+    os.environ["PYTHONPATH"] = os.pathsep.join([src, *paths])
+    os.environ.setdefault(COMMAND_ENV, " ".join(argv))
+
+
 def setup_logging(log_file: str | os.PathLike | None = None, level: int = logging.INFO) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:

@@ -10,7 +10,7 @@ use 0 throughout.
 
 Modes: ``"text"`` generates the reply and parses it (:func:`parse_verdict`);
 ``"logprob"`` (local models) asks for the rating only and scores the three possible
-replies ``<rating>1</rating>``, ``<rating>2</rating>``, ``<rating>0</rating>``, taking
+replies ``<rating>1``, ``<rating>2``, ``<rating>0`` (the label token decides), taking
 the most likely one (deterministic, never invalid).
 
 Position bias: :func:`judge_pairs` judges both orders of each pair and combines them
@@ -114,7 +114,9 @@ FEW_SHOT: tuple[tuple[str, str, str, str, str], ...] = (
 )
 
 RATING_LABELS = {"1": "1", "2": "2", "0": "tie"}
-_CANDIDATES = tuple(f"<rating>{label}</rating>" for label in RATING_LABELS)
+# The label token right after the opening tag decides; the closing tag that follows
+# carries no decision, and leaving it out lets one forward pass score all three labels.
+_CANDIDATES = tuple(f"<rating>{label}" for label in RATING_LABELS)
 _OPEN_TAG = re.compile(r"<\s*rating\s*>", re.IGNORECASE)
 _CLOSE_TAG = re.compile(r"<\s*/\s*rating\s*>", re.IGNORECASE)
 

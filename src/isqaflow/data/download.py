@@ -33,9 +33,10 @@ CHUNK = 1 << 20
 
 
 class ChecksumError(RuntimeError):
-    def __init__(self, path: str | os.PathLike, expected: str, actual: str) -> None:
-        self.path, self.expected, self.actual = str(path), expected, actual
-        super().__init__(f"{path}: checksum mismatch: expected {expected}, got {actual}")
+    def __init__(self, path: str | os.PathLike, expected: str, actual: str, source: str | None = None) -> None:
+        self.path, self.expected, self.actual, self.source = str(path), expected, actual, source
+        origin = f" (downloaded from {source})" if source else ""
+        super().__init__(f"{path}: checksum mismatch: expected {expected}, got {actual}{origin}")
 
 
 def parse_checksum(checksum: str) -> tuple[str, str]:
@@ -117,7 +118,10 @@ def fetch(url: str, dest: str | os.PathLike, checksum: str, timeout: float = 60.
                 raise ValueError(f"{url}: unsupported URL scheme {scheme!r}")
             log.info("fetching %s -> %s", url, dest)
             _stream(url, part, timeout)
-        verify(part, checksum)
+        try:
+            verify(part, checksum)
+        except ChecksumError as err:  # name the destination and the source, not the temporary file
+            raise ChecksumError(dest, err.expected, err.actual, source=url) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             part.unlink()

@@ -11,10 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from isqaflow.data.raw import Raw, iter_json_records
+from isqaflow.data.raw import Raw, build, iter_json_records
 from isqaflow.data.schema import CONSTRAINT_LABELS, Instruction, Requirement
 
 SUBSETS = {"Easy_set": "Easy", "Hard_set": "Hard"}
+ID_PREFIXES = {"user_oriented_task_": "Easy", "domain_oriented_task_": "Hard"}
 
 
 def convert_infobench(paths: Iterable[str | Path]) -> list[Instruction]:
@@ -26,6 +27,8 @@ def convert_infobench(paths: Iterable[str | Path]) -> list[Instruction]:
             if subset_raw not in SUBSETS:
                 raise raw.error(f"subset must be Easy_set or Hard_set, got {subset_raw!r}", "subset")
             questions = raw.strings("decomposed_questions")
+            if not questions:
+                raise raw.error("an instruction needs at least one decomposed question", "decomposed_questions")
             labels = raw.get("question_label", list)
             if len(labels) != len(questions):
                 raise raw.error(
@@ -38,11 +41,18 @@ def convert_infobench(paths: Iterable[str | Path]) -> list[Instruction]:
                 for label in qlabels:
                     if label not in CONSTRAINT_LABELS:
                         raise raw.error(f"unknown constraint label {label!r}", f"question_label[{i}]")
+                if not question.strip():
+                    raise raw.error("empty question", f"decomposed_questions[{i}]")
                 requirements.append(Requirement(question=question.strip(), labels=qlabels))
             iid = raw.get("id", str)
             if iid in instructions:
                 raise raw.error("instruction id occurs twice", "id")
-            instructions[iid] = Instruction(
+            expected = next((s for prefix, s in ID_PREFIXES.items() if iid.startswith(prefix)), None)
+            if expected is not None and expected != SUBSETS[subset_raw]:
+                raise raw.error(f"subset {subset_raw!r} disagrees with the id (an {expected} instruction)", "subset")
+            instructions[iid] = build(
+                raw,
+                Instruction,
                 id=iid,
                 subset=SUBSETS[subset_raw],
                 category=raw.get("category", str, ""),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from isqaflow.data.raw import Raw, iter_json_records
+from isqaflow.data.raw import Raw, build, iter_json_records
 from isqaflow.data.schema import UNANSWERABLE, Answer, Paper, QAPair, Section
 
 FLOAT_SELECTED = "FLOAT SELECTED"
@@ -62,15 +62,14 @@ def convert_qasper(paths: Iterable[str | Path], dataset: str = "qasper") -> list
                 if not answers:
                     raise qa.error("question has no annotations", f"{qa.path}.answers")
                 qas.append(
-                    QAPair(
-                        id=qa.get("question_id", str),
-                        question=qa.get("question", str).strip(),
-                        answers=answers,
-                    )
+                    build(raw, QAPair, qa.path, id=qa.get("question_id", str),
+                          question=qa.get("question", str).strip(), answers=answers)
                 )
             if paper_id in papers:
                 raise raw.error("paper id occurs twice across the input files", "id")
-            papers[paper_id] = Paper(
+            papers[paper_id] = build(
+                raw,
+                Paper,
                 id=str(paper_id),
                 dataset=dataset,
                 title=raw.get("title", str).strip(),

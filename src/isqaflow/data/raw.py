@@ -108,3 +108,19 @@ def _sniff(path: Path, id_field: str) -> str:
     if isinstance(data, dict) and id_field in data:
         return "single"
     return "keyed"
+
+
+def build(raw: Raw, model: type, path: str = "", **fields: Any) -> Any:
+    """``model(**fields)``, with a validation failure reported as a RecordError on the raw record.
+
+    ``path`` is where the object sits in the raw record (e.g. ``qas[2]``), so the error
+    names the raw field (``qas[2].question``), not the normalized one.
+    """
+    from pydantic import ValidationError
+
+    try:
+        return model(**fields)
+    except ValidationError as err:
+        first = err.errors()[0]
+        loc = ".".join(str(p) for p in first["loc"])
+        raise raw.error(first["msg"], ".".join(p for p in (path, loc) if p)) from err

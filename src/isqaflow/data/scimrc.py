@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from isqaflow.data.qasper import convert_sections, text_evidence
-from isqaflow.data.raw import Raw, iter_json_records
+from isqaflow.data.raw import Raw, build, iter_json_records
 from isqaflow.data.schema import UNANSWERABLE, Answer, Paper, QAPair
 
 LEVELS = {"1": "beginner", "2": "student", "3": "expert"}
@@ -39,7 +39,10 @@ def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list
                 if level and level not in LEVELS:
                     raise qa.error(f"annotateType must be 1, 2 or 3, got {level!r}", f"{qa.path}.annotateType")
                 qas.append(
-                    QAPair(
+                    build(
+                        raw,
+                        QAPair,
+                        qa.path,
                         id=str(qa.get("questionId", (str, int))),
                         question=qa.get("question", str).strip(),
                         answers=[_answer(a.child("answer")) for a in qa.children("answers")],
@@ -48,7 +51,9 @@ def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list
                 )
             if paper_id in papers:
                 raise raw.error("paper id occurs twice across the input files", "id")
-            papers[paper_id] = Paper(
+            papers[paper_id] = build(
+                raw,
+                Paper,
                 id=paper_id,
                 dataset=dataset,
                 title=raw.get("title", str).strip(),

@@ -29,8 +29,11 @@ _LABELLED = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _NUMBERED = re.compile(r"^\s*1\s*[.)]\s*(?P<answer>.+?)\s*\n\s*2\s*[.)]\s*(?P<evidence>.+)$", re.DOTALL)
+# "Unanswerable" as the whole reply, or followed by punctuation or a line break
+# ("Unanswerable questions ..." is an answer, not a refusal).
 _UNANSWERABLE = re.compile(
-    r"^\W*(?:1\s*[.)]\s*)?(?:answer\s*:\s*)?(?:the\s+question\s+is\s+)?unanswerable\b", re.IGNORECASE
+    r"^\W*(?:1\s*[.)]\s*)?(?:answer\s*:\s*)?(?:the\s+question\s+is\s+)?unanswerable(?:\W*$|[.!,:;]|\s*\n)",
+    re.IGNORECASE,
 )
 
 
@@ -62,8 +65,6 @@ def _clean(text: str) -> str:
 
 def parse_feedback(raw: str) -> ParsedFeedback:
     text = raw.strip()
-    if _UNANSWERABLE.match(text):
-        return ParsedFeedback("unanswerable", raw=raw)
     for pattern in (_LABELLED, _NUMBERED):
         match = pattern.match(text)
         if match:
@@ -72,35 +73,38 @@ def parse_feedback(raw: str) -> ParsedFeedback:
                 return ParsedFeedback("unanswerable", raw=raw)
             if answer and evidence:
                 return ParsedFeedback("ok", answer=answer, evidence=evidence, raw=raw)
+    if _UNANSWERABLE.match(text):
+        return ParsedFeedback("unanswerable", raw=raw)
     return ParsedFeedback("unparsed", raw=raw)
 
 
 def fit_request(model, question: str, context_parts: list[str], max_input_tokens: int | None,
-                style: str = "isqa", required: int = 0) -> tuple[list[dict[str, str]], int]:
+                style: str = "isqa", required: int = 0) -> tuple[list[dict[str, str]], int, list[int]]:
     """The feedback request with as much context as fits in ``max_input_tokens``.
 
     ``context_parts`` are added in order; the first ``required`` parts are always
     kept (the gold paragraphs of a training example), later ones only while the
     request stays within the budget.  If the required parts alone are too long, the
-    context is cut at the end.  Returns the request and the number of tokens cut.
+    context is cut at the end.  Returns the request, the number of tokens cut and the
+    indices of the parts kept.
     """
     def build(parts: list[str]) -> list[dict[str, str]]:
         return feedback_request(question, "\n".join(parts), style)
 
     if max_input_tokens is None:
-        return build(context_parts), 0
-    kept = list(context_parts[:required])
-    for part in context_parts[required:]:
-        if len(model.encode_request(build(kept + [part]))) <= max_input_tokens:
-            kept.append(part)
-    request = build(kept)
+        return build(context_parts), 0, list(range(len(context_parts)))
+    kept = list(range(min(required, len(context_parts))))
+    for i in range(required, len(context_parts)):
+        if len(model.encode_request(build([context_parts[j] for j in [*kept, i]]))) <= max_input_tokens:
+            kept.append(i)
+    request = build([context_parts[j] for j in kept])
     overflow = len(model.encode_request(request)) - max_input_tokens
     if overflow <= 0:
-        return request, 0
-    context = "\n".join(kept)
+        return request, 0, kept
+    context = "\n".join(context_parts[j] for j in kept)
     budget = max(0, model.count_tokens(context) - overflow)
     context, cut = model.truncate_text(context, budget)
-    return feedback_request(question, context, style), cut
+    return feedback_request(question, context, style), cut, kept
 
 
 def example_request(model, example: QAExample, max_input_tokens: int | None, style: str = "isqa",
@@ -110,19 +114,17 @@ def example_request(model, example: QAExample, max_input_tokens: int | None, sty
     Paragraphs keep their original order.  ``drop_gold`` removes the paragraphs that
     hold the evidence, which makes the example unanswerable.
     """
-    gold_titles = set()
+    paragraphs = []
     for para in example.context:
-        if any(s.strip() in example.evidence for s in para.sentences):
-            gold_titles.add(para.title)
-    paragraphs = [(p.title in gold_titles, " ".join(s.strip() for s in p.sentences)) for p in example.context]
-    if drop_gold:
-        paragraphs = [(False, text) for is_gold, text in paragraphs if not is_gold]
-    ordered = [text for is_gold, text in paragraphs if is_gold] + [text for is_gold, text in paragraphs if not is_gold]
+        is_gold = any(s.strip() in example.evidence for s in para.sentences)
+        if not (drop_gold and is_gold):
+            paragraphs.append((is_gold, " ".join(s.strip() for s in para.sentences)))
+    # the gold paragraphs are offered first, so a tight budget drops distractors only
+    order = sorted(range(len(paragraphs)), key=lambda i: not paragraphs[i][0])
     n_gold = sum(1 for is_gold, _ in paragraphs if is_gold)
-    request, cut = fit_request(model, example.question, ordered, max_input_tokens, style, required=n_gold)
-    if n_gold and not cut:
-        # restore the original paragraph order among those kept
-        kept_text = request[-1]["content"]
-        kept = [text for _, text in paragraphs if text in kept_text]
-        request, cut = fit_request(model, example.question, kept, None, style)
+    request, cut, kept = fit_request(model, example.question, [paragraphs[i][1] for i in order],
+                                     max_input_tokens, style, required=n_gold)
+    if not cut:  # restore the original order of the paragraphs kept
+        chosen = sorted(order[j] for j in kept)
+        request = feedback_request(example.question, "\n".join(paragraphs[i][1] for i in chosen), style)
     return request, cut

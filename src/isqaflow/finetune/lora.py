@@ -93,8 +93,8 @@ def training_items(model, examples: list[QAExample], settings: LoraSettings) -> 
         full_ids = prompt_ids + _assistant_tokens(model, request, target)
         target_len = min(len(full_ids) - len(prompt_ids), settings.max_target_tokens)
         full_ids = full_ids[: len(prompt_ids) + target_len]
-        if full_ids[-1] != eos and target_len < settings.max_target_tokens:
-            full_ids.append(eos)
+        if eos not in full_ids[len(prompt_ids) :] and target_len < settings.max_target_tokens:
+            full_ids.append(eos)  # the template did not end the turn: end it
         labels = [-100] * len(prompt_ids) + full_ids[len(prompt_ids) :]
         items.append({"input_ids": full_ids, "labels": labels, "id": example.id})
     if cut_total:
@@ -199,6 +199,9 @@ def train(
             optimizer.load_state_dict(state["optimizer"])
             scheduler.load_state_dict(state["scheduler"])
             step, micro, rows = state["step"], state["micro"], state["rows"]
+            torch.set_rng_state(state["rng"])  # LoRA dropout continues with the same masks
+            if state.get("cuda_rng") is not None and torch.cuda.is_available():
+                torch.cuda.set_rng_state_all(state["cuda_rng"])
             log.info("resumed from checkpoint at step %d/%d", step, total_steps)
         else:
             log.info("ignoring a checkpoint made with other settings or data")
@@ -215,6 +218,8 @@ def train(
                 "step": step,
                 "micro": micro,
                 "rows": rows,
+                "rng": torch.get_rng_state(),
+                "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
             },
             tmp,
         )

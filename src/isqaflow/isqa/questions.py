@@ -14,9 +14,9 @@ import logging
 from typing import Any
 
 from isqaflow.data.schema import Answer, Paper, QAPair
-from isqaflow.isqa.refine import paper_rng
 from isqaflow.metrics.qa_models import QuestionGenerator, valid_question
 from isqaflow.models.base import GenerationParams
+from isqaflow.seeds import keyed_rng
 from isqaflow.text.candidates import extract_candidates, sample_candidates
 from isqaflow.text.f1 import normalize_answer
 
@@ -28,7 +28,7 @@ def generate_questions(papers: list[Paper], qg: QuestionGenerator, pipeline: str
     jobs: list[tuple[int, Any]] = []
     for i, paper in enumerate(papers):
         candidates = extract_candidates(paper.body(), pipeline)
-        for cand in sample_candidates(candidates, per_paper, paper_rng(seed, f"qg:{paper.id}")):
+        for cand in sample_candidates(candidates, per_paper, keyed_rng(seed, f"qg:{paper.id}")):
             jobs.append((i, cand))
     questions = qg.generate([(cand.sentence, cand.text) for _, cand in jobs])
     kept: dict[int, list[QAPair]] = {i: [] for i in range(len(papers))}

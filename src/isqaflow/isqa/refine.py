@@ -24,7 +24,6 @@ summaries of a step, one for all feedback questions of a step.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections import Counter
 from collections.abc import Sequence
@@ -40,6 +39,7 @@ from isqaflow.isqa.feedback import FeedbackItem, decide
 from isqaflow.isqa.summarize import SummaryRecord, fit_paper
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.models.fit import fit_document
+from isqaflow.seeds import keyed_rng
 from isqaflow.text.similarity import DuplicateCheck
 
 log = logging.getLogger(__name__)
@@ -70,12 +70,6 @@ class RefineSettings:
         return cls(**values)
 
 
-def paper_rng(seed: int, paper_id: str) -> np.random.Generator:
-    """A generator per paper: a paper's draws do not depend on which other papers run."""
-    digest = hashlib.sha256(f"{seed}:{paper_id}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
-
-
 class BatchSampler:
     """Seeded QA batches for one paper.
 
@@ -99,8 +93,14 @@ class BatchSampler:
         picked: list[int] = []
         while len(picked) < k:
             if not self.queue:
-                self.queue = [int(i) for i in self.rng.permutation(n) if int(i) not in picked]
-            picked.append(self.queue.pop(0))
+                # a new pass: pairs already in this batch go last, none is skipped
+                order = [int(i) for i in self.rng.permutation(n)]
+                self.queue = [i for i in order if i not in picked] + [i for i in order if i in picked]
+            nxt = next((i for i in self.queue if i not in picked), None)
+            if nxt is None:
+                break
+            self.queue.remove(nxt)
+            picked.append(nxt)
         return [self.qas[i] for i in picked]
 
 
@@ -127,8 +127,13 @@ def refine(
     summary_params: GenerationParams,
     feedback_params: GenerationParams,
     duplicates: DuplicateCheck | None = None,
+    initial: dict[str, SummaryRecord] | None = None,
 ) -> list[dict[str, Any]]:
-    """Run Algorithm 1 on all papers; returns one record per paper with every step."""
+    """Run Algorithm 1 on all papers; returns one record per paper with every step.
+
+    ``initial`` holds s_0 = G(p_0) per paper when it was already generated: the
+    baseline job's summaries with the same prompt, model and decoding settings.
+    """
     duplicates = duplicates or DuplicateCheck(settings.dedup_method, settings.dedup_threshold, settings.dedup_model)
     states = []
     for paper in papers:
@@ -137,7 +142,7 @@ def refine(
             log.warning("paper %s: %s", paper.id, NO_FEEDBACK)
         states.append(
             PaperState(paper, BatchSampler(qas, settings.batch_size, settings.repeat_draws,
-                                           paper_rng(settings.seed, paper.id)), [], [], steps=[], counts=Counter())
+                                           keyed_rng(settings.seed, paper.id)), [], [], steps=[], counts=Counter())
         )
 
     def generate_summaries(active: list[PaperState], step: int,
@@ -167,7 +172,16 @@ def refine(
                 "paper_tokens_cut": cut,
             })
 
-    generate_summaries(states, 0)
+    missing = [st for st in states if not initial or st.paper.id not in initial]
+    for st in states:
+        if initial and st.paper.id in initial:
+            row = initial[st.paper.id]
+            st.summary = row.summary
+            st.steps.append({"step": 0, "feedback": [], "facts": [], "non_facts": [], "summary": row.summary,
+                             "input_tokens": row.input_tokens, "new_tokens": row.new_tokens,
+                             "paper_tokens_cut": row.paper_tokens_cut})
+    if missing:
+        generate_summaries(missing, 0)
     for step in range(1, settings.steps + 1):
         active = [st for st in states if st.sampler.qas]
         if not active:
@@ -241,7 +255,7 @@ def summary_rows(records: Sequence[dict[str, Any]], summarizer: str, system: str
     return rows
 
 
-def run_refine(papers_path, steps_out, summaries_out, summarizer_spec: dict[str, Any], summarizer: str,
+def run_refine(papers_path, baseline_path, steps_out, summaries_out, summarizer_spec: dict[str, Any], summarizer: str,
                feedback_spec: dict[str, Any], feedback_adapter: str | None, settings: dict[str, Any],
                summary_generation: dict[str, Any], feedback_generation: dict[str, Any], system: str,
                cache_path, threads: int | None = None) -> dict[str, int]:
@@ -251,12 +265,16 @@ def run_refine(papers_path, steps_out, summaries_out, summarizer_spec: dict[str,
     from isqaflow.models.registry import load_model
 
     papers = read_records(papers_path, Paper)
+    refine_settings = RefineSettings.from_dict(settings)
+    # s_0 is the baseline job's summary with the initial prompt (same model and decoding)
+    initial = {r.paper_id: r for r in read_records(baseline_path, SummaryRecord, id_field="paper_id")
+               if r.system == refine_settings.initial_prompt}
     cache = CallCache(cache_path)
     summ = load_model(summarizer_spec, cache=cache, name=summarizer, threads=threads)
     feedback = load_model(feedback_spec, cache=cache, adapter=feedback_adapter, name=f"feedback({system})",
                           threads=threads)
-    records = refine(papers, summ, feedback, RefineSettings.from_dict(settings),
-                     GenerationParams.from_dict(summary_generation), GenerationParams.from_dict(feedback_generation))
+    records = refine(papers, summ, feedback, refine_settings, GenerationParams.from_dict(summary_generation),
+                     GenerationParams.from_dict(feedback_generation), initial=initial)
     for rec in records:
         rec.update(summarizer=summarizer, system=system)
     write_jsonl(steps_out, records)

@@ -9,15 +9,13 @@ of the job and go through the call cache.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from isqaflow.metrics.qags import Question, filter_questions, qags_score
 from isqaflow.metrics.questeval import questeval_scores
+from isqaflow.seeds import keyed_rng
 from isqaflow.text.candidates import Candidate, extract_candidates, sample_candidates
 
 
@@ -35,11 +33,6 @@ class QAMetricSettings:
         if unknown:
             raise ValueError(f"unknown QAGS/QuestEval setting(s) {unknown}")
         return cls(**values)
-
-
-def text_rng(seed: int, text: str) -> np.random.Generator:
-    digest = hashlib.sha256(f"{seed}:{text}".encode()).digest()
-    return np.random.default_rng(int.from_bytes(digest[:8], "little"))
 
 
 @dataclass
@@ -74,7 +67,7 @@ def aggregate(summary_questions: list[Question], source_questions: list[Question
 
 
 def candidates_for(text: str, k: int, settings: QAMetricSettings) -> list[Candidate]:
-    return sample_candidates(extract_candidates(text, settings.spacy_pipeline), k, text_rng(settings.seed, text))
+    return sample_candidates(extract_candidates(text, settings.spacy_pipeline), k, keyed_rng(settings.seed, text))
 
 
 def score_summaries(items: Sequence[tuple[str, str]], qg, qa, settings: QAMetricSettings) -> list[SummaryScore]:

@@ -23,6 +23,7 @@ import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from isqaflow.models.base import GenerationParams, LanguageModel
@@ -33,7 +34,7 @@ from isqaflow.text.sentences import split_sentences
 log = logging.getLogger(__name__)
 
 UNANSWERABLE_REPLY = "unanswerable"
-_NO_ANSWER = {"unanswerable", "unknown", "none", "n a", "no answer", "not mentioned", "not stated"}
+_NO_ANSWER = {"unanswerable", "unknown", "none", "na", "no answer", "not mentioned", "not stated"}
 
 # Two invented worked examples for prompted question generation.
 QG_EXAMPLES = (
@@ -76,7 +77,11 @@ def windows(text: str, model: LanguageModel, max_tokens: int, overlap_sentences:
         out.append(" ".join(sentences[start:end]))
         if end >= len(sentences):
             break
-        start = max(start + 1, end - overlap_sentences)
+        nxt = max(start + 1, end - overlap_sentences)
+        # overlap only when the overlapping sentences and the next one fit together
+        if nxt < end and sum(sizes[nxt : end + 1]) > max_tokens:
+            nxt = end
+        start = nxt
     return out
 
 
@@ -198,66 +203,91 @@ class QuestionAnswerer:
 
 
 class ExtractiveQA:
-    """A SQuAD 2.0 span model (transformers question-answering pipeline) with the call cache.
+    """A SQuAD 2.0 span model (e.g. ``deepset/roberta-base-squad2``) with the call cache.
 
-    The pipeline splits a long context into overlapping windows (``doc_stride``) and
-    returns the best span over all of them, or the empty answer when the null score
-    wins (``handle_impossible_answer``); answerability is 1 minus the null answer's
-    probability.
+    transformers 5 has no question-answering pipeline any more, so the span search is
+    done here, as SQuAD 2.0 models are meant to be read: the context is split into
+    overlapping windows (``max_seq_len`` tokens, ``doc_stride`` overlap); in each
+    window the start and end probabilities over the context tokens give the best span
+    (end >= start, at most ``max_answer_tokens`` long), and the first token's start and
+    end probabilities give the null answer.  The answer is the best span over all
+    windows; its answerability is 1 minus the smallest null probability over the
+    windows, and the empty answer is returned when the null answer beats every span.
     """
 
     backend = "hf-qa"
 
     def __init__(self, spec: dict[str, Any], cache=None, threads: int | None = None,
-                 max_seq_len: int = 384, doc_stride: int = 128) -> None:
+                 max_seq_len: int = 384, doc_stride: int = 128, max_answer_tokens: int = 30) -> None:
         import torch
-        from transformers import pipeline
+        from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
         from isqaflow.models.hf import resolve_device
         from isqaflow.models.identity import model_fingerprint
 
         if threads:
             torch.set_num_threads(threads)
-        from pathlib import Path
-
-        device = resolve_device(spec.get("device", "auto"))
-        self.pipe = pipeline("question-answering", model=spec["model"], revision=spec.get("revision"),
-                             device=0 if device == "cuda" else -1)
+        self.device = resolve_device(spec.get("device", "auto"))
+        self.tokenizer = AutoTokenizer.from_pretrained(spec["model"], revision=spec.get("revision"))
+        self.net = AutoModelForQuestionAnswering.from_pretrained(
+            spec["model"], revision=spec.get("revision")).to(self.device).eval()
         self.cache, self.max_seq_len, self.doc_stride = cache, max_seq_len, doc_stride
-        self.batch_size = spec.get("batch_size", 16)
+        self.max_answer_tokens = max_answer_tokens
         local = Path(spec["model"]).exists()
         self._identity = {
             "backend": self.backend, "model": Path(spec["model"]).name if local else spec["model"],
             "revision": spec.get("revision"), "weights": model_fingerprint(spec["model"]) if local else None,
-            "max_seq_len": max_seq_len, "doc_stride": doc_stride,
+            "max_seq_len": max_seq_len, "doc_stride": doc_stride, "max_answer_tokens": max_answer_tokens,
         }
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.pipe.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _run(self, items: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
+        import torch
+
         outputs = []
         for question, context in items:
-            top = self.pipe(question=question, context=context, top_k=1, handle_impossible_answer=True,
-                            max_seq_len=self.max_seq_len, doc_stride=self.doc_stride)
-            null = self.pipe(question=question, context=context, top_k=20, handle_impossible_answer=True,
-                             max_seq_len=self.max_seq_len, doc_stride=self.doc_stride)
-            null_p = next((c["score"] for c in null if not c["answer"]), 0.0)
-            outputs.append({"answer": top["answer"].strip(), "score": float(top["score"]), "null": float(null_p)})
+            enc = self.tokenizer(
+                question, context, truncation="only_second", max_length=self.max_seq_len, stride=self.doc_stride,
+                return_overflowing_tokens=True, return_offsets_mapping=True, padding=True, return_tensors="pt",
+            )
+            offsets = enc.pop("offset_mapping").tolist()
+            enc.pop("overflow_to_sample_mapping", None)
+            with torch.inference_mode():
+                out = self.net(**{k: v.to(self.device) for k, v in enc.items()})
+            p_start = torch.softmax(out.start_logits.float(), -1).cpu()
+            p_end = torch.softmax(out.end_logits.float(), -1).cpu()
+            best = ("", 0.0)
+            null = 1.0
+            for w in range(p_start.shape[0]):
+                in_context = torch.tensor([sid == 1 for sid in enc.sequence_ids(w)])
+                null = min(null, float(p_start[w, 0] * p_end[w, 0]))
+                scores = p_start[w][:, None] * p_end[w][None, :]
+                allowed = in_context[:, None] & in_context[None, :]
+                allowed &= torch.triu(torch.ones_like(allowed), 0) & ~torch.triu(
+                    torch.ones_like(allowed), self.max_answer_tokens)
+                scores = scores.masked_fill(~allowed, 0.0)
+                flat = int(scores.argmax())
+                i, j = divmod(flat, scores.shape[1])
+                if float(scores[i, j]) > best[1]:
+                    best = (context[offsets[w][i][0]:offsets[w][j][1]].strip(), float(scores[i, j]))
+            answer, score = best if best[1] > null else ("", best[1])
+            outputs.append({"answer": answer, "score": score, "null": null})
         return outputs
 
     def answer(self, items: Sequence[tuple[str, str]]) -> list[QAResult]:
         from isqaflow.models.cache import call_key
 
         keys = [call_key("extractive_qa", self._identity, {"question": q, "context": c}, {}) for q, c in items]
-        found = self.cache.get_many(keys) if self.cache else {}
+        found = self.cache.get_many(keys) if self.cache is not None else {}
         todo = [i for i, k in enumerate(keys) if k not in found]
         if todo:
             outs = self._run([items[i] for i in todo])
-            if self.cache:
+            if self.cache is not None:
                 self.cache.put_many([
                     (keys[i], "extractive_qa", self._identity, {"question": items[i][0], "context": items[i][1]}, {}, o)
                     for i, o in zip(todo, outs, strict=True)

@@ -105,7 +105,7 @@ def _wide(long: pd.DataFrame, index: list[str], columns: list[str]) -> pd.DataFr
                                                                     strict=True)])
     wide = cells.pivot_table(index=index, columns=columns, values="cell", aggfunc="first", sort=False)
     wide.columns.names = [None] * len(columns)
-    return wide
+    return wide.fillna("--")
 
 
 def system_table(scores: pd.DataFrame, systems: dict[str, Any], baseline: str | None, rounds: int,

@@ -30,12 +30,17 @@ from isqaflow.models.base import (
     flatten_messages,
 )
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
-from isqaflow.models.prefix import prefix_groups
+from isqaflow.models.prefix import common_prefix, prefix_groups
 
 log = logging.getLogger(__name__)
 
 # A shared prefix shorter than this is not worth a separate forward pass.
 MIN_SHARED_PREFIX = 32
+
+
+def common_prefix_of(sequences: list[list[int]]) -> int:
+    """Length of the token prefix shared by all sequences."""
+    return min((common_prefix(sequences[0], s) for s in sequences[1:]), default=len(sequences[0]))
 
 
 class _Progress:
@@ -316,13 +321,18 @@ class HFModel(LanguageModel):
                     ).logits[:, -1].float()
             for row, suffix in enumerate(batch):
                 results.append(
-                    self._decoded(suffix_len=p + len(suffix), new_ids=tokens[row].tolist(), params=params,
+                    self._decoded(p + len(suffix), tokens[row].tolist(), params,
                                   logprob=float(logprob[row]) if params.return_logprobs else None)
                 )
         return results
 
-    def _decoded(self, suffix_len: int, new_ids: list[int], params: GenerationParams,
+    def _decoded(self, input_len: int, new_ids: list[int], params: GenerationParams,
                  logprob: float | None) -> Generation:
+        """Text of generated ids: up to the first end-of-sequence or padding token, then any stop string.
+
+        ``finish_reason`` is "stop" when the model ended the text (or a stop string
+        did), "length" when ``max_new_tokens`` cut it.
+        """
         pad = self.tokenizer.pad_token_id
         eos = set(self._eos_ids())
         tokens = []
@@ -330,13 +340,13 @@ class HFModel(LanguageModel):
             if t in eos or t == pad:
                 break
             tokens.append(t)
-        finish = "stop" if len(tokens) < len(new_ids) or (new_ids and new_ids[-1] in eos) else "length"
+        finish = "stop" if len(tokens) < len(new_ids) else "length"
         text = self.tokenizer.decode(tokens, skip_special_tokens=True)
         for stop in params.stop:
             cut = text.find(stop)
             if cut >= 0:
                 text, finish = text[:cut], "stop"
-        return Generation(text=text.strip(), n_input_tokens=suffix_len, n_new_tokens=len(tokens),
+        return Generation(text=text.strip(), n_input_tokens=input_len, n_new_tokens=len(tokens),
                           logprob=logprob, finish_reason=finish)
 
     def _generate_batch(self, batch: list[list[int]], params: GenerationParams) -> list[Generation]:
@@ -383,26 +393,10 @@ class HFModel(LanguageModel):
             valid = gen_part != pad
             logprobs = [float(s[v].sum()) for s, v in zip(scores.float().cpu(), valid.cpu(), strict=True)]
         results = []
-        eos = set(self._eos_ids())
         for row, ids in enumerate(new.tolist()):
-            tokens = [t for t in ids if t != pad]
-            if self.is_seq2seq and tokens and tokens[0] == self.net.config.decoder_start_token_id:
-                tokens = tokens[1:]
-            finish = "stop" if any(t in eos for t in tokens) else "length"
-            text = self.tokenizer.decode(tokens, skip_special_tokens=True)
-            for stop in params.stop:
-                cut = text.find(stop)
-                if cut >= 0:
-                    text, finish = text[:cut], "stop"
-            results.append(
-                Generation(
-                    text=text.strip(),
-                    n_input_tokens=len(batch[row]),
-                    n_new_tokens=len([t for t in tokens if t not in eos]),
-                    logprob=logprobs[row],
-                    finish_reason=finish,
-                )
-            )
+            if self.is_seq2seq and ids and ids[0] == self.net.config.decoder_start_token_id:
+                ids = ids[1:]
+            results.append(self._decoded(len(batch[row]), ids, params, logprobs[row]))
         return results
 
     def _eos_ids(self) -> list[int]:
@@ -446,8 +440,13 @@ class HFModel(LanguageModel):
             cand_ids = [self._split_candidate(prompt_ids, text, templated, c) for c in candidates]
             if any(not ids for ids in cand_ids):
                 raise ValueError("cannot score an empty candidate")
-            if all(len(ids) == 1 for ids in cand_ids):
-                sequences.append((prompt_ids, len(prompt_ids)))
+            # Candidates that differ only in their last token ("<rating>1" vs "<rating>2")
+            # share one sequence: their common start is scored once and the differing
+            # token is read from the same logits.
+            common = common_prefix_of(cand_ids)
+            if all(len(ids) == common + 1 for ids in cand_ids) or all(len(ids) == 1 for ids in cand_ids):
+                shared = cand_ids[0][:-1] if all(len(ids) == common + 1 for ids in cand_ids) else []
+                sequences.append((prompt_ids + shared, len(prompt_ids)))
                 plan.append([(len(sequences) - 1, ids) for ids in cand_ids])
             else:
                 row = []

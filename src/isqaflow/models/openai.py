@@ -41,12 +41,16 @@ class OpenAIModel(LanguageModel):
         import openai
 
         self.name = name or model
+        if max_retries < 0:
+            raise ValueError(f"model {self.name}: max_retries must be >= 0")
+        if concurrency < 1 or timeout <= 0:
+            raise ValueError(f"model {self.name}: concurrency must be >= 1 and timeout > 0")
         self.model = model
         self.base_url = base_url
         self.max_retries = max_retries
         self.backoff = backoff
         self.concurrency = concurrency
-        key = os.environ.get(api_key_env)
+        key = os.environ.get(api_key_env) or None  # set but empty is missing too
         if key is None:
             if base_url is None:
                 raise RuntimeError(

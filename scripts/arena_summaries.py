@@ -1,0 +1,21 @@
+"""ISQA summaries in the arena: vs the abstract and head to head (rule arena_summaries)."""
+
+from isqaflow.arena.battles import run_summary_arena
+from isqaflow.runtime import job
+
+with job(snakemake) as ctx:
+    run_summary_arena(
+        snakemake.input.papers,
+        snakemake.input.summaries,
+        systems=snakemake.params.systems,
+        baseline=snakemake.params.baseline,
+        out_path=snakemake.output.judged,
+        judge_spec=snakemake.params.model,
+        judge_name=snakemake.wildcards.judge,
+        mode=snakemake.params.mode,
+        orders=snakemake.params.orders,
+        seed=snakemake.params.seed,
+        generation=snakemake.params.generation,
+        cache_path=ctx.cache_path(),
+        threads=ctx.threads,
+    )

@@ -1,0 +1,14 @@
+"""The provenance manifest of the run (rule manifest)."""
+
+from isqaflow.report.manifest import write_manifest
+from isqaflow.runtime import job
+
+with job(snakemake):
+    write_manifest(
+        snakemake.output.manifest,
+        config=snakemake.params.config,
+        raw_files=snakemake.params.raw,
+        adapters=snakemake.params.adapters,
+        code_versions=snakemake.params.code_versions,
+        workflow_dir=snakemake.params.workflow_dir,
+    )

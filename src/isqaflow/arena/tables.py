@@ -1,0 +1,201 @@
+"""RAG-QA Arena tables and the ratings figure.
+
+* Win and win+tie rates against LFRQA per domain and overall (Table 3), per
+  retrieval setting; judged pairs without a valid verdict are excluded and counted.
+* The no-answer ratio per model (Table 9) and the retriever's recall of gold documents.
+* Elo (online; K 4, base 10, scale 400, initial 1000) and Bradley-Terry (maximum
+  likelihood, ties half a win each way) with 95% bootstrap intervals and ranks by
+  interval separation: (A) the reference pairs only, (B) plus the all-pairs battles
+  (Table 5).  Plotted with their intervals.
+* Position consistency of the judge (both-orders judging).
+* Judge-human agreement: Pearson correlation and Cohen's kappa between the judge and
+  the human majority label (Tables 4 and 8), with both label distributions.
+* ISQA summaries in the arena: each system against the abstract, and head to head.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+import numpy as np
+import pandas as pd
+
+from isqaflow.arena.agreement import human_majority, judge_human_agreement, merge_rating
+from isqaflow.arena.battles import ABSTRACT, REFERENCE, outcomes_vs, read_human_labels
+from isqaflow.arena.judge import position_consistency
+from isqaflow.arena.ratings import (
+    battles_from_verdicts,
+    bootstrap_ratings,
+    bradley_terry,
+    online_elo,
+    rating_intervals,
+    win_rates,
+)
+from isqaflow.io import read_json, read_jsonl
+from isqaflow.report.figures import new_figure, save_figure
+from isqaflow.report.tables import table_paths, write_table
+
+
+def _load(paths: Sequence[str | Path]) -> pd.DataFrame:
+    rows = [obj for path in paths for _, obj in read_jsonl(path)]
+    return pd.DataFrame(rows)
+
+
+def _pct(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
+    df = df.copy()
+    for c in columns:
+        df[c] = 100 * df[c]
+    return df
+
+
+def win_rate_table(judged: pd.DataFrame, reference: str) -> pd.DataFrame:
+    parts = []
+    for setting, df in judged.groupby("setting"):
+        rates = win_rates(outcomes_vs(df, reference), by=["domain"])
+        rates.insert(0, "setting", setting)
+        parts.append(rates)
+    table = pd.concat(parts, ignore_index=True)
+    return _pct(table, ["win_rate", "win_tie_rate"]).set_index(["setting", "domain", "model"])
+
+
+def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed: int,
+                  kinds: Sequence[str]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """Elo and Bradley-Terry with intervals from the judged pairs of the given kinds."""
+    battles, invalid = battles_from_verdicts(judged[judged["kind"].isin(kinds)], "system_a", "system_b")
+    if battles.empty:
+        return pd.DataFrame(), {}
+    battles = battles.reset_index(drop=True)
+    results = {}
+    point_elo = online_elo(battles, **elo)
+    results["Elo"] = rating_intervals(point_elo, bootstrap_ratings(battles, "elo", rounds=rounds, seed=seed, **elo))
+    bt_kwargs = {k: elo[k] for k in ("base", "scale", "initial")}
+    point_bt = bradley_terry(battles, **bt_kwargs)
+    results["Bradley-Terry"] = rating_intervals(
+        point_bt, bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, **bt_kwargs))
+    votes = pd.concat([battles["model_a"], battles["model_b"]]).value_counts()
+    table = pd.concat(
+        {name: r[["rating", "lower", "upper", "rank"]] for name, r in results.items()}, axis=1
+    )
+    table[("votes", "")] = votes.reindex(table.index).fillna(0).astype(int)
+    table[("invalid excluded", "")] = invalid
+    return table.sort_values(("Bradley-Terry", "rating"), ascending=False), results
+
+
+def ratings_figure(results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[str | Path]) -> None:
+    panels = [(col, name, r) for col, by_method in results.items() for name, r in by_method.items()]
+    fig, axes = new_figure(ncols=max(1, len(panels)), width=4.0)
+    for ax, (column, method, r) in zip(axes, panels, strict=False):
+        r = r.sort_values("rating")
+        y = np.arange(len(r))
+        ax.errorbar(r["rating"], y, xerr=[r["rating"] - r["lower"], r["upper"] - r["rating"]], fmt="o", capsize=3)
+        ax.set_yticks(y, r.index)
+        ax.set_xlabel(f"{method} rating")
+        ax.set_title(column, fontsize=9)
+        ax.grid(axis="x", alpha=0.3)
+    save_figure(fig, paths)
+
+
+def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -> pd.DataFrame:
+    labels = read_human_labels(human_csv)
+    human = human_majority(labels)
+    rows = []
+    for path in judged_paths:
+        judged = _load([path])
+        if judged.empty:
+            continue
+        stats = judge_human_agreement(human, judged.set_index("pair_id")["verdict"])
+        share = lambda d, k: 100 * d.get(k, 0.0)  # noqa: E731
+        rows.append({
+            "judge": judged["judge"].iloc[0], "pairs": stats["n"], "judge invalid": stats["n_judge_invalid"],
+            "human 1 better %": share(stats["human_distribution"], 1),
+            "human tie %": share(stats["human_distribution"], 0),
+            "human 2 better %": share(stats["human_distribution"], -1),
+            "judge 1 better %": share(stats["judge_distribution"], 1),
+            "judge tie %": share(stats["judge_distribution"], 0),
+            "judge 2 better %": share(stats["judge_distribution"], -1),
+            "Pearson r": stats["pearson_r"], "p": stats["pearson_p"], "Cohen kappa": stats["cohen_kappa"],
+            "accuracy %": 100 * stats["accuracy"],
+            "annotator agreement %": 100 * _annotator_agreement(labels),
+        })
+    return pd.DataFrame(rows).set_index("judge") if rows else pd.DataFrame()
+
+
+def _annotator_agreement(labels: pd.DataFrame) -> float:
+    """Share of pairs where all annotators gave the same merged label."""
+    merged = labels.assign(score=labels["rating"].map(merge_rating))
+    return float(merged.groupby("pair_id")["score"].nunique().eq(1).mean())
+
+
+def no_answer_table(answers: pd.DataFrame) -> pd.DataFrame:
+    table = answers.groupby(["retriever", "k", "answerer"]).agg(
+        answers=("no_answer", "size"), no_answer=("no_answer", "sum"),
+        unclosed_thinking=("thinking_unclosed", "sum"))
+    table["no_answer %"] = 100 * table["no_answer"] / table["answers"]
+    return table
+
+
+def summary_arena_table(judged: pd.DataFrame) -> pd.DataFrame:
+    if judged.empty:
+        return pd.DataFrame()
+    rows = []
+    for (dataset, summarizer), df in judged.groupby(["domain", "summarizer"]):
+        ref = df[df["kind"] == "reference"]
+        for system, sub in ref.groupby("system_a"):
+            valid = sub["verdict"].dropna()
+            rows.append({"dataset": dataset, "summarizer": summarizer, "comparison": f"{system} vs {ABSTRACT}",
+                         "pairs": len(sub), "invalid": int(sub["verdict"].isna().sum()),
+                         "win %": 100 * (valid == "1").mean() if len(valid) else np.nan,
+                         "win+tie %": 100 * valid.isin(["1", "tie"]).mean() if len(valid) else np.nan})
+        for (a, b), sub in df[df["kind"] == "head_to_head"].groupby(["system_a", "system_b"]):
+            valid = sub["verdict"].dropna()
+            rows.append({"dataset": dataset, "summarizer": summarizer, "comparison": f"{a} vs {b}",
+                         "pairs": len(sub), "invalid": int(sub["verdict"].isna().sum()),
+                         "win %": 100 * (valid == "1").mean() if len(valid) else np.nan,
+                         "win+tie %": 100 * valid.isin(["1", "tie"]).mean() if len(valid) else np.nan})
+    return pd.DataFrame(rows).set_index(["dataset", "summarizer", "comparison"])
+
+
+def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str], recall_paths: dict[str, str],
+                       human_csv: str | None, human_paths: Sequence[str], summary_paths: Sequence[str],
+                       out_dir: str | Path, figure_dir: str | Path, elo: dict[str, float], rounds: int,
+                       seed: int) -> None:
+    """Entry point of rule arena_tables; ``judged_paths`` maps a setting (e.g. bm25-k5.local) to its file."""
+    out_dir, figure_dir = Path(out_dir), Path(figure_dir)
+    judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
+                       ignore_index=True)
+    write_table(win_rate_table(judged, REFERENCE), table_paths(out_dir / "arena_win_rates"), digits=1,
+                caption="Win and win+tie rate (%) against LFRQA; pairs without a valid verdict are excluded "
+                        "(n_invalid)")
+    rating_tables, figure_data = [], {}
+    for setting, df in judged.groupby("setting"):
+        for column, kinds in (("A: reference pairs", ["reference"]),
+                              ("B: + all pairs", ["reference", "all_pairs"])):
+            if column.startswith("B") and not (df["kind"] == "all_pairs").any():
+                continue
+            table, results = ratings_table(df, elo, rounds, seed, kinds)
+            if table.empty:
+                continue
+            table.insert(0, ("battles", ""), column)
+            table.insert(0, ("setting", ""), setting)
+            rating_tables.append(table)
+            figure_data[f"{setting} {column}"] = results
+    ratings = pd.concat(rating_tables) if rating_tables else pd.DataFrame()
+    write_table(ratings, table_paths(out_dir / "arena_ratings"), digits=1,
+                caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation")
+    ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
+    consistency = pd.DataFrame([{"setting": s, **position_consistency(df.to_dict("records"))}
+                                for s, df in judged.groupby("setting")]).set_index("setting")
+    write_table(consistency, table_paths(out_dir / "arena_position_consistency"), digits=3,
+                caption="Position consistency: share of pairs judged the same in both orders")
+    answers = _load(answer_paths)
+    write_table(no_answer_table(answers), table_paths(out_dir / "arena_no_answer"), digits=1,
+                caption="'I couldn't find an answer.' per model (Table 9)")
+    recall = {label: read_json(path) for label, path in recall_paths.items()}
+    write_table(pd.DataFrame(recall).T.rename_axis("retriever / domain"),
+                table_paths(out_dir / "arena_retrieval"), digits=3,
+                caption="Retrieval: share of queries with a gold document in the top k, and gold recall")
+    agreement = agreement_table(human_csv, human_paths) if human_csv else pd.DataFrame()
+    write_table(agreement, table_paths(out_dir / "arena_agreement"), digits=3,
+                caption="Judge vs human majority (3 annotators; no majority = tie)")
+    write_table(summary_arena_table(_load(summary_paths)), table_paths(out_dir / "arena_summaries"), digits=1,
+                caption="ISQA summaries in the arena: against the abstract and head to head")

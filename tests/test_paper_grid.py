@@ -1,0 +1,81 @@
+"""The paper-scale grid (config/paper.yaml) plans the job counts its experiments imply.
+
+A dry run: nothing is downloaded or computed.  The one dataset no rule can fetch
+(SciMRC, hosted where no script reaches) is faked by an empty stub at its path.
+"""
+
+from __future__ import annotations
+
+import pytest
+from workflow_utils import copy_repo, dry_run_jobs
+
+DATASETS, SUMMARIZERS, ISQA_RUNS = 2, 3, 5
+DOMAINS, RETRIEVERS = 6, 2
+EXPECTED = {
+    # data: 12 pinned files (QASPER archive, 2 HotpotQA files, InFoBench, 6 LFRQA files,
+    # LoTTE and FiQA archives); 8 archive members (2 QASPER splits, 5 LoTTE domains, FiQA)
+    "download": 12,
+    "extract": 8,
+    "convert_papers": DATASETS,
+    "convert_qa_train": 2,
+    "convert_instructions": 1,
+    "convert_rag": DOMAINS,
+    # feedback model
+    "finetune_feedback": 1,
+    "evaluate_feedback": 1,
+    # ISQA: per dataset x summarizer; 5 (feedback model, question source) runs each
+    "generate_questions": DATASETS,
+    "baseline_summaries": DATASETS * SUMMARIZERS,
+    "generic_feedback": DATASETS * SUMMARIZERS,
+    "isqa_refine": DATASETS * SUMMARIZERS * ISQA_RUNS,
+    "score_summaries": DATASETS * SUMMARIZERS,
+    "human_eval_sheets": DATASETS * SUMMARIZERS,
+    "isqa_tables": 1,
+    # InFoBench: 5 responders, 1 judge; the judge also reads every ISQA summary set
+    "drfr_responses": 5,
+    "drfr_judge": 1,
+    "drfr_summaries": DATASETS * SUMMARIZERS,
+    "drfr_tables": 1,
+    # RAG-QA Arena: 6 domains x 2 retrievers; answers: 5 (bm25, k5) + 2 (bm25, k10) + 5 (dense, k5)
+    "retrieve": DOMAINS * RETRIEVERS,
+    "rag_answers": 5 + 2 + 5,
+    "arena_judge": 3,
+    "arena_summaries": DATASETS * SUMMARIZERS,
+    "arena_tables": 1,
+    "manifest": 1,
+    "all": 1,
+}
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    workdir = copy_repo(tmp_path_factory.mktemp("paper"))
+    stub = workdir / "resources/local/scimrc/scimrc_train_dev.json"
+    stub.parent.mkdir(parents=True)
+    stub.write_text("[]\n")
+    return workdir
+
+
+def test_paper_grid_job_counts(workdir):
+    assert dry_run_jobs(workdir, "--configfile", "config/paper.yaml") == EXPECTED
+
+
+def test_paper_grid_requests_gpus_for_model_stages_only(workdir):
+    from workflow_utils import snakemake
+
+    result = snakemake(workdir, "-n", "--cores", "2", "--configfile", "config/paper.yaml", timeout=300)
+    text = result.stdout + result.stderr
+    blocks = text.split("\nrule ")[1:] + text.split("\nlocalrule ")[1:]
+    gpu = {}
+    for block in blocks:
+        rule = block.split(":", 1)[0].strip()
+        resources = next((line for line in block.splitlines() if line.strip().startswith("resources:")), "")
+        gpu.setdefault(rule, set()).add("gpu=1" in resources)
+    assert gpu["finetune_feedback"] == {True}
+    assert gpu["baseline_summaries"] == {True}
+    assert gpu["isqa_refine"] == {True}  # every run has a local model on board
+    assert gpu["drfr_judge"] == {False}  # GPT-4 behind the API
+    assert gpu["drfr_responses"] == {True, False}  # local pool models and GPT-3.5
+    assert gpu["retrieve"] == {True, False}  # dense embeds on a GPU, BM25 does not
+    for rule in ("download", "convert_papers", "isqa_tables", "drfr_tables", "arena_tables", "manifest"):
+        assert gpu[rule] == {False}, rule

@@ -1,0 +1,149 @@
+"""The embedded default DAG end to end on a fresh copy of the repository, then reruns.
+
+One complete run (minutes), then dry runs that check what a change reruns:
+nothing after a complete run; a LoRA parameter reruns the fine-tuning and what
+depends on it; a judge parameter reruns the judges and their tables; the
+summarizer's decoding reruns summarization and everything downstream; editing
+``refine.py`` reruns the refinement and what follows.  Finally the report is built.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_utils import copy_repo, dry_run_jobs, snakemake
+
+pytestmark = pytest.mark.slow
+
+TABLES = [
+    *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats")),
+    *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
+    *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "no_answer", "retrieval",
+                              "agreement", "summaries")),
+]
+FIGURES = ["isqa_figure3_qasper", "drfr_constraints", "arena_ratings"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> Path:
+    workdir = copy_repo(tmp_path_factory.mktemp("embedded"))
+    result = snakemake(workdir, "--profile", "profiles/default", timeout=2400)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    return workdir
+
+
+def with_config(run: Path, name: str, change) -> str:
+    config = yaml.safe_load((run / "config/config.yaml").read_text())
+    change(config)
+    (run / f"config/{name}.yaml").write_text(yaml.safe_dump(config))
+    return f"config/{name}.yaml"
+
+
+def test_every_table_and_figure_is_made_from_real_scores(run):
+    for table in TABLES:
+        for ext in ("csv", "md", "tex"):
+            assert (run / f"results/tables/{table}.{ext}").stat().st_size > 0, table
+    for figure in FIGURES:
+        for ext in ("png", "svg"):
+            assert (run / f"results/figures/{figure}.{ext}").stat().st_size > 1000, figure
+    long = (run / "results/tables/isqa_table1_long.csv").read_text()
+    assert "w/o ISQA" in long and "w/ ISQA" in long
+    scores = [json.loads(line) for line in open(run / "results/metrics/qasper/smollm2/scores.jsonl")]
+    assert all(0.0 <= s["rouge"] <= 1.0 for s in scores) and any(s["rouge"] > 0 for s in scores)
+    ratings = (run / "results/tables/arena_ratings.csv").read_text()
+    assert "lfrqa" in ratings and "Bradley-Terry" in ratings
+    manifest = json.loads((run / "results/manifest.json").read_text())
+    assert manifest["config_sha256"] and manifest["models"][0]["weights_sha256"]
+    assert manifest["adapters"][0]["sha256"] and manifest["packages"]["snakemake"]
+
+
+def test_every_isqa_step_is_recorded_for_every_paper(run):
+    config = yaml.safe_load((run / "config/config.yaml").read_text())
+    steps = config["isqa"]["refine"]["steps"]
+    papers = [json.loads(line)["id"] for line in open(run / "results/data/papers/qasper.jsonl")]
+    for run_cfg in config["isqa"]["runs"]:
+        path = run / f"results/summaries/qasper/smollm2/isqa-{run_cfg['feedback']}-{run_cfg['questions']}.steps.jsonl"
+        records = [json.loads(line) for line in open(path)]
+        assert [r["paper_id"] for r in records] == papers
+        for record in records:
+            assert [s["step"] for s in record["steps"]] == list(range(steps + 1))
+            assert record["final_summary"] == record["steps"][-1]["summary"]
+            for step in record["steps"][1:]:
+                assert len(step["feedback"]) == config["isqa"]["refine"]["batch_size"]
+                assert all({"raw", "answer", "evidence", "f1", "decision"} <= set(f) for f in step["feedback"])
+
+
+def test_nothing_to_do_after_a_complete_run(run):
+    assert dry_run_jobs(run) == {}
+
+
+def test_lora_parameter_reruns_finetuning_and_only_what_depends_on_it(run):
+    def change(config):
+        config["finetune"]["smollm2-hotpotqa"]["settings"]["r"] = 4
+
+    jobs = dry_run_jobs(run, "--configfile", with_config(run, "lora_r4", change))
+    assert jobs.pop("finetune_feedback") == 1
+    assert jobs.pop("isqa_refine") == 2  # the two runs with the adapter, not the base model's
+    assert jobs.pop("drfr_responses") == 1  # the fine-tuned responder only
+    assert set(jobs) == {
+        "evaluate_feedback", "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_judge",
+        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "manifest", "all",
+    }
+
+
+def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
+    def change(config):
+        config["arena"]["orders"] = "random"
+
+    jobs = dry_run_jobs(run, "--configfile", with_config(run, "orders_random", change))
+    assert set(jobs) == {"arena_judge", "arena_human_pairs", "arena_summaries", "arena_tables", "manifest", "all"}
+
+    def change_drfr(config):
+        config["drfr"]["judges"]["local"]["mode"] = "text"
+
+    jobs = dry_run_jobs(run, "--configfile", with_config(run, "drfr_text", change_drfr))
+    assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "manifest", "all"}
+
+
+def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
+    def change(config):
+        config["isqa"]["summary_generation"]["max_new_tokens"] += 8
+
+    jobs = dry_run_jobs(run, "--configfile", with_config(run, "longer_summaries", change))
+    assert jobs.pop("isqa_refine") == 3
+    assert set(jobs) == {
+        "baseline_summaries", "generic_feedback", "score_summaries", "isqa_tables", "human_eval_sheets",
+        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "manifest", "all",
+    }
+
+
+def test_editing_refine_reruns_the_refinement_and_what_follows(run):
+    refine = run / "src/isqaflow/isqa/refine.py"
+    original = refine.read_text()
+    try:
+        refine.write_text(original + "\n# an edit\n")
+        jobs = dry_run_jobs(run)
+    finally:
+        refine.write_text(original)
+    assert jobs.pop("isqa_refine") == 3
+    assert set(jobs) == {
+        "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_summaries", "drfr_tables",
+        "arena_summaries", "arena_tables", "manifest", "all",
+    }
+    assert dry_run_jobs(run) == {}
+
+
+def test_report_gathers_every_table_and_figure(run, tmp_path):
+    result = snakemake(run, "--profile", "profiles/default", "--report", "report.zip", timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    shutil.unpack_archive(run / "report.zip", tmp_path)
+    names = {p.name for p in tmp_path.rglob("*")}
+    for table in TABLES:
+        assert f"{table}.csv" in names, table
+    for figure in FIGURES:
+        assert f"{figure}.png" in names, figure
+    assert "manifest.json" in names

@@ -1,0 +1,61 @@
+"""Helpers for tests that run Snakemake on a copy of the repository."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def repo_files() -> list[str]:
+    """The files of the repository a user's clone has (tracked and new, not ignored)."""
+    out = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        capture_output=True, check=True,
+    ).stdout.decode()
+    return [f for f in out.split("\0") if f and (REPO / f).is_file()]
+
+
+def copy_repo(dest: Path) -> Path:
+    for rel in repo_files():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, target)
+    return dest
+
+
+def env() -> dict[str, str]:
+    e = dict(os.environ)
+    e["HF_HUB_OFFLINE"] = "1"
+    e.pop("ISQAFLOW_SNAKEMAKE_COMMAND", None)
+    return e
+
+
+def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*SNAKEMAKE, *args], cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env()
+    )
+
+
+def dry_run_jobs(workdir: Path, *args: str) -> dict[str, int]:
+    """Jobs a dry run would execute, as {rule: count} (empty when there is nothing to do)."""
+    result = snakemake(workdir, "-n", "--cores", "2", *args, timeout=300)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    text = result.stdout + result.stderr
+    if "Nothing to be done" in text:
+        return {}
+    table = text.split("Job stats:", 1)[1]
+    jobs = {}
+    for line in table.splitlines()[3:]:
+        match = re.match(r"^(\S+)\s+(\d+)$", line.strip())
+        if not match:
+            break
+        if match.group(1) != "total":
+            jobs[match.group(1)] = int(match.group(2))
+    return jobs
