@@ -24,7 +24,7 @@ rule retrieve:
     params:
         backend=lambda wc: config["arena"]["retrievers"][wc.retriever]["backend"],
         options=lambda wc: retriever_options(wc.retriever),
-        k=lambda wc: max(config["arena"]["k"]),
+        ks=config["arena"]["k"],
         cache_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
         code=code("isqaflow.arena.answers"),
     script:
@@ -143,7 +143,7 @@ rule arena_summaries:
         runtime=runtime_for("judge"),
         gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
     params:
-        systems=lambda wc: drfr_summary_systems(wc.dataset, wc.summarizer),
+        systems=lambda wc: judged_summary_systems(wc.dataset, wc.summarizer),
         baseline=config["isqa"]["refine"].get("initial_prompt", "baseline_2"),
         model=lambda wc: model_spec(arena_judge_entry(wc.judge)["model"]),
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],

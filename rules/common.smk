@@ -256,8 +256,12 @@ def judge_entry(judge):
     return config["drfr"]["judges"][judge]
 
 
-def drfr_summary_systems(dataset, summarizer):
-    """The summaries judged: the initial prompt (without ISQA), generic feedback, every ISQA run."""
+def judged_summary_systems(dataset, summarizer):
+    """The final summaries the DRFR judge and the arena judge see: isqa.judged_systems, or
+    by default the initial prompt (without ISQA), generic feedback and every ISQA run.
+    """
+    if config["isqa"].get("judged_systems"):
+        return list(config["isqa"]["judged_systems"])
     systems = [config["isqa"]["refine"].get("initial_prompt", "baseline_2"), "generic"]
     systems += [
         f"isqa-{f}-{q}" for d, s, f, q in isqa_runs() if (d, s) == (dataset, summarizer)

@@ -79,7 +79,7 @@ rule drfr_summaries:
         runtime=runtime_for("judge"),
         gpu=lambda wc: gpus_for("judge", judge_entry(wc.judge)["model"]),
     params:
-        systems=lambda wc: drfr_summary_systems(wc.dataset, wc.summarizer),
+        systems=lambda wc: judged_summary_systems(wc.dataset, wc.summarizer),
         model=lambda wc: model_spec(judge_entry(wc.judge)["model"]),
         mode=lambda wc: judge_entry(wc.judge)["mode"],
         generation=lambda wc: judge_entry(wc.judge).get("generation"),

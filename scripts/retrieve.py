@@ -10,7 +10,7 @@ with job(snakemake):
         out_path=snakemake.output.hits,
         recall_path=snakemake.output.recall,
         backend=snakemake.params.backend,
-        k=snakemake.params.k,
+        ks=snakemake.params.ks,
         options=snakemake.params.options,
         cache_dir=snakemake.params.cache_dir,
         domain=snakemake.wildcards.domain,

@@ -190,8 +190,9 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
     answers = _load(answer_paths)
     write_table(no_answer_table(answers), table_paths(out_dir / "arena_no_answer"), digits=1,
                 caption="'I couldn't find an answer.' per model (Table 9)")
-    recall = {label: read_json(path) for label, path in recall_paths.items()}
-    write_table(pd.DataFrame(recall).T.rename_axis("retriever / domain"),
+    recall = {(label, k): {m: v for m, v in values.items() if m != "k"}
+              for label, path in recall_paths.items() for k, values in read_json(path).items()}
+    write_table(pd.DataFrame(recall).T.rename_axis(["retriever / domain", "depth"]),
                 table_paths(out_dir / "arena_retrieval"), digits=3,
                 caption="Retrieval: share of queries with a gold document in the top k, and gold recall")
     agreement = agreement_table(human_csv, human_paths) if human_csv else pd.DataFrame()
