@@ -17,6 +17,22 @@ from isqaflow.runtime import export_workflow_environment  # noqa: E402
 export_workflow_environment(SRC, sys.argv)
 
 
+def canonical(obj):
+    """The same value with every mapping's keys sorted, recursively."""
+    if isinstance(obj, dict):
+        return {key: canonical(obj[key]) for key in sorted(obj)}
+    if isinstance(obj, list):
+        return [canonical(value) for value in obj]
+    return obj
+
+
+# Params compare by their text, so the order of keys in a config file must not matter:
+# sort them once (in place: Snakemake keeps a reference to this dict).
+_canonical_config = canonical(config)
+config.clear()
+config.update(_canonical_config)
+
+
 wildcard_constraints:
     dataset="[A-Za-z0-9_-]+",
     model="[A-Za-z0-9_.-]+",

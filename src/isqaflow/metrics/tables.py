@@ -196,8 +196,8 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     long2.to_csv(out_dir / "isqa_table2_long.csv", index=False)
     write_table(wide2, table_paths(out_dir / "isqa_table2"),
                 caption="Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric)")
-    first = feedback_models[0]
-    long3, wide3 = system_table(scores, {f: f"isqa-{f}-human" for f in feedback_models}, first, rounds, seed)
+    long3, wide3 = system_table(scores, {f: f"isqa-{f}-human" for f in feedback_models}, main_feedback, rounds,
+                                seed)
     long3.to_csv(out_dir / "isqa_table3_long.csv", index=False)
     write_table(wide3, table_paths(out_dir / "isqa_table3"), caption="Table 3: feedback models (human questions)")
     long4, wide4 = system_table(
