@@ -196,7 +196,7 @@ def test_adapter_changes_identity_and_outputs(tiny_causal, tmp_path):
 
 
 def test_generation_params_reject_unknown_keys():
-    with pytest.raises(ValueError, match="unknown generation parameter"):
+    with pytest.raises(ValueError, match="unknown generation setting"):
         GenerationParams.from_dict({"max_new_token": 3})
     with pytest.raises(ValueError):
         GenerationParams(max_new_tokens=4, min_new_tokens=5)

@@ -95,6 +95,20 @@ def _stream(url: str, part: Path, timeout: float) -> None:
                 last = time.monotonic()
 
 
+@contextlib.contextmanager
+def _partial(dest: Path):
+    """A ``<dest>.part`` file to write; renamed onto ``dest`` on success, removed on any failure."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = dest.with_name(dest.name + ".part")
+    try:
+        yield part
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            part.unlink()
+        raise
+    os.replace(part, dest)
+
+
 def fetch(url: str, dest: str | os.PathLike, checksum: str, timeout: float = 60.0) -> Path:
     """Make ``dest`` hold the verified file from ``url``; see the module docstring."""
     dest = Path(dest)
@@ -103,9 +117,7 @@ def fetch(url: str, dest: str | os.PathLike, checksum: str, timeout: float = 60.
         verify(dest, checksum)
         log.info("%s: already in place with the right checksum; not fetched", dest)
         return dest
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    try:
+    with _partial(dest) as part:
         if url.startswith("hf://"):
             from huggingface_hub import hf_hub_download
 
@@ -122,20 +134,13 @@ def fetch(url: str, dest: str | os.PathLike, checksum: str, timeout: float = 60.
             verify(part, checksum)
         except ChecksumError as err:  # name the destination and the source, not the temporary file
             raise ChecksumError(dest, err.expected, err.actual, source=url) from None
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            part.unlink()
-        raise
-    os.replace(part, dest)
     return dest
 
 
 def extract_member(archive: str | os.PathLike, member: str, dest: str | os.PathLike) -> Path:
     """Copy one member of a ``.tar*`` or ``.zip`` archive to ``dest`` (atomically)."""
     archive, dest = Path(archive), Path(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    part = dest.with_name(dest.name + ".part")
-    try:
+    with _partial(dest) as part:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zf, zf.open(member) as src, open(part, "wb") as out:
                 shutil.copyfileobj(src, out, CHUNK)
@@ -151,9 +156,4 @@ def extract_member(archive: str | os.PathLike, member: str, dest: str | os.PathL
                     shutil.copyfileobj(src, out, CHUNK)
         else:
             raise ValueError(f"{archive}: not a tar or zip archive")
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            part.unlink()
-        raise
-    os.replace(part, dest)
     return dest

@@ -24,7 +24,7 @@ import math
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import numpy as np
 from isqaflow.data.schema import QAExample
 from isqaflow.finetune.formats import example_request, format_target
 from isqaflow.io import atomic_open, read_records
+from isqaflow.settings import from_mapping
 
 log = logging.getLogger(__name__)
 
@@ -59,18 +60,13 @@ class LoraSettings:
     checkpoint_every: int = 50
     seed: int = 13
     prompt_style: str = "isqa"
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> LoraSettings:
-        known = {f for f in cls.__dataclass_fields__ if f != "extra"}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown fine-tuning setting(s) {unknown}; known: {sorted(known)}")
         values = dict(values)
         if "target_modules" in values:
             values["target_modules"] = tuple(values["target_modules"])
-        return cls(**values)
+        return from_mapping(cls, values, "fine-tuning")
 
 
 def training_items(model, examples: list[QAExample], settings: LoraSettings) -> list[dict[str, Any]]:

@@ -40,6 +40,7 @@ from isqaflow.isqa.summarize import SummaryRecord, fit_paper
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.models.fit import fit_document
 from isqaflow.seeds import keyed_rng
+from isqaflow.settings import from_mapping
 from isqaflow.text.similarity import DuplicateCheck
 
 log = logging.getLogger(__name__)
@@ -64,10 +65,7 @@ class RefineSettings:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RefineSettings:
-        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"unknown refinement setting(s) {unknown}")
-        return cls(**values)
+        return from_mapping(cls, values, "refinement")
 
 
 class BatchSampler:

@@ -16,6 +16,7 @@ from typing import Any
 from isqaflow.metrics.qags import Question, filter_questions, qags_score
 from isqaflow.metrics.questeval import questeval_scores
 from isqaflow.seeds import keyed_rng
+from isqaflow.settings import from_mapping
 from isqaflow.text.candidates import Candidate, extract_candidates, sample_candidates
 
 
@@ -29,10 +30,7 @@ class QAMetricSettings:
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> QAMetricSettings:
-        unknown = sorted(set(values) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ValueError(f"unknown QAGS/QuestEval setting(s) {unknown}")
-        return cls(**values)
+        return from_mapping(cls, values, "QAGS/QuestEval")
 
 
 @dataclass

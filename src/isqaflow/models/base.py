@@ -17,8 +17,10 @@ import dataclasses
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Union
+
+from isqaflow.settings import from_mapping
 
 Message = dict[str, str]
 Request = Union[str, list[Message]]
@@ -58,12 +60,7 @@ class GenerationParams:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any] | None) -> GenerationParams:
-        values = dict(values or {})
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise ValueError(f"unknown generation parameter(s) {unknown}; known: {sorted(known)}")
-        return cls(**values)
+        return from_mapping(cls, values, "generation")
 
     def as_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -82,7 +79,6 @@ class Generation:
     truncated_tokens: int = 0
     logprob: float | None = None  # sum of the generated tokens' log-probabilities
     finish_reason: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -144,10 +144,10 @@ class CachedModel(LanguageModel):
     def __getattr__(self, name: str) -> Any:  # tokenizer, render, name... of the backend
         return getattr(self.inner, name)
 
-    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
-        p = params.as_dict()
-        canon = [canonical_request(r) for r in requests]
-        keys = [call_key("generate", self._identity, c, p) for c in canon]
+    def _cached(self, kind: str, payloads: list[Any], params: dict[str, Any], compute) -> list[Any]:
+        """Results for ``payloads`` from the cache; misses go to ``compute(indices)`` in
+        committed chunks.  Identical payloads are computed once."""
+        keys = [call_key(kind, self._identity, payload, params) for payload in payloads]
         found = self.cache.get_many(keys)
         todo: dict[str, int] = {}
         for i, key in enumerate(keys):
@@ -156,46 +156,30 @@ class CachedModel(LanguageModel):
         self.cache.hits += len(keys) - len(todo)
         self.cache.misses += len(todo)
         if todo:
-            log.info(
-                "%s: %d of %d requests in the call cache, %d to compute",
-                getattr(self.inner, "name", self.backend), len(keys) - len(todo), len(keys), len(todo),
-            )
+            log.info("%s: %d of %d %s calls in the call cache, %d to compute",
+                     getattr(self.inner, "name", self.backend), len(keys) - len(todo), len(keys), kind, len(todo))
         pending = list(todo.items())
         for start in range(0, len(pending), self.flush_every):
             chunk = pending[start : start + self.flush_every]
-            outs = self.inner.generate([requests[i] for _, i in chunk], params)
-            self.calls_made += len(chunk)
-            rows = [
-                (key, "generate", self._identity, canon[i], p, out.as_dict())
-                for (key, i), out in zip(chunk, outs, strict=True)
-            ]
-            self.cache.put_many(rows)
-            found.update((key, out.as_dict()) for (key, _), out in zip(chunk, outs, strict=True))
-        return [Generation.from_dict(found[key]) for key in keys]
-
-    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
-        canon = [(canonical_request(ctx), list(cands)) for ctx, cands in items]
-        keys = [call_key("score", self._identity, {"context": c, "candidates": k}, {}) for c, k in canon]
-        found = self.cache.get_many(keys)
-        todo: dict[str, int] = {}
-        for i, key in enumerate(keys):
-            if key not in found and key not in todo:
-                todo[key] = i
-        self.cache.hits += len(keys) - len(todo)
-        self.cache.misses += len(todo)
-        pending = list(todo.items())
-        for start in range(0, len(pending), self.flush_every):
-            chunk = pending[start : start + self.flush_every]
-            outs = self.inner.score_batch([items[i] for _, i in chunk])
+            outs = compute([i for _, i in chunk])
             self.calls_made += len(chunk)
             self.cache.put_many(
-                [
-                    (key, "score", self._identity, {"context": canon[i][0], "candidates": canon[i][1]}, {}, out)
-                    for (key, i), out in zip(chunk, outs, strict=True)
-                ]
+                [(key, kind, self._identity, payloads[i], params, out) for (key, i), out in zip(chunk, outs, strict=True)]
             )
             found.update((key, out) for (key, _), out in zip(chunk, outs, strict=True))
-        return [list(found[key]) for key in keys]
+        return [found[key] for key in keys]
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+        results = self._cached(
+            "generate", [canonical_request(r) for r in requests], params.as_dict(),
+            lambda idx: [g.as_dict() for g in self.inner.generate([requests[i] for i in idx], params)],
+        )
+        return [Generation.from_dict(r) for r in results]
+
+    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+        payloads = [{"context": canonical_request(ctx), "candidates": list(cands)} for ctx, cands in items]
+        results = self._cached("score", payloads, {}, lambda idx: self.inner.score_batch([items[i] for i in idx]))
+        return [list(r) for r in results]
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)
