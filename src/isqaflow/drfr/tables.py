@@ -56,27 +56,26 @@ def main_table(judgments: pd.DataFrame, rounds: int, seed: int) -> tuple[pd.Data
     return pd.DataFrame(numeric), pd.DataFrame(formatted).set_index(["judge", "model"])
 
 
-def label_table(judgments: pd.DataFrame) -> pd.DataFrame:
+def _per_judge(judgments: pd.DataFrame, table) -> pd.DataFrame:
+    """``table(judgments of one judge)`` for every judge, stacked, with DRFR x 100."""
     parts = []
     for judge_name, df in judgments.groupby("judge"):
-        t = drfr_by_label(df).reset_index()
-        t.insert(0, "judge", judge_name)
-        parts.append(t)
+        part = table(df).reset_index()
+        part.insert(0, "judge", judge_name)
+        parts.append(part)
     long = pd.concat(parts, ignore_index=True)
     long["drfr"] = 100 * long["drfr"]
+    return long
+
+
+def label_table(judgments: pd.DataFrame) -> pd.DataFrame:
+    long = _per_judge(judgments, drfr_by_label)
     return long.pivot_table(index=["judge", "model"], columns="label", values="drfr").reindex(
         columns=[lab for lab in LABELS if lab in set(long["label"])])
 
 
 def category_table(judgments: pd.DataFrame) -> pd.DataFrame:
-    parts = []
-    for judge_name, df in judgments.groupby("judge"):
-        t = drfr_by_category(df).reset_index()
-        t.insert(0, "judge", judge_name)
-        parts.append(t)
-    long = pd.concat(parts, ignore_index=True)
-    long["drfr"] = 100 * long["drfr"]
-    return long.set_index(["judge", "model", "category"])
+    return _per_judge(judgments, drfr_by_category).set_index(["judge", "model", "category"])
 
 
 def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path]) -> None:

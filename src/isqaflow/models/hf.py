@@ -146,7 +146,8 @@ class HFModel(LanguageModel):
         self._identity = {
             "backend": self.backend,
             "model": model if not Path(model).exists() else Path(model).name,
-            "revision": revision,
+            # for a hub id: the commit actually loaded (pinned or resolved from the cache)
+            "revision": revision or getattr(config, "_commit_hash", None),
             "weights": model_fingerprint(model) if Path(model).exists() else None,
             "adapter": adapter_fingerprint(adapter) if adapter else None,
             "dtype": str(self.torch_dtype).removeprefix("torch."),
