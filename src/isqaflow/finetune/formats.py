@@ -8,8 +8,10 @@ numbered parts the prompt asks for::
 
 or ``Unanswerable``.  The parser reads every format seen in practice -- the numbered
 form, ``Answer: ... Evidence: ...`` (GPT-3.5's format, Appendix E.5), a bare
-numbered list, ``Unanswerable`` -- and reports anything else as unparsed, with its
-raw text, so it is counted and never guessed at.
+numbered list, replies that echo the prompt's own labels ("The answer to this
+question is: ... The most relevant evidence sentence ...: ..."), ``Unanswerable`` --
+and reports anything else as unparsed, with its raw text, so it is counted and never
+guessed at.
 """
 
 from __future__ import annotations
@@ -29,6 +31,15 @@ _LABELLED = re.compile(
     re.IGNORECASE | re.DOTALL,
 )
 _NUMBERED = re.compile(r"^\s*1\s*[.)]\s*(?P<answer>.+?)\s*\n\s*2\s*[.)]\s*(?P<evidence>.+)$", re.DOTALL)
+# Replies that echo the prompt's own labels ("The answer to this question is: ... The most
+# relevant evidence sentence in the context ...: ..."), with "1."/"1)"/"1-" markers or none.
+_ANSWER_LABEL = re.compile(r"^\s*(?:1\s*[.)\-:]\s*)?(?:the\s+)?answer\b[^\n:]{0,60}:\s*", re.IGNORECASE)
+_EVIDENCE_LABEL = re.compile(
+    r"(?:^|\n)\s*(?:2\s*[.)\-:]\s*)?[^\n:]{0,40}\bevidence\b[^\n:]{0,60}:\s*"
+    r"|(?<=\s)2[ \t]*[.)\-][ \t]*(?:the\s+)?(?:most\s+relevant\s+)?evidence\b[^\n:]{0,60}:\s*",
+    re.IGNORECASE,
+)
+_NESTED_ANSWER = re.compile(r"^(?:the\s+)?answer\s+is\s*:?\s*", re.IGNORECASE)
 # "Unanswerable" as the whole reply, or followed by punctuation or a line break
 # ("Unanswerable questions ..." is an answer, not a refusal).
 _UNANSWERABLE = re.compile(
@@ -59,20 +70,33 @@ class ParsedFeedback:
 
 
 def _clean(text: str) -> str:
-    text = text.strip().strip('"“”‘’`').strip()
+    text = text.strip().lstrip("-*• ").strip().strip('"“”‘’`').strip()
     return re.sub(r"\s+", " ", text)
+
+
+def _echoed_labels(text: str) -> tuple[str, str] | None:
+    """(answer, evidence) from a reply that repeats the prompt's labels, or None."""
+    label = _ANSWER_LABEL.match(text)
+    if not label:
+        return None
+    found = _EVIDENCE_LABEL.search(text, label.end())
+    answer = _NESTED_ANSWER.sub("", text[label.end() : found.start() if found else len(text)].strip())
+    evidence = text[found.end() :].strip().split("\n\n")[0] if found else ""
+    return answer, evidence
 
 
 def parse_feedback(raw: str) -> ParsedFeedback:
     text = raw.strip()
-    for pattern in (_LABELLED, _NUMBERED):
-        match = pattern.match(text)
-        if match:
-            answer, evidence = _clean(match["answer"]), _clean(match["evidence"])
-            if answer.lower().rstrip(".") == "unanswerable":
-                return ParsedFeedback("unanswerable", raw=raw)
-            if answer and evidence:
-                return ParsedFeedback("ok", answer=answer, evidence=evidence, raw=raw)
+    candidates = [(m["answer"], m["evidence"]) for p in (_LABELLED, _NUMBERED) if (m := p.match(text))]
+    echoed = _echoed_labels(text)
+    if echoed:
+        candidates.append(echoed)
+    for answer, evidence in candidates:
+        answer, evidence = _clean(answer), _clean(evidence)
+        if re.match(r"unanswerable\b", answer, re.IGNORECASE) and _UNANSWERABLE.match(answer):
+            return ParsedFeedback("unanswerable", raw=raw)
+        if answer and evidence:
+            return ParsedFeedback("ok", answer=answer, evidence=evidence, raw=raw)
     if _UNANSWERABLE.match(text):
         return ParsedFeedback("unanswerable", raw=raw)
     return ParsedFeedback("unparsed", raw=raw)
