@@ -250,3 +250,10 @@ def test_prefix_groups_split_where_it_saves_tokens():
     # the last token always stays outside the prefix
     groups, _ = prefix_groups([head, head], min_prefix=16)
     assert groups == [(99, [0, 1])]
+
+
+def test_cached_generations_from_another_version_still_load():
+    from isqaflow.models.base import Generation
+
+    stored = {"text": "hi", "n_input_tokens": 3, "n_new_tokens": 1, "extra": {}, "future_field": 1}
+    assert Generation.from_dict(stored) == Generation(text="hi", n_input_tokens=3, n_new_tokens=1)

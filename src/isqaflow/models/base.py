@@ -85,7 +85,9 @@ class Generation:
 
     @classmethod
     def from_dict(cls, values: Mapping[str, Any]) -> Generation:
-        return cls(**values)
+        """From a cached dict; fields a newer or older version stored are ignored."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
 
 
 def canonical_request(request: Request) -> Any:
