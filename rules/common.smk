@@ -52,8 +52,9 @@ wildcard_constraints:
 
 # ----------------------------------------------------------------------------- config
 def code(*modules):
-    """Version of the library code a rule runs (see isqaflow.codehash)."""
-    return code_version(*modules)
+    """Version of the library code a rule runs (see isqaflow.codehash); every script
+    also runs isqaflow.runtime (logging, threads, the call-cache path)."""
+    return code_version("isqaflow.runtime", *modules)
 
 
 def stage_resources(stage):

@@ -30,7 +30,6 @@ rule manifest:
         raw=lambda wc: raw_dataset_files(),
         adapters=lambda wc: {a: adapter_dir(a) for a in config["finetune"]},
         code_versions=lambda wc: stage_code_versions(),
-        workflow_dir=workflow.basedir,
         code=code("isqaflow.report.manifest"),
     script:
         "../scripts/manifest.py"

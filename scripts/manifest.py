@@ -1,5 +1,7 @@
 """The provenance manifest of the run (rule manifest)."""
 
+from pathlib import Path
+
 from isqaflow.report.manifest import write_manifest
 from isqaflow.runtime import job
 
@@ -10,5 +12,6 @@ with job(snakemake):
         raw_files=snakemake.params.raw,
         adapters=snakemake.params.adapters,
         code_versions=snakemake.params.code_versions,
-        workflow_dir=snakemake.params.workflow_dir,
+        # the checkout this script belongs to: a moved checkout is the same workflow
+        workflow_dir=Path(snakemake.scriptdir).parent,
     )

@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from isqaflow.arena.battles import read_human_labels
-from isqaflow.arena.passages import passages_from_documents, split_into_passages
+from isqaflow.data.passages import passages_from_documents, split_into_passages
 from isqaflow.data.convert import write_papers
 from isqaflow.data.hotpotqa import convert_hotpotqa
 from isqaflow.data.infobench import convert_infobench

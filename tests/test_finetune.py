@@ -15,7 +15,7 @@ from isqaflow.finetune.evaluate import score_outputs
 from isqaflow.finetune.formats import ParsedFeedback, example_request, format_target, parse_feedback
 from isqaflow.finetune.lora import LOG_FIELDS, LoraSettings, train, training_items
 from isqaflow.io import write_jsonl
-from isqaflow.isqa.prompts import feedback_request
+from isqaflow.finetune.formats import feedback_request
 from isqaflow.models.base import GenerationParams
 from isqaflow.models.registry import load_model
 from isqaflow.text.f1 import token_f1

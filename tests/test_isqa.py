@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from isqaflow.data.schema import Answer, Paper, QAPair, Section
-from isqaflow.finetune.formats import ParsedFeedback, parse_feedback
+from isqaflow.finetune.formats import ParsedFeedback, feedback_request, parse_feedback
 from isqaflow.isqa import prompts
 from isqaflow.isqa.feedback import decide
 from isqaflow.isqa.questions import generate_questions
@@ -126,8 +126,8 @@ def test_isqa_feedback_prompt():
         "Question: What do the authors propose?\n"
         "Context: A generated summary."
     )
-    assert prompts.feedback_request(QUESTION, CONTEXT) == [{"role": "user", "content": expected}]
-    assert prompts.feedback_request(QUESTION, CONTEXT, "isqa") == [{"role": "user", "content": expected}]
+    assert feedback_request(QUESTION, CONTEXT) == [{"role": "user", "content": expected}]
+    assert feedback_request(QUESTION, CONTEXT, "isqa") == [{"role": "user", "content": expected}]
 
 
 def test_gpt35_feedback_prompt_is_a_system_user_pair():
@@ -148,9 +148,9 @@ def test_gpt35_feedback_prompt_is_a_system_user_pair():
             "What do the authors propose?",
         },
     ]
-    assert prompts.feedback_request(QUESTION, CONTEXT, "gpt35") == expected
+    assert feedback_request(QUESTION, CONTEXT, "gpt35") == expected
     with pytest.raises(ValueError, match="unknown feedback prompt style"):
-        prompts.feedback_request(QUESTION, CONTEXT, "gpt4")
+        feedback_request(QUESTION, CONTEXT, "gpt4")
 
 
 ACT_HEAD = (
@@ -456,7 +456,7 @@ def test_refine_feedback_reads_the_current_summary_and_prompts_act_on_feedback()
     # step t asks its questions on s_{t-1}, with ISQA's feedback prompt
     for step in (1, 2, 3):
         assert fb.calls[step - 1] == [
-            prompts.feedback_request(qa.question, f"summary {step - 1} of p1") for qa in paper.qas
+            feedback_request(qa.question, f"summary {step - 1} of p1") for qa in paper.qas
         ]
 
 
@@ -466,7 +466,7 @@ def test_refine_gpt35_feedback_style_and_initial_prompt():
     fb = FakeLM(lambda r, call: "Answer: answer 0\nEvidence: Fine.")
     run([paper], summ, fb, steps=1, feedback_style="gpt35", initial_prompt="prehoc_3")
     assert summ.calls[0] == [prompts.summary_request("prehoc_3", paper.body())]
-    assert fb.calls[0][0] == prompts.feedback_request(paper.qas[0].question, "summary 0 of p1", "gpt35")
+    assert fb.calls[0][0] == feedback_request(paper.qas[0].question, "summary 0 of p1", "gpt35")
     assert fb.calls[0][0][0]["role"] == "system"
 
 

@@ -13,18 +13,11 @@ from typing import Any
 import pytest
 
 from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
-from isqaflow.metrics.qa_models import (
-    ExtractiveQA,
-    QAResult,
-    QuestionAnswerer,
-    QuestionGenerator,
-    is_no_answer,
-    valid_question,
-    windows,
-)
+from isqaflow.qa.answering import ExtractiveQA, QAResult, QuestionAnswerer, is_no_answer, windows
+from isqaflow.qa.generation import QuestionGenerator, valid_question
 from isqaflow.metrics.qags import Question, filter_questions, qags_score
 from isqaflow.metrics.questeval import harmonic, questeval_scores
-from isqaflow.metrics.rouge import mean_rouge, rouge
+from isqaflow.text.rouge import mean_rouge, rouge
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel
 from isqaflow.models.cache import CallCache
 from isqaflow.text.candidates import Candidate

@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 from scipy.stats import wilcoxon
 
-from isqaflow.metrics.stats import (
+from isqaflow.stats import (
     bootstrap_ci,
     compare_systems,
     paired_bootstrap,

@@ -1,7 +1,7 @@
 """Top-k passage retrieval for RAG-QA Arena (Section 5), lexical or dense, with a disk cache.
 
 The paper retrieves, for every query, the top-k passages of at most 100 words (see
-:mod:`isqaflow.arena.passages`) from the query's domain corpus.  Two backends are
+:mod:`isqaflow.data.passages`) from the query's domain corpus.  Two backends are
 served here, both behind :func:`retrieve`:
 
 * ``"bm25"`` -- BM25 through ``bm25s``: lower-cased, bm25s's English stop words, no

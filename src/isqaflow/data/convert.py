@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-from isqaflow.arena.passages import passages_from_documents
+from isqaflow.data.passages import passages_from_documents
 from isqaflow.data.hotpotqa import convert_hotpotqa
 from isqaflow.data.infobench import convert_infobench
 from isqaflow.data.lfrqa import convert_lfrqa, read_corpus

@@ -25,7 +25,7 @@ import numpy as np
 from isqaflow.data.schema import QAExample
 from isqaflow.finetune.formats import example_request, parse_feedback
 from isqaflow.io import read_records, write_json, write_jsonl
-from isqaflow.metrics.rouge import rouge
+from isqaflow.text.rouge import rouge
 from isqaflow.models.base import GenerationParams
 from isqaflow.text.f1 import token_f1
 

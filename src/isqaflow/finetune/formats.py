@@ -21,7 +21,41 @@ from dataclasses import dataclass
 from typing import Literal
 
 from isqaflow.data.schema import UNANSWERABLE, QAExample
-from isqaflow.isqa.prompts import feedback_request
+
+# The feedback model's prompt: ISQA's (Appendix E.3) or GPT-3.5's (Appendix E.5), word for word.
+ISQA_FEEDBACK_PROMPT = (
+    "Below is a question paired with context. Please return your response in two parts:\n"
+    "1. The answer to the question\n"
+    "2. The most relevant evidence sentence in the context to your answer.\n"
+    "If the question is unanswerable, directly return 'Unanswerable'.\n"
+    "Question: {question}\n"
+    "Context: {context}"
+)
+
+GPT35_SYSTEM = "You are good at answering reading comprehension questions and extracting corresponding evidence."
+GPT35_USER = (
+    "Read the context\n"
+    "Context: {context}\n"
+    "Please answer the following question by:\n"
+    "1. Provide the answer\n"
+    "2. Provide the evidence sentence in the context.\n"
+    'Please use "Answer:" and "Evidence:" to denote these two parts when generating your response: {question}'
+)
+
+FEEDBACK_PROMPT_STYLES = ("isqa", "gpt35")
+
+
+def feedback_request(question: str, context: str, style: str = "isqa") -> list[dict[str, str]]:
+    """The feedback model's request: ISQA's prompt (E.3) or GPT-3.5's system/user pair (E.5)."""
+    if style == "isqa":
+        return [{"role": "user", "content": ISQA_FEEDBACK_PROMPT.format(question=question, context=context)}]
+    if style == "gpt35":
+        return [
+            {"role": "system", "content": GPT35_SYSTEM},
+            {"role": "user", "content": GPT35_USER.format(context=context, question=question)},
+        ]
+    raise ValueError(f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}")
+
 
 Status = Literal["ok", "unanswerable", "unparsed"]
 

@@ -31,16 +31,7 @@ SUMMARY_PROMPTS: dict[str, str] = {
 BASELINE_PROMPTS = ("baseline_1", "baseline_2")
 PREHOC_PROMPTS = ("prehoc_1", "prehoc_2", "prehoc_3")
 
-# E.3 Feedback generation ---------------------------------------------------------
-ISQA_FEEDBACK_PROMPT = (
-    "Below is a question paired with context. Please return your response in two parts:\n"
-    "1. The answer to the question\n"
-    "2. The most relevant evidence sentence in the context to your answer.\n"
-    "If the question is unanswerable, directly return 'Unanswerable'.\n"
-    "Question: {question}\n"
-    "Context: {context}"
-)
-
+# E.3 Generic feedback ------------------------------------------------------------
 GENERIC_FEEDBACK = (
     "The previous summary you generated is not factually consistent with the paper. Please re-generate a "
     "summary with higher factuality. Reduce your factual errors and include more facts."
@@ -60,18 +51,6 @@ ACT_ON_FEEDBACK_PROMPT = (
     "Paper: {paper}"
 )
 
-# E.5 GPT-3.5 as the feedback model -------------------------------------------------
-GPT35_SYSTEM = "You are good at answering reading comprehension questions and extracting corresponding evidence."
-GPT35_USER = (
-    "Read the context\n"
-    "Context: {context}\n"
-    "Please answer the following question by:\n"
-    "1. Provide the answer\n"
-    "2. Provide the evidence sentence in the context.\n"
-    'Please use "Answer:" and "Evidence:" to denote these two parts when generating your response: {question}'
-)
-
-FEEDBACK_PROMPT_STYLES = ("isqa", "gpt35")
 NONE_LISTED = " None"
 
 
@@ -100,15 +79,3 @@ def generic_feedback_request(paper: str) -> list[dict[str, str]]:
 
 def act_on_feedback_request(paper: str, facts: Sequence[str], non_facts: Sequence[str]) -> list[dict[str, str]]:
     return user(ACT_ON_FEEDBACK_PROMPT.format(facts=numbered(facts), non_facts=numbered(non_facts), paper=paper))
-
-
-def feedback_request(question: str, context: str, style: str = "isqa") -> list[dict[str, str]]:
-    """The feedback model's request: ISQA's prompt (E.3) or GPT-3.5's system/user pair (E.5)."""
-    if style == "isqa":
-        return user(ISQA_FEEDBACK_PROMPT.format(question=question, context=context))
-    if style == "gpt35":
-        return [
-            {"role": "system", "content": GPT35_SYSTEM},
-            {"role": "user", "content": GPT35_USER.format(context=context, question=question)},
-        ]
-    raise ValueError(f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}")

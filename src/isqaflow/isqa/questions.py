@@ -14,7 +14,7 @@ import logging
 from typing import Any
 
 from isqaflow.data.schema import Answer, Paper, QAPair
-from isqaflow.metrics.qa_models import QuestionGenerator, valid_question
+from isqaflow.qa.generation import QuestionGenerator, valid_question
 from isqaflow.models.base import GenerationParams
 from isqaflow.seeds import keyed_rng
 from isqaflow.text.candidates import extract_candidates, sample_candidates

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from isqaflow.data.schema import Paper, QAPair
-from isqaflow.finetune.formats import parse_feedback
+from isqaflow.finetune.formats import feedback_request, parse_feedback
 from isqaflow.isqa import prompts
 from isqaflow.isqa.feedback import FeedbackItem, decide
 from isqaflow.isqa.summarize import SummaryRecord, fit_paper
@@ -190,7 +190,7 @@ def refine(
         requests = [
             fit_document(
                 feedback_model,
-                lambda ctx, qa=qa: prompts.feedback_request(qa.question, ctx, settings.feedback_style),
+                lambda ctx, qa=qa: feedback_request(qa.question, ctx, settings.feedback_style),
                 st.summary, feedback_params.max_input_tokens,
             )[0]
             for st, qa in jobs

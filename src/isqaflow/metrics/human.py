@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.io import RecordError, atomic_open
-from isqaflow.metrics.stats import bootstrap_ci
+from isqaflow.stats import bootstrap_ci
 from isqaflow.text.sentences import split_sentences
 
 __all__ = [

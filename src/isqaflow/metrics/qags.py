@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 from statistics import fmean
 
-from isqaflow.metrics.qa_models import QAResult, valid_question
+from isqaflow.qa.answering import QAResult
+from isqaflow.qa.generation import valid_question
 from isqaflow.text.f1 import normalize_answer, token_f1
 
 NAN = float("nan")

@@ -16,8 +16,9 @@ from isqaflow.data.schema import Paper
 from isqaflow.io import read_records, write_jsonl
 from isqaflow.isqa.summarize import SummaryRecord
 from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
-from isqaflow.metrics.qa_models import ExtractiveQA, QuestionAnswerer, QuestionGenerator
-from isqaflow.metrics.rouge import rouge
+from isqaflow.qa.answering import ExtractiveQA, QuestionAnswerer
+from isqaflow.qa.generation import QuestionGenerator
+from isqaflow.text.rouge import rouge
 from isqaflow.models.base import GenerationParams
 from isqaflow.models.cache import CallCache
 

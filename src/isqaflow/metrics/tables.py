@@ -31,7 +31,7 @@ import pandas as pd
 
 from isqaflow.io import read_jsonl
 from isqaflow.isqa.prompts import BASELINE_PROMPTS, PREHOC_PROMPTS
-from isqaflow.metrics.stats import bootstrap_ci, paired_bootstrap, wilcoxon_signed_rank
+from isqaflow.stats import bootstrap_ci, paired_bootstrap, wilcoxon_signed_rank
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 

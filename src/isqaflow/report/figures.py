@@ -11,6 +11,9 @@ def new_figure(ncols: int = 1, width: float = 4.2, height: float = 3.2):
     import matplotlib
 
     matplotlib.use("Agg")
+    # SVG element ids come from a random salt unless one is fixed: an unchanged figure
+    # must stay byte-identical.
+    matplotlib.rcParams["svg.hashsalt"] = "isqaflow"
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)

@@ -1,16 +1,12 @@
-"""Question generation and question answering for QA-based metrics and generated questions.
+"""Question answering: short answers with an answerability estimate, over long sources.
 
-Two kinds of each, chosen in the config:
+Two kinds, chosen in the config:
 
-* QG ``prompted`` -- a chat model asked, with two worked examples, for a question
-  whose answer is the candidate (the embedded default: SmolLM2).  QG ``highlight`` --
-  a seq2seq model in the ``lmqg`` format, ``generate question: ... <hl> answer <hl>
-  ...`` (paper scale: ``lmqg/t5-large-squad-qg``).
-* QA ``prompted`` -- a chat model asked for a short answer; its answerability is
+* ``prompted`` -- a chat model asked for a short answer; its answerability is
   ``P(answer) / (P(answer) + P("unanswerable"))``, from the log-probabilities of the
-  two replies to a prompt that offers "unanswerable".  QA ``extractive`` -- a SQuAD
-  2.0 span model through the transformers question-answering pipeline, whose
-  null-answer score gives the answerability (paper scale: ``deepset/roberta-base-squad2``).
+  two replies to a prompt that offers "unanswerable".
+* ``extractive`` -- a SQuAD 2.0 span model whose null-answer score gives the
+  answerability (paper scale: ``deepset/roberta-base-squad2``).
 
 Long sources are answered window by window (:func:`windows`); the answer kept is the
 best answerable one over all windows, so a whole paper is read instead of its first
@@ -35,13 +31,6 @@ log = logging.getLogger(__name__)
 
 UNANSWERABLE_REPLY = "unanswerable"
 _NO_ANSWER = {"unanswerable", "unknown", "none", "na", "no answer", "not mentioned", "not stated"}
-
-# Two invented worked examples for prompted question generation.
-QG_EXAMPLES = (
-    ("The bridge was opened in 1932 by the mayor of Elmford.", "1932", "When was the bridge opened?"),
-    ("Marta Lind trained the parser on 3,000 annotated sentences.", "Marta Lind", "Who trained the parser?"),
-)
-QG_INSTRUCTION = "Sentence: {sentence}\nAnswer: {answer}\nWrite a question whose answer is the Answer."
 QA_INSTRUCTION = "Text: {context}\n\nQuestion: {question}\nGive a short answer."
 QA_ANSWERABILITY_SYSTEM = (
     "Answer the question with a short span copied from the text. If the text does not contain the "
@@ -83,41 +72,6 @@ def windows(text: str, model: LanguageModel, max_tokens: int, overlap_sentences:
             nxt = end
         start = nxt
     return out
-
-
-class QuestionGenerator:
-    def __init__(self, model: LanguageModel, mode: str = "prompted", params: GenerationParams | None = None) -> None:
-        if mode not in ("prompted", "highlight"):
-            raise ValueError(f"unknown question-generation mode {mode!r}; expected prompted or highlight")
-        self.model, self.mode = model, mode
-        self.params = params or GenerationParams(max_new_tokens=32)
-
-    def request(self, sentence: str, answer: str):
-        if self.mode == "highlight":
-            start = sentence.find(answer)
-            marked = (
-                f"{sentence[:start]}<hl> {answer} <hl>{sentence[start + len(answer):]}"
-                if start >= 0 else f"{sentence} <hl> {answer} <hl>"
-            )
-            return f"generate question: {marked}"
-        messages = []
-        for ex_sentence, ex_answer, ex_question in QG_EXAMPLES:
-            messages += [
-                {"role": "user", "content": QG_INSTRUCTION.format(sentence=ex_sentence, answer=ex_answer)},
-                {"role": "assistant", "content": ex_question},
-            ]
-        messages.append({"role": "user", "content": QG_INSTRUCTION.format(sentence=sentence, answer=answer)})
-        return messages
-
-    def generate(self, items: Sequence[tuple[str, str]]) -> list[str]:
-        """A question for each ``(sentence, answer)``: the first line of the model's reply."""
-        outs = self.model.generate([self.request(s, a) for s, a in items], self.params)
-        return [(o.text.strip().splitlines() or [""])[0].strip() for o in outs]
-
-
-def valid_question(question: str, min_words: int = 3) -> bool:
-    """QAGS's filters on a generated question: a question mark and at least three words."""
-    return question.strip().endswith("?") and len(question.split()) >= min_words
 
 
 class QuestionAnswerer:
