@@ -118,6 +118,12 @@ def test_pair_request_without_examples_or_thinking():
         ("<rating>2\nbut answer 1 is also fine", None),
         ("<rating>1</rating> On reflection: <rating>2</rating>", "2"),
         ("<rating>1</rating> wait <rating>0", "tie"),
+        # the paper's tie label (Table 15)
+        ("<thinking>Equally good.</thinking><rating>3</rating>", "tie"),
+        ("<rating> 3 \n", "tie"),
+        ("<rating>2</rating> no: <rating>3</rating>", "tie"),
+        ("<rating>4</rating>", None),
+        ("<rating>30</rating>", None),
     ],
 )
 def test_parse_verdict(reply, verdict):

@@ -5,8 +5,9 @@ then helpfulness and completeness; "not sure" is a tie), three invented in-conte
 examples as earlier user/assistant turns, and the pair to rate in ``<query>``,
 ``<answer 1>`` and ``<answer 2>`` tags.  It thinks briefly in ``<thinking>`` tags and
 puts its label in ``<rating></rating>``: 1 (answer 1 is better), 2 (answer 2 is
-better) or 0 (tie or not sure).  The paper's Table 15 writes the tie label as 3; we
-use 0 throughout.
+better) or 0 (tie or not sure).  The prompt asks for 0 as the tie label (the authors'
+public code); the paper's Table 15 writes it as 3, and :func:`parse_verdict` reads
+both.
 
 Modes: ``"text"`` generates the reply and parses it (:func:`parse_verdict`);
 ``"logprob"`` (local models) asks for the rating only and scores the three possible
@@ -114,6 +115,8 @@ FEW_SHOT: tuple[tuple[str, str, str, str, str], ...] = (
 )
 
 RATING_LABELS = {"1": "1", "2": "2", "0": "tie"}
+# Labels a reply may carry: the ones asked for, plus the paper's tie label 3 (Table 15).
+PARSED_LABELS = {**RATING_LABELS, "3": "tie"}
 # The label token right after the opening tag decides; the closing tag that follows
 # carries no decision, and leaving it out lets one forward pass score all three labels.
 _CANDIDATES = tuple(f"<rating>{label}" for label in RATING_LABELS)
@@ -167,7 +170,10 @@ def pair_request(
 
 
 def parse_verdict(text: str) -> Verdict | None:
-    """The label in the reply's last ``<rating>`` tag: "1", "2", "tie" (for 0) or None.
+    """The label in the reply's last ``<rating>`` tag: "1", "2", "tie" (for 0 or 3) or None.
+
+    0 is the tie label the prompt asks for; 3 is the paper's (Table 15), which a judge
+    prompted with the paper's own wording writes.
 
     Tags are matched case-insensitively with whitespace allowed inside them and around
     the label.  A last opening tag without a closing one is accepted only when the
@@ -182,7 +188,7 @@ def parse_verdict(text: str) -> Verdict | None:
     rest = text[openings[-1].end() :]
     closing = _CLOSE_TAG.search(rest)
     label = rest[: closing.start()] if closing else rest
-    return RATING_LABELS.get(label.strip())
+    return PARSED_LABELS.get(label.strip())
 
 
 def combine_orders(first: Side | None, second: Side | None) -> Side | None:
