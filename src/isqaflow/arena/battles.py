@@ -2,9 +2,11 @@
 
 * Against the reference: every model answer vs the LFRQA answer of its query (the
   paper's main protocol; win and win+tie rates, Table 3).
-* All pairs: on a seeded per-domain subsample of queries, every pair of models with
-  the reference as one more player (the paper's Table 5, columns B and C), so that
-  Elo and Bradley-Terry see direct comparisons between models.
+* All pairs: on a seeded per-domain subsample of queries, every pair of models (the
+  paper's Table 5, columns B and C), so that Elo and Bradley-Terry see direct
+  comparisons between models.  The reference is no player there: each model already
+  meets it once per query in the reference pairs, and the paper's vote counts (+10
+  votes per sampled query for each of 11 models) count model pairs only.
 * Human-labelled pairs: the pairs of the human preference file, judged so the
   judge's agreement with people can be measured (Tables 4 and 8).
 * Summaries: ISQA's summaries against the paper's abstract, and ISQA against the
@@ -44,7 +46,12 @@ def reference_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, 
 
 def all_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], RagQuery], per_domain: int,
               seed: int) -> list[dict]:
-    """Every pair of players (models + reference) on ``per_domain`` sampled queries of each domain."""
+    """Every pair of models on ``per_domain`` sampled queries of each domain (no reference).
+
+    The queries are drawn per domain with ``keyed_rng(seed, "all-pairs:<domain>")``
+    among the queries with an answer; a query answered by fewer than two models gives
+    no pair.  Pairs are in sorted model order (system_a < system_b).
+    """
     by_query: dict[tuple[str, str], dict[str, str]] = {}
     for a in answers:
         by_query.setdefault((a["domain"], a["qid"]), {})[a["answerer"]] = a["answer"]
@@ -56,7 +63,6 @@ def all_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], 
         for qid in chosen:
             q = queries[(domain, qid)]
             players = dict(sorted(by_query[(domain, qid)].items()))
-            players[REFERENCE] = q.reference.replace("\n", " ")
             for a, b in itertools.combinations(players, 2):
                 pairs.append({"pair_id": f"{domain}:{qid}:{a}|{b}", "kind": "all_pairs", "domain": domain,
                               "qid": qid, "query": q.question, "system_a": a, "answer_a": players[a],

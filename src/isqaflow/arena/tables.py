@@ -49,9 +49,14 @@ def _pct(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
 
 
 def win_rate_table(judged: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Win and win+tie rates per setting, domain and model from the reference pairs only.
+
+    Each (domain, query, model) meets the reference once, in its reference pair; other
+    kinds of pairs (the all-pairs sample) never count here, whoever plays in them.
+    """
     parts = []
     for setting, df in judged.groupby("setting"):
-        rates = win_rates(outcomes_vs(df, reference), by=["domain"])
+        rates = win_rates(outcomes_vs(df[df["kind"] == "reference"], reference), by=["domain"])
         rates.insert(0, "setting", setting)
         parts.append(rates)
     table = pd.concat(parts, ignore_index=True)
