@@ -3,10 +3,12 @@
 * Win and win+tie rates against LFRQA per domain and overall (Table 3), per
   retrieval setting; judged pairs without a valid verdict are excluded and counted.
 * The no-answer ratio per model (Table 9) and the retriever's recall of gold documents.
-* Elo (online; K 4, base 10, scale 400, initial 1000) and Bradley-Terry (maximum
-  likelihood, ties half a win each way) with 95% bootstrap intervals and ranks by
-  interval separation: (A) the reference pairs only, (B) plus the all-pairs battles
-  (Table 5).  Plotted with their intervals.
+* Elo (online; K 4, base 10, scale 400, initial 1000; the point is the median of
+  the bootstrap, as in FastChat, since one online pass depends on the battles'
+  order) and Bradley-Terry (maximum likelihood, ties half a win each way) with 95%
+  bootstrap intervals and ranks by interval separation: (A) the reference pairs only,
+  (B) plus the all-pairs battles among the models (Table 5).  Plotted with their
+  intervals.
 * Position consistency of the judge (both-orders judging).
 * Judge-human agreement: Pearson correlation and Cohen's kappa between the judge and
   the human majority label (Tables 4 and 8), with both label distributions.
@@ -27,7 +29,7 @@ from isqaflow.arena.ratings import (
     battles_from_verdicts,
     bootstrap_ratings,
     bradley_terry,
-    online_elo,
+    elo_with_intervals,
     rating_intervals,
     win_rates,
 )
@@ -70,9 +72,7 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
     if battles.empty:
         return pd.DataFrame(), {}
     battles = battles.reset_index(drop=True)
-    results = {}
-    point_elo = online_elo(battles, **elo)
-    results["Elo"] = rating_intervals(point_elo, bootstrap_ratings(battles, "elo", rounds=rounds, seed=seed, **elo))
+    results = {"Elo": elo_with_intervals(battles, rounds=rounds, seed=seed, **elo)}
     bt_kwargs = {k: elo[k] for k in ("base", "scale", "initial")}
     point_bt = bradley_terry(battles, **bt_kwargs)
     results["Bradley-Terry"] = rating_intervals(
@@ -186,7 +186,10 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
             figure_data[f"{setting} {column}"] = results
     ratings = pd.concat(rating_tables) if rating_tables else pd.DataFrame()
     write_table(ratings, table_paths(out_dir / "arena_ratings"), digits=1,
-                caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation")
+                caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation. "
+                        "Elo: the median over the bootstrap rounds of online Elo on resampled battle sequences "
+                        "(as FastChat; one online pass depends on the battles' order); Bradley-Terry: the "
+                        "maximum-likelihood fit. (A) reference pairs only, (B) plus all pairs among the models")
     ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
     consistency = pd.DataFrame([{"setting": s, **position_consistency(df.to_dict("records"))}
                                 for s, df in judged.groupby("setting")]).set_index("setting")
