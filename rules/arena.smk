@@ -26,7 +26,7 @@ rule retrieve:
         options=lambda wc: retriever_options(wc.retriever),
         ks=config["arena"]["k"],
         cache_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
-        code=code("isqaflow.arena.answers"),
+        code=code("isqaflow.arena.retrieval"),
     script:
         "../scripts/retrieve.py"
 
@@ -119,7 +119,7 @@ rule arena_human_pairs:
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
         seed=config["seed"],
-        code=code("isqaflow.arena.battles"),
+        code=code("isqaflow.arena.checks"),
     script:
         "../scripts/arena_human_pairs.py"
 
@@ -150,7 +150,7 @@ rule arena_summaries:
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
         seed=config["seed"],
-        code=code("isqaflow.arena.battles"),
+        code=code("isqaflow.arena.summaries"),
     script:
         "../scripts/arena_summaries.py"
 

@@ -516,8 +516,11 @@ STAGE_MODULES = {
     "drfr": "isqaflow.drfr.responses",
     "drfr_summaries": "isqaflow.drfr.summaries",
     "drfr_tables": "isqaflow.drfr.tables",
-    "retrieval": "isqaflow.arena.answers",
+    "retrieval": "isqaflow.arena.retrieval",
+    "rag_answers": "isqaflow.arena.answers",
     "arena_judge": "isqaflow.arena.battles",
+    "arena_human_pairs": "isqaflow.arena.checks",
+    "arena_summaries": "isqaflow.arena.summaries",
     "arena_tables": "isqaflow.arena.tables",
 }
 

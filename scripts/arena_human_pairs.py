@@ -1,6 +1,6 @@
 """The arena judge on the human-labelled pairs (rule arena_human_pairs)."""
 
-from isqaflow.arena.battles import run_human_pairs
+from isqaflow.arena.checks import run_human_pairs
 from isqaflow.runtime import job
 
 with job(snakemake) as ctx:

@@ -8,16 +8,9 @@ from collections.abc import Sequence
 import pandas as pd
 import pytest
 
-from isqaflow.arena.judge import (
-    FEW_SHOT,
-    SYSTEM_PROMPT,
-    combine_orders,
-    judge_pairs,
-    pair_request,
-    parse_verdict,
-    position_consistency,
-)
+from isqaflow.arena.judge import FEW_SHOT, SYSTEM_PROMPT, judge_pairs, pair_request
 from isqaflow.arena.ratings import battles_from_verdicts
+from isqaflow.arena.verdicts import combine_orders, parse_verdict, position_consistency
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request
 from isqaflow.models.registry import load_model
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from isqaflow.arena.no_answer import NO_ANSWER, is_no_answer
 from isqaflow.data.schema import Passage, RagQuery
-from isqaflow.io import read_jsonl, read_records, write_json, write_jsonl
+from isqaflow.io import read_jsonl, read_records, write_jsonl
 from isqaflow.models.base import GenerationParams
 
 log = logging.getLogger(__name__)
@@ -78,25 +78,3 @@ def run_answers(query_paths, passage_paths, retrieval_paths, out_path, model_spe
                    finish_reason=out.finish_reason, **removed)
     log.info("%s: %d answers, %d say no answer", answerer, len(rows), sum(r["no_answer"] for r in rows))
     return write_jsonl(out_path, rows)
-
-
-def run_retrieval(query_path, passage_path, out_path, recall_path, backend: str, ks: list[int],
-                  options: dict[str, Any], cache_dir, domain: str) -> dict[str, dict[str, float]]:
-    """Entry point of rule retrieve: the top max(ks) passages per query of one domain, and the
-    recall of the gold documents at every k."""
-    from isqaflow.arena.retrieval import recall_at_k, retrieve
-
-    queries = read_records(query_path, RagQuery)
-    passages = read_records(passage_path, Passage)
-    results = retrieve(queries, passages, backend, max(ks), cache_dir, **options)
-    for r in results:
-        r["domain"] = domain
-    write_jsonl(out_path, results)
-    gold = {q.id: set(q.gold_doc_ids) for q in queries}
-    recall = {}
-    for k in sorted(ks):
-        at_k = [{**r, "k": k, "passages": r["passages"][:k]} for r in results]
-        recall[f"k={k}"] = recall_at_k(at_k, gold)
-        log.info("%s %s@%d: %s", domain, backend, k, recall[f"k={k}"])
-    write_json(recall_path, recall)
-    return recall

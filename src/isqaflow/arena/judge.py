@@ -15,31 +15,37 @@ replies ``<rating>1``, ``<rating>2``, ``<rating>0`` (the label token decides), t
 the most likely one (deterministic, never invalid).
 
 Position bias: :func:`judge_pairs` judges both orders of each pair and combines them
-(:func:`combine_orders`), or one seeded-random order per pair.
+(:func:`~isqaflow.arena.verdicts.combine_orders`), or one seeded-random order per pair.
+:func:`judge_with_model` is what every judging job runs: load the judge once, with the
+job's call cache, and judge all its pairs in one call.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
+from isqaflow.arena.verdicts import (
+    RATING_LABELS,
+    Verdict,
+    combine_orders,
+    parse_verdict,
+    position_consistency,
+)
 from isqaflow.models.base import GenerationParams, LanguageModel, Message
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "FEW_SHOT",
     "SYSTEM_PROMPT",
-    "combine_orders",
     "judge_pairs",
+    "judge_with_model",
     "pair_request",
-    "parse_verdict",
-    "position_consistency",
 ]
-
-Verdict = Literal["1", "2", "tie"]  # positional: answer 1 better, answer 2 better, tie
-Side = Literal["a", "b", "tie"]  # in the pair's terms: system_a better, system_b better, tie
 
 SYSTEM_PROMPT = (
     "You will see a query and two answers to it. Your task is to say which answer you "
@@ -114,14 +120,9 @@ FEW_SHOT: tuple[tuple[str, str, str, str, str], ...] = (
     ),
 )
 
-RATING_LABELS = {"1": "1", "2": "2", "0": "tie"}
-# Labels a reply may carry: the ones asked for, plus the paper's tie label 3 (Table 15).
-PARSED_LABELS = {**RATING_LABELS, "3": "tie"}
 # The label token right after the opening tag decides; the closing tag that follows
 # carries no decision, and leaving it out lets one forward pass score all three labels.
 _CANDIDATES = tuple(f"<rating>{label}" for label in RATING_LABELS)
-_OPEN_TAG = re.compile(r"<\s*rating\s*>", re.IGNORECASE)
-_CLOSE_TAG = re.compile(r"<\s*/\s*rating\s*>", re.IGNORECASE)
 
 # "</rating>" as a stop string: the reply ends right after the label (the stop string
 # itself is cut from the text, which parse_verdict accepts).
@@ -167,44 +168,6 @@ def pair_request(
     pair = _user_message(query, answer_1, answer_2, with_thinking)
     messages.append({"role": "user", "content": pair})
     return messages
-
-
-def parse_verdict(text: str) -> Verdict | None:
-    """The label in the reply's last ``<rating>`` tag: "1", "2", "tie" (for 0 or 3) or None.
-
-    0 is the tie label the prompt asks for; 3 is the paper's (Table 15), which a judge
-    prompted with the paper's own wording writes.
-
-    Tags are matched case-insensitively with whitespace allowed inside them and around
-    the label.  A last opening tag without a closing one is accepted only when the
-    label ends the reply ("... <rating>2"): judges often drop the closing tag, and a
-    "</rating>" stop string cuts it.  Anything else inside the tags ("10", "1 or 2")
-    and a reply without tags are None: invalid, counted and left out, never turned
-    into a tie; we do not guess a preference from free text.
-    """
-    openings = list(_OPEN_TAG.finditer(text))
-    if not openings:
-        return None
-    rest = text[openings[-1].end() :]
-    closing = _CLOSE_TAG.search(rest)
-    label = rest[: closing.start()] if closing else rest
-    return PARSED_LABELS.get(label.strip())
-
-
-def combine_orders(first: Side | None, second: Side | None) -> Side | None:
-    """One verdict from the two orders' verdicts, both in the pair's terms (a / b / tie).
-
-    Agreement gives that verdict; any disagreement, win against tie included, is a tie
-    (the MT-bench and Arena-Hard practice).  If either order is invalid (None) the pair
-    gets None: excluded and counted rather than decided by the one order left, which
-    would reintroduce the position bias that judging both orders removes.
-    """
-    for side in (first, second):
-        if side not in ("a", "b", "tie", None):
-            raise ValueError(f"an order's verdict must be 'a', 'b', 'tie' or None, got {side!r}")
-    if first is None or second is None:
-        return None
-    return first if first == second else "tie"
 
 
 def _judge_requests(
@@ -298,17 +261,33 @@ def judge_pairs(
     return records
 
 
-def position_consistency(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """How often the two orders of a pair agree, over pairs with both orders valid.
+def judge_with_model(
+    pairs: Sequence[Mapping[str, Any]],
+    judge_spec: Mapping[str, Any],
+    judge_name: str,
+    mode: Literal["text", "logprob"],
+    orders: Literal["both", "random"],
+    seed: int,
+    generation: Mapping[str, Any] | None,
+    cache_path,
+    threads: int | None = None,
+) -> list[dict[str, Any]]:
+    """Load the judge ``judge_spec`` with its call cache and judge ``pairs`` (:func:`judge_pairs`).
 
-    ``rate`` is ``n_consistent / n_both_valid`` (NaN when no pair has both).
+    Each record gets ``judge`` = ``judge_name``.  ``generation`` (text mode) overrides
+    the default decoding.  No pairs: no model is loaded.
     """
-    flags = [record.get("position_consistent") for record in records]
-    valid = [flag for flag in flags if flag is not None]
-    n_consistent = sum(bool(flag) for flag in valid)
-    return {
-        "n_pairs": len(flags),
-        "n_both_valid": len(valid),
-        "n_consistent": n_consistent,
-        "rate": n_consistent / len(valid) if valid else float("nan"),
-    }
+    if not pairs:
+        log.info("%s: no pairs to judge", judge_name)
+        return []
+    from isqaflow.models.registry import load_model
+
+    model = load_model(dict(judge_spec), cache=cache_path, name=judge_name, threads=threads)
+    params = GenerationParams.from_dict(generation) if generation else None
+    records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params)
+    for record in records:
+        record["judge"] = judge_name
+    invalid = sum(record["verdict"] is None for record in records)
+    log.info("%s judged %d pairs: %d without a valid verdict, position consistency %s", judge_name,
+             len(records), invalid, position_consistency(records))
+    return records

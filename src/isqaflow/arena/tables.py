@@ -19,12 +19,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.agreement import human_majority, judge_human_agreement, merge_rating
-from isqaflow.arena.battles import ABSTRACT, REFERENCE, outcomes_vs, read_human_labels
-from isqaflow.arena.judge import position_consistency
+from isqaflow.arena.agreement import (
+    human_majority,
+    judge_human_agreement,
+    merge_rating,
+    read_human_labels,
+)
+from isqaflow.arena.players import ABSTRACT, REFERENCE
 from isqaflow.arena.ratings import (
     battles_from_verdicts,
     bootstrap_ratings,
@@ -33,6 +38,7 @@ from isqaflow.arena.ratings import (
     rating_intervals,
     win_rates,
 )
+from isqaflow.arena.verdicts import position_consistency
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
@@ -48,6 +54,13 @@ def _pct(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     for c in columns:
         df[c] = 100 * df[c]
     return df
+
+
+def outcomes_vs(records: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Each model's outcome against ``reference`` (win / tie / loss / invalid), from judged pairs."""
+    rows = records[(records["system_b"] == reference) & (records["system_a"] != reference)]
+    outcome = rows["verdict"].map({"1": "win", "2": "loss", "tie": "tie"}).fillna("invalid")
+    return pd.DataFrame({"domain": rows["domain"], "model": rows["system_a"], "outcome": outcome})
 
 
 def win_rate_table(judged: pd.DataFrame, reference: str) -> pd.DataFrame:
