@@ -1,6 +1,11 @@
 """RAG-QA Arena: retrieval, answers of every model, pairwise judging against LFRQA
 and between models, win rates, Elo and Bradley-Terry with bootstrap intervals,
-judge-human agreement, and the ISQA summaries in the same arena."""
+judge-human agreement, known-answer controls of every judge, and the ISQA summaries in
+the same arena."""
+
+# Every judge's verdict rule is checked when the workflow is built, before any job.
+for _judge in config["arena"]["judges"]:
+    arena_verdict_rule(_judge)
 
 
 rule retrieve:
@@ -89,6 +94,7 @@ rule arena_judge:
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
+        verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         all_pairs=lambda wc: arena_run(wc.retriever, wc.k)["all_pairs_per_domain"],
         seed=config["seed"],
         code=code("isqaflow.arena.battles"),
@@ -118,6 +124,7 @@ rule arena_human_pairs:
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
+        verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         seed=config["seed"],
         code=code("isqaflow.arena.checks"),
     script:
@@ -149,6 +156,7 @@ rule arena_summaries:
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
+        verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         seed=config["seed"],
         code=code("isqaflow.arena.summaries"),
     script:

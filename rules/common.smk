@@ -9,6 +9,7 @@ SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
+from isqaflow.arena import verdicts  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 
@@ -370,6 +371,24 @@ def arena_run(retriever, k):
 
 def arena_judge_entry(judge):
     return config["arena"]["judges"][judge]
+
+
+def arena_verdict_rule(judge):
+    """An arena judge's verdict settings {"rule", "tie_band"} (defaults raw and 0.0), checked
+    when the workflow is built: calibrated verdicts without the log-probabilities of both
+    orders fail, naming arena.judges.<judge>."""
+    entry = arena_judge_entry(judge)
+    verdict = {
+        "rule": entry.get("rule", "raw"),
+        "tie_band": float(entry.get("tie_band", 0.0)),
+    }
+    verdicts.check_verdict_rule(
+        f"arena.judges.{judge}",
+        entry["mode"],
+        orders=config["arena"]["orders"],
+        **verdict,
+    )
+    return verdict
 
 
 def arena_judged_files():

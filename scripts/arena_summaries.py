@@ -14,6 +14,7 @@ with job(snakemake) as ctx:
         judge_name=snakemake.wildcards.judge,
         mode=snakemake.params.mode,
         orders=snakemake.params.orders,
+        **snakemake.params.verdict_rule,
         seed=snakemake.params.seed,
         generation=snakemake.params.generation,
         cache_path=ctx.cache_path(),

@@ -67,12 +67,16 @@ def all_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], 
 
 def run_arena_judge(query_paths, answer_paths, out_path, judge_spec: dict[str, Any], judge_name: str, mode: str,
                     orders: str, all_pairs_per_domain: int, seed: int, generation: dict[str, Any] | None,
-                    cache_path, threads: int | None = None) -> int:
-    """Entry point of rule arena_judge: every answer vs the reference, plus the all-pairs subsample."""
+                    cache_path, threads: int | None = None, rule: str = "raw", tie_band: float = 0.0) -> int:
+    """Entry point of rule arena_judge: every answer vs the reference, plus the all-pairs subsample.
+
+    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.verdicts`).
+    """
     queries = {(q.domain, q.id): q for path in query_paths for q in read_records(path, RagQuery)}
     answers = [obj for path in answer_paths for _, obj in read_jsonl(path)]
     pairs = reference_pairs(answers, queries)
     if all_pairs_per_domain:
         pairs += all_pairs(answers, queries, all_pairs_per_domain, seed)
-    records = judge_with_model(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads)
+    records = judge_with_model(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads,
+                               rule=rule, tie_band=tie_band)
     return write_jsonl(out_path, records)

@@ -22,8 +22,9 @@ def human_pairs(human_csv) -> list[dict[str, Any]]:
 
 
 def run_human_pairs(human_csv, out_path, judge_spec: dict[str, Any], judge_name: str, mode: str, orders: str,
-                    seed: int, generation: dict[str, Any] | None, cache_path, threads: int | None = None) -> int:
+                    seed: int, generation: dict[str, Any] | None, cache_path, threads: int | None = None,
+                    rule: str = "raw", tie_band: float = 0.0) -> int:
     """Entry point of rule arena_human_pairs: the judge on the pairs people rated."""
     records = judge_with_model(human_pairs(human_csv), judge_spec, judge_name, mode, orders, seed, generation,
-                               cache_path, threads)
+                               cache_path, threads, rule=rule, tie_band=tie_band)
     return write_jsonl(out_path, records)

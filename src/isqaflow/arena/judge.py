@@ -12,10 +12,15 @@ both.
 Modes: ``"text"`` generates the reply and parses it (:func:`parse_verdict`);
 ``"logprob"`` (local models) asks for the rating only and scores the three possible
 replies ``<rating>1``, ``<rating>2``, ``<rating>0`` (the label token decides), taking
-the most likely one (deterministic, never invalid).
+the most likely one as the order's label (deterministic, never invalid) and keeping
+the three log-probabilities.
 
-Position bias: :func:`judge_pairs` judges both orders of each pair and combines them
-(:func:`~isqaflow.arena.verdicts.combine_orders`), or one seeded-random order per pair.
+Position bias: :func:`judge_pairs` judges both orders of each pair, or one
+seeded-random order per pair.  Both orders are combined by the judge's verdict rule
+(:mod:`isqaflow.arena.verdicts`): ``raw`` (the orders' labels must agree, a
+disagreement is a tie) or ``calibrated`` (the mean label log-probability margin over
+both orders, a tie inside ``tie_band``; logprob mode).  In logprob mode with both
+orders the records carry both rules' verdicts and the margins, whichever is configured.
 :func:`judge_with_model` is what every judging job runs: load the judge once, with the
 job's call cache, and judge all its pairs in one call.
 """
@@ -31,9 +36,13 @@ import numpy as np
 from isqaflow.arena.verdicts import (
     RATING_LABELS,
     Verdict,
+    calibrated_side,
+    check_verdict_rule,
     combine_orders,
+    margins_agree,
     parse_verdict,
     position_consistency,
+    preference_margin,
 )
 from isqaflow.models.base import GenerationParams, LanguageModel, Message
 
@@ -134,8 +143,9 @@ _TO_SIDE = {
 }
 _SIDE_TO_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
 _OUTPUT_KEYS = (
-    "verdict", "order", "raw_ab", "raw_ba", "verdict_ab", "verdict_ba", "logprobs_ab",
-    "logprobs_ba", "position_consistent",
+    "verdict", "rule", "verdict_raw", "verdict_calibrated", "order", "raw_ab", "raw_ba",
+    "verdict_ab", "verdict_ba", "logprobs_ab", "logprobs_ba", "margin", "margin_ab",
+    "margin_ba", "tie_band", "position_consistent", "position_consistent_calibrated",
 )
 
 
@@ -200,30 +210,47 @@ def judge_pairs(
     seed: int = 0,
     params: GenerationParams | None = None,
     few_shot: bool = True,
+    rule: Literal["raw", "calibrated"] = "raw",
+    tie_band: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Judge pairs ``{"pair_id", "query", "system_a", "answer_a", "system_b", "answer_b", ...}``.
 
     Orders: "ab" shows answer_a as answer 1, "ba" shows answer_b first.
-    ``orders="both"`` judges both, all requests in one model call, and combines them
-    with :func:`combine_orders`; ``orders="random"`` judges one order per pair drawn
-    by a numpy Generator seeded with ``seed`` (the public RAG-QA Arena code instead
-    picks it from the parity of the query's word count).
+    ``orders="both"`` judges both, all requests in one model call; ``orders="random"``
+    judges one order per pair drawn by a numpy Generator seeded with ``seed`` (the
+    public RAG-QA Arena code instead picks it from the parity of the query's word
+    count).  ``rule`` chooses the verdict (see :mod:`isqaflow.arena.verdicts`);
+    ``"calibrated"`` needs ``mode="logprob"`` and ``orders="both"`` (ValueError
+    otherwise).
 
-    Each record holds the pair's keys plus ``verdict`` in the convention of
-    :func:`isqaflow.arena.ratings.battles_from_verdicts` with system_1 = system_a and
-    system_2 = system_b ("1": system_a better, "2": system_b better, "tie", None:
-    invalid), ``order`` ("both", "ab" or "ba"), per order the raw reply ``raw_ab`` /
-    ``raw_ba`` ("" in logprob mode), the verdict in the pair's terms ``verdict_ab`` /
-    ``verdict_ba`` ("a", "b", "tie", None) and the label log-probs ``logprobs_ab`` /
-    ``logprobs_ba`` (``{"1", "2", "0"}``, logprob mode only) -- None for an order not
-    judged -- and ``position_consistent`` (whether the two orders agree; None unless
-    both were judged and valid).  ``params`` (text mode) defaults to greedy decoding
-    of at most 256 new tokens, stopping at "</rating>".
+    Each record holds the pair's keys plus:
+
+    * ``verdict`` -- the configured rule's, in the convention of
+      :func:`isqaflow.arena.ratings.battles_from_verdicts` with system_1 = system_a and
+      system_2 = system_b ("1": system_a better, "2": system_b better, "tie", None:
+      invalid); ``rule`` names it;
+    * ``verdict_raw`` -- the raw rule's (both orders: :func:`combine_orders`; one order:
+      that order's label); ``verdict_calibrated`` -- the calibrated rule's (logprob mode,
+      both orders; else None);
+    * ``order`` ("both", "ab" or "ba"); per order the raw reply ``raw_ab`` / ``raw_ba``
+      ("" in logprob mode), the label in the pair's terms ``verdict_ab`` /
+      ``verdict_ba`` ("a", "b", "tie", None), the label log-probs ``logprobs_ab`` /
+      ``logprobs_ba`` (``{"1", "2", "0"}``, logprob mode) and the margin of system_a
+      in that order ``margin_ab`` / ``margin_ba`` (logprob mode) -- None for an order
+      not judged;
+    * ``margin`` (their mean; logprob mode, both orders) and ``tie_band``;
+    * ``position_consistent`` (the two orders' labels agree) and
+      ``position_consistent_calibrated`` (the two margins have the same sign) -- None
+      unless both orders were judged and valid.
+
+    ``params`` (text mode) defaults to greedy decoding of at most 256 new tokens,
+    stopping at "</rating>".
     """
     if mode not in ("text", "logprob"):
         raise ValueError(f"mode must be 'text' or 'logprob', got {mode!r}")
     if orders not in ("both", "random"):
         raise ValueError(f"orders must be 'both' or 'random', got {orders!r}")
+    check_verdict_rule("judge_pairs", mode, rule, tie_band, orders)
     for pair in pairs:
         clash = set(pair) & set(_OUTPUT_KEYS)
         if clash:
@@ -250,14 +277,27 @@ def judge_pairs(
         record[f"raw_{order}"] = raw
         record[f"verdict_{order}"] = _TO_SIDE[order][verdict]
         record[f"logprobs_{order}"] = logprobs
+        if logprobs is not None:
+            first, second = ("1", "2") if order == "ab" else ("2", "1")
+            record[f"margin_{order}"] = logprobs[first] - logprobs[second]
     for record in records:
+        record["rule"] = rule
+        record["tie_band"] = tie_band
         if record["order"] == "both":
-            side = combine_orders(record["verdict_ab"], record["verdict_ba"])
+            raw_side = combine_orders(record["verdict_ab"], record["verdict_ba"])
             if record["verdict_ab"] is not None and record["verdict_ba"] is not None:
                 record["position_consistent"] = record["verdict_ab"] == record["verdict_ba"]
         else:
-            side = record[f"verdict_{record['order']}"]
-        record["verdict"] = _SIDE_TO_VERDICT[side]
+            raw_side = record[f"verdict_{record['order']}"]
+        record["verdict_raw"] = _SIDE_TO_VERDICT[raw_side]
+        if record["logprobs_ab"] is not None and record["logprobs_ba"] is not None:
+            margin, _, _ = preference_margin(record["logprobs_ab"], record["logprobs_ba"])
+            record["margin"] = margin
+            record["verdict_calibrated"] = _SIDE_TO_VERDICT[calibrated_side(margin, tie_band)]
+            record["position_consistent_calibrated"] = margins_agree(
+                record["margin_ab"], record["margin_ba"]
+            )
+        record["verdict"] = record[f"verdict_{rule}"]
     return records
 
 
@@ -271,12 +311,16 @@ def judge_with_model(
     generation: Mapping[str, Any] | None,
     cache_path,
     threads: int | None = None,
+    rule: Literal["raw", "calibrated"] = "raw",
+    tie_band: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Load the judge ``judge_spec`` with its call cache and judge ``pairs`` (:func:`judge_pairs`).
 
     Each record gets ``judge`` = ``judge_name``.  ``generation`` (text mode) overrides
-    the default decoding.  No pairs: no model is loaded.
+    the default decoding; ``rule`` and ``tie_band`` choose the verdict.  No pairs: no
+    model is loaded.
     """
+    check_verdict_rule(f"judge {judge_name!r}", mode, rule, tie_band, orders)
     if not pairs:
         log.info("%s: no pairs to judge", judge_name)
         return []
@@ -284,10 +328,12 @@ def judge_with_model(
 
     model = load_model(dict(judge_spec), cache=cache_path, name=judge_name, threads=threads)
     params = GenerationParams.from_dict(generation) if generation else None
-    records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params)
+    records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params, rule=rule,
+                          tie_band=tie_band)
     for record in records:
         record["judge"] = judge_name
     invalid = sum(record["verdict"] is None for record in records)
-    log.info("%s judged %d pairs: %d without a valid verdict, position consistency %s", judge_name,
-             len(records), invalid, position_consistency(records))
+    log.info("%s judged %d pairs (rule %s): %d without a valid verdict; position consistency raw %s, "
+             "calibrated %s", judge_name, len(records), rule, invalid, position_consistency(records),
+             position_consistency(records, "position_consistent_calibrated"))
     return records
