@@ -102,16 +102,18 @@ rule arena_judge:
         "../scripts/arena_judge.py"
 
 
-rule arena_human_pairs:
+rule arena_judge_checks:
     input:
+        queries=lambda wc: arena_files("queries"),
         human=config["datasets"]["rag"].get("human_labels") or [],
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
     output:
-        judged="results/arena/agreement/{judge}.jsonl",
+        # the known-answer controls always; the human-labelled pairs when configured
+        **arena_check_outputs(),
     log:
-        "logs/arena_human_pairs/{judge}.log",
+        "logs/arena_judge_checks/{judge}.log",
     benchmark:
-        "benchmarks/arena_human_pairs/{judge}.tsv"
+        "benchmarks/arena_judge_checks/{judge}.tsv"
     conda:
         "../envs/torch.yaml"
     threads: threads_for("judge")
@@ -125,10 +127,12 @@ rule arena_human_pairs:
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
         verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
+        controls=config["validity"]["arena"]["controls"],
+        per_domain=config["validity"]["arena"]["per_domain"],
         seed=config["seed"],
         code=code("isqaflow.arena.checks"),
     script:
-        "../scripts/arena_human_pairs.py"
+        "../scripts/arena_judge_checks.py"
 
 
 rule arena_summaries:

@@ -422,6 +422,24 @@ def arena_human_files():
     return [f"results/arena/agreement/{j}.jsonl" for j in config["arena"]["judges"]]
 
 
+def arena_check_outputs():
+    """What the arena_judge_checks job writes: the control records, and the judged
+    human-labelled pairs when the config has human labels."""
+    outputs = {"validity": "results/validity/arena/{judge}.jsonl"}
+    if config["datasets"]["rag"].get("human_labels"):
+        outputs["agreement"] = "results/arena/agreement/{judge}.jsonl"
+    return outputs
+
+
+def arena_validity_files():
+    """The arena judges' known-answer control records (results/validity/arena/<judge>.jsonl),
+    one file per judge; none when validity.arena runs no control."""
+    settings = config["validity"]["arena"]
+    if not settings["controls"] or not settings["per_domain"]:
+        return []
+    return [f"results/validity/arena/{j}.jsonl" for j in config["arena"]["judges"]]
+
+
 def arena_summary_files():
     return [
         f"results/arena/summaries/{d}/{s}.{j}.jsonl"
@@ -519,7 +537,8 @@ def drfr_targets():
 
 
 def arena_targets():
-    return [f"results/tables/arena_{t}.csv" for t in ARENA_TABLES]
+    tables = [f"results/tables/arena_{t}.csv" for t in ARENA_TABLES]
+    return tables + arena_validity_files()
 
 
 STAGE_MODULES = {
@@ -538,7 +557,7 @@ STAGE_MODULES = {
     "retrieval": "isqaflow.arena.retrieval",
     "rag_answers": "isqaflow.arena.answers",
     "arena_judge": "isqaflow.arena.battles",
-    "arena_human_pairs": "isqaflow.arena.checks",
+    "arena_judge_checks": "isqaflow.arena.checks",
     "arena_summaries": "isqaflow.arena.summaries",
     "arena_tables": "isqaflow.arena.tables",
 }

@@ -60,8 +60,8 @@ NOT_RUN = {
                         "isqaflow.arena.retrieval"),
     "arena_tables": ("isqaflow.models", "isqaflow.arena.judge", "isqaflow.arena.battles",
                      "isqaflow.arena.answers", "isqaflow.arena.retrieval"),
-    "arena_human_pairs": ("isqaflow.arena.battles", "isqaflow.arena.summaries", "isqaflow.arena.answers",
-                          "isqaflow.arena.retrieval", "isqaflow.arena.tables"),
+    "arena_judge_checks": ("isqaflow.arena.battles", "isqaflow.arena.summaries", "isqaflow.arena.answers",
+                           "isqaflow.arena.retrieval", "isqaflow.arena.tables"),
 }
 
 

@@ -100,7 +100,7 @@ def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
         config["arena"]["orders"] = "random"
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "orders_random", change))
-    assert set(jobs) == {"arena_judge", "arena_human_pairs", "arena_summaries", "arena_tables", "manifest", "all"}
+    assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "manifest", "all"}
 
     def change_drfr(config):
         config["drfr"]["judges"]["local"]["mode"] = "text"

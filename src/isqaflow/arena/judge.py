@@ -21,8 +21,9 @@ seeded-random order per pair.  Both orders are combined by the judge's verdict r
 disagreement is a tie) or ``calibrated`` (the mean label log-probability margin over
 both orders, a tie inside ``tie_band``; logprob mode).  In logprob mode with both
 orders the records carry both rules' verdicts and the margins, whichever is configured.
-:func:`judge_with_model` is what every judging job runs: load the judge once, with the
-job's call cache, and judge all its pairs in one call.
+:func:`judge_with_model` (one group of pairs) and :func:`judge_groups` (several) are
+what the judging jobs run: load the judge once, with the job's call cache, and judge
+each group of pairs in one call.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "FEW_SHOT",
     "SYSTEM_PROMPT",
+    "judge_groups",
     "judge_pairs",
     "judge_with_model",
     "pair_request",
@@ -301,6 +303,49 @@ def judge_pairs(
     return records
 
 
+def judge_groups(
+    groups: Mapping[str, Sequence[Mapping[str, Any]]],
+    judge_spec: Mapping[str, Any],
+    judge_name: str,
+    mode: Literal["text", "logprob"],
+    orders: Literal["both", "random"],
+    seed: int,
+    generation: Mapping[str, Any] | None,
+    cache_path,
+    threads: int | None = None,
+    rule: Literal["raw", "calibrated"] = "raw",
+    tie_band: float = 0.0,
+) -> dict[str, list[dict[str, Any]]]:
+    """Load the judge ``judge_spec`` once, with its call cache, and judge each group of pairs.
+
+    Each group is judged by its own :func:`judge_pairs` call (so with
+    ``orders="random"`` a group's orders do not depend on the other groups) and comes
+    back under its name.  Each record gets ``judge`` = ``judge_name``.  ``generation``
+    (text mode) overrides the default decoding; ``rule`` and ``tie_band`` choose the
+    verdict.  No pairs at all: no model is loaded.
+    """
+    check_verdict_rule(f"judge {judge_name!r}", mode, rule, tie_band, orders)
+    if not any(groups.values()):
+        log.info("%s: no pairs to judge", judge_name)
+        return {name: [] for name in groups}
+    from isqaflow.models.registry import load_model
+
+    model = load_model(dict(judge_spec), cache=cache_path, name=judge_name, threads=threads)
+    params = GenerationParams.from_dict(generation) if generation else None
+    judged = {}
+    for name, pairs in groups.items():
+        records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params, rule=rule,
+                              tie_band=tie_band)
+        for record in records:
+            record["judge"] = judge_name
+        invalid = sum(record["verdict"] is None for record in records)
+        log.info("%s judged %d pairs%s (rule %s): %d without a valid verdict; position consistency raw %s, "
+                 "calibrated %s", judge_name, len(records), f" ({name})" if name else "", rule, invalid,
+                 position_consistency(records), position_consistency(records, "position_consistent_calibrated"))
+        judged[name] = records
+    return judged
+
+
 def judge_with_model(
     pairs: Sequence[Mapping[str, Any]],
     judge_spec: Mapping[str, Any],
@@ -314,26 +359,6 @@ def judge_with_model(
     rule: Literal["raw", "calibrated"] = "raw",
     tie_band: float = 0.0,
 ) -> list[dict[str, Any]]:
-    """Load the judge ``judge_spec`` with its call cache and judge ``pairs`` (:func:`judge_pairs`).
-
-    Each record gets ``judge`` = ``judge_name``.  ``generation`` (text mode) overrides
-    the default decoding; ``rule`` and ``tie_band`` choose the verdict.  No pairs: no
-    model is loaded.
-    """
-    check_verdict_rule(f"judge {judge_name!r}", mode, rule, tie_band, orders)
-    if not pairs:
-        log.info("%s: no pairs to judge", judge_name)
-        return []
-    from isqaflow.models.registry import load_model
-
-    model = load_model(dict(judge_spec), cache=cache_path, name=judge_name, threads=threads)
-    params = GenerationParams.from_dict(generation) if generation else None
-    records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params, rule=rule,
-                          tie_band=tie_band)
-    for record in records:
-        record["judge"] = judge_name
-    invalid = sum(record["verdict"] is None for record in records)
-    log.info("%s judged %d pairs (rule %s): %d without a valid verdict; position consistency raw %s, "
-             "calibrated %s", judge_name, len(records), rule, invalid, position_consistency(records),
-             position_consistency(records, "position_consistent_calibrated"))
-    return records
+    """Load the judge and judge ``pairs``: :func:`judge_groups` with one group."""
+    return judge_groups({"": pairs}, judge_spec, judge_name, mode, orders, seed, generation, cache_path,
+                        threads, rule=rule, tie_band=tie_band)[""]
