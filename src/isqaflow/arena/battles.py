@@ -29,6 +29,7 @@ log = logging.getLogger(__name__)
 
 
 def reference_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], RagQuery]) -> list[dict]:
+    """Every answer vs its query's LFRQA reference (system_b; lines joined by spaces), once each."""
     pairs = []
     for a in answers:
         q = queries[(a["domain"], a["qid"])]
