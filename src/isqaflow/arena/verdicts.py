@@ -40,6 +40,7 @@ __all__ = [
     "calibrated_side",
     "check_verdict_rule",
     "combine_orders",
+    "margins_agree",
     "parse_verdict",
     "position_consistency",
     "preference_margin",
