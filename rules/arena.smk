@@ -1,6 +1,11 @@
 """RAG-QA Arena: retrieval, answers of every model, pairwise judging against LFRQA
 and between models, win rates, Elo and Bradley-Terry with bootstrap intervals,
-judge-human agreement, and the ISQA summaries in the same arena."""
+judge-human agreement, known-answer controls of every judge, and the ISQA summaries in
+the same arena."""
+
+# Every judge's verdict rule is checked when the workflow is built, before any job.
+for _judge in config["arena"]["judges"]:
+    arena_verdict_rule(_judge)
 
 
 rule retrieve:
@@ -26,7 +31,7 @@ rule retrieve:
         options=lambda wc: retriever_options(wc.retriever),
         ks=config["arena"]["k"],
         cache_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
-        code=code("isqaflow.arena.answers"),
+        code=code("isqaflow.arena.retrieval"),
     script:
         "../scripts/retrieve.py"
 
@@ -89,6 +94,7 @@ rule arena_judge:
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
+        verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         all_pairs=lambda wc: arena_run(wc.retriever, wc.k)["all_pairs_per_domain"],
         seed=config["seed"],
         code=code("isqaflow.arena.battles"),
@@ -96,16 +102,18 @@ rule arena_judge:
         "../scripts/arena_judge.py"
 
 
-rule arena_human_pairs:
+rule arena_judge_checks:
     input:
+        queries=lambda wc: arena_files("queries"),
         human=config["datasets"]["rag"].get("human_labels") or [],
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
     output:
-        judged="results/arena/agreement/{judge}.jsonl",
+        # the known-answer controls always; the human-labelled pairs when configured
+        **arena_check_outputs(),
     log:
-        "logs/arena_human_pairs/{judge}.log",
+        "logs/arena_judge_checks/{judge}.log",
     benchmark:
-        "benchmarks/arena_human_pairs/{judge}.tsv"
+        "benchmarks/arena_judge_checks/{judge}.tsv"
     conda:
         "../envs/torch.yaml"
     threads: threads_for("judge")
@@ -118,10 +126,13 @@ rule arena_human_pairs:
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
+        verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
+        controls=config["validity"]["arena"]["controls"],
+        per_domain=config["validity"]["arena"]["per_domain"],
         seed=config["seed"],
-        code=code("isqaflow.arena.battles"),
+        code=code("isqaflow.arena.checks"),
     script:
-        "../scripts/arena_human_pairs.py"
+        "../scripts/arena_judge_checks.py"
 
 
 rule arena_summaries:
@@ -149,8 +160,9 @@ rule arena_summaries:
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),
         orders=config["arena"]["orders"],
+        verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         seed=config["seed"],
-        code=code("isqaflow.arena.battles"),
+        code=code("isqaflow.arena.summaries"),
     script:
         "../scripts/arena_summaries.py"
 

@@ -9,6 +9,7 @@ SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
+from isqaflow.arena import verdicts  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 
@@ -372,6 +373,24 @@ def arena_judge_entry(judge):
     return config["arena"]["judges"][judge]
 
 
+def arena_verdict_rule(judge):
+    """An arena judge's verdict settings {"rule", "tie_band"} (defaults raw and 0.0), checked
+    when the workflow is built: calibrated verdicts without the log-probabilities of both
+    orders fail, naming arena.judges.<judge>."""
+    entry = arena_judge_entry(judge)
+    verdict = {
+        "rule": entry.get("rule", "raw"),
+        "tie_band": float(entry.get("tie_band", 0.0)),
+    }
+    verdicts.check_verdict_rule(
+        f"arena.judges.{judge}",
+        entry["mode"],
+        orders=config["arena"]["orders"],
+        **verdict,
+    )
+    return verdict
+
+
 def arena_judged_files():
     """setting label -> judged pairs file, for every run and judge."""
     return {
@@ -401,6 +420,24 @@ def arena_human_files():
     if not config["datasets"]["rag"].get("human_labels"):
         return []
     return [f"results/arena/agreement/{j}.jsonl" for j in config["arena"]["judges"]]
+
+
+def arena_check_outputs():
+    """What the arena_judge_checks job writes: the control records, and the judged
+    human-labelled pairs when the config has human labels."""
+    outputs = {"validity": "results/validity/arena/{judge}.jsonl"}
+    if config["datasets"]["rag"].get("human_labels"):
+        outputs["agreement"] = "results/arena/agreement/{judge}.jsonl"
+    return outputs
+
+
+def arena_validity_files():
+    """The arena judges' known-answer control records (results/validity/arena/<judge>.jsonl),
+    one file per judge; none when validity.arena runs no control."""
+    settings = config["validity"]["arena"]
+    if not settings["controls"] or not settings["per_domain"]:
+        return []
+    return [f"results/validity/arena/{j}.jsonl" for j in config["arena"]["judges"]]
 
 
 def arena_summary_files():
@@ -500,7 +537,8 @@ def drfr_targets():
 
 
 def arena_targets():
-    return [f"results/tables/arena_{t}.csv" for t in ARENA_TABLES]
+    tables = [f"results/tables/arena_{t}.csv" for t in ARENA_TABLES]
+    return tables + arena_validity_files()
 
 
 STAGE_MODULES = {
@@ -516,8 +554,11 @@ STAGE_MODULES = {
     "drfr": "isqaflow.drfr.responses",
     "drfr_summaries": "isqaflow.drfr.summaries",
     "drfr_tables": "isqaflow.drfr.tables",
-    "retrieval": "isqaflow.arena.answers",
+    "retrieval": "isqaflow.arena.retrieval",
+    "rag_answers": "isqaflow.arena.answers",
     "arena_judge": "isqaflow.arena.battles",
+    "arena_judge_checks": "isqaflow.arena.checks",
+    "arena_summaries": "isqaflow.arena.summaries",
     "arena_tables": "isqaflow.arena.tables",
 }
 

@@ -12,6 +12,7 @@ with job(snakemake) as ctx:
         judge_name=snakemake.wildcards.judge,
         mode=snakemake.params.mode,
         orders=snakemake.params.orders,
+        **snakemake.params.verdict_rule,
         all_pairs_per_domain=snakemake.params.all_pairs,
         seed=snakemake.params.seed,
         generation=snakemake.params.generation,

@@ -1,6 +1,6 @@
 """ISQA summaries in the arena: vs the abstract and head to head (rule arena_summaries)."""
 
-from isqaflow.arena.battles import run_summary_arena
+from isqaflow.arena.summaries import run_summary_arena
 from isqaflow.runtime import job
 
 with job(snakemake) as ctx:
@@ -14,6 +14,7 @@ with job(snakemake) as ctx:
         judge_name=snakemake.wildcards.judge,
         mode=snakemake.params.mode,
         orders=snakemake.params.orders,
+        **snakemake.params.verdict_rule,
         seed=snakemake.params.seed,
         generation=snakemake.params.generation,
         cache_path=ctx.cache_path(),

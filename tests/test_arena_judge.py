@@ -5,19 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from isqaflow.arena.judge import (
-    FEW_SHOT,
-    SYSTEM_PROMPT,
-    combine_orders,
-    judge_pairs,
-    pair_request,
-    parse_verdict,
-    position_consistency,
-)
+from isqaflow.arena.judge import FEW_SHOT, SYSTEM_PROMPT, judge_pairs, pair_request
 from isqaflow.arena.ratings import battles_from_verdicts
+from isqaflow.arena.verdicts import combine_orders, parse_verdict, position_consistency
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request
 from isqaflow.models.registry import load_model
 
@@ -118,6 +112,12 @@ def test_pair_request_without_examples_or_thinking():
         ("<rating>2\nbut answer 1 is also fine", None),
         ("<rating>1</rating> On reflection: <rating>2</rating>", "2"),
         ("<rating>1</rating> wait <rating>0", "tie"),
+        # the paper's tie label (Table 15)
+        ("<thinking>Equally good.</thinking><rating>3</rating>", "tie"),
+        ("<rating> 3 \n", "tie"),
+        ("<rating>2</rating> no: <rating>3</rating>", "tie"),
+        ("<rating>4</rating>", None),
+        ("<rating>30</rating>", None),
     ],
 )
 def test_parse_verdict(reply, verdict):
@@ -317,3 +317,140 @@ def test_logprob_mode_maps_every_label_back():
     assert records[1]["logprobs_ab"] == {"1": -2.0, "2": -1.0, "0": -3.0}
     assert records[1]["logprobs_ba"] == {"1": -1.0, "2": -2.0, "0": -3.0}
     assert [r["position_consistent"] for r in records] == [True, True, True]
+
+
+# ------------------------------------------------------------------- calibrated rule
+class Scorer(LanguageModel):
+    """A fake local judge: ``logprobs(answer_1, answer_2)`` gives the labels' [1, 2, 0] log-probs."""
+
+    backend = "fake"
+
+    def __init__(self, logprobs):
+        self.logprobs = logprobs
+
+    def identity(self) -> dict:
+        return {"backend": self.backend}
+
+    def generate(self, requests, params):
+        raise AssertionError("logprob mode must not generate")
+
+    def score_batch(self, items):
+        return [list(self.logprobs(*shown_answers(request))) for request, _ in items]
+
+
+def quality(answer: str) -> float:
+    return 1.0 if "GOOD" in answer else 0.0
+
+
+def biased_good_seeker(bias: float):
+    """Prefers GOOD by 0.5 nats, plus a constant preference of ``bias`` nats for answer 1."""
+    return lambda first, second: (-1.0 + 0.5 * quality(first) + bias, -1.0 + 0.5 * quality(second), -3.0)
+
+
+def test_calibration_removes_a_constant_position_preference():
+    pairs = make_pairs(4)  # GOOD is system_a's for even i, system_b's for odd i
+    model = Scorer(biased_good_seeker(bias=2.0))  # position 1 always wins the raw label
+    raw = judge_pairs(model, pairs, mode="logprob", orders="both", rule="raw")
+    calibrated = judge_pairs(model, pairs, mode="logprob", orders="both", rule="calibrated")
+    assert [r["verdict"] for r in raw] == ["tie"] * 4
+    assert [r["verdict_raw"] for r in calibrated] == ["tie"] * 4
+    assert [r["verdict"] for r in calibrated] == ["1", "2", "1", "2"]
+    assert [r["verdict_calibrated"] for r in raw] == ["1", "2", "1", "2"]  # stored under raw too
+    assert [r["rule"] for r in calibrated] == ["calibrated"] * 4 and raw[0]["rule"] == "raw"
+    for record in calibrated:
+        assert abs(record["margin"]) == pytest.approx(0.5)
+        # order ab: answer 1 is system_a; order ba: answer 2 is system_a
+        assert record["margin_ab"] == pytest.approx(record["logprobs_ab"]["1"] - record["logprobs_ab"]["2"])
+        assert record["margin_ba"] == pytest.approx(record["logprobs_ba"]["2"] - record["logprobs_ba"]["1"])
+        assert record["margin"] == pytest.approx((record["margin_ab"] + record["margin_ba"]) / 2)
+        assert record["position_consistent"] is False  # the labels flip with the order
+        assert record["position_consistent_calibrated"] is False  # +2.5 vs -1.5
+    assert position_consistency(calibrated)["rate"] == 0.0
+    assert position_consistency(calibrated, "position_consistent_calibrated")["rate"] == 0.0
+
+
+def test_calibrated_consistency_when_margins_share_the_sign():
+    model = Scorer(biased_good_seeker(bias=0.2))  # the content outweighs the position
+    records = judge_pairs(model, make_pairs(2), mode="logprob", rule="calibrated")
+    assert [r["verdict"] for r in records] == ["1", "2"]
+    assert [r["position_consistent_calibrated"] for r in records] == [True, True]
+    stats = position_consistency(records, "position_consistent_calibrated")
+    assert stats == {"n_pairs": 2, "n_both_valid": 2, "n_consistent": 2, "rate": 1.0}
+
+
+def test_calibrated_margin_is_antisymmetric_under_swapping_the_systems():
+    rng = np.random.default_rng(0)
+    table = {}
+
+    def arbitrary(first, second):  # any fixed log-probs per shown (answer 1, answer 2)
+        return table.setdefault((first, second), tuple(rng.normal(-2.0, 1.0, 3)))
+
+    pairs = make_pairs(6)
+    swapped = [{**p, "system_a": p["system_b"], "answer_a": p["answer_b"], "system_b": p["system_a"],
+                "answer_b": p["answer_a"]} for p in pairs]
+    model = Scorer(arbitrary)
+    forward = judge_pairs(model, pairs, mode="logprob", rule="calibrated")
+    backward = judge_pairs(model, swapped, mode="logprob", rule="calibrated")
+    flip = {"1": "2", "2": "1", "tie": "tie"}
+    for f, b in zip(forward, backward, strict=True):
+        assert b["margin"] == -f["margin"]  # exactly
+        assert (b["margin_ab"], b["margin_ba"]) == (-f["margin_ba"], -f["margin_ab"])
+        assert b["verdict"] == flip[f["verdict"]]
+
+
+def test_tie_band_and_identical_answers():
+    def fixed(first, second):  # answer-1 label 0.3 nats likelier for "x" first, mirrored otherwise
+        return (-1.0, -1.3, -2.0) if first == "x" and second == "y" else (
+            (-1.3, -1.0, -2.0) if first == "y" and second == "x" else (-0.5, -4.0, -2.0))
+
+    pair = {"pair_id": "p", "query": "q", "system_a": "A", "answer_a": "x", "system_b": "B", "answer_b": "y"}
+    model = Scorer(fixed)
+    verdict = lambda band, p=pair: judge_pairs(  # noqa: E731
+        model, [p], mode="logprob", rule="calibrated", tie_band=band)[0]
+    assert verdict(0.0)["margin"] == pytest.approx(0.3)
+    assert verdict(0.0)["verdict"] == "1"
+    assert verdict(0.29)["verdict"] == "1"
+    assert verdict(0.3 + 1e-9)["verdict"] == "tie"
+    assert verdict(1.0)["verdict"] == "tie" and verdict(1.0)["tie_band"] == 1.0
+    mirrored = {**pair, "answer_a": "y", "answer_b": "x"}
+    assert verdict(0.1, mirrored)["verdict"] == "2"
+    # identical answers: both orders are the same request, the margin is exactly 0
+    same = {**pair, "answer_b": "x"}
+    record = verdict(0.0, same)
+    assert record["margin"] == 0.0 and record["verdict"] == "tie"
+    assert record["verdict_raw"] == "tie"  # position 1 wins in both orders: a disagreement
+
+
+def test_nan_margin_is_invalid_not_a_tie():
+    model = Scorer(lambda first, second: (float("-inf"), float("-inf"), 0.0))
+    (record,) = judge_pairs(model, make_pairs(1), mode="logprob", rule="calibrated")
+    assert record["verdict"] is None and record["verdict_calibrated"] is None
+
+
+def test_calibrated_rule_needs_logprobs_of_both_orders():
+    model = FakeJudge(prefers_good)
+    with pytest.raises(ValueError, match="rule 'calibrated' needs the label log-probabilities"):
+        judge_pairs(model, make_pairs(1), mode="text", rule="calibrated")
+    with pytest.raises(ValueError, match="orders"):
+        judge_pairs(Scorer(biased_good_seeker(0.0)), make_pairs(1), mode="logprob", orders="random",
+                    rule="calibrated")
+    with pytest.raises(ValueError, match="rule must be one of"):
+        judge_pairs(model, make_pairs(1), rule="mean")
+    with pytest.raises(ValueError, match="tie_band"):
+        judge_pairs(model, make_pairs(1), tie_band=-0.1)
+
+
+def test_check_verdict_rule_names_the_judge():
+    from isqaflow.arena.verdicts import check_verdict_rule
+
+    with pytest.raises(ValueError, match=r"^arena\.judges\.gpt4: rule 'calibrated'.*mode 'text'"):
+        check_verdict_rule("arena.judges.gpt4", mode="text", rule="calibrated")
+    check_verdict_rule("arena.judges.local", mode="logprob", rule="calibrated", tie_band=0.0)
+    check_verdict_rule("arena.judges.gpt4", mode="text", rule="raw")
+
+
+def test_text_mode_records_have_no_calibrated_verdict():
+    records = judge_pairs(FakeJudge(prefers_good), make_pairs(2), orders="both")
+    assert [r["verdict"] for r in records] == [r["verdict_raw"] for r in records] == ["1", "2"]
+    assert all(r["verdict_calibrated"] is None and r["margin"] is None for r in records)
+    assert all(r["position_consistent_calibrated"] is None for r in records)

@@ -13,6 +13,7 @@ from isqaflow.arena.ratings import (
     bootstrap_cell_counts,
     bootstrap_ratings,
     bradley_terry,
+    elo_with_intervals,
     online_elo,
     rating_intervals,
     win_rates,
@@ -249,6 +250,47 @@ def test_rating_intervals_rank_by_interval_separation():
     # Intervals: A [1081, 1119], B [1071, 1109], D [894.75, 1075.25], C [850.75, 879.25].
     # A and B overlap; D's upper lies below A's lower only; C's below all three lowers.
     assert table["rank"].to_dict() == {"A": 1, "B": 1, "D": 2, "C": 4}
+
+
+def order_dependent_battles() -> pd.DataFrame:
+    """A beats B 60 times, then B beats A 60 times: a draw overall, not in row order."""
+    return make_battles(*[("A", "B", "model_a")] * 60, *[("A", "B", "model_b")] * 60)
+
+
+def test_online_elo_in_row_order_can_fall_outside_its_bootstrap_interval():
+    battles = order_dependent_battles()
+    online = online_elo(battles)
+    assert online["B"] - online["A"] == pytest.approx(85.27, abs=0.01)
+    interval = rating_intervals(online, bootstrap_ratings(battles, "elo", rounds=500, seed=0))
+    assert (interval["rating"] > interval["upper"]).any()  # why the point is the median
+
+
+def test_elo_point_is_the_bootstrap_median_and_inside_its_interval():
+    battles = order_dependent_battles()
+    table = elo_with_intervals(battles, rounds=500, seed=0)
+    boot = bootstrap_ratings(battles, "elo", rounds=500, seed=0)
+    assert table["rating"].to_dict() == pytest.approx(boot.median().to_dict(), abs=1e-9)
+    assert ((table["lower"] <= table["rating"]) & (table["rating"] <= table["upper"])).all()
+    assert table["rating"].to_dict() == pytest.approx({"A": 1000.0, "B": 1000.0}, abs=5.0)
+    assert table.equals(elo_with_intervals(battles, rounds=500, seed=0))
+    for seed in range(5):  # on random battles too
+        random_table = elo_with_intervals(random_battles(80, ["A", "B", "C", "D"], seed), rounds=200, seed=seed)
+        assert ((random_table["lower"] <= random_table["rating"])
+                & (random_table["rating"] <= random_table["upper"])).all()
+
+
+def test_ratings_table_reports_the_elo_bootstrap_median():
+    from isqaflow.arena.tables import ratings_table
+
+    battles = order_dependent_battles()
+    judged = pd.DataFrame({"kind": "reference", "system_a": battles["model_a"], "system_b": battles["model_b"],
+                           "verdict": battles["winner"].map({"model_a": "1", "model_b": "2"})})
+    elo = {"k": 4, "base": 10, "scale": 400, "initial": 1000}
+    table, _ = ratings_table(judged, elo, rounds=300, seed=1, kinds=["reference"])
+    boot = bootstrap_ratings(battles, "elo", rounds=300, seed=1, **elo)
+    assert table[("Elo", "rating")].to_dict() == pytest.approx(boot.median().to_dict(), abs=1e-9)
+    assert ((table[("Elo", "lower")] <= table[("Elo", "rating")])
+            & (table[("Elo", "rating")] <= table[("Elo", "upper")])).all()
 
 
 def test_battles_from_verdicts_drops_and_counts_invalid():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from isqaflow.arena.battles import read_human_labels
+from isqaflow.arena.agreement import read_human_labels
 from isqaflow.data.passages import passages_from_documents, split_into_passages
 from isqaflow.data.convert import write_papers
 from isqaflow.data.hotpotqa import convert_hotpotqa

@@ -40,6 +40,7 @@ EXPECTED = {
     "retrieve": DOMAINS * RETRIEVERS,
     "rag_answers": 5 + 2 + 5,
     "arena_judge": 3,
+    "arena_judge_checks": 1,  # the GPT-4 judge's known-answer controls
     "arena_summaries": DATASETS * SUMMARIZERS,
     "arena_tables": 1,
     "manifest": 1,

@@ -96,11 +96,11 @@ def test_lora_parameter_reruns_finetuning_and_only_what_depends_on_it(run):
 
 
 def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
-    def change(config):
-        config["arena"]["orders"] = "random"
+    def change(config):  # (orders: random would be a configuration error with rule calibrated)
+        config["arena"]["judges"]["local"]["tie_band"] = 0.25
 
-    jobs = dry_run_jobs(run, "--configfile", with_config(run, "orders_random", change))
-    assert set(jobs) == {"arena_judge", "arena_human_pairs", "arena_summaries", "arena_tables", "manifest", "all"}
+    jobs = dry_run_jobs(run, "--configfile", with_config(run, "tie_band", change))
+    assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "manifest", "all"}
 
     def change_drfr(config):
         config["drfr"]["judges"]["local"]["mode"] = "text"

@@ -5,7 +5,8 @@ Each judged pair carries human ratings of answer 1 relative to answer 2 on the
 RAG-QA Arena paper they are merged into +1 / 0 / -1 and reduced to one label per
 pair by strict majority (no majority counts as a tie), then compared with the
 judge's verdicts ("1" -> +1, "2" -> -1, "tie" -> 0) by Pearson correlation,
-Cohen's kappa and accuracy.
+Cohen's kappa and accuracy.  :func:`read_human_labels` reads and checks the human
+preference file.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
+from isqaflow.io import RecordError
+
 MERGED_RATINGS = {
     "better": 1,
     "slightly better": 1,
@@ -24,6 +27,10 @@ MERGED_RATINGS = {
     "worse": -1,
 }
 VERDICT_SCORES = {"1": 1, "2": -1, "tie": 0}
+HUMAN_COLUMNS = (
+    "pair_id", "domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2",
+    "annotator", "rating",
+)
 SCORES = (1, 0, -1)
 
 
@@ -33,6 +40,26 @@ def merge_rating(label: str) -> int:
     if key not in MERGED_RATINGS:
         raise ValueError(f"unknown human rating {label!r}; expected one of {list(MERGED_RATINGS)}")
     return MERGED_RATINGS[key]
+
+
+def read_human_labels(path) -> pd.DataFrame:
+    """Human pairwise preferences, one row per (pair, annotator), checked.
+
+    A missing column or an unknown rating raises :class:`~isqaflow.io.RecordError`
+    naming the file, the line, the pair and the field.
+    """
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in HUMAN_COLUMNS if c not in df.columns]
+    if missing:
+        raise RecordError(path, f"missing column(s) {missing}")
+    for i, row in df.iterrows():
+        try:
+            merge_rating(row["rating"])
+        except ValueError as err:
+            raise RecordError(
+                path, str(err), record=row["pair_id"], field="rating", line=int(i) + 2
+            ) from err
+    return df
 
 
 def majority_vote(values: Sequence[int]) -> int:

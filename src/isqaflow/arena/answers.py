@@ -4,8 +4,9 @@ The instruction is the paper's: answer helpfully and faithfully from the passage
 only, without one's own knowledge, and reply "I couldn't find an answer." when the
 passages hold nothing helpful.  With the chain-of-thought suffix the model first
 thinks inside ``<thinking>`` tags (under 50 words); the thinking is removed from the
-final answer, and a thinking block that is never closed is counted.  The no-answer
-ratio per model is the paper's Table 9.
+final answer, and a thinking block that is never closed is counted.  Each answer is
+flagged when it is the no-answer reply (:mod:`isqaflow.arena.no_answer`); the ratio
+per model is the paper's Table 9.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ import logging
 import re
 from typing import Any
 
+from isqaflow.arena.no_answer import NO_ANSWER, is_no_answer
 from isqaflow.data.schema import Passage, RagQuery
-from isqaflow.io import read_jsonl, read_records, write_json, write_jsonl
+from isqaflow.io import read_jsonl, read_records, write_jsonl
 from isqaflow.models.base import GenerationParams
 
 log = logging.getLogger(__name__)
@@ -23,16 +25,14 @@ log = logging.getLogger(__name__)
 INSTRUCTION = (
     "Based on the passages, provide a helpful answer to the query. Your answer must be faithful to the "
     "content in the passages. Do not use your own knowledge to answer the query. If you couldn't find any "
-    'helpful information in the passages, respond "I couldn\'t find an answer."'
+    f'helpful information in the passages, respond "{NO_ANSWER}"'
 )
 COT_SUFFIX = (
     "First, think step by step, and put your thinking in <thinking> tags. Your thinking must be shorter "
     "than 50 words. Then, provide your answer."
 )
-NO_ANSWER = "I couldn't find an answer."
 _THINKING = re.compile(r"<thinking>.*?</thinking>", re.IGNORECASE | re.DOTALL)
 _OPEN = re.compile(r"<thinking>", re.IGNORECASE)
-_NO_ANSWER = re.compile(r"could(?:n'?t| not) find (?:an|any) answer", re.IGNORECASE)
 
 
 def answer_request(query: str, passages: list[Passage], cot: bool) -> list[dict[str, str]]:
@@ -52,10 +52,6 @@ def final_answer(raw: str) -> tuple[str, dict[str, Any]]:
     if unclosed:  # an opened, never-closed block: drop the tag, keep the text
         text = _OPEN.sub("", text)
     return text.strip(), {"thinking_blocks": len(thinking), "thinking_unclosed": unclosed}
-
-
-def is_no_answer(answer: str) -> bool:
-    return bool(_NO_ANSWER.search(answer)) or not answer.strip()
 
 
 def run_answers(query_paths, passage_paths, retrieval_paths, out_path, model_spec: dict[str, Any], answerer: str,
@@ -82,25 +78,3 @@ def run_answers(query_paths, passage_paths, retrieval_paths, out_path, model_spe
                    finish_reason=out.finish_reason, **removed)
     log.info("%s: %d answers, %d say no answer", answerer, len(rows), sum(r["no_answer"] for r in rows))
     return write_jsonl(out_path, rows)
-
-
-def run_retrieval(query_path, passage_path, out_path, recall_path, backend: str, ks: list[int],
-                  options: dict[str, Any], cache_dir, domain: str) -> dict[str, dict[str, float]]:
-    """Entry point of rule retrieve: the top max(ks) passages per query of one domain, and the
-    recall of the gold documents at every k."""
-    from isqaflow.arena.retrieval import recall_at_k, retrieve
-
-    queries = read_records(query_path, RagQuery)
-    passages = read_records(passage_path, Passage)
-    results = retrieve(queries, passages, backend, max(ks), cache_dir, **options)
-    for r in results:
-        r["domain"] = domain
-    write_jsonl(out_path, results)
-    gold = {q.id: set(q.gold_doc_ids) for q in queries}
-    recall = {}
-    for k in sorted(ks):
-        at_k = [{**r, "k": k, "passages": r["passages"][:k]} for r in results]
-        recall[f"k={k}"] = recall_at_k(at_k, gold)
-        log.info("%s %s@%d: %s", domain, backend, k, recall[f"k={k}"])
-    write_json(recall_path, recall)
-    return recall

@@ -5,40 +5,58 @@ then helpfulness and completeness; "not sure" is a tie), three invented in-conte
 examples as earlier user/assistant turns, and the pair to rate in ``<query>``,
 ``<answer 1>`` and ``<answer 2>`` tags.  It thinks briefly in ``<thinking>`` tags and
 puts its label in ``<rating></rating>``: 1 (answer 1 is better), 2 (answer 2 is
-better) or 0 (tie or not sure).  The paper's Table 15 writes the tie label as 3; we
-use 0 throughout.
+better) or 0 (tie or not sure).  The prompt asks for 0 as the tie label (the authors'
+public code); the paper's Table 15 writes it as 3, and :func:`parse_verdict` reads
+both.
 
 Modes: ``"text"`` generates the reply and parses it (:func:`parse_verdict`);
 ``"logprob"`` (local models) asks for the rating only and scores the three possible
 replies ``<rating>1``, ``<rating>2``, ``<rating>0`` (the label token decides), taking
-the most likely one (deterministic, never invalid).
+the most likely one as the order's label (deterministic, never invalid) and keeping
+the three log-probabilities.
 
-Position bias: :func:`judge_pairs` judges both orders of each pair and combines them
-(:func:`combine_orders`), or one seeded-random order per pair.
+Position bias: :func:`judge_pairs` judges both orders of each pair, or one
+seeded-random order per pair.  Both orders are combined by the judge's verdict rule
+(:mod:`isqaflow.arena.verdicts`): ``raw`` (the orders' labels must agree, a
+disagreement is a tie) or ``calibrated`` (the mean label log-probability margin over
+both orders, a tie inside ``tie_band``; logprob mode).  In logprob mode with both
+orders the records carry both rules' verdicts and the margins, whichever is configured.
+:func:`judge_with_model` (one group of pairs) and :func:`judge_groups` (several) are
+what the judging jobs run: load the judge once, with the job's call cache, and judge
+each group of pairs in one call.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Mapping, Sequence
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
+from isqaflow.arena.verdicts import (
+    RATING_LABELS,
+    Verdict,
+    calibrated_side,
+    check_verdict_rule,
+    combine_orders,
+    margins_agree,
+    parse_verdict,
+    position_consistency,
+    preference_margin,
+)
 from isqaflow.models.base import GenerationParams, LanguageModel, Message
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "FEW_SHOT",
     "SYSTEM_PROMPT",
-    "combine_orders",
+    "judge_groups",
     "judge_pairs",
+    "judge_with_model",
     "pair_request",
-    "parse_verdict",
-    "position_consistency",
 ]
-
-Verdict = Literal["1", "2", "tie"]  # positional: answer 1 better, answer 2 better, tie
-Side = Literal["a", "b", "tie"]  # in the pair's terms: system_a better, system_b better, tie
 
 SYSTEM_PROMPT = (
     "You will see a query and two answers to it. Your task is to say which answer you "
@@ -113,12 +131,9 @@ FEW_SHOT: tuple[tuple[str, str, str, str, str], ...] = (
     ),
 )
 
-RATING_LABELS = {"1": "1", "2": "2", "0": "tie"}
 # The label token right after the opening tag decides; the closing tag that follows
 # carries no decision, and leaving it out lets one forward pass score all three labels.
 _CANDIDATES = tuple(f"<rating>{label}" for label in RATING_LABELS)
-_OPEN_TAG = re.compile(r"<\s*rating\s*>", re.IGNORECASE)
-_CLOSE_TAG = re.compile(r"<\s*/\s*rating\s*>", re.IGNORECASE)
 
 # "</rating>" as a stop string: the reply ends right after the label (the stop string
 # itself is cut from the text, which parse_verdict accepts).
@@ -130,8 +145,9 @@ _TO_SIDE = {
 }
 _SIDE_TO_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
 _OUTPUT_KEYS = (
-    "verdict", "order", "raw_ab", "raw_ba", "verdict_ab", "verdict_ba", "logprobs_ab",
-    "logprobs_ba", "position_consistent",
+    "verdict", "rule", "verdict_raw", "verdict_calibrated", "order", "raw_ab", "raw_ba",
+    "verdict_ab", "verdict_ba", "logprobs_ab", "logprobs_ba", "margin", "margin_ab",
+    "margin_ba", "tie_band", "position_consistent", "position_consistent_calibrated",
 )
 
 
@@ -166,41 +182,6 @@ def pair_request(
     return messages
 
 
-def parse_verdict(text: str) -> Verdict | None:
-    """The label in the reply's last ``<rating>`` tag: "1", "2", "tie" (for 0) or None.
-
-    Tags are matched case-insensitively with whitespace allowed inside them and around
-    the label.  A last opening tag without a closing one is accepted only when the
-    label ends the reply ("... <rating>2"): judges often drop the closing tag, and a
-    "</rating>" stop string cuts it.  Anything else inside the tags ("10", "1 or 2")
-    and a reply without tags are None: invalid, counted and left out, never turned
-    into a tie; we do not guess a preference from free text.
-    """
-    openings = list(_OPEN_TAG.finditer(text))
-    if not openings:
-        return None
-    rest = text[openings[-1].end() :]
-    closing = _CLOSE_TAG.search(rest)
-    label = rest[: closing.start()] if closing else rest
-    return RATING_LABELS.get(label.strip())
-
-
-def combine_orders(first: Side | None, second: Side | None) -> Side | None:
-    """One verdict from the two orders' verdicts, both in the pair's terms (a / b / tie).
-
-    Agreement gives that verdict; any disagreement, win against tie included, is a tie
-    (the MT-bench and Arena-Hard practice).  If either order is invalid (None) the pair
-    gets None: excluded and counted rather than decided by the one order left, which
-    would reintroduce the position bias that judging both orders removes.
-    """
-    for side in (first, second):
-        if side not in ("a", "b", "tie", None):
-            raise ValueError(f"an order's verdict must be 'a', 'b', 'tie' or None, got {side!r}")
-    if first is None or second is None:
-        return None
-    return first if first == second else "tie"
-
-
 def _judge_requests(
     model: LanguageModel,
     requests: list[tuple[str, str, str]],
@@ -231,30 +212,47 @@ def judge_pairs(
     seed: int = 0,
     params: GenerationParams | None = None,
     few_shot: bool = True,
+    rule: Literal["raw", "calibrated"] = "raw",
+    tie_band: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Judge pairs ``{"pair_id", "query", "system_a", "answer_a", "system_b", "answer_b", ...}``.
 
     Orders: "ab" shows answer_a as answer 1, "ba" shows answer_b first.
-    ``orders="both"`` judges both, all requests in one model call, and combines them
-    with :func:`combine_orders`; ``orders="random"`` judges one order per pair drawn
-    by a numpy Generator seeded with ``seed`` (the public RAG-QA Arena code instead
-    picks it from the parity of the query's word count).
+    ``orders="both"`` judges both, all requests in one model call; ``orders="random"``
+    judges one order per pair drawn by a numpy Generator seeded with ``seed`` (the
+    public RAG-QA Arena code instead picks it from the parity of the query's word
+    count).  ``rule`` chooses the verdict (see :mod:`isqaflow.arena.verdicts`);
+    ``"calibrated"`` needs ``mode="logprob"`` and ``orders="both"`` (ValueError
+    otherwise).
 
-    Each record holds the pair's keys plus ``verdict`` in the convention of
-    :func:`isqaflow.arena.ratings.battles_from_verdicts` with system_1 = system_a and
-    system_2 = system_b ("1": system_a better, "2": system_b better, "tie", None:
-    invalid), ``order`` ("both", "ab" or "ba"), per order the raw reply ``raw_ab`` /
-    ``raw_ba`` ("" in logprob mode), the verdict in the pair's terms ``verdict_ab`` /
-    ``verdict_ba`` ("a", "b", "tie", None) and the label log-probs ``logprobs_ab`` /
-    ``logprobs_ba`` (``{"1", "2", "0"}``, logprob mode only) -- None for an order not
-    judged -- and ``position_consistent`` (whether the two orders agree; None unless
-    both were judged and valid).  ``params`` (text mode) defaults to greedy decoding
-    of at most 256 new tokens, stopping at "</rating>".
+    Each record holds the pair's keys plus:
+
+    * ``verdict`` -- the configured rule's, in the convention of
+      :func:`isqaflow.arena.ratings.battles_from_verdicts` with system_1 = system_a and
+      system_2 = system_b ("1": system_a better, "2": system_b better, "tie", None:
+      invalid); ``rule`` names it;
+    * ``verdict_raw`` -- the raw rule's (both orders: :func:`combine_orders`; one order:
+      that order's label); ``verdict_calibrated`` -- the calibrated rule's (logprob mode,
+      both orders; else None);
+    * ``order`` ("both", "ab" or "ba"); per order the raw reply ``raw_ab`` / ``raw_ba``
+      ("" in logprob mode), the label in the pair's terms ``verdict_ab`` /
+      ``verdict_ba`` ("a", "b", "tie", None), the label log-probs ``logprobs_ab`` /
+      ``logprobs_ba`` (``{"1", "2", "0"}``, logprob mode) and the margin of system_a
+      in that order ``margin_ab`` / ``margin_ba`` (logprob mode) -- None for an order
+      not judged;
+    * ``margin`` (their mean; logprob mode, both orders) and ``tie_band``;
+    * ``position_consistent`` (the two orders' labels agree) and
+      ``position_consistent_calibrated`` (the two margins have the same sign) -- None
+      unless both orders were judged and valid.
+
+    ``params`` (text mode) defaults to greedy decoding of at most 256 new tokens,
+    stopping at "</rating>".
     """
     if mode not in ("text", "logprob"):
         raise ValueError(f"mode must be 'text' or 'logprob', got {mode!r}")
     if orders not in ("both", "random"):
         raise ValueError(f"orders must be 'both' or 'random', got {orders!r}")
+    check_verdict_rule("judge_pairs", mode, rule, tie_band, orders)
     for pair in pairs:
         clash = set(pair) & set(_OUTPUT_KEYS)
         if clash:
@@ -281,28 +279,86 @@ def judge_pairs(
         record[f"raw_{order}"] = raw
         record[f"verdict_{order}"] = _TO_SIDE[order][verdict]
         record[f"logprobs_{order}"] = logprobs
+        if logprobs is not None:
+            first, second = ("1", "2") if order == "ab" else ("2", "1")
+            record[f"margin_{order}"] = logprobs[first] - logprobs[second]
     for record in records:
+        record["rule"] = rule
+        record["tie_band"] = tie_band
         if record["order"] == "both":
-            side = combine_orders(record["verdict_ab"], record["verdict_ba"])
+            raw_side = combine_orders(record["verdict_ab"], record["verdict_ba"])
             if record["verdict_ab"] is not None and record["verdict_ba"] is not None:
                 record["position_consistent"] = record["verdict_ab"] == record["verdict_ba"]
         else:
-            side = record[f"verdict_{record['order']}"]
-        record["verdict"] = _SIDE_TO_VERDICT[side]
+            raw_side = record[f"verdict_{record['order']}"]
+        record["verdict_raw"] = _SIDE_TO_VERDICT[raw_side]
+        if record["logprobs_ab"] is not None and record["logprobs_ba"] is not None:
+            margin, _, _ = preference_margin(record["logprobs_ab"], record["logprobs_ba"])
+            record["margin"] = margin
+            record["verdict_calibrated"] = _SIDE_TO_VERDICT[calibrated_side(margin, tie_band)]
+            record["position_consistent_calibrated"] = margins_agree(
+                record["margin_ab"], record["margin_ba"]
+            )
+        record["verdict"] = record[f"verdict_{rule}"]
     return records
 
 
-def position_consistency(records: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
-    """How often the two orders of a pair agree, over pairs with both orders valid.
+def judge_groups(
+    groups: Mapping[str, Sequence[Mapping[str, Any]]],
+    judge_spec: Mapping[str, Any],
+    judge_name: str,
+    mode: Literal["text", "logprob"],
+    orders: Literal["both", "random"],
+    seed: int,
+    generation: Mapping[str, Any] | None,
+    cache_path,
+    threads: int | None = None,
+    rule: Literal["raw", "calibrated"] = "raw",
+    tie_band: float = 0.0,
+) -> dict[str, list[dict[str, Any]]]:
+    """Load the judge ``judge_spec`` once, with its call cache, and judge each group of pairs.
 
-    ``rate`` is ``n_consistent / n_both_valid`` (NaN when no pair has both).
+    Each group is judged by its own :func:`judge_pairs` call (so with
+    ``orders="random"`` a group's orders do not depend on the other groups) and comes
+    back under its name.  Each record gets ``judge`` = ``judge_name``.  ``generation``
+    (text mode) overrides the default decoding; ``rule`` and ``tie_band`` choose the
+    verdict.  No pairs at all: no model is loaded.
     """
-    flags = [record.get("position_consistent") for record in records]
-    valid = [flag for flag in flags if flag is not None]
-    n_consistent = sum(bool(flag) for flag in valid)
-    return {
-        "n_pairs": len(flags),
-        "n_both_valid": len(valid),
-        "n_consistent": n_consistent,
-        "rate": n_consistent / len(valid) if valid else float("nan"),
-    }
+    check_verdict_rule(f"judge {judge_name!r}", mode, rule, tie_band, orders)
+    if not any(groups.values()):
+        log.info("%s: no pairs to judge", judge_name)
+        return {name: [] for name in groups}
+    from isqaflow.models.registry import load_model
+
+    model = load_model(dict(judge_spec), cache=cache_path, name=judge_name, threads=threads)
+    params = GenerationParams.from_dict(generation) if generation else None
+    judged = {}
+    for name, pairs in groups.items():
+        records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params, rule=rule,
+                              tie_band=tie_band)
+        for record in records:
+            record["judge"] = judge_name
+        invalid = sum(record["verdict"] is None for record in records)
+        log.info("%s judged %d pairs%s (rule %s): %d without a valid verdict; position consistency raw %s, "
+                 "calibrated %s", judge_name, len(records), f" ({name})" if name else "", rule, invalid,
+                 position_consistency(records), position_consistency(records, "position_consistent_calibrated"))
+        judged[name] = records
+    return judged
+
+
+def judge_with_model(
+    pairs: Sequence[Mapping[str, Any]],
+    judge_spec: Mapping[str, Any],
+    judge_name: str,
+    mode: Literal["text", "logprob"],
+    orders: Literal["both", "random"],
+    seed: int,
+    generation: Mapping[str, Any] | None,
+    cache_path,
+    threads: int | None = None,
+    rule: Literal["raw", "calibrated"] = "raw",
+    tie_band: float = 0.0,
+) -> list[dict[str, Any]]:
+    """Load the judge and judge ``pairs``: :func:`judge_groups` with one group."""
+    return judge_groups({"": pairs}, judge_spec, judge_name, mode, orders, seed, generation, cache_path,
+                        threads, rule=rule, tie_band=tie_band)[""]

@@ -1,5 +1,9 @@
 """Arena ratings from pairwise battles: online Elo, Bradley–Terry, bootstrap intervals, win rates.
 
+Reported points: Bradley–Terry is the maximum-likelihood fit; Elo is the median of
+its bootstrap (`elo_with_intervals`), because one online pass depends on the order of
+the battles.
+
 Battles follow the Chatbot Arena convention: a DataFrame with columns ``model_a``,
 ``model_b`` and ``winner`` in {"model_a", "model_b", "tie"}.  The defaults (K=4,
 base 10, scale 400, initial 1000) are those of RAG-QA Arena and Chatbot Arena.
@@ -362,6 +366,27 @@ def rating_intervals(point: pd.Series, boot: pd.DataFrame, alpha: float = 0.05) 
         index=pd.Index(point.index, name="model"),
     )
     return table.sort_values("rating", ascending=False)
+
+
+def elo_with_intervals(
+    battles: pd.DataFrame,
+    rounds: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    **kwargs: float,
+) -> pd.DataFrame:
+    """Elo ratings with bootstrap percentile intervals; the point is the bootstrap median.
+
+    Online Elo depends on the order of the battles: one pass in row order weighs the
+    last battles most, so its result can fall outside the interval of the resampled
+    sequences (A beating B 60 times and then losing 60 times ends with B about 85
+    points ahead, while every shuffled order centres on a draw).  The point is
+    therefore the median over the bootstrap rounds (as FastChat's Chatbot Arena code
+    reports it), which always lies inside its own interval.  ``kwargs`` go to
+    `online_elo` (k, base, scale, initial).  Columns as in `rating_intervals`.
+    """
+    boot = bootstrap_ratings(battles, "elo", rounds=rounds, seed=seed, **kwargs)
+    return rating_intervals(boot.median(), boot, alpha)
 
 
 def battles_from_verdicts(

@@ -27,6 +27,9 @@ that says so; BM25 and MiniLM are the documented substitutes.
 
 Rankings are deterministic: scores sort descending and ties break by passage id, so
 the same inputs give identical results whether the index was just built or read back.
+
+:func:`run_retrieval` is the job of rule ``retrieve``: one domain, one retriever, and
+the recall of the gold documents at every k.
 """
 
 from __future__ import annotations
@@ -39,11 +42,12 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from importlib.metadata import version
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from isqaflow.data.schema import Passage, RagQuery
-from isqaflow.io import atomic_open, read_json, write_json
+from isqaflow.io import atomic_open, read_json, read_records, write_json, write_jsonl
 from isqaflow.text.embeddings import DEFAULT_MODEL, load_encoder, resolve_model
 
 log = logging.getLogger(__name__)
@@ -359,3 +363,24 @@ def recall_at_k(results: Sequence[dict], gold: Mapping[str, Iterable[str]]) -> d
         "hit_rate": float(np.mean(hits)),
         "gold_recall": float(np.mean(recalls)),
     }
+
+
+# ------------------------------------------------------------------------ the job
+def run_retrieval(query_path, passage_path, out_path, recall_path, backend: str, ks: list[int],
+                  options: dict[str, Any], cache_dir, domain: str) -> dict[str, dict[str, float]]:
+    """Entry point of rule retrieve: the top max(ks) passages per query of one domain, and the
+    recall of the gold documents at every k."""
+    queries = read_records(query_path, RagQuery)
+    passages = read_records(passage_path, Passage)
+    results = retrieve(queries, passages, backend, max(ks), cache_dir, **options)
+    for r in results:
+        r["domain"] = domain
+    write_jsonl(out_path, results)
+    gold = {q.id: set(q.gold_doc_ids) for q in queries}
+    recall = {}
+    for k in sorted(ks):
+        at_k = [{**r, "k": k, "passages": r["passages"][:k]} for r in results]
+        recall[f"k={k}"] = recall_at_k(at_k, gold)
+        log.info("%s %s@%d: %s", domain, backend, k, recall[f"k={k}"])
+    write_json(recall_path, recall)
+    return recall

@@ -3,11 +3,16 @@
 * Win and win+tie rates against LFRQA per domain and overall (Table 3), per
   retrieval setting; judged pairs without a valid verdict are excluded and counted.
 * The no-answer ratio per model (Table 9) and the retriever's recall of gold documents.
-* Elo (online; K 4, base 10, scale 400, initial 1000) and Bradley-Terry (maximum
-  likelihood, ties half a win each way) with 95% bootstrap intervals and ranks by
-  interval separation: (A) the reference pairs only, (B) plus the all-pairs battles
-  (Table 5).  Plotted with their intervals.
-* Position consistency of the judge (both-orders judging).
+* Elo (online; K 4, base 10, scale 400, initial 1000; the point is the median of
+  the bootstrap, as in FastChat, since one online pass depends on the battles'
+  order) and Bradley-Terry (maximum likelihood, ties half a win each way) with 95%
+  bootstrap intervals and ranks by interval separation: (A) the reference pairs only,
+  (B) plus the all-pairs battles among the models (Table 5).  Plotted with their
+  intervals.
+* Position consistency of the judge (both-orders judging), under both verdict rules:
+  raw (the two orders' labels agree) and calibrated (their label margins have the same
+  sign; logprob judges).  Every other table uses each judge's configured rule (the
+  records' ``verdict``), named in its ``rule`` column.
 * Judge-human agreement: Pearson correlation and Cohen's kappa between the judge and
   the human majority label (Tables 4 and 8), with both label distributions.
 * ISQA summaries in the arena: each system against the abstract, and head to head.
@@ -17,20 +22,26 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.agreement import human_majority, judge_human_agreement, merge_rating
-from isqaflow.arena.battles import ABSTRACT, REFERENCE, outcomes_vs, read_human_labels
-from isqaflow.arena.judge import position_consistency
+from isqaflow.arena.agreement import (
+    human_majority,
+    judge_human_agreement,
+    merge_rating,
+    read_human_labels,
+)
+from isqaflow.arena.players import ABSTRACT, REFERENCE
 from isqaflow.arena.ratings import (
     battles_from_verdicts,
     bootstrap_ratings,
     bradley_terry,
-    online_elo,
+    elo_with_intervals,
     rating_intervals,
     win_rates,
 )
+from isqaflow.arena.verdicts import position_consistency
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
@@ -48,10 +59,33 @@ def _pct(df: pd.DataFrame, columns: Sequence[str]) -> pd.DataFrame:
     return df
 
 
+def outcomes_vs(records: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Each model's outcome against ``reference`` (win / tie / loss / invalid), from judged pairs."""
+    rows = records[(records["system_b"] == reference) & (records["system_a"] != reference)]
+    outcome = rows["verdict"].map({"1": "win", "2": "loss", "tie": "tie"}).fillna("invalid")
+    return pd.DataFrame({"domain": rows["domain"], "model": rows["system_a"], "outcome": outcome})
+
+
+def verdict_rule(judged: pd.DataFrame) -> str:
+    """The verdict rule of judged records (records written before rules existed: raw)."""
+    if "rule" not in judged.columns:
+        return "raw"
+    rules = sorted(set(judged["rule"].fillna("raw")))
+    if len(rules) != 1:
+        raise ValueError(f"judged records of one setting mix verdict rules {rules}")
+    return rules[0]
+
+
 def win_rate_table(judged: pd.DataFrame, reference: str) -> pd.DataFrame:
+    """Win and win+tie rates per setting, domain and model from the reference pairs only.
+
+    Each (domain, query, model) meets the reference once, in its reference pair; other
+    kinds of pairs (the all-pairs sample) never count here, whoever plays in them.
+    """
     parts = []
     for setting, df in judged.groupby("setting"):
-        rates = win_rates(outcomes_vs(df, reference), by=["domain"])
+        rates = win_rates(outcomes_vs(df[df["kind"] == "reference"], reference), by=["domain"])
+        rates.insert(0, "rule", verdict_rule(df))
         rates.insert(0, "setting", setting)
         parts.append(rates)
     table = pd.concat(parts, ignore_index=True)
@@ -65,9 +99,7 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
     if battles.empty:
         return pd.DataFrame(), {}
     battles = battles.reset_index(drop=True)
-    results = {}
-    point_elo = online_elo(battles, **elo)
-    results["Elo"] = rating_intervals(point_elo, bootstrap_ratings(battles, "elo", rounds=rounds, seed=seed, **elo))
+    results = {"Elo": elo_with_intervals(battles, rounds=rounds, seed=seed, **elo)}
     bt_kwargs = {k: elo[k] for k in ("base", "scale", "initial")}
     point_bt = bradley_terry(battles, **bt_kwargs)
     results["Bradley-Terry"] = rating_intervals(
@@ -79,6 +111,20 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
     table[("votes", "")] = votes.reindex(table.index).fillna(0).astype(int)
     table[("invalid excluded", "")] = invalid
     return table.sort_values(("Bradley-Terry", "rating"), ascending=False), results
+
+
+def position_consistency_table(judged: pd.DataFrame) -> pd.DataFrame:
+    """Position consistency per setting under the raw rule and, where margins exist, the calibrated one."""
+    rows = []
+    for setting, df in judged.groupby("setting"):
+        records = df.to_dict("records")
+        configured = verdict_rule(df)
+        rows.append({"setting": setting, "rule": "raw", "configured": configured == "raw",
+                     **position_consistency(records)})
+        if "margin" in df.columns and df["margin"].notna().any():
+            rows.append({"setting": setting, "rule": "calibrated", "configured": configured == "calibrated",
+                         **position_consistency(records, "position_consistent_calibrated")})
+    return pd.DataFrame(rows).set_index(["setting", "rule"])
 
 
 def ratings_figure(results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[str | Path]) -> None:
@@ -106,7 +152,8 @@ def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -
         stats = judge_human_agreement(human, judged.set_index("pair_id")["verdict"])
         share = lambda d, k: 100 * d.get(k, 0.0)  # noqa: E731
         rows.append({
-            "judge": judged["judge"].iloc[0], "pairs": stats["n"], "judge invalid": stats["n_judge_invalid"],
+            "judge": judged["judge"].iloc[0], "rule": verdict_rule(judged), "pairs": stats["n"],
+            "judge invalid": stats["n_judge_invalid"],
             "human 1 better %": share(stats["human_distribution"], 1),
             "human tie %": share(stats["human_distribution"], 0),
             "human 2 better %": share(stats["human_distribution"], -1),
@@ -138,21 +185,23 @@ def summary_arena_table(judged: pd.DataFrame) -> pd.DataFrame:
     if judged.empty:
         return pd.DataFrame()
     rows = []
-    for (dataset, summarizer), df in judged.groupby(["domain", "summarizer"]):
+    for (dataset, summarizer, judge), df in judged.groupby(["domain", "summarizer", "judge"]):
         ref = df[df["kind"] == "reference"]
         for system, sub in ref.groupby("system_a"):
             valid = sub["verdict"].dropna()
-            rows.append({"dataset": dataset, "summarizer": summarizer, "comparison": f"{system} vs {ABSTRACT}",
+            rows.append({"dataset": dataset, "summarizer": summarizer, "judge": judge, "rule": verdict_rule(df),
+                         "comparison": f"{system} vs {ABSTRACT}",
                          "pairs": len(sub), "invalid": int(sub["verdict"].isna().sum()),
                          "win %": 100 * (valid == "1").mean() if len(valid) else np.nan,
                          "win+tie %": 100 * valid.isin(["1", "tie"]).mean() if len(valid) else np.nan})
         for (a, b), sub in df[df["kind"] == "head_to_head"].groupby(["system_a", "system_b"]):
             valid = sub["verdict"].dropna()
-            rows.append({"dataset": dataset, "summarizer": summarizer, "comparison": f"{a} vs {b}",
+            rows.append({"dataset": dataset, "summarizer": summarizer, "judge": judge, "rule": verdict_rule(df),
+                         "comparison": f"{a} vs {b}",
                          "pairs": len(sub), "invalid": int(sub["verdict"].isna().sum()),
                          "win %": 100 * (valid == "1").mean() if len(valid) else np.nan,
                          "win+tie %": 100 * valid.isin(["1", "tie"]).mean() if len(valid) else np.nan})
-    return pd.DataFrame(rows).set_index(["dataset", "summarizer", "comparison"])
+    return pd.DataFrame(rows).set_index(["dataset", "summarizer", "judge", "comparison"])
 
 
 def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str], recall_paths: dict[str, str],
@@ -164,8 +213,10 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
     judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
                        ignore_index=True)
     write_table(win_rate_table(judged, REFERENCE), table_paths(out_dir / "arena_win_rates"), digits=1,
-                caption="Win and win+tie rate (%) against LFRQA; pairs without a valid verdict are excluded "
-                        "(n_invalid)")
+                caption="Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
+                        "query's reference; verdicts under the judge's rule (raw: both orders must agree; "
+                        "calibrated: mean label log-probability margin over both orders, a tie within "
+                        "tie_band); pairs without a valid verdict are excluded (n_invalid)")
     rating_tables, figure_data = [], {}
     for setting, df in judged.groupby("setting"):
         for column, kinds in (("A: reference pairs", ["reference"]),
@@ -176,17 +227,21 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
             if table.empty:
                 continue
             table.insert(0, ("battles", ""), column)
+            table.insert(0, ("rule", ""), verdict_rule(df))
             table.insert(0, ("setting", ""), setting)
             rating_tables.append(table)
             figure_data[f"{setting} {column}"] = results
     ratings = pd.concat(rating_tables) if rating_tables else pd.DataFrame()
     write_table(ratings, table_paths(out_dir / "arena_ratings"), digits=1,
-                caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation")
+                caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation. "
+                        "Elo: the median over the bootstrap rounds of online Elo on resampled battle sequences "
+                        "(as FastChat; one online pass depends on the battles' order); Bradley-Terry: the "
+                        "maximum-likelihood fit. (A) reference pairs only, (B) plus all pairs among the models")
     ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
-    consistency = pd.DataFrame([{"setting": s, **position_consistency(df.to_dict("records"))}
-                                for s, df in judged.groupby("setting")]).set_index("setting")
-    write_table(consistency, table_paths(out_dir / "arena_position_consistency"), digits=3,
-                caption="Position consistency: share of pairs judged the same in both orders")
+    write_table(position_consistency_table(judged), table_paths(out_dir / "arena_position_consistency"), digits=3,
+                caption="Position consistency: share of pairs judged alike in both orders. raw: the two orders' "
+                        "labels agree; calibrated: the two orders' label log-probability margins have the same "
+                        "sign (logprob judges). 'configured' marks the rule the judge's verdicts use")
     answers = _load(answer_paths)
     write_table(no_answer_table(answers), table_paths(out_dir / "arena_no_answer"), digits=1,
                 caption="'I couldn't find an answer.' per model (Table 9)")

@@ -1,0 +1,23 @@
+"""The arena judge on the human-labelled pairs and the known-answer controls (rule arena_judge_checks)."""
+
+from isqaflow.arena.checks import run_judge_checks
+from isqaflow.runtime import job
+
+with job(snakemake) as ctx:
+    run_judge_checks(
+        snakemake.input.queries,
+        snakemake.input.human or None,
+        validity_path=snakemake.output.validity,
+        agreement_path=snakemake.output.get("agreement"),
+        judge_spec=snakemake.params.model,
+        judge_name=snakemake.wildcards.judge,
+        mode=snakemake.params.mode,
+        orders=snakemake.params.orders,
+        **snakemake.params.verdict_rule,
+        seed=snakemake.params.seed,
+        generation=snakemake.params.generation,
+        controls=snakemake.params.controls,
+        per_domain=snakemake.params.per_domain,
+        cache_path=ctx.cache_path(),
+        threads=ctx.threads,
+    )
