@@ -257,3 +257,49 @@ def test_cached_generations_from_another_version_still_load():
 
     stored = {"text": "hi", "n_input_tokens": 3, "n_new_tokens": 1, "extra": {}, "future_field": 1}
     assert Generation.from_dict(stored) == Generation(text="hi", n_input_tokens=3, n_new_tokens=1)
+
+
+def test_batches_that_mix_prefix_groups_equal_plain_generation(tiny_causal):
+    # two groups with different shared prefixes and a single, all in one batch
+    other = "Facts and non-facts help the summarizer. " * 6
+    requests = _prefix_requests() + [
+        [{"role": "user", "content": f"Text: {other}\nQuestion: {q}"}] for q in ("YES or NO?", "Unanswerable 1 2 3")
+    ]
+    shared = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 8}, threads=1)
+    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    from isqaflow.models.prefix import prefix_groups
+
+    groups, singles = prefix_groups([shared.encode_request(r) for r in requests], 32, group_cost=16)
+    assert len(groups) == 2 and singles  # one batch holds two prefixes and a row without one
+    params = GenerationParams(max_new_tokens=6, min_new_tokens=2, return_logprobs=True)
+    a, b = shared.generate(requests, params), plain.generate(requests, params)
+    assert [g.text for g in a] == [g.text for g in b]
+    assert [g.n_input_tokens for g in a] == [g.n_input_tokens for g in b]
+    for x, y in zip(a, b, strict=True):
+        assert x.logprob == pytest.approx(y.logprob, abs=1e-3)
+
+
+@pytest.mark.parametrize("beams", [2, 3])
+def test_beam_search_computes_the_prompt_once_and_decodes_the_same(tiny_causal, monkeypatch, beams):
+    from isqaflow.models import hf
+
+    model = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 4}, threads=1)
+    requests = _prefix_requests()
+    params = GenerationParams(max_new_tokens=6, min_new_tokens=3, num_beams=beams, no_repeat_ngram_size=2,
+                              return_logprobs=True)
+    prefilled_rows = []
+    original = hf.HFModel._beam_prefill
+
+    def counting(self, input_ids, mask, num_beams):
+        prefilled_rows.append(input_ids.shape[0])
+        return original(self, input_ids, mask, num_beams)
+
+    monkeypatch.setattr(hf.HFModel, "_beam_prefill", counting)
+    shared = model.generate(requests, params)
+    assert sum(prefilled_rows) == len(requests)  # one prompt pass per request, not per beam
+    monkeypatch.setattr(hf.HFModel, "_beam_prefill", lambda self, input_ids, mask, num_beams: None)
+    plain = model.generate(requests, params)
+    assert [g.text for g in shared] == [g.text for g in plain]
+    assert [g.n_new_tokens for g in shared] == [g.n_new_tokens for g in plain]
+    for x, y in zip(shared, plain, strict=True):
+        assert x.logprob == pytest.approx(y.logprob, abs=1e-3)

@@ -220,34 +220,29 @@ class HFModel(LanguageModel):
                 )
         results: list[Generation | None] = [None] * len(encoded)
         progress = _Progress(self.name, len(encoded))
-        singles = list(range(len(encoded)))
         if self._can_share_prefix(params):
-            # a group decodes on its own: ~8 prompt tokens' worth of work per decoding step
-            groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX, group_cost=8 * params.max_new_tokens)
-            for prefix_len, members in groups:
-                prefix = encoded[members[0]][:prefix_len]
-                outs = self._generate_with_prefix(prefix, [encoded[i][prefix_len:] for i in members], params)
-                for i, out in zip(members, outs, strict=True):
+            self._generate_rows(encoded, params, results, progress)
+        else:
+            order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
+            for b in range(0, len(order), self.batch_size):
+                idx = order[b : b + self.batch_size]
+                if params.do_sample:
+                    torch.manual_seed(params.seed + b)
+                outs = self._generate_batch([encoded[i] for i in idx], params)
+                for i, out in zip(idx, outs, strict=True):
                     results[i] = out
                 progress.update(outs)
-        singles.sort(key=lambda i: -len(encoded[i]))
-        for b in range(0, len(singles), self.batch_size):
-            idx = singles[b : b + self.batch_size]
-            if params.do_sample:
-                torch.manual_seed(params.seed + b)
-            outs = self._generate_batch([encoded[i] for i in idx], params)
-            for i, out in zip(idx, outs, strict=True):
-                results[i] = out
-            progress.update(outs)
         for i, out in enumerate(results):
             out.truncated_tokens = truncated[i]  # type: ignore[union-attr]
         return results  # type: ignore[return-value]
 
     def _can_share_prefix(self, params: GenerationParams) -> bool:
-        """Shared-prefix decoding is a plain token-by-token loop: no beams or n-gram rules."""
+        """Shared-prefix decoding is a plain token-by-token loop: greedy or sampled, without beams
+        or n-gram rules, on full-attention causal models (those go through ``generate``)."""
         return (
             self.prefix_sharing
             and not self.is_seq2seq
+            and not getattr(self.net.config, "sliding_window", None)
             and params.num_beams == 1
             and params.no_repeat_ngram_size == 0
             and params.repetition_penalty == 1.0
@@ -260,72 +255,137 @@ class HFModel(LanguageModel):
             out = self.net(input_ids=torch.tensor([prefix], device=self.device), use_cache=True)
         return out.cache
 
-    def _generate_with_prefix(
-        self, prefix: list[int], suffixes: list[list[int]], params: GenerationParams
-    ) -> list[Generation]:
-        """Decode every ``prefix + suffix``, computing the prefix's keys and values once.
+    def _batch_cache(self, prefixes: list[Any], lengths: list[int]):
+        """One cache for a batch whose rows continue different prefixes: each row holds its
+        prefix's keys and values, left-padded to the longest prefix (the padding is masked)."""
+        import torch
+        from transformers import DynamicCache
 
-        Suffixes are left-padded *after* the prefix; the attention mask hides the
-        padding and explicit position ids continue the prefix's positions, so each
-        row reads exactly ``prefix + suffix``.
+        width = max(lengths)
+        layers = []
+        for layer in range(len(prefixes[lengths.index(width)].layers)):
+            keys, values = [], []
+            for cache, p in zip(prefixes, lengths, strict=True):
+                k = cache.layers[layer].keys if p else None
+                v = cache.layers[layer].values if p else None
+                if k is None:
+                    ref = prefixes[lengths.index(width)].layers[layer]
+                    k = ref.keys.new_zeros(ref.keys.shape[:2] + (0,) + ref.keys.shape[3:])
+                    v = ref.values.new_zeros(ref.values.shape[:2] + (0,) + ref.values.shape[3:])
+                pad = width - k.shape[2]
+                if pad:
+                    k = torch.cat([k.new_zeros(k.shape[:2] + (pad,) + k.shape[3:]), k], dim=2)
+                    v = torch.cat([v.new_zeros(v.shape[:2] + (pad,) + v.shape[3:]), v], dim=2)
+                keys.append(k)
+                values.append(v)
+            layers.append((torch.cat(keys), torch.cat(values)))
+        return DynamicCache(layers, config=self.net.config)
+
+    def _generate_rows(self, encoded: list[list[int]], params: GenerationParams,
+                       results: list[Generation | None], progress: _Progress) -> None:
+        """Decode every request token by token in full batches; a prefix shared by several
+        requests is run through the model once and its keys and values are reused.
+
+        Requests are grouped by shared token prefix (:func:`~.prefix.prefix_groups`); a batch
+        may mix groups: each row reads its own prefix's keys and values, left-padded to the
+        batch's longest prefix, then its own suffix, left-padded after them; the attention mask
+        hides both paddings and explicit position ids continue each row's prefix, so every row
+        reads exactly ``prefix + suffix``.  Rows are batched in group order, longest suffix first,
+        and a group's prefix is freed once its rows are done.
         """
-        import copy
-
         import torch
 
-        base = self._prefix_cache(prefix)
-        p = len(prefix)
+        # a group costs one extra forward pass over its prefix (~16 tokens of overhead)
+        groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX, group_cost=16)
+        plen = [0] * len(encoded)
+        group_of = [-1] * len(encoded)
+        for g, (length, members) in enumerate(groups):
+            for i in members:
+                plen[i], group_of[i] = length, g
+        order = [i for _, members in groups for i in sorted(members, key=lambda i: -len(encoded[i]))]
+        order += sorted(singles, key=lambda i: -len(encoded[i]))
+        remaining = [len(members) for _, members in groups]
+        prefix_caches: dict[int, Any] = {}
+        generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
+        for b in range(0, len(order), self.batch_size):
+            rows = order[b : b + self.batch_size]
+            for i in rows:
+                g = group_of[i]
+                if g >= 0 and g not in prefix_caches:
+                    prefix_caches[g] = self._prefix_cache(encoded[groups[g][1][0]][: groups[g][0]])
+            outs = self._decode_rows(
+                [encoded[i][plen[i] :] for i in rows],
+                [plen[i] for i in rows],
+                [prefix_caches.get(group_of[i]) for i in rows],
+                params, generator,
+            )
+            for i, out in zip(rows, outs, strict=True):
+                results[i] = out
+                g = group_of[i]
+                if g >= 0:
+                    remaining[g] -= 1
+                    if remaining[g] == 0:
+                        del prefix_caches[g]
+            progress.update(outs)
+
+    def _decode_rows(self, suffixes: list[list[int]], prefix_lengths: list[int], prefix_caches: list[Any],
+                     params: GenerationParams, generator) -> list[Generation]:
+        """Greedy or sampled decoding of one batch of ``prefix + suffix`` rows (see
+        :meth:`_generate_rows`)."""
+        import torch
+
         pad = self.tokenizer.pad_token_id
         eos = torch.tensor(self._eos_ids(), device=self.device)
-        generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
-        results: list[Generation] = []
-        for start in range(0, len(suffixes), self.batch_size):
-            batch = suffixes[start : start + self.batch_size]
-            n, width = len(batch), max(len(x) for x in batch)
-            cache = copy.deepcopy(base)
-            cache.batch_repeat_interleave(n)
-            ids = torch.tensor([[pad] * (width - len(x)) + x for x in batch], device=self.device)
-            mask = torch.tensor([[1] * p + [0] * (width - len(x)) + [1] * len(x) for x in batch], device=self.device)
-            pos = torch.tensor([[p] * (width - len(x)) + list(range(p, p + len(x))) for x in batch], device=self.device)
-            last = torch.tensor([p + len(x) - 1 for x in batch], device=self.device)
-            tokens = torch.empty((n, 0), dtype=torch.long, device=self.device)
-            logprob = torch.zeros(n, device=self.device)
-            done = torch.zeros(n, dtype=torch.bool, device=self.device)
-            with torch.inference_mode():
-                logits = self.net(
-                    input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True
-                ).logits[:, -1].float()
-                for step in range(params.max_new_tokens):
-                    scores = torch.log_softmax(logits, dim=-1)
-                    if step < params.min_new_tokens:
-                        scores[:, eos] = -float("inf")
-                    if params.do_sample:
-                        choice = _sample(scores, params.temperature, params.top_p, generator)
-                    else:
-                        choice = scores.argmax(-1)
-                    choice = torch.where(done, torch.full_like(choice, pad), choice)
-                    logprob += torch.where(done, torch.zeros_like(logprob), scores.gather(1, choice[:, None])[:, 0])
-                    tokens = torch.cat([tokens, choice[:, None]], dim=1)
-                    done |= torch.isin(choice, eos)
-                    if params.stop:
-                        done |= torch.tensor(
-                            [any(stop in self.tokenizer.decode(row) for stop in params.stop) for row in tokens.tolist()],
-                            device=self.device,
-                        )
-                    if bool(done.all()):
-                        break
-                    mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-                    last = last + 1
-                    logits = self.net(
-                        input_ids=choice[:, None], attention_mask=mask, position_ids=last[:, None],
-                        cache=cache, use_cache=True,
-                    ).logits[:, -1].float()
-            for row, suffix in enumerate(batch):
-                results.append(
-                    self._decoded(p + len(suffix), tokens[row].tolist(), params,
-                                  logprob=float(logprob[row]) if params.return_logprobs else None)
-                )
-        return results
+        n, width = len(suffixes), max(len(x) for x in suffixes)
+        p_max = max(prefix_lengths)
+        cache = self._batch_cache(prefix_caches, prefix_lengths) if p_max else None
+        ids = torch.tensor([[pad] * (width - len(x)) + x for x in suffixes], device=self.device)
+        mask = torch.tensor(
+            [[0] * (p_max - p) + [1] * p + [0] * (width - len(x)) + [1] * len(x)
+             for x, p in zip(suffixes, prefix_lengths, strict=True)],
+            device=self.device,
+        )
+        pos = torch.tensor(
+            [[p] * (width - len(x)) + list(range(p, p + len(x))) for x, p in zip(suffixes, prefix_lengths, strict=True)],
+            device=self.device,
+        )
+        last = torch.tensor([p + len(x) - 1 for x, p in zip(suffixes, prefix_lengths, strict=True)], device=self.device)
+        tokens = torch.empty((n, 0), dtype=torch.long, device=self.device)
+        logprob = torch.zeros(n, device=self.device)
+        done = torch.zeros(n, dtype=torch.bool, device=self.device)
+        with torch.inference_mode():
+            out = self.net(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
+                           logits_to_keep=1)
+            cache, logits = out.cache, out.logits[:, -1].float()
+            for step in range(params.max_new_tokens):
+                scores = torch.log_softmax(logits, dim=-1)
+                if step < params.min_new_tokens:
+                    scores[:, eos] = -float("inf")
+                if params.do_sample:
+                    choice = _sample(scores, params.temperature, params.top_p, generator)
+                else:
+                    choice = scores.argmax(-1)
+                choice = torch.where(done, torch.full_like(choice, pad), choice)
+                logprob += torch.where(done, torch.zeros_like(logprob), scores.gather(1, choice[:, None])[:, 0])
+                tokens = torch.cat([tokens, choice[:, None]], dim=1)
+                done |= torch.isin(choice, eos)
+                if params.stop:
+                    done |= torch.tensor(
+                        [any(stop in self.tokenizer.decode(row) for stop in params.stop) for row in tokens.tolist()],
+                        device=self.device,
+                    )
+                if bool(done.all()):
+                    break
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+                last = last + 1
+                out = self.net(input_ids=choice[:, None], attention_mask=mask, position_ids=last[:, None],
+                               cache=cache, use_cache=True)
+                cache, logits = out.cache, out.logits[:, -1].float()
+        return [
+            self._decoded(p + len(suffix), tokens[row].tolist(), params,
+                          logprob=float(logprob[row]) if params.return_logprobs else None)
+            for row, (suffix, p) in enumerate(zip(suffixes, prefix_lengths, strict=True))
+        ]
 
     def _decoded(self, input_len: int, new_ids: list[int], params: GenerationParams,
                  logprob: float | None) -> Generation:
@@ -382,6 +442,8 @@ class HFModel(LanguageModel):
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
         with torch.inference_mode():
+            if params.num_beams > 1 and not self.is_seq2seq and width > 1:
+                kwargs["cache"] = self._beam_prefill(input_ids_t, mask_t, params.num_beams)
             out = self.net.generate(input_ids=input_ids_t, attention_mask=mask_t, **kwargs)
         sequences = out.sequences
         new = sequences if self.is_seq2seq else sequences[:, input_ids_t.shape[1] :]
@@ -399,6 +461,21 @@ class HFModel(LanguageModel):
                 ids = ids[1:]
             results.append(self._decoded(len(batch[row]), ids, params, logprobs[row]))
         return results
+
+    def _beam_prefill(self, input_ids, mask, num_beams: int):
+        """The prompts' keys and values, computed once and repeated for every beam.
+
+        ``generate`` copies each prompt ``num_beams`` times before its first forward pass, so
+        the prompt -- most of the work for long inputs -- would be computed once per beam.
+        Every prompt token but the last is run here once per row (positions from the attention
+        mask, as ``generate`` counts them); ``generate`` then reads only the last token.
+        """
+        pos = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
+        out = self.net(input_ids=input_ids[:, :-1], attention_mask=mask[:, :-1], position_ids=pos[:, :-1],
+                       use_cache=True, logits_to_keep=1)
+        cache = out.cache
+        cache.batch_repeat_interleave(num_beams)
+        return cache
 
     def _eos_ids(self) -> list[int]:
         ids = {self.tokenizer.eos_token_id}
