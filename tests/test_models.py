@@ -257,3 +257,100 @@ def test_cached_generations_from_another_version_still_load():
 
     stored = {"text": "hi", "n_input_tokens": 3, "n_new_tokens": 1, "extra": {}, "future_field": 1}
     assert Generation.from_dict(stored) == Generation(text="hi", n_input_tokens=3, n_new_tokens=1)
+
+
+def test_batches_that_mix_prefix_groups_equal_plain_generation(tiny_causal):
+    # two groups with different shared prefixes and a single, all in one batch
+    other = "Facts and non-facts help the summarizer. " * 6
+    requests = _prefix_requests() + [
+        [{"role": "user", "content": f"Text: {other}\nQuestion: {q}"}] for q in ("YES or NO?", "Unanswerable 1 2 3")
+    ]
+    shared = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 8}, threads=1)
+    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    from isqaflow.models.prefix import prefix_groups
+
+    groups, singles = prefix_groups([shared.encode_request(r) for r in requests], 32, group_cost=16)
+    assert len(groups) == 2 and singles  # one batch holds two prefixes and a row without one
+    params = GenerationParams(max_new_tokens=6, min_new_tokens=2, return_logprobs=True)
+    a, b = shared.generate(requests, params), plain.generate(requests, params)
+    assert [g.text for g in a] == [g.text for g in b]
+    assert [g.n_input_tokens for g in a] == [g.n_input_tokens for g in b]
+    for x, y in zip(a, b, strict=True):
+        assert x.logprob == pytest.approx(y.logprob, abs=1e-3)
+
+
+@pytest.mark.parametrize("beams", [2, 3])
+def test_beam_search_computes_the_prompt_once_and_decodes_the_same(tiny_causal, monkeypatch, beams):
+    from isqaflow.models import hf
+
+    model = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 4}, threads=1)
+    requests = _prefix_requests()
+    params = GenerationParams(max_new_tokens=6, min_new_tokens=3, num_beams=beams, no_repeat_ngram_size=2,
+                              return_logprobs=True)
+    prefilled_rows = []
+    original = hf.HFModel._beam_prefill
+
+    def counting(self, input_ids, mask, num_beams):
+        prefilled_rows.append(input_ids.shape[0])
+        return original(self, input_ids, mask, num_beams)
+
+    monkeypatch.setattr(hf.HFModel, "_beam_prefill", counting)
+    shared = model.generate(requests, params)
+    assert sum(prefilled_rows) == len(requests)  # one prompt pass per request, not per beam
+    monkeypatch.setattr(hf.HFModel, "_beam_prefill", lambda self, input_ids, mask, num_beams: None)
+    plain = model.generate(requests, params)
+    assert [g.text for g in shared] == [g.text for g in plain]
+    assert [g.n_new_tokens for g in shared] == [g.n_new_tokens for g in plain]
+    for x, y in zip(shared, plain, strict=True):
+        assert x.logprob == pytest.approx(y.logprob, abs=1e-3)
+
+
+def test_later_turns_of_a_conversation_reuse_the_earlier_turns(tiny_causal):
+    """Multi-turn judging (InFoBench): each turn's context starts with the turn before; the
+    prefix store serves that part and the scores equal a model that recomputes everything."""
+    from isqaflow.drfr.judge import judge
+
+    items = [
+        {"instruction_id": f"i{n}", "model": "m", "subset": "Easy", "category": "c", "input": "",
+         "response": LONG_CONTEXT + f" Response number {n}.",
+         "requirements": [{"question": q, "labels": ["Content"]}
+                          for q in ("Is the fox quick?", "Does it read a paper?", "Answer YES or NO.")]}
+        for n in range(3)
+    ]
+    stored = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 4}, threads=1)
+    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    a, b = judge(stored, items, "logprob"), judge(plain, items, "logprob")
+    assert stored.store.hits > 3 * 2 * len(stored.encode_request([{"role": "user", "content": LONG_CONTEXT}])) // 2
+    assert [r["answer"] for r in a] == [r["answer"] for r in b]
+    for x, y in zip(a, b, strict=True):
+        assert x["logprob_yes"] == pytest.approx(y["logprob_yes"], abs=1e-4)
+        assert x["logprob_no"] == pytest.approx(y["logprob_no"], abs=1e-4)
+
+
+def test_generation_after_scoring_reuses_the_stored_context(tiny_causal):
+    requests = _prefix_requests()[:1]
+    stored = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
+    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    stored.score_batch([(requests[0], ["YES", "NO"])])
+    hits = stored.store.hits
+    params = GenerationParams(max_new_tokens=5, return_logprobs=True)
+    a, b = stored.generate(requests, params), plain.generate(requests, params)
+    assert stored.store.hits > hits
+    assert [g.text for g in a] == [g.text for g in b]
+    assert a[0].logprob == pytest.approx(b[0].logprob, abs=1e-4)
+
+
+def test_the_prefix_store_keeps_the_most_recent_within_its_budget():
+    from isqaflow.models.prefix import PrefixStore
+
+    store = PrefixStore(budget_bytes=100)
+    store.put([1, 2, 3, 4], "a", 60)
+    store.put([1, 2, 9], "b", 30)
+    assert store.lookup([1, 2, 3, 4, 5]) == (4, "a")
+    assert store.lookup([1, 2, 3, 4, 5], limit=3) == (3, "a")
+    assert store.lookup([1, 2, 9, 9]) == (3, "b")
+    assert store.lookup([7]) == (0, None)
+    store.put([5, 5], "c", 30)  # over budget: the least recently used ("a"... was looked up last but one)
+    assert store.size <= 100 and len(store.entries) == 2
+    store.put([6], "too big", 101)
+    assert store.lookup([6]) == (0, None)

@@ -30,7 +30,7 @@ from isqaflow.models.base import (
     flatten_messages,
 )
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
-from isqaflow.models.prefix import common_prefix, prefix_groups
+from isqaflow.models.prefix import PrefixStore, common_prefix, prefix_groups
 
 log = logging.getLogger(__name__)
 
@@ -108,6 +108,7 @@ class HFModel(LanguageModel):
         score_batch_tokens: int = 8192,
         trust_remote_code: bool = False,
         prefix_sharing: bool = True,
+        prefix_cache_mb: int = 1024,
         threads: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -123,6 +124,8 @@ class HFModel(LanguageModel):
         self.batch_size = batch_size
         self.score_batch_tokens = score_batch_tokens
         self.prefix_sharing = prefix_sharing
+        # keys and values of sequences already read, reused by later requests that start alike
+        self.store = PrefixStore(prefix_cache_mb * 2**20) if prefix_sharing and prefix_cache_mb else None
         self.device = resolve_device(device)
         self.torch_dtype = resolve_dtype(dtype, self.device)
         started = time.monotonic()
@@ -220,112 +223,203 @@ class HFModel(LanguageModel):
                 )
         results: list[Generation | None] = [None] * len(encoded)
         progress = _Progress(self.name, len(encoded))
-        singles = list(range(len(encoded)))
         if self._can_share_prefix(params):
-            # a group decodes on its own: ~8 prompt tokens' worth of work per decoding step
-            groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX, group_cost=8 * params.max_new_tokens)
-            for prefix_len, members in groups:
-                prefix = encoded[members[0]][:prefix_len]
-                outs = self._generate_with_prefix(prefix, [encoded[i][prefix_len:] for i in members], params)
-                for i, out in zip(members, outs, strict=True):
+            self._generate_rows(encoded, params, results, progress)
+        else:
+            order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
+            for b in range(0, len(order), self.batch_size):
+                idx = order[b : b + self.batch_size]
+                if params.do_sample:
+                    torch.manual_seed(params.seed + b)
+                outs = self._generate_batch([encoded[i] for i in idx], params)
+                for i, out in zip(idx, outs, strict=True):
                     results[i] = out
                 progress.update(outs)
-        singles.sort(key=lambda i: -len(encoded[i]))
-        for b in range(0, len(singles), self.batch_size):
-            idx = singles[b : b + self.batch_size]
-            if params.do_sample:
-                torch.manual_seed(params.seed + b)
-            outs = self._generate_batch([encoded[i] for i in idx], params)
-            for i, out in zip(idx, outs, strict=True):
-                results[i] = out
-            progress.update(outs)
         for i, out in enumerate(results):
             out.truncated_tokens = truncated[i]  # type: ignore[union-attr]
         return results  # type: ignore[return-value]
 
     def _can_share_prefix(self, params: GenerationParams) -> bool:
-        """Shared-prefix decoding is a plain token-by-token loop: no beams or n-gram rules."""
+        """Shared-prefix decoding is a plain token-by-token loop: greedy or sampled, without beams
+        or n-gram rules, on full-attention causal models (those go through ``generate``)."""
         return (
             self.prefix_sharing
             and not self.is_seq2seq
+            and not getattr(self.net.config, "sliding_window", None)
             and params.num_beams == 1
             and params.no_repeat_ngram_size == 0
             and params.repetition_penalty == 1.0
         )
 
-    def _prefix_cache(self, prefix: list[int]):
-        import torch
+    # ------------------------------------------------------------------ shared prefixes
+    @staticmethod
+    def _layers(cache) -> list[tuple[Any, Any]]:
+        return [(layer.keys, layer.values) for layer in cache.layers]
 
+    def _prefix_kv(self, tokens: list[int]) -> list[tuple[Any, Any]]:
+        """Keys and values (per layer, batch 1) of exactly ``tokens``: what the prefix store
+        holds of them is reused, the rest is computed and the whole is stored."""
+        import torch
+        from transformers import DynamicCache
+
+        n, stored = self.store.lookup(tokens) if self.store is not None else (0, None)
+        if n == len(tokens):
+            return [(k[:, :, :n], v[:, :, :n]) for k, v in stored]
+        cache = DynamicCache([(k[:, :, :n], v[:, :, :n]) for k, v in stored], config=self.net.config) if n else None
         with torch.inference_mode():
-            out = self.net(input_ids=torch.tensor([prefix], device=self.device), use_cache=True)
-        return out.cache
+            out = self.net(
+                input_ids=torch.tensor([tokens[n:]], device=self.device),
+                position_ids=torch.arange(n, len(tokens), device=self.device)[None],
+                cache=cache, use_cache=True, logits_to_keep=1,
+            )
+        layers = self._layers(out.cache)
+        self._remember(tokens, layers)
+        return layers
 
-    def _generate_with_prefix(
-        self, prefix: list[int], suffixes: list[list[int]], params: GenerationParams
-    ) -> list[Generation]:
-        """Decode every ``prefix + suffix``, computing the prefix's keys and values once.
+    def _remember(self, tokens: list[int], layers: list[tuple[Any, Any]]) -> None:
+        if self.store is not None and len(tokens) >= MIN_SHARED_PREFIX:
+            nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in layers)
+            self.store.put(tokens, layers, nbytes)
 
-        Suffixes are left-padded *after* the prefix; the attention mask hides the
-        padding and explicit position ids continue the prefix's positions, so each
-        row reads exactly ``prefix + suffix``.
+    def _stored_prefix(self, tokens: list[int], limit: int) -> tuple[int, list[tuple[Any, Any]] | None]:
+        """The longest start of ``tokens`` (at most ``limit`` tokens) the prefix store holds."""
+        if self.store is None:
+            return 0, None
+        n, stored = self.store.lookup(tokens, limit)
+        if n < MIN_SHARED_PREFIX:
+            return 0, None
+        return n, [(k[:, :, :n], v[:, :, :n]) for k, v in stored]
+
+    def _batch_cache(self, prefixes: list[list[tuple[Any, Any]] | None], lengths: list[int]):
+        """One cache for a batch whose rows continue different prefixes: each row holds its
+        prefix's keys and values, left-padded to the longest prefix (the padding is masked)."""
+        import torch
+        from transformers import DynamicCache
+
+        width = max(lengths)
+        ref = prefixes[lengths.index(width)]
+        layers = []
+        for layer, (ref_k, ref_v) in enumerate(ref):
+            keys, values = [], []
+            for kv, p in zip(prefixes, lengths, strict=True):
+                k, v = kv[layer] if p else (ref_k[:, :, :0], ref_v[:, :, :0])
+                pad = width - p
+                if pad:
+                    k = torch.cat([k.new_zeros(k.shape[:2] + (pad,) + k.shape[3:]), k], dim=2)
+                    v = torch.cat([v.new_zeros(v.shape[:2] + (pad,) + v.shape[3:]), v], dim=2)
+                keys.append(k)
+                values.append(v)
+            layers.append((torch.cat(keys), torch.cat(values)))
+        return DynamicCache(layers, config=self.net.config)
+
+    def _generate_rows(self, encoded: list[list[int]], params: GenerationParams,
+                       results: list[Generation | None], progress: _Progress) -> None:
+        """Decode every request token by token in full batches; a prefix shared by several
+        requests is run through the model once and its keys and values are reused.
+
+        Requests are grouped by shared token prefix (:func:`~.prefix.prefix_groups`); a batch
+        may mix groups: each row reads its own prefix's keys and values, left-padded to the
+        batch's longest prefix, then its own suffix, left-padded after them; the attention mask
+        hides both paddings and explicit position ids continue each row's prefix, so every row
+        reads exactly ``prefix + suffix``.  Rows are batched in group order, longest suffix first,
+        and a group's prefix is freed once its rows are done.
         """
-        import copy
-
         import torch
 
-        base = self._prefix_cache(prefix)
-        p = len(prefix)
+        # a group costs one extra forward pass over its prefix (~16 tokens of overhead)
+        groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX, group_cost=16)
+        plen = [0] * len(encoded)
+        group_of = [-1] * len(encoded)
+        for g, (length, members) in enumerate(groups):
+            for i in members:
+                plen[i], group_of[i] = length, g
+        stored: dict[int, Any] = {}  # a single that starts like a stored sequence reuses it
+        for i in singles:
+            plen[i], stored[i] = self._stored_prefix(encoded[i], len(encoded[i]) - 1)
+        order = [i for _, members in groups for i in sorted(members, key=lambda i: -len(encoded[i]))]
+        order += sorted(singles, key=lambda i: -(len(encoded[i]) - plen[i]))
+        remaining = [len(members) for _, members in groups]
+        prefix_caches: dict[int, Any] = {}
+        generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
+        for b in range(0, len(order), self.batch_size):
+            rows = order[b : b + self.batch_size]
+            for i in rows:
+                g = group_of[i]
+                if g >= 0 and g not in prefix_caches:
+                    prefix_caches[g] = self._prefix_kv(encoded[groups[g][1][0]][: groups[g][0]])
+            outs = self._decode_rows(
+                [encoded[i][plen[i] :] for i in rows],
+                [plen[i] for i in rows],
+                [prefix_caches[group_of[i]] if group_of[i] >= 0 else stored.get(i) for i in rows],
+                params, generator,
+            )
+            for i, out in zip(rows, outs, strict=True):
+                results[i] = out
+                g = group_of[i]
+                if g >= 0:
+                    remaining[g] -= 1
+                    if remaining[g] == 0:
+                        del prefix_caches[g]
+            progress.update(outs)
+
+    def _decode_rows(self, suffixes: list[list[int]], prefix_lengths: list[int], prefix_caches: list[Any],
+                     params: GenerationParams, generator) -> list[Generation]:
+        """Greedy or sampled decoding of one batch of ``prefix + suffix`` rows (see
+        :meth:`_generate_rows`)."""
+        import torch
+
         pad = self.tokenizer.pad_token_id
         eos = torch.tensor(self._eos_ids(), device=self.device)
-        generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
-        results: list[Generation] = []
-        for start in range(0, len(suffixes), self.batch_size):
-            batch = suffixes[start : start + self.batch_size]
-            n, width = len(batch), max(len(x) for x in batch)
-            cache = copy.deepcopy(base)
-            cache.batch_repeat_interleave(n)
-            ids = torch.tensor([[pad] * (width - len(x)) + x for x in batch], device=self.device)
-            mask = torch.tensor([[1] * p + [0] * (width - len(x)) + [1] * len(x) for x in batch], device=self.device)
-            pos = torch.tensor([[p] * (width - len(x)) + list(range(p, p + len(x))) for x in batch], device=self.device)
-            last = torch.tensor([p + len(x) - 1 for x in batch], device=self.device)
-            tokens = torch.empty((n, 0), dtype=torch.long, device=self.device)
-            logprob = torch.zeros(n, device=self.device)
-            done = torch.zeros(n, dtype=torch.bool, device=self.device)
-            with torch.inference_mode():
-                logits = self.net(
-                    input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True
-                ).logits[:, -1].float()
-                for step in range(params.max_new_tokens):
-                    scores = torch.log_softmax(logits, dim=-1)
-                    if step < params.min_new_tokens:
-                        scores[:, eos] = -float("inf")
-                    if params.do_sample:
-                        choice = _sample(scores, params.temperature, params.top_p, generator)
-                    else:
-                        choice = scores.argmax(-1)
-                    choice = torch.where(done, torch.full_like(choice, pad), choice)
-                    logprob += torch.where(done, torch.zeros_like(logprob), scores.gather(1, choice[:, None])[:, 0])
-                    tokens = torch.cat([tokens, choice[:, None]], dim=1)
-                    done |= torch.isin(choice, eos)
-                    if params.stop:
-                        done |= torch.tensor(
-                            [any(stop in self.tokenizer.decode(row) for stop in params.stop) for row in tokens.tolist()],
-                            device=self.device,
-                        )
-                    if bool(done.all()):
-                        break
-                    mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
-                    last = last + 1
-                    logits = self.net(
-                        input_ids=choice[:, None], attention_mask=mask, position_ids=last[:, None],
-                        cache=cache, use_cache=True,
-                    ).logits[:, -1].float()
-            for row, suffix in enumerate(batch):
-                results.append(
-                    self._decoded(p + len(suffix), tokens[row].tolist(), params,
-                                  logprob=float(logprob[row]) if params.return_logprobs else None)
-                )
-        return results
+        n, width = len(suffixes), max(len(x) for x in suffixes)
+        p_max = max(prefix_lengths)
+        cache = self._batch_cache(prefix_caches, prefix_lengths) if p_max else None
+        ids = torch.tensor([[pad] * (width - len(x)) + x for x in suffixes], device=self.device)
+        mask = torch.tensor(
+            [[0] * (p_max - p) + [1] * p + [0] * (width - len(x)) + [1] * len(x)
+             for x, p in zip(suffixes, prefix_lengths, strict=True)],
+            device=self.device,
+        )
+        pos = torch.tensor(
+            [[p] * (width - len(x)) + list(range(p, p + len(x))) for x, p in zip(suffixes, prefix_lengths, strict=True)],
+            device=self.device,
+        )
+        last = torch.tensor([p + len(x) - 1 for x, p in zip(suffixes, prefix_lengths, strict=True)], device=self.device)
+        tokens = torch.empty((n, 0), dtype=torch.long, device=self.device)
+        logprob = torch.zeros(n, device=self.device)
+        done = torch.zeros(n, dtype=torch.bool, device=self.device)
+        with torch.inference_mode():
+            out = self.net(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
+                           logits_to_keep=1)
+            cache, logits = out.cache, out.logits[:, -1].float()
+            for step in range(params.max_new_tokens):
+                scores = torch.log_softmax(logits, dim=-1)
+                if step < params.min_new_tokens:
+                    scores[:, eos] = -float("inf")
+                if params.do_sample:
+                    choice = _sample(scores, params.temperature, params.top_p, generator)
+                else:
+                    choice = scores.argmax(-1)
+                choice = torch.where(done, torch.full_like(choice, pad), choice)
+                logprob += torch.where(done, torch.zeros_like(logprob), scores.gather(1, choice[:, None])[:, 0])
+                tokens = torch.cat([tokens, choice[:, None]], dim=1)
+                done |= torch.isin(choice, eos)
+                if params.stop:
+                    done |= torch.tensor(
+                        [any(stop in self.tokenizer.decode(row) for stop in params.stop) for row in tokens.tolist()],
+                        device=self.device,
+                    )
+                if bool(done.all()):
+                    break
+                mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+                last = last + 1
+                out = self.net(input_ids=choice[:, None], attention_mask=mask, position_ids=last[:, None],
+                               cache=cache, use_cache=True)
+                cache, logits = out.cache, out.logits[:, -1].float()
+        return [
+            self._decoded(p + len(suffix), tokens[row].tolist(), params,
+                          logprob=float(logprob[row]) if params.return_logprobs else None)
+            for row, (suffix, p) in enumerate(zip(suffixes, prefix_lengths, strict=True))
+        ]
 
     def _decoded(self, input_len: int, new_ids: list[int], params: GenerationParams,
                  logprob: float | None) -> Generation:
@@ -382,6 +476,8 @@ class HFModel(LanguageModel):
         if params.stop:
             kwargs.update(stop_strings=list(params.stop), tokenizer=self.tokenizer)
         with torch.inference_mode():
+            if params.num_beams > 1 and not self.is_seq2seq and width > 1:
+                kwargs["cache"] = self._beam_prefill(input_ids_t, mask_t, params.num_beams)
             out = self.net.generate(input_ids=input_ids_t, attention_mask=mask_t, **kwargs)
         sequences = out.sequences
         new = sequences if self.is_seq2seq else sequences[:, input_ids_t.shape[1] :]
@@ -399,6 +495,21 @@ class HFModel(LanguageModel):
                 ids = ids[1:]
             results.append(self._decoded(len(batch[row]), ids, params, logprobs[row]))
         return results
+
+    def _beam_prefill(self, input_ids, mask, num_beams: int):
+        """The prompts' keys and values, computed once and repeated for every beam.
+
+        ``generate`` copies each prompt ``num_beams`` times before its first forward pass, so
+        the prompt -- most of the work for long inputs -- would be computed once per beam.
+        Every prompt token but the last is run here once per row (positions from the attention
+        mask, as ``generate`` counts them); ``generate`` then reads only the last token.
+        """
+        pos = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
+        out = self.net(input_ids=input_ids[:, :-1], attention_mask=mask[:, :-1], position_ids=pos[:, :-1],
+                       use_cache=True, logits_to_keep=1)
+        cache = out.cache
+        cache.batch_repeat_interleave(num_beams)
+        return cache
 
     def _eos_ids(self) -> list[int]:
         ids = {self.tokenizer.eos_token_id}
@@ -455,27 +566,7 @@ class HFModel(LanguageModel):
                     sequences.append((prompt_ids + ids[:-1], len(prompt_ids)))
                     row.append((len(sequences) - 1, ids))
                 plan.append(row)
-        # logits at positions start-1 .. end-1 predict the candidate tokens
-        logps: list[Any] = [None] * len(sequences)
-        singles = list(range(len(sequences)))
-        if self.prefix_sharing:
-            groups, singles = prefix_groups(
-                [ids for ids, _ in sequences], MIN_SHARED_PREFIX,
-                keep_last=[len(ids) - start + 1 for ids, start in sequences],
-            )
-            for prefix_len, members in groups:
-                for i, table in zip(members, self._score_with_prefix(
-                        sequences[members[0]][0][:prefix_len], [sequences[i] for i in members]), strict=True):
-                    logps[i] = table
-        singles.sort(key=lambda i: -len(sequences[i][0]))
-        pos = 0
-        while pos < len(singles):
-            width = len(sequences[singles[pos]][0])
-            take = max(1, min(len(singles) - pos, self.score_batch_tokens // max(width, 1)))
-            idx = singles[pos : pos + take]
-            pos += take
-            for i, table in zip(idx, self._score_rows([], [sequences[i] for i in idx]), strict=True):
-                logps[i] = table
+        logps = self._score_sequences(sequences)
         results = []
         for row in plan:
             scores = []
@@ -485,48 +576,103 @@ class HFModel(LanguageModel):
             results.append(scores)
         return results
 
-    def _score_with_prefix(self, prefix: list[int], members: list[tuple[list[int], int]]) -> list[Any]:
-        """Log-probability tables of several sequences that start with ``prefix`` (computed once)."""
-        tables: list[Any] = []
-        width = max(len(ids) for ids, _ in members) - len(prefix)
-        per_batch = max(1, self.score_batch_tokens // max(width, 1))
-        cache = self._prefix_cache(prefix)
-        for b in range(0, len(members), per_batch):
-            tables += self._score_rows(prefix, members[b : b + per_batch], cache)
-        return tables
+    def _score_sequences(self, sequences: list[tuple[list[int], int]]) -> list[Any]:
+        """Log-probability tables at positions ``start-1 .. len-1`` of each ``(ids, start)``.
 
-    def _score_rows(self, prefix: list[int], rows: list[tuple[list[int], int]], cache=None) -> list[Any]:
-        """Log-probabilities at positions ``start-1 .. len-1`` of each row (rows start with ``prefix``).
-
-        Rows are left-padded after the prefix with explicit position ids, so every
-        row's scored positions are at the end and only those logits are computed
-        (``logits_to_keep``): the vocabulary projection of a whole batch would need
-        gigabytes.
+        With prefix sharing, a sequence that starts like one the model has already read (a
+        conversation's earlier turn) continues from its stored keys and values; the others
+        are grouped by shared prefix, each group's prefix computed once.  Rows are batched by
+        the length of what is left to compute, within ``score_batch_tokens``, and each row's
+        context is stored for the requests that follow.
         """
-        import copy
+        n = len(sequences)
+        plen: list[int] = [0] * n
+        prefixes: list[Any] = [None] * n
+        group_of = [-1] * n
+        groups: list[tuple[int, list[int]]] = []
+        if self.prefix_sharing:
+            rest = []
+            for i, (ids, start) in enumerate(sequences):
+                plen[i], prefixes[i] = self._stored_prefix(ids, start - 1)
+                if not plen[i]:
+                    rest.append(i)
+            local, _ = prefix_groups(
+                [sequences[i][0] for i in rest], MIN_SHARED_PREFIX,
+                keep_last=[len(sequences[i][0]) - sequences[i][1] + 1 for i in rest], group_cost=16,
+            )
+            groups = [(length, [rest[m] for m in members]) for length, members in local]
+            for g, (length, members) in enumerate(groups):
+                for i in members:
+                    plen[i], group_of[i] = length, g
+        # rows of a group together (its prefix is freed after them), longest remainder first
+        order = sorted(range(n), key=lambda i: (group_of[i], -(len(sequences[i][0]) - plen[i])))
+        remaining = [len(members) for _, members in groups]
+        group_prefix: dict[int, Any] = {}
+        logps: list[Any] = [None] * n
+        pos = 0
+        while pos < n:
+            width = len(sequences[order[pos]][0]) - plen[order[pos]]
+            take = max(1, min(n - pos, self.score_batch_tokens // max(width, 1)))
+            idx = order[pos : pos + take]
+            pos += take
+            for i in idx:
+                g = group_of[i]
+                if g >= 0 and g not in group_prefix:
+                    group_prefix[g] = self._prefix_kv(sequences[groups[g][1][0]][0][: groups[g][0]])
+            rows_prefix = [group_prefix[group_of[i]] if group_of[i] >= 0 else prefixes[i] for i in idx]
+            tables = self._score_rows([sequences[i] for i in idx], [plen[i] for i in idx], rows_prefix)
+            for i, table in zip(idx, tables, strict=True):
+                logps[i] = table
+                g = group_of[i]
+                if g >= 0:
+                    remaining[g] -= 1
+                    if remaining[g] == 0:
+                        del group_prefix[g]
+        return logps
 
+    def _score_rows(self, rows: list[tuple[list[int], int]], prefix_lengths: list[int],
+                    prefixes: list[Any]) -> list[Any]:
+        """Log-probabilities at positions ``start-1 .. len-1`` of each row; row ``r`` continues a
+        prefix of ``prefix_lengths[r]`` tokens whose keys and values are ``prefixes[r]``.
+
+        Each row's remainder is left-padded after its (left-padded) prefix with explicit
+        position ids, so every row's scored positions are at the end and only those logits
+        are computed (``logits_to_keep``): the vocabulary projection of a whole batch would
+        need gigabytes.  With the prefix store on, every row's context (``ids[:start]``) is
+        stored from the same forward pass.
+        """
         import torch
 
-        p, pad = len(prefix), self.tokenizer.pad_token_id
-        suffixes = [ids[p:] for ids, _ in rows]
+        pad = self.tokenizer.pad_token_id
+        p_max = max(prefix_lengths)
+        suffixes = [ids[p:] for (ids, _), p in zip(rows, prefix_lengths, strict=True)]
         width = max(len(x) for x in suffixes)
         keep = max(len(ids) - start + 1 for ids, start in rows)
         ids = torch.tensor([[pad] * (width - len(x)) + x for x in suffixes], device=self.device)
-        mask = torch.tensor([[1] * p + [0] * (width - len(x)) + [1] * len(x) for x in suffixes], device=self.device)
-        pos = torch.tensor([[p] * (width - len(x)) + list(range(p, p + len(x))) for x in suffixes], device=self.device)
-        kwargs: dict[str, Any] = {}
-        if cache is not None:
-            cache = copy.deepcopy(cache)
-            cache.batch_repeat_interleave(len(rows))
-            kwargs["cache"] = cache
+        layout = [[0] * (p_max - p) + [1] * p + [0] * (width - len(x)) + [1] * len(x)
+                  for x, p in zip(suffixes, prefix_lengths, strict=True)]
+        mask = torch.tensor(layout, device=self.device)
+        pos = torch.tensor([[p] * (width - len(x)) + list(range(p, p + len(x)))
+                            for x, p in zip(suffixes, prefix_lengths, strict=True)], device=self.device)
+        cache = self._batch_cache(prefixes, prefix_lengths) if p_max else None
+        remember = self.store is not None
         with torch.inference_mode():
-            logits = self.net(
-                input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep, use_cache=False, **kwargs
-            ).logits
+            out = self.net(
+                input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep, cache=cache,
+                use_cache=remember,
+            )
         tables = []
         for row, (full, start) in enumerate(rows):
             n = len(full) - start + 1  # positions start-1 .. len-1 are the row's last n
-            tables.append(torch.log_softmax(logits[row, keep - n :].float(), dim=-1).cpu())
+            tables.append(torch.log_softmax(out.logits[row, keep - n :].float(), dim=-1).cpu())
+        if remember:
+            layers = self._layers(out.cache)
+            for row, (full, start) in enumerate(rows):
+                if start < MIN_SHARED_PREFIX or start <= prefix_lengths[row]:
+                    continue  # too short to be worth keeping, or nothing new
+                where = torch.tensor([k for k, m in enumerate(layout[row]) if m][:start], device=self.device)
+                self._remember(full[:start], [(k[row : row + 1, :, where], v[row : row + 1, :, where])
+                                              for k, v in layers])
         return tables
 
     def _score_seq2seq(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:

@@ -10,11 +10,17 @@ The grouping sorts the sequences, so sequences with a common prefix are neighbou
 and splits the sorted run recursively where the neighbour prefixes are shortest,
 keeping a split only when it saves tokens: a group with prefix P costs
 ``group_cost + P + sum(len_i - P)`` tokens, a single costs ``len_i``.
+
+:class:`PrefixStore` keeps the keys and values of sequences a model has already read, so
+that later requests reuse them (automatic prefix caching, as vLLM and SGLang do): each turn
+of a multi-turn conversation starts with the turn before it.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
+from typing import Any
 
 BLOCK = 256  # sequences planned together (neighbours in sorted order)
 
@@ -81,3 +87,56 @@ def prefix_groups(
         groups += g
         singles += s
     return groups, sorted(singles)
+
+
+class PrefixStore:
+    """Keys and values of token sequences the model has already read (automatic prefix caching).
+
+    A later request that starts like a stored sequence reuses the stored keys and values
+    for the part they share instead of computing it again -- the turns of one multi-turn
+    conversation (each turn starts with the one before), a source window first answered and
+    then scored.  Entries are kept least-recently-used within a byte budget; ``payload`` is
+    opaque here (the backend's per-layer tensors), ``nbytes`` its size.
+    """
+
+    def __init__(self, budget_bytes: int) -> None:
+        import numpy as np
+
+        self._np = np
+        self.budget = int(budget_bytes)
+        self.entries: OrderedDict[int, tuple[Any, Any, int]] = OrderedDict()
+        self.size = 0
+        self._next = 0
+        self.hits = 0  # tokens served from the store
+        self.lookups = 0
+
+    def lookup(self, tokens: Sequence[int], limit: int | None = None) -> tuple[int, Any]:
+        """``(n, payload)``: the longest start (at most ``limit`` tokens) that ``tokens`` shares
+        with a stored sequence, and that sequence's payload; ``(0, None)`` when none."""
+        np = self._np
+        arr = np.asarray(tokens if limit is None else tokens[:limit])
+        self.lookups += 1
+        best, best_key = 0, None
+        for key, (stored, _, _) in self.entries.items():
+            m = min(len(stored), len(arr))
+            if m <= best:
+                continue
+            diff = np.flatnonzero(stored[:m] != arr[:m])
+            n = int(diff[0]) if diff.size else m
+            if n > best:
+                best, best_key = n, key
+        if best_key is None:
+            return 0, None
+        self.entries.move_to_end(best_key)
+        self.hits += best
+        return best, self.entries[best_key][1]
+
+    def put(self, tokens: Sequence[int], payload: Any, nbytes: int) -> None:
+        if nbytes > self.budget:
+            return
+        key, self._next = self._next, self._next + 1
+        self.entries[key] = (self._np.asarray(tokens), payload, nbytes)
+        self.size += nbytes
+        while self.size > self.budget:
+            _, (_, _, size) = self.entries.popitem(last=False)
+            self.size -= size

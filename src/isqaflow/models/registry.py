@@ -22,7 +22,7 @@ from isqaflow.models.base import LanguageModel
 from isqaflow.models.cache import CachedModel, CallCache
 
 HF_KEYS = {"backend", "model", "revision", "dtype", "device", "batch_size", "score_batch_tokens",
-           "trust_remote_code", "adapter", "prefix_sharing"}
+           "trust_remote_code", "adapter", "prefix_sharing", "prefix_cache_mb"}
 OPENAI_KEYS = {"backend", "model", "base_url", "api_key_env", "timeout", "max_retries", "backoff",
                "concurrency"}
 # Keys that describe the entry for the workflow (conversion, resources), not the backend.
