@@ -227,7 +227,10 @@ def test_logprob_mode_takes_the_likelier_word_on_the_tiny_model(tiny_causal):
     model = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
     items = [item("i1", 3, INPUT), item("i2", 2)]
     records = judge(model, items, mode="logprob")
-    assert records == judge(model, items, mode="logprob")
+    # the same requests to a freshly loaded model give exactly the same records (a second
+    # call to the same model may reuse stored keys and values: equal to ~1e-6 only)
+    assert records == judge(load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1), items,
+                            mode="logprob")
     assert len(records) == 5
     for item_data in items:
         own = [r for r in records if r["instruction_id"] == item_data["instruction_id"]]
