@@ -12,6 +12,9 @@
 * Scoring computes the log-probability of each candidate continuation with batched
   forward passes; when every candidate is a single token (YES/NO, 1/2/3) one forward
   pass over the context answers all of them.
+* ``on_batch`` (generate and score): called after every batch with the ``(index,
+  result)`` pairs that batch finished, so the call cache can commit them while the
+  rest of the plan (length order, prefix groups) runs on.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.models.base import (
+    BatchCallback,
     Generation,
     GenerationParams,
     LanguageModel,
@@ -200,7 +204,8 @@ class HFModel(LanguageModel):
         return text[:end], len(ids) - max_tokens
 
     # ------------------------------------------------------------------ generate
-    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+    def generate(self, requests: Sequence[Request], params: GenerationParams,
+                 on_batch: BatchCallback | None = None) -> list[Generation]:
         import torch
 
         encoded = [self.encode_request(r) for r in requests]
@@ -220,27 +225,31 @@ class HFModel(LanguageModel):
                 )
         results: list[Generation | None] = [None] * len(encoded)
         progress = _Progress(self.name, len(encoded))
+
+        def finished(idx: Sequence[int], outs: list[Generation]) -> None:
+            for i, out in zip(idx, outs, strict=True):
+                out.truncated_tokens = truncated[i]
+                results[i] = out
+            progress.update(outs)
+            if on_batch is not None:
+                on_batch(list(zip(idx, outs)))
+
         singles = list(range(len(encoded)))
         if self._can_share_prefix(params):
             # a group decodes on its own: ~8 prompt tokens' worth of work per decoding step
             groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX, group_cost=8 * params.max_new_tokens)
             for prefix_len, members in groups:
                 prefix = encoded[members[0]][:prefix_len]
-                outs = self._generate_with_prefix(prefix, [encoded[i][prefix_len:] for i in members], params)
-                for i, out in zip(members, outs, strict=True):
-                    results[i] = out
-                progress.update(outs)
+                self._generate_with_prefix(
+                    prefix, [encoded[i][prefix_len:] for i in members], params,
+                    on_rows=lambda rows, outs, members=members: finished([members[r] for r in rows], outs),
+                )
         singles.sort(key=lambda i: -len(encoded[i]))
         for b in range(0, len(singles), self.batch_size):
             idx = singles[b : b + self.batch_size]
             if params.do_sample:
                 torch.manual_seed(params.seed + b)
-            outs = self._generate_batch([encoded[i] for i in idx], params)
-            for i, out in zip(idx, outs, strict=True):
-                results[i] = out
-            progress.update(outs)
-        for i, out in enumerate(results):
-            out.truncated_tokens = truncated[i]  # type: ignore[union-attr]
+            finished(idx, self._generate_batch([encoded[i] for i in idx], params))
         return results  # type: ignore[return-value]
 
     def _can_share_prefix(self, params: GenerationParams) -> bool:
@@ -261,13 +270,14 @@ class HFModel(LanguageModel):
         return out.cache
 
     def _generate_with_prefix(
-        self, prefix: list[int], suffixes: list[list[int]], params: GenerationParams
+        self, prefix: list[int], suffixes: list[list[int]], params: GenerationParams, on_rows=None
     ) -> list[Generation]:
         """Decode every ``prefix + suffix``, computing the prefix's keys and values once.
 
         Suffixes are left-padded *after* the prefix; the attention mask hides the
         padding and explicit position ids continue the prefix's positions, so each
-        row reads exactly ``prefix + suffix``.
+        row reads exactly ``prefix + suffix``.  ``on_rows(rows, outs)``, when given, is
+        called after each batch with the suffix positions it finished.
         """
         import copy
 
@@ -320,11 +330,14 @@ class HFModel(LanguageModel):
                         input_ids=choice[:, None], attention_mask=mask, position_ids=last[:, None],
                         cache=cache, use_cache=True,
                     ).logits[:, -1].float()
-            for row, suffix in enumerate(batch):
-                results.append(
-                    self._decoded(p + len(suffix), tokens[row].tolist(), params,
-                                  logprob=float(logprob[row]) if params.return_logprobs else None)
-                )
+            outs = [
+                self._decoded(p + len(suffix), tokens[row].tolist(), params,
+                              logprob=float(logprob[row]) if params.return_logprobs else None)
+                for row, suffix in enumerate(batch)
+            ]
+            results += outs
+            if on_rows is not None:
+                on_rows(range(start, start + n), outs)
         return results
 
     def _decoded(self, input_len: int, new_ids: list[int], params: GenerationParams,
@@ -410,10 +423,11 @@ class HFModel(LanguageModel):
         return sorted(i for i in ids if i is not None)
 
     # ------------------------------------------------------------------ score
-    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
+                    on_batch: BatchCallback | None = None) -> list[list[float]]:
         if self.is_seq2seq:
-            return self._score_seq2seq(items)
-        return self._score_causal(items)
+            return self._score_seq2seq(items, on_batch)
+        return self._score_causal(items, on_batch)
 
     def _split_candidate(
         self, prompt_ids: list[int], prompt_text: str, templated: bool, candidate: str
@@ -426,7 +440,8 @@ class HFModel(LanguageModel):
         # Tokens merged across the boundary: tokenize the candidate on its own.
         return self.tokenizer(candidate, add_special_tokens=False)["input_ids"]
 
-    def _score_causal(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+    def _score_causal(self, items: Sequence[tuple[Request, Sequence[str]]],
+                      on_batch: BatchCallback | None = None) -> list[list[float]]:
         import torch
 
         # One sequence per (item, candidate) -- or one per item when all its candidates
@@ -457,6 +472,24 @@ class HFModel(LanguageModel):
                 plan.append(row)
         # logits at positions start-1 .. end-1 predict the candidate tokens
         logps: list[Any] = [None] * len(sequences)
+        results: list[list[float] | None] = [None] * len(plan)
+        # an item is scored once all its sequences are: they may fall into different batches
+        owner = {seq_index: item for item, row in enumerate(plan) for seq_index, _ in row}
+        waiting = [len({seq_index for seq_index, _ in row}) for row in plan]
+
+        def computed(seq_indices: Sequence[int], tables: list[Any]) -> None:
+            ready = []
+            for seq_index, table in zip(seq_indices, tables, strict=True):
+                logps[seq_index] = table
+                item = owner[seq_index]
+                waiting[item] -= 1
+                if waiting[item] == 0:
+                    results[item] = [float(sum(logps[i][k, tok] for k, tok in enumerate(cand)))
+                                     for i, cand in plan[item]]
+                    ready.append((item, results[item]))
+            if ready and on_batch is not None:
+                on_batch(ready)
+
         singles = list(range(len(sequences)))
         if self.prefix_sharing:
             groups, singles = prefix_groups(
@@ -464,9 +497,10 @@ class HFModel(LanguageModel):
                 keep_last=[len(ids) - start + 1 for ids, start in sequences],
             )
             for prefix_len, members in groups:
-                for i, table in zip(members, self._score_with_prefix(
-                        sequences[members[0]][0][:prefix_len], [sequences[i] for i in members]), strict=True):
-                    logps[i] = table
+                self._score_with_prefix(
+                    sequences[members[0]][0][:prefix_len], [sequences[i] for i in members],
+                    on_rows=lambda rows, tables, members=members: computed([members[r] for r in rows], tables),
+                )
         singles.sort(key=lambda i: -len(sequences[i][0]))
         pos = 0
         while pos < len(singles):
@@ -474,25 +508,22 @@ class HFModel(LanguageModel):
             take = max(1, min(len(singles) - pos, self.score_batch_tokens // max(width, 1)))
             idx = singles[pos : pos + take]
             pos += take
-            for i, table in zip(idx, self._score_rows([], [sequences[i] for i in idx]), strict=True):
-                logps[i] = table
-        results = []
-        for row in plan:
-            scores = []
-            for seq_index, cand in row:
-                table = logps[seq_index]
-                scores.append(float(sum(table[k, tok] for k, tok in enumerate(cand))))
-            results.append(scores)
-        return results
+            computed(idx, self._score_rows([], [sequences[i] for i in idx]))
+        return results  # type: ignore[return-value]
 
-    def _score_with_prefix(self, prefix: list[int], members: list[tuple[list[int], int]]) -> list[Any]:
-        """Log-probability tables of several sequences that start with ``prefix`` (computed once)."""
+    def _score_with_prefix(self, prefix: list[int], members: list[tuple[list[int], int]],
+                           on_rows=None) -> list[Any]:
+        """Log-probability tables of several sequences that start with ``prefix`` (computed once);
+        ``on_rows(rows, tables)``, when given, is called after each batch."""
         tables: list[Any] = []
         width = max(len(ids) for ids, _ in members) - len(prefix)
         per_batch = max(1, self.score_batch_tokens // max(width, 1))
         cache = self._prefix_cache(prefix)
         for b in range(0, len(members), per_batch):
-            tables += self._score_rows(prefix, members[b : b + per_batch], cache)
+            batch = self._score_rows(prefix, members[b : b + per_batch], cache)
+            tables += batch
+            if on_rows is not None:
+                on_rows(range(b, b + len(batch)), batch)
         return tables
 
     def _score_rows(self, prefix: list[int], rows: list[tuple[list[int], int]], cache=None) -> list[Any]:
@@ -529,11 +560,12 @@ class HFModel(LanguageModel):
             tables.append(torch.log_softmax(logits[row, keep - n :].float(), dim=-1).cpu())
         return tables
 
-    def _score_seq2seq(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+    def _score_seq2seq(self, items: Sequence[tuple[Request, Sequence[str]]],
+                       on_batch: BatchCallback | None = None) -> list[list[float]]:
         import torch
 
         results = []
-        for context, candidates in items:
+        for item, (context, candidates) in enumerate(items):
             enc = self.encode_request(context)
             cands = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in candidates]
             if any(not c for c in cands):
@@ -548,6 +580,8 @@ class HFModel(LanguageModel):
             gathered = lp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
             gathered = gathered.masked_fill(labels == -100, 0.0)
             results.append([float(x) for x in gathered.sum(-1).cpu()])
+            if on_batch is not None:
+                on_batch([(item, results[-1])])
         return results
 
     def close(self) -> None:
