@@ -153,8 +153,13 @@ def test_an_unset_api_key_variable_names_the_model_and_the_variable():
     # the default variable, and an empty value, count as unset
     assert "OPENAI_API_KEY" in problems_of(api_judge(), environ={"OPENAI_API_KEY": ""})[0].message
     assert problems_of(api_judge("MY_JUDGE_KEY"), environ={"MY_JUDGE_KEY": "sk-x"}) == []
-    # a local OpenAI-compatible server needs no key (the backend sends a placeholder)
+    # a local OpenAI-compatible server needs no key (the backend sends a placeholder), nor
+    # does one the job starts itself (a serve: entry)
     assert problems_of(api_judge(base_url="http://127.0.0.1:8000/v1")) == []
+    def served(c):
+        api_judge()(c)
+        c["models"]["gpt4"]["serve"] = {"command": "vllm serve {model} --port {port}"}
+    assert problems_of(served) == []
 
 
 def test_the_paper_config_without_its_key_names_every_api_model_it_uses():

@@ -24,9 +24,9 @@ Checked:
 * an adapter is used with the model it was fine-tuned from, and with a local model;
 * every local model the run uses exists, or is made by a rule of this run (a
   ``convert:`` entry, which writes ``resources/models/<name>``);
-* every API model the run uses (``backend: openai`` without ``base_url``) has its key
-  variable (``api_key_env``, default ``OPENAI_API_KEY``) set; the message names the
-  model and the variable, never a value.
+* every API model the run uses (``backend: openai`` without ``base_url`` or ``serve``)
+  has its key variable (``api_key_env``, default ``OPENAI_API_KEY``) set; the message
+  names the model and the variable, never a value.
 
 Ground floor: standard library only, a few milliseconds on the paper-scale config.
 """
@@ -292,7 +292,9 @@ class _Checker:
             used_by = ", ".join(dict.fromkeys(paths))
             if backend == "openai":
                 variable = entry.get("api_key_env") or DEFAULT_KEY_ENV
-                if entry.get("base_url") is None and not self.environ.get(variable):
+                # a local server (base_url, or one the job starts itself: serve) takes any key
+                local_server = entry.get("base_url") is not None or entry.get("serve") is not None
+                if not local_server and not self.environ.get(variable):
                     self.problem(f"models.{name}.api_key_env",
                                  f"model {name!r} is an API model the run uses ({used_by}), but the "
                                  f"environment variable {variable} that holds its key is not set")
