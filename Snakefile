@@ -19,10 +19,18 @@ if not workflow.overwrite_configfiles:
 validate(config, "config/schema.yaml")
 
 
+include: "rules/common.smk"
+
+
+# Every name the config refers to, every local model path and every API key variable the
+# run needs (isqaflow.configcheck): all problems at once, then exit before any rule is
+# parsed -- in a dry run too, with no job started and no output deleted.
+exit_on_config_problems()
+
+
 report: "report/workflow.rst"
 
 
-include: "rules/common.smk"
 include: "rules/data.smk"
 include: "rules/models.smk"
 include: "rules/finetune.smk"

@@ -11,6 +11,7 @@ if SRC not in sys.path:
 
 from isqaflow.arena import verdicts  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
+from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 
 # Jobs import this workflow's src/ first (locally and inside SLURM jobs, which
@@ -52,6 +53,13 @@ wildcard_constraints:
 
 
 # ----------------------------------------------------------------------------- config
+def exit_on_config_problems():
+    """Stop with one message listing every cross-reference problem of the config (names,
+    local model paths, API key variables; see isqaflow.configcheck), before any job."""
+    config_files = workflow.overwrite_configfiles or ["config/config.yaml"]
+    exit_on_problems(config, config_files)
+
+
 def code(*modules):
     """Version of the library code a rule runs (see isqaflow.codehash); every script
     also runs isqaflow.runtime (logging, threads, the call-cache path)."""

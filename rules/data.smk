@@ -81,6 +81,7 @@ rule convert_qa_train:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
     params:
+        lenient=lambda wc: qa_entry(wc.dataset).get("lenient", False),
         code=code("isqaflow.data.convert"),
     script:
         "../scripts/convert_qa_train.py"

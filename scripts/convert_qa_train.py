@@ -4,4 +4,4 @@ from isqaflow.data.convert import write_qa_examples
 from isqaflow.runtime import job
 
 with job(snakemake):
-    write_qa_examples(snakemake.input.raw, snakemake.output.examples)
+    write_qa_examples(snakemake.input.raw, snakemake.output.examples, lenient=snakemake.params.lenient)

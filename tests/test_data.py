@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from isqaflow.arena.agreement import read_human_labels
 from isqaflow.data.passages import passages_from_documents, split_into_passages
-from isqaflow.data.convert import write_papers
+from isqaflow.data.convert import write_papers, write_qa_examples, write_rag
 from isqaflow.data.hotpotqa import convert_hotpotqa
 from isqaflow.data.infobench import convert_infobench
 from isqaflow.data.lfrqa import convert_lfrqa, parse_cited_lines, read_corpus
@@ -390,17 +390,120 @@ def test_hotpotqa_supporting_fact_title_not_in_context(tmp_path):
     assert "'Carol'" in str(info.value)
 
 
-def test_hotpotqa_fact_past_paragraph_end_is_skipped(tmp_path, caplog):
-    record = _hotpot(supporting_facts=[["Ann", 0], ["Bob", 7]])
+def test_hotpotqa_fact_past_paragraph_end_is_an_error_naming_record_and_field(tmp_path):
+    record = _hotpot("H2", supporting_facts=[["Ann", 0], ["Bob", 7]])
+    path = _write_json(tmp_path / "hotpot.json", [_hotpot(), record])
+    with pytest.raises(RecordError) as info:
+        convert_hotpotqa([path])
+    _assert_names(info.value, path, "H2", "supporting_facts[1]")
+    assert "sentence 7 of paragraph 'Bob', which has 2 sentence(s)" in str(info.value)
+
+
+def test_hotpotqa_lenient_skips_a_fact_past_paragraph_end_with_a_warning_naming_it(tmp_path, caplog):
+    record = _hotpot("H2", supporting_facts=[["Ann", 0], ["Bob", 7]])
     path = _write_json(tmp_path / "hotpot.json", [record])
     with caplog.at_level(logging.WARNING, logger="isqaflow.data.hotpotqa"):
-        (example,) = convert_hotpotqa([path])
+        (example,) = convert_hotpotqa([path], lenient=True)
     assert example.evidence == ["Ann is a writer."]
-    assert "skipped 1 supporting facts" in caplog.text
+    assert f"{path}, record 'H2', field 'supporting_facts[1]': supporting fact points at sentence 7" in caplog.text
+    assert "skipped 1 supporting fact(s)" in caplog.text
+    # a record left without any evidence is an error even so
     only_bad = _write_json(tmp_path / "only_bad.json", [_hotpot("H3", supporting_facts=[["Bob", 9]])])
     with pytest.raises(RecordError) as info:
-        convert_hotpotqa([only_bad])
+        convert_hotpotqa([only_bad], lenient=True)
     _assert_names(info.value, only_bad, "H3", "supporting_facts")
+
+
+def test_write_qa_examples_passes_lenient_through(tmp_path):
+    path = _write_json(tmp_path / "hotpot.json", [_hotpot(supporting_facts=[["Ann", 0], ["Bob", 7]])])
+    with pytest.raises(RecordError):
+        write_qa_examples([path], tmp_path / "strict.jsonl")
+    assert not (tmp_path / "strict.jsonl").exists()
+    assert write_qa_examples([path], tmp_path / "lenient.jsonl", lenient=True) == 1
+
+
+def test_hotpotqa_empty_question(tmp_path):
+    path = _write_json(tmp_path / "hotpot.json", [_hotpot(question="  ")])
+    with pytest.raises(RecordError) as info:
+        convert_hotpotqa([path])
+    _assert_names(info.value, path, "H1", "question")
+
+
+# --------------------------------------------------------------------------- input without records
+def _paper_line(**overrides) -> dict:
+    return {"id": "S1", "title": "T", "abstract": "A", "full_text": [], "qas": [
+        {"question": "Q?", "questionId": "s1q1", "answers": [{"answer": {"free_form_answer": "An answer."}}]}],
+        **overrides}
+
+
+# per converter: the files of its shape that hold no record
+EMPTY_FILES = [
+    (lambda p: convert_qasper([p]), "qasper.json", ["", "\n  \n", "{}"]),
+    (lambda p: convert_scimrc([p]), "scimrc.json", ["", "\n  \n", "[]", "{}"]),
+    (lambda p: convert_hotpotqa([p]), "hotpot.json", ["", "\n  \n", "[]"]),
+    (lambda p: convert_infobench([p]), "InfoBench.json", ["", "\n  \n"]),
+    (lambda p: convert_lfrqa([p], "science"), "annotations.jsonl", ["", "\n  \n"]),
+]
+
+
+@pytest.mark.parametrize(
+    "convert, name, content",
+    [(convert, name, content) for convert, name, contents in EMPTY_FILES for content in contents],
+    ids=[f"{name}-{content!r}" for _, name, contents in EMPTY_FILES for content in contents],
+)
+def test_a_file_without_records_is_an_error_naming_the_file(tmp_path, convert, name, content):
+    path = tmp_path / name
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(RecordError, match="holds no records") as info:
+        convert(path)
+    assert info.value.file == str(path) and str(info.value).startswith(f"{path}: ")
+
+
+def test_an_empty_file_among_good_ones_is_named(tmp_path):
+    good = _write_json(tmp_path / "train.json", {"P1": _qasper_paper()})
+    empty = tmp_path / "dev.json"
+    empty.write_text("")
+    with pytest.raises(RecordError, match="the file is empty") as info:
+        convert_qasper([good, empty])
+    assert info.value.file == str(empty)
+
+
+@pytest.mark.parametrize("qas", [[], None, "missing"])
+def test_a_paper_without_questions_is_an_error(tmp_path, qas):
+    paper = _qasper_paper()
+    if qas == "missing":
+        del paper["qas"]
+    else:
+        paper["qas"] = qas
+    path = _write_json(tmp_path / "qasper.json", {"P1": _qasper_paper(), "P2": paper})
+    with pytest.raises(RecordError) as info:
+        convert_qasper([path])
+    _assert_names(info.value, path, "P2", "qas")
+    assert "has no questions" in str(info.value)
+    scimrc = _write_jsonl(tmp_path / "scimrc.jsonl", [_paper_line(), _paper_line(id="S2", qas=[])])
+    with pytest.raises(RecordError) as info:
+        convert_scimrc([scimrc])
+    _assert_names(info.value, scimrc, "S2", "qas", line=2)
+
+
+def test_a_domain_with_an_empty_corpus_is_an_error_and_writes_nothing(tmp_path):
+    annotations = _write_jsonl(tmp_path / "ann.jsonl", [_lfrqa()])
+    for corpus_format, name in (("lotte_tsv", "collection.tsv"), ("beir_jsonl", "corpus.jsonl")):
+        corpus = tmp_path / name
+        corpus.write_text("\n")
+        out = tmp_path / corpus_format
+        with pytest.raises(RecordError, match="the corpus of domain 'science' holds no documents") as info:
+            write_rag("science", [annotations], corpus, corpus_format, 100, out / "queries.jsonl",
+                      out / "passages.jsonl")
+        assert info.value.file == str(corpus)
+        assert not out.exists()
+
+
+def test_lfrqa_empty_question(tmp_path):
+    path = _write_jsonl(tmp_path / "ann.jsonl", [_lfrqa(question=" ")])
+    with pytest.raises(RecordError) as info:
+        convert_lfrqa([path], "science")
+    _assert_names(info.value, path, "science-1", "question", line=1)
 
 
 def _infobench(rid: str = "user_oriented_task_1", **overrides) -> dict:

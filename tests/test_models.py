@@ -8,7 +8,7 @@ import multiprocessing as mp
 import pytest
 
 from isqaflow.models.base import GenerationParams
-from isqaflow.models.cache import CachedModel, CallCache
+from isqaflow.models.cache import CachedModel, CallCache, call_key
 from isqaflow.models.registry import load_model
 
 GREEDY = GenerationParams(max_new_tokens=8)
@@ -153,6 +153,171 @@ def test_killed_job_resumes_from_cache(tmp_path):
     out = CachedModel(rerun, CallCache(path), flush_every=4).generate(requests, GREEDY)
     assert rerun.seen == 20  # only the unfinished half is computed again
     assert [g.text for g in out] == [f"answer to q{i}" for i in range(40)]
+
+
+# ----------------------------------------------------------------------------- commits per batch
+def _collect(reports: list):
+    def on_batch(done):
+        reports.append(list(done))
+    return on_batch
+
+
+@pytest.mark.parametrize("prefix_sharing", [True, False])
+def test_generation_reports_every_batch_as_it_finishes(tiny_causal, prefix_sharing):
+    model = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 2,
+                        "prefix_sharing": prefix_sharing}, threads=1)
+    requests = _prefix_requests() + REQUESTS
+    params = GenerationParams(max_new_tokens=4, max_input_tokens=48)  # the long ones are cut
+    reports: list = []
+    out = model.generate(requests, params, on_batch=_collect(reports))
+    assert all(1 <= len(batch) <= 2 for batch in reports)  # one report per batch of <= batch_size
+    assert sorted(i for batch in reports for i, _ in batch) == list(range(len(requests)))
+    for batch in reports:
+        for i, g in batch:
+            assert g is out[i]  # the final result, truncation count included, when reported
+    assert any(g.truncated_tokens > 0 for g in out)
+
+
+@pytest.mark.parametrize("prefix_sharing", [True, False])
+def test_scoring_reports_each_item_once_all_its_candidates_are_scored(tiny_causal, prefix_sharing):
+    model = load_model({"backend": "hf", "model": str(tiny_causal), "score_batch_tokens": 64,
+                        "prefix_sharing": prefix_sharing}, threads=1)
+    # multi-token candidates that differ early need one sequence each, spread over batches
+    items = [(r, ["YES", "NO"]) for r in _prefix_requests()] + [(REQUESTS[0], ["lazy dog", "quick brown fox"])]
+    reports: list = []
+    out = model.score_batch(items, on_batch=_collect(reports))
+    assert len(reports) > 1
+    assert sorted(i for batch in reports for i, _ in batch) == list(range(len(items)))
+    assert {i: scores for batch in reports for i, scores in batch} == dict(enumerate(out))
+
+
+def test_seq2seq_scoring_reports_every_item(seq2seq):
+    reports: list = []
+    out = seq2seq.score_batch([("Is the fox quick?", ["YES", "NO"]), ("lazy dog", ["YES NO"])],
+                              on_batch=_collect(reports))
+    assert reports == [[(0, out[0])], [(1, out[1])]]
+
+
+class _ReportsThenDies:
+    """A backend that reports its batches through on_batch and is killed in batch ``die_in``."""
+
+    backend = "fake"
+    batch_size = 4
+
+    def __init__(self, die_in: int | None) -> None:
+        self.die_in, self.computed = die_in, 0
+
+    def identity(self):
+        return {"backend": "fake"}
+
+    def generate(self, requests, params, on_batch=None):
+        from isqaflow.models.base import Generation
+
+        out = []
+        for b in range(0, len(requests), self.batch_size):
+            if b // self.batch_size == self.die_in:
+                raise KeyboardInterrupt("killed")
+            batch = [(b + k, Generation(text=f"answer to {r}")) for k, r in enumerate(requests[b : b + 4])]
+            self.computed += len(batch)
+            out += [g for _, g in batch]
+            on_batch(batch)
+        return out
+
+
+def test_every_reported_batch_is_committed_before_the_call_returns(tmp_path):
+    path = tmp_path / "calls.sqlite"
+    requests = [f"q{i}" for i in range(40)]
+    dying = _ReportsThenDies(die_in=3)
+    model = CachedModel(dying, CallCache(path))  # flush_every (16) does not apply: batches are reported
+    with pytest.raises(KeyboardInterrupt):
+        model.generate(requests, GREEDY)
+    assert len(CallCache(path)) == 12 == dying.computed  # three batches of four, none lost
+    rerun = _ReportsThenDies(die_in=None)
+    cached = CachedModel(rerun, CallCache(path))
+    out = cached.generate(requests, GREEDY)
+    assert rerun.computed == cached.calls_made == 28
+    assert [g.text for g in out] == [f"answer to q{i}" for i in range(40)]
+
+
+def test_a_reply_of_the_api_backend_is_committed_even_when_another_fails(tmp_path, monkeypatch):
+    from isqaflow.models.base import Generation
+    from isqaflow.models.openai import OpenAIModel
+
+    monkeypatch.setenv("ISQAFLOW_TEST_KEY", "sk-test")
+    api = OpenAIModel("fake-model", base_url="http://127.0.0.1:9/v1", api_key_env="ISQAFLOW_TEST_KEY", concurrency=2)
+
+    def call(request, params):
+        if request == "q3":
+            raise RuntimeError("model fake-model: request failed after 3 attempts: APITimeoutError")
+        return Generation(text=f"answer to {request}")
+
+    monkeypatch.setattr(api, "_call", call)
+    model = CachedModel(api, CallCache(tmp_path / "calls.sqlite"))
+    with pytest.raises(RuntimeError, match="APITimeoutError"):
+        model.generate([f"q{i}" for i in range(8)], GREEDY)
+    kept = CallCache(tmp_path / "calls.sqlite")
+    assert len(kept) >= 3  # the replies that arrived before the failure (in any order) were kept
+    keys = [call_key("generate", api.identity(), f"q{i}", GREEDY.as_dict()) for i in range(3)]
+    assert len(kept.get_many(keys)) == 3  # q0-q2 were submitted (and answered) before q3
+
+
+KILL_SCRIPT = """
+import json, sys
+from isqaflow.models import hf
+from isqaflow.models.base import GenerationParams
+from isqaflow.models.registry import load_model
+
+model_path, cache_path, progress_path, prefix_sharing = sys.argv[1:5]
+update = hf._Progress.update
+
+def recorded(self, outs):  # each batch the backend finishes, before the cache hears of it
+    update(self, outs)
+    with open(progress_path, "a") as handle:
+        handle.write(f"{len(outs)}\\n")
+
+hf._Progress.update = recorded
+model = load_model({"backend": "hf", "model": model_path, "batch_size": 4,
+                    "prefix_sharing": prefix_sharing == "1"}, cache=cache_path, threads=1)
+shared = "The model reads a paper and writes a summary of its results. " * 6
+requests = [f"{shared}Question {i}: what does the quick brown fox do?" for i in range(40)]
+model.generate(requests, GenerationParams(max_new_tokens=24, min_new_tokens=24))
+print(json.dumps({"calls_made": model.calls_made}))
+"""
+
+
+@pytest.mark.parametrize("prefix_sharing", ["1", "0"], ids=["prefix-groups", "plain-batches"])
+def test_a_job_killed_mid_stage_recomputes_at_most_one_batch(tiny_causal, tmp_path, prefix_sharing):
+    """SIGKILL a generation job after a few batches; its rerun recomputes at most one batch
+    of the calls the killed job had finished (the one it was committing, if any)."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from workflow_utils import REPO
+
+    script, cache, progress = tmp_path / "job.py", tmp_path / "calls.sqlite", tmp_path / "progress.txt"
+    script.write_text(KILL_SCRIPT)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
+    command = [sys.executable, str(script), str(tiny_causal), str(cache), str(progress), prefix_sharing]
+
+    def finished() -> int:
+        return sum(int(n) for n in progress.read_text().split()) if progress.exists() else 0
+
+    job = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 300
+    while finished() < 12 and job.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    job.send_signal(signal.SIGKILL)
+    job.communicate(timeout=60)
+    done_before_kill = finished()
+    assert 12 <= done_before_kill < 40, done_before_kill  # killed mid-stage
+    rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert rerun.returncode == 0, rerun.stderr[-3000:]
+    recomputed = json.loads(rerun.stdout.strip().splitlines()[-1])["calls_made"] - (40 - done_before_kill)
+    assert 0 <= recomputed <= 4, (done_before_kill, recomputed)
 
 
 def _writer(path: str, start: int) -> None:

@@ -1,7 +1,9 @@
 """The paper-scale grid (config/paper.yaml) plans the job counts its experiments imply.
 
 A dry run: nothing is downloaded or computed.  The one dataset no rule can fetch
-(SciMRC, hosted where no script reaches) is faked by an empty stub at its path.
+(SciMRC, hosted where no script reaches) is faked by an empty stub at its path, and
+the API models' key variable by a placeholder (the workflow refuses to plan a run
+whose API key is unset).
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ EXPECTED = {
     "manifest": 1,
     "all": 1,
 }
+
+
+@pytest.fixture(autouse=True)
+def api_key(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder-for-a-dry-run")
 
 
 @pytest.fixture(scope="module")

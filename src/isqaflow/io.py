@@ -3,6 +3,10 @@
 Every output of the workflow is written through these helpers: the data goes to a
 temporary file in the destination folder and is renamed into place only when it is
 complete, so a killed job never leaves a half-written file that looks finished.
+The temporary file is created with the process umask (0644 by default, readable by
+collaborators on a shared filesystem), unlike ``tempfile.mkstemp``'s fixed 0600;
+:func:`apply_umask` does the same for folders that other libraries write (model
+checkpoints: safetensors writes 0600).
 Reading errors name the file, the line, the record id and the field.
 """
 
@@ -11,13 +15,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
+import secrets
+import stat
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = [
     "RecordError",
+    "apply_umask",
     "atomic_open",
     "write_text",
     "write_json",
@@ -58,16 +64,55 @@ class RecordError(ValueError):
         super().__init__(f"{', '.join(where)}: {message}")
 
 
+def current_umask() -> int:
+    """The process umask (Linux: read from /proc; elsewhere set and restored at once)."""
+    with contextlib.suppress(OSError, ValueError):
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def apply_umask(path: str | os.PathLike) -> None:
+    """Give ``path`` -- a file, or a folder and everything in it -- the permissions a new
+    file gets from the process umask: 0644 for files (0755 if executable) and 0755 for
+    folders by default.  For writers that create files with fixed modes."""
+    mask = current_umask()
+    path = Path(path)
+    for item in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        if item.is_symlink():
+            continue
+        mode = item.stat().st_mode
+        full = 0o777 if stat.S_ISDIR(mode) or mode & 0o111 else 0o666
+        os.chmod(item, full & ~mask)
+
+
+def _new_temporary(path: Path) -> tuple[int, Path]:
+    """A new, empty file next to ``path``, created with mode 0666 minus the umask."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, flags, 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path}: no free temporary file name beside it")
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8"):
     """Open a temporary file next to ``path``; rename it onto ``path`` on success.
 
     On any exception the temporary file is removed and ``path`` is left untouched.
+    The file gets the permissions of the process umask (0644 by default).
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     binary = "b" in mode
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _new_temporary(path)
     try:
         with os.fdopen(fd, mode, encoding=None if binary else encoding) as handle:
             yield handle

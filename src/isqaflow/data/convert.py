@@ -2,8 +2,9 @@
 
 Conversion is the first stage of the DAG, so every malformed record stops the
 workflow here -- naming the file, the record and the field -- before any model
-stage starts.  Outputs are written atomically: a failed conversion leaves nothing
-that looks finished.
+stage starts.  So does input that would convert into empty or meaningless data: an
+empty file, a dataset, domain or corpus without records, a paper without questions.
+Outputs are written atomically: a failed conversion leaves nothing that looks finished.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from isqaflow.data.infobench import convert_infobench
 from isqaflow.data.lfrqa import convert_lfrqa, read_corpus
 from isqaflow.data.qasper import convert_qasper
 from isqaflow.data.scimrc import convert_scimrc
-from isqaflow.io import write_jsonl
+from isqaflow.io import RecordError, write_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -42,8 +43,10 @@ def write_papers(paths: Sequence[str | Path], fmt: str, dataset: str, out: str |
     return write_jsonl(out, papers)
 
 
-def write_qa_examples(paths: Sequence[str | Path], out: str | Path) -> int:
-    examples = convert_hotpotqa(paths)
+def write_qa_examples(paths: Sequence[str | Path], out: str | Path, lenient: bool = False) -> int:
+    """HotpotQA files -> QA examples; ``lenient`` skips (with a warning) supporting facts that
+    point past their paragraph instead of failing on them."""
+    examples = convert_hotpotqa(paths, lenient=lenient)
     log.info("%d QA examples (%s)", len(examples), dict(Counter(e.type for e in examples)))
     return write_jsonl(out, examples)
 
@@ -62,6 +65,8 @@ def write_rag(domain: str, annotation_paths: Sequence[str | Path], corpus_path: 
               passages_out: str | Path) -> tuple[int, int]:
     queries = convert_lfrqa(annotation_paths, domain)
     documents = list(read_corpus(corpus_path, corpus_format))
+    if not documents:
+        raise RecordError(corpus_path, f"the corpus of domain {domain!r} holds no documents")
     doc_ids = {doc_id for doc_id, _ in documents}
     missing = sorted({d for q in queries for d in q.gold_doc_ids if d not in doc_ids})
     if missing:

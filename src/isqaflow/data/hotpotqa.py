@@ -1,9 +1,12 @@
 """HotpotQA, distractor setting (Yang et al. 2018) -> :class:`~isqaflow.data.schema.QAExample`.
 
 The evidence of an example is its supporting-fact sentences, in the order of the
-``supporting_facts`` list.  The raw data has a known quirk: a few supporting facts
-point past the end of their paragraph; those are skipped and counted (the rest of
-the record is valid), and a record left with no evidence at all is an error.
+``supporting_facts`` list.  The released files have a known quirk: a few supporting
+facts point past the end of their paragraph.  Such a fact is an error naming the
+file, the record and the field; with ``lenient=True`` (config
+``datasets.qa_train.<name>.lenient``) it is skipped instead, with a warning naming the
+same, and the example keeps its other evidence.  A record left with no evidence at
+all is an error either way.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from isqaflow.data.schema import ContextParagraph, QAExample
 log = logging.getLogger(__name__)
 
 
-def convert_hotpotqa(paths: Iterable[str | Path]) -> list[QAExample]:
+def convert_hotpotqa(paths: Iterable[str | Path], lenient: bool = False) -> list[QAExample]:
     examples: list[QAExample] = []
     skipped_facts = 0
     for path in paths:
@@ -33,6 +36,8 @@ def convert_hotpotqa(paths: Iterable[str | Path]) -> list[QAExample]:
                     raise raw.error("expected [title, [sentence, ...]]", field)
                 context.append(ContextParagraph(title=para[0], sentences=para[1]))
                 by_title[para[0]] = para[1]
+            if not raw.get("question", str).strip():
+                raise raw.error("empty question", "question")
             evidence: list[str] = []
             for i, fact in enumerate(raw.get("supporting_facts", list)):
                 if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str)
@@ -44,6 +49,11 @@ def convert_hotpotqa(paths: Iterable[str | Path]) -> list[QAExample]:
                                     f"supporting_facts[{i}]")
                 sentences = by_title[title]
                 if not 0 <= idx < len(sentences):
+                    error = raw.error(f"supporting fact points at sentence {idx} of paragraph {title!r}, "
+                                      f"which has {len(sentences)} sentence(s)", f"supporting_facts[{i}]")
+                    if not lenient:
+                        raise error
+                    log.warning("%s (skipped: lenient)", error)
                     skipped_facts += 1
                     continue
                 evidence.append(sentences[idx].strip())
@@ -61,5 +71,5 @@ def convert_hotpotqa(paths: Iterable[str | Path]) -> list[QAExample]:
                 )
             )
     if skipped_facts:
-        log.warning("HotpotQA: skipped %d supporting facts that point past their paragraph", skipped_facts)
+        log.warning("HotpotQA: skipped %d supporting fact(s) that point past their paragraph", skipped_facts)
     return examples

@@ -59,13 +59,16 @@ def convert_lfrqa(paths: Iterable[str | Path], domain: str) -> list[RagQuery]:
             reference_lines = [ln.strip() for ln in raw.get("answer", str).split("\n") if ln.strip()]
             if not reference_lines:
                 raise raw.error("empty reference answer", "answer")
+            question = raw.get("question", str).strip()
+            if not question:
+                raise raw.error("empty question", "question")
             qid_str = str(qid)
             if qid_str in queries:
                 raise raw.error("query id occurs twice", "qid")
             queries[qid_str] = RagQuery(
                 id=qid_str,
                 domain=domain,
-                question=raw.get("question", str).strip(),
+                question=question,
                 reference="\n".join(reference_lines),
                 reference_with_citation=cited_text.strip(),
                 citations=citations,

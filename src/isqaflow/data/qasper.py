@@ -3,7 +3,8 @@
 Answers follow the official evaluator: unanswerable -> ``Unanswerable``; extractive
 spans -> ``", ".join(spans)``; else the free-form answer; else ``Yes``/``No``.
 Evidence strings starting with ``FLOAT SELECTED`` point at figures or tables, which
-are not part of the text a model reads, and are dropped.
+are not part of the text a model reads, and are dropped.  A paper without questions is
+an error (ISQA asks each paper its own questions).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from isqaflow.data.raw import Raw, build, iter_json_records
 from isqaflow.data.schema import UNANSWERABLE, Answer, Paper, QAPair, Section
 
 FLOAT_SELECTED = "FLOAT SELECTED"
+# ISQA asks each paper its own human questions (runs with human questions, the
+# feedback-model control): a paper without any would get no feedback at all.
+NO_QUESTIONS = "the paper has no questions; ISQA needs each paper's human QA pairs"
 
 
 def text_evidence(evidence: Iterable[str]) -> list[str]:
@@ -57,7 +61,9 @@ def convert_qasper(paths: Iterable[str | Path], dataset: str = "qasper") -> list
         for paper_id, obj, line in iter_json_records(path, "id", shape="keyed"):
             raw = Raw(path, paper_id, obj, line=line)
             qas = []
-            for qa in raw.children("qas", []):
+            if not raw.get("qas", list, []):
+                raise raw.error(NO_QUESTIONS, "qas")
+            for qa in raw.children("qas"):
                 answers = [convert_answer(ann.child("answer")) for ann in qa.children("answers")]
                 if not answers:
                     raise qa.error("question has no annotations", f"{qa.path}.answers")

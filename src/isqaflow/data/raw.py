@@ -66,29 +66,47 @@ def iter_json_records(
     whatever the file name says) or ``"auto"`` (SciMRC, whose distribution format
     is not fixed: JSON Lines when the file has several lines that each parse, else a
     list, an object keyed by id, or a single record).
+
+    A file without records (empty, white space, ``[]`` or ``{}``) is a
+    :class:`~isqaflow.io.RecordError`: it would convert into an empty dataset.
     """
     path = Path(path)
+    if shape not in ("auto", "lines", "list", "keyed", "single"):
+        raise ValueError(f"unknown record file shape {shape!r}")
+    if _is_blank(path):
+        raise RecordError(path, "the file is empty: it holds no records")
     if shape == "auto":
         shape = _sniff(path, id_field)
     if shape == "lines":
-        for line, obj in read_jsonl(path):
-            yield obj.get(id_field, f"line {line}"), obj, line
-        return
-    data = read_json(path)
-    if shape == "list":
-        if not isinstance(data, list):
-            raise RecordError(path, f"expected a JSON list of records, got {type(data).__name__}")
-        for i, obj in enumerate(data):
-            rid = obj.get(id_field, f"#{i}") if isinstance(obj, dict) else f"#{i}"
-            yield rid, obj, None
-    elif shape == "keyed":
-        if not isinstance(data, dict):
-            raise RecordError(path, f"expected a JSON object keyed by {id_field}, got {type(data).__name__}")
-        yield from ((rid, obj, None) for rid, obj in data.items())
-    elif shape == "single":
-        yield data.get(id_field, "#0"), data, None
+        records = ((obj.get(id_field, f"line {line}"), obj, line) for line, obj in read_jsonl(path))
     else:
-        raise ValueError(f"unknown record file shape {shape!r}")
+        data = read_json(path)
+        if shape == "list":
+            if not isinstance(data, list):
+                raise RecordError(path, f"expected a JSON list of records, got {type(data).__name__}")
+            records = ((obj.get(id_field, f"#{i}") if isinstance(obj, dict) else f"#{i}", obj, None)
+                       for i, obj in enumerate(data))
+        elif shape == "keyed":
+            if not isinstance(data, dict):
+                raise RecordError(path, f"expected a JSON object keyed by {id_field}, got {type(data).__name__}")
+            records = ((rid, obj, None) for rid, obj in data.items())
+        else:
+            records = iter([(data.get(id_field, "#0"), data, None)])
+    n = 0
+    for record in records:
+        n += 1
+        yield record
+    if n == 0:  # "[]", "{}" or blank lines only: a dataset that would convert into nothing
+        raise RecordError(path, "the file holds no records")
+
+
+def _is_blank(path: Path) -> bool:
+    """Empty or white space only (read in blocks: raw files can be gigabytes)."""
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 16):
+            if block.strip():
+                return False
+    return True
 
 
 def _sniff(path: Path, id_field: str) -> str:

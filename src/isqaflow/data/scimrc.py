@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from isqaflow.data.qasper import convert_sections, text_evidence
+from isqaflow.data.qasper import NO_QUESTIONS, convert_sections, text_evidence
 from isqaflow.data.raw import Raw, build, iter_json_records
 from isqaflow.data.schema import UNANSWERABLE, Answer, Paper, QAPair
 
@@ -34,7 +34,9 @@ def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list
             raw = Raw(path, paper_id, obj, line=line)
             paper_id = str(raw.get("id", (str, int), paper_id))
             qas = []
-            for qa in raw.children("qas", []):
+            if not raw.get("qas", list, []):
+                raise raw.error(NO_QUESTIONS, "qas")
+            for qa in raw.children("qas"):
                 level = str(qa.get("annotateType", (str, int), ""))
                 if level and level not in LEVELS:
                     raise qa.error(f"annotateType must be 1, 2 or 3, got {level!r}", f"{qa.path}.annotateType")

@@ -32,7 +32,7 @@ import numpy as np
 
 from isqaflow.data.schema import QAExample
 from isqaflow.finetune.formats import example_request, format_target
-from isqaflow.io import atomic_open, read_records
+from isqaflow.io import apply_umask, atomic_open, read_records
 from isqaflow.settings import from_mapping
 
 log = logging.getLogger(__name__)
@@ -272,6 +272,7 @@ def train(
     shutil.rmtree(tmp_dir, ignore_errors=True)
     net.save_pretrained(tmp_dir)
     (tmp_dir / "training_settings.json").write_text(json.dumps(asdict(settings), indent=2, default=str))
+    apply_umask(tmp_dir)  # safetensors writes its files 0600
     if adapter_dir.exists():
         shutil.rmtree(adapter_dir)
     os.replace(tmp_dir, adapter_dir)

@@ -7,6 +7,12 @@
   continuation given the context; judges use it to choose YES/NO or a label
   deterministically, without parsing free text.
 
+Both take an optional ``on_batch`` callback: a backend that accepts it calls it
+after every batch it finishes (a forward batch, one API reply) with the ``(index,
+result)`` pairs of that batch, indices into the request list.  The call cache
+(:class:`~.cache.CachedModel`) commits them there, so a killed job loses at most the
+batch in flight while the backend keeps its own plan (length order, prefix groups).
+
 Backends (:mod:`.hf`, :mod:`.openai`) implement it; :class:`~.cache.CachedModel`
 wraps any backend with the persistent call cache.
 """
@@ -16,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -24,6 +30,8 @@ from isqaflow.settings import from_mapping
 
 Message = dict[str, str]
 Request = Union[str, list[Message]]
+#: ``on_batch`` of generate / score_batch: the (request index, result) pairs of one finished batch.
+BatchCallback = Callable[[list[tuple[int, Any]]], None]
 
 
 @dataclass(frozen=True)
@@ -131,14 +139,16 @@ class LanguageModel(ABC):
         """
 
     @abstractmethod
-    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
-        ...
+    def generate(self, requests: Sequence[Request], params: GenerationParams,
+                 on_batch: BatchCallback | None = None) -> list[Generation]:
+        """One :class:`Generation` per request, in order; ``on_batch``: see the module docstring."""
 
     def score(self, context: Request, candidates: Sequence[str]) -> list[float]:
         """Log-probability of each candidate as the continuation of ``context``."""
         return self.score_batch([(context, list(candidates))])[0]
 
-    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
+                    on_batch: BatchCallback | None = None) -> list[list[float]]:
         raise NotImplementedError(
             f"the {self.backend} backend cannot score continuations; use a local (hf) model "
             "for log-probability judging, or a text-answer judge"

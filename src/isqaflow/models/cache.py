@@ -2,8 +2,9 @@
 
 Calls are keyed by the SHA-256 of (kind, backend, model identity -- id or path plus
 revision or weights hash, adapter hash, dtype --, the exact request, the generation
-parameters).  Results are committed to SQLite in small batches while a job runs, so
-a job that is killed and rerun repeats none of its finished calls.
+parameters).  Results are committed to SQLite after every batch the backend finishes
+(its ``on_batch`` callback; see :mod:`.base`), so a job that is killed and rerun
+repeats at most the batch that was in flight.
 
 The database runs in WAL mode with a busy timeout, so several processes on one
 machine can share a file safely.  On a cluster, jobs on different nodes would share
@@ -14,6 +15,7 @@ therefore gives every job its own cache file next to its outputs.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import logging
 import random
@@ -24,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.models.base import (
+    BatchCallback,
     Generation,
     GenerationParams,
     LanguageModel,
@@ -122,12 +125,25 @@ class CallCache:
         self.conn.close()
 
 
+def _reports_batches(method: Any) -> bool:
+    """Whether a backend method takes the ``on_batch`` callback."""
+    try:
+        return "on_batch" in inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 class CachedModel(LanguageModel):
     """Any :class:`LanguageModel` with a :class:`CallCache` in front of it.
 
-    Identical requests within a batch are computed once.  Misses are sent to the
-    backend in chunks of ``flush_every`` requests and each chunk is committed before
-    the next starts, so at most one chunk of work is lost when a job dies.
+    Identical requests within a call are computed once.  All misses of a call go to
+    the backend at once, so it plans them as it would without the cache (length
+    order, shared prefixes); each batch it reports through ``on_batch`` is committed
+    at once, in its own transaction.  A commit costs ~0.03 ms for one row and ~0.4 ms
+    for 16 (WAL mode, measured on a 2-core EPYC), far below any model batch, so
+    commits are not throttled: a killed job loses at most the batch in flight.
+    A backend without ``on_batch`` gets the misses in chunks of ``flush_every``
+    requests instead, each committed before the next starts.
     """
 
     def __init__(self, inner: LanguageModel, cache: CallCache, flush_every: int | None = None) -> None:
@@ -136,6 +152,8 @@ class CachedModel(LanguageModel):
         self.backend = inner.backend
         self.flush_every = flush_every or max(4 * getattr(inner, "batch_size", 8), 16)
         self._identity = inner.identity()
+        self._streams = {"generate": _reports_batches(inner.generate),
+                         "score": _reports_batches(getattr(inner, "score_batch", None))}
         self.calls_made = 0
 
     def identity(self) -> dict[str, Any]:
@@ -145,8 +163,10 @@ class CachedModel(LanguageModel):
         return getattr(self.inner, name)
 
     def _cached(self, kind: str, payloads: list[Any], params: dict[str, Any], compute) -> list[Any]:
-        """Results for ``payloads`` from the cache; misses go to ``compute(indices)`` in
-        committed chunks.  Identical payloads are computed once."""
+        """Results for ``payloads`` from the cache; misses go to ``compute(indices, on_batch)``
+        (all at once, each reported batch committed) or, for a backend that reports no
+        batches, to ``compute(indices, None)`` in committed chunks.  Identical payloads
+        are computed once."""
         keys = [call_key(kind, self._identity, payload, params) for payload in payloads]
         found = self.cache.get_many(keys)
         todo: dict[str, int] = {}
@@ -158,28 +178,56 @@ class CachedModel(LanguageModel):
         if todo:
             log.info("%s: %d of %d %s calls in the call cache, %d to compute",
                      getattr(self.inner, "name", self.backend), len(keys) - len(todo), len(keys), kind, len(todo))
-        pending = list(todo.items())
-        for start in range(0, len(pending), self.flush_every):
-            chunk = pending[start : start + self.flush_every]
-            outs = compute([i for _, i in chunk])
-            self.calls_made += len(chunk)
-            self.cache.put_many(
-                [(key, kind, self._identity, payloads[i], params, out) for (key, i), out in zip(chunk, outs, strict=True)]
-            )
-            found.update((key, out) for (key, _), out in zip(chunk, outs, strict=True))
+        pending = list(todo.items())  # (key, index into payloads)
+
+        def commit(done: Sequence[tuple[int, Any]]) -> None:
+            """Store results given as (position in ``pending``, result)."""
+            done = [(pos, out) for pos, out in done if pending[pos][0] not in found]
+            if not done:
+                return
+            self.cache.put_many([(pending[pos][0], kind, self._identity, payloads[pending[pos][1]], params, out)
+                                 for pos, out in done])
+            found.update((pending[pos][0], out) for pos, out in done)
+            self.calls_made += len(done)
+
+        def run(start: int, stop: int, on_batch: BatchCallback | None) -> None:
+            outs = compute([i for _, i in pending[start:stop]], on_batch)
+            if len(outs) != stop - start:
+                raise RuntimeError(f"{getattr(self.inner, 'name', self.backend)}: the backend returned "
+                                   f"{len(outs)} {kind} results for {stop - start} requests")
+            commit(list(enumerate(outs, start)))  # what the backend returned without reporting it
+
+        if self._streams[kind]:
+            if pending:
+                run(0, len(pending), commit)
+        else:
+            for start in range(0, len(pending), self.flush_every):
+                run(start, min(start + self.flush_every, len(pending)), None)
         return [found[key] for key in keys]
 
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
-        results = self._cached(
-            "generate", [canonical_request(r) for r in requests], params.as_dict(),
-            lambda idx: [g.as_dict() for g in self.inner.generate([requests[i] for i in idx], params)],
-        )
+        def compute(idx: list[int], commit: BatchCallback | None) -> list[dict[str, Any]]:
+            batch = [requests[i] for i in idx]
+            if commit is None:
+                return [g.as_dict() for g in self.inner.generate(batch, params)]
+
+            def report(done: list[tuple[int, Generation]]) -> None:
+                commit([(pos, g.as_dict()) for pos, g in done])
+
+            return [g.as_dict() for g in self.inner.generate(batch, params, on_batch=report)]
+
+        results = self._cached("generate", [canonical_request(r) for r in requests], params.as_dict(), compute)
         return [Generation.from_dict(r) for r in results]
 
     def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+        def compute(idx: list[int], commit: BatchCallback | None) -> list[list[float]]:
+            batch = [items[i] for i in idx]
+            if commit is None:
+                return self.inner.score_batch(batch)
+            return self.inner.score_batch(batch, on_batch=commit)
+
         payloads = [{"context": canonical_request(ctx), "candidates": list(cands)} for ctx, cands in items]
-        results = self._cached("score", payloads, {}, lambda idx: self.inner.score_batch([items[i] for i in idx]))
-        return [list(r) for r in results]
+        return [list(r) for r in self._cached("score", payloads, {}, compute)]
 
     def count_tokens(self, text: str) -> int:
         return self.inner.count_tokens(text)

@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 from isqaflow.data.download import file_digest
+from isqaflow.io import apply_umask
 from isqaflow.models.identity import model_fingerprint
 
 log = logging.getLogger(__name__)
@@ -72,6 +73,7 @@ def convert_gguf_package(package: str, gguf_file: str, out_dir: str | os.PathLik
             indent=2,
         )
     )
+    apply_umask(tmp)  # safetensors writes its files 0600
     if out_dir.exists():
         shutil.rmtree(out_dir)
     os.replace(tmp, out_dir)

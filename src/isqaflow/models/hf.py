@@ -12,17 +12,21 @@
 * Scoring computes the log-probability of each candidate continuation with batched
   forward passes; when every candidate is a single token (YES/NO, 1/2/3) one forward
   pass over the context answers all of them.
+* ``on_batch`` (generate and score): called after every batch with the ``(index,
+  result)`` pairs that batch finished, so the call cache can commit them while the
+  rest of the plan (length order, prefix groups) runs on.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from isqaflow.models.base import (
+    BatchCallback,
     Generation,
     GenerationParams,
     LanguageModel,
@@ -203,7 +207,8 @@ class HFModel(LanguageModel):
         return text[:end], len(ids) - max_tokens
 
     # ------------------------------------------------------------------ generate
-    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+    def generate(self, requests: Sequence[Request], params: GenerationParams,
+                 on_batch: BatchCallback | None = None) -> list[Generation]:
         import torch
 
         encoded = [self.encode_request(r) for r in requests]
@@ -223,20 +228,24 @@ class HFModel(LanguageModel):
                 )
         results: list[Generation | None] = [None] * len(encoded)
         progress = _Progress(self.name, len(encoded))
+
+        def finished(idx: Sequence[int], outs: list[Generation]) -> None:
+            for i, out in zip(idx, outs, strict=True):
+                out.truncated_tokens = truncated[i]
+                results[i] = out
+            progress.update(outs)
+            if on_batch is not None:
+                on_batch(list(zip(idx, outs)))
+
         if self._can_share_prefix(params):
-            self._generate_rows(encoded, params, results, progress)
+            self._generate_rows(encoded, params, finished)
         else:
             order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
             for b in range(0, len(order), self.batch_size):
                 idx = order[b : b + self.batch_size]
                 if params.do_sample:
                     torch.manual_seed(params.seed + b)
-                outs = self._generate_batch([encoded[i] for i in idx], params)
-                for i, out in zip(idx, outs, strict=True):
-                    results[i] = out
-                progress.update(outs)
-        for i, out in enumerate(results):
-            out.truncated_tokens = truncated[i]  # type: ignore[union-attr]
+                finished(idx, self._generate_batch([encoded[i] for i in idx], params))
         return results  # type: ignore[return-value]
 
     def _can_share_prefix(self, params: GenerationParams) -> bool:
@@ -313,7 +322,7 @@ class HFModel(LanguageModel):
         return DynamicCache(layers, config=self.net.config)
 
     def _generate_rows(self, encoded: list[list[int]], params: GenerationParams,
-                       results: list[Generation | None], progress: _Progress) -> None:
+                       finished: Callable[[Sequence[int], list[Generation]], None]) -> None:
         """Decode every request token by token in full batches; a prefix shared by several
         requests is run through the model once and its keys and values are reused.
 
@@ -322,7 +331,8 @@ class HFModel(LanguageModel):
         batch's longest prefix, then its own suffix, left-padded after them; the attention mask
         hides both paddings and explicit position ids continue each row's prefix, so every row
         reads exactly ``prefix + suffix``.  Rows are batched in group order, longest suffix first,
-        and a group's prefix is freed once its rows are done.
+        and a group's prefix is freed once its rows are done; ``finished(rows, outs)`` is
+        called after every batch.
         """
         import torch
 
@@ -353,14 +363,13 @@ class HFModel(LanguageModel):
                 [prefix_caches[group_of[i]] if group_of[i] >= 0 else stored.get(i) for i in rows],
                 params, generator,
             )
-            for i, out in zip(rows, outs, strict=True):
-                results[i] = out
+            for i in rows:
                 g = group_of[i]
                 if g >= 0:
                     remaining[g] -= 1
                     if remaining[g] == 0:
                         del prefix_caches[g]
-            progress.update(outs)
+            finished(rows, outs)
 
     def _decode_rows(self, suffixes: list[list[int]], prefix_lengths: list[int], prefix_caches: list[Any],
                      params: GenerationParams, generator) -> list[Generation]:
@@ -521,10 +530,11 @@ class HFModel(LanguageModel):
         return sorted(i for i in ids if i is not None)
 
     # ------------------------------------------------------------------ score
-    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
+                    on_batch: BatchCallback | None = None) -> list[list[float]]:
         if self.is_seq2seq:
-            return self._score_seq2seq(items)
-        return self._score_causal(items)
+            return self._score_seq2seq(items, on_batch)
+        return self._score_causal(items, on_batch)
 
     def _split_candidate(
         self, prompt_ids: list[int], prompt_text: str, templated: bool, candidate: str
@@ -537,9 +547,8 @@ class HFModel(LanguageModel):
         # Tokens merged across the boundary: tokenize the candidate on its own.
         return self.tokenizer(candidate, add_special_tokens=False)["input_ids"]
 
-    def _score_causal(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
-        import torch
-
+    def _score_causal(self, items: Sequence[tuple[Request, Sequence[str]]],
+                      on_batch: BatchCallback | None = None) -> list[list[float]]:
         # One sequence per (item, candidate) -- or one per item when all its candidates
         # are single tokens: then the logits after the context answer all of them.
         sequences: list[tuple[list[int], int]] = []  # (token ids, start of the scored span)
@@ -566,18 +575,32 @@ class HFModel(LanguageModel):
                     sequences.append((prompt_ids + ids[:-1], len(prompt_ids)))
                     row.append((len(sequences) - 1, ids))
                 plan.append(row)
-        logps = self._score_sequences(sequences)
-        results = []
-        for row in plan:
-            scores = []
-            for seq_index, cand in row:
-                table = logps[seq_index]
-                scores.append(float(sum(table[k, tok] for k, tok in enumerate(cand))))
-            results.append(scores)
-        return results
+        logps: list[Any] = [None] * len(sequences)
+        results: list[list[float] | None] = [None] * len(plan)
+        # an item is scored once all its sequences are: they may fall into different batches
+        owner = {seq_index: item for item, row in enumerate(plan) for seq_index, _ in row}
+        waiting = [len({seq_index for seq_index, _ in row}) for row in plan]
 
-    def _score_sequences(self, sequences: list[tuple[list[int], int]]) -> list[Any]:
-        """Log-probability tables at positions ``start-1 .. len-1`` of each ``(ids, start)``.
+        def computed(seq_indices: Sequence[int], tables: list[Any]) -> None:
+            ready = []
+            for seq_index, table in zip(seq_indices, tables, strict=True):
+                logps[seq_index] = table
+                item = owner[seq_index]
+                waiting[item] -= 1
+                if waiting[item] == 0:
+                    results[item] = [float(sum(logps[i][k, tok] for k, tok in enumerate(cand)))
+                                     for i, cand in plan[item]]
+                    ready.append((item, results[item]))
+            if ready and on_batch is not None:
+                on_batch(ready)
+
+        self._score_sequences(sequences, computed)
+        return results  # type: ignore[return-value]
+
+    def _score_sequences(self, sequences: list[tuple[list[int], int]],
+                         computed: Callable[[Sequence[int], list[Any]], None]) -> None:
+        """Log-probability tables at positions ``start-1 .. len-1`` of each ``(ids, start)``,
+        handed to ``computed(indices, tables)`` after every batch.
 
         With prefix sharing, a sequence that starts like one the model has already read (a
         conversation's earlier turn) continues from its stored keys and values; the others
@@ -608,7 +631,6 @@ class HFModel(LanguageModel):
         order = sorted(range(n), key=lambda i: (group_of[i], -(len(sequences[i][0]) - plen[i])))
         remaining = [len(members) for _, members in groups]
         group_prefix: dict[int, Any] = {}
-        logps: list[Any] = [None] * n
         pos = 0
         while pos < n:
             width = len(sequences[order[pos]][0]) - plen[order[pos]]
@@ -621,14 +643,13 @@ class HFModel(LanguageModel):
                     group_prefix[g] = self._prefix_kv(sequences[groups[g][1][0]][0][: groups[g][0]])
             rows_prefix = [group_prefix[group_of[i]] if group_of[i] >= 0 else prefixes[i] for i in idx]
             tables = self._score_rows([sequences[i] for i in idx], [plen[i] for i in idx], rows_prefix)
-            for i, table in zip(idx, tables, strict=True):
-                logps[i] = table
+            for i in idx:
                 g = group_of[i]
                 if g >= 0:
                     remaining[g] -= 1
                     if remaining[g] == 0:
                         del group_prefix[g]
-        return logps
+            computed(idx, tables)
 
     def _score_rows(self, rows: list[tuple[list[int], int]], prefix_lengths: list[int],
                     prefixes: list[Any]) -> list[Any]:
@@ -675,11 +696,12 @@ class HFModel(LanguageModel):
                                               for k, v in layers])
         return tables
 
-    def _score_seq2seq(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
+    def _score_seq2seq(self, items: Sequence[tuple[Request, Sequence[str]]],
+                       on_batch: BatchCallback | None = None) -> list[list[float]]:
         import torch
 
         results = []
-        for context, candidates in items:
+        for item, (context, candidates) in enumerate(items):
             enc = self.encode_request(context)
             cands = [self.tokenizer(c, add_special_tokens=False)["input_ids"] for c in candidates]
             if any(not c for c in cands):
@@ -694,6 +716,8 @@ class HFModel(LanguageModel):
             gathered = lp.gather(-1, labels.clamp(min=0).unsqueeze(-1)).squeeze(-1)
             gathered = gathered.masked_fill(labels == -100, 0.0)
             results.append([float(x) for x in gathered.sum(-1).cpu()])
+            if on_batch is not None:
+                on_batch([(item, results[-1])])
         return results
 
     def close(self) -> None:

@@ -5,7 +5,8 @@ the config itself) and appears in no log, cache key or result.  Every request ha
 a timeout and is retried a bounded number of times with exponential backoff and
 jitter on connection errors, timeouts, rate limits and server errors; other errors
 (a bad request, a wrong key) fail at once.  Requests run concurrently in a small
-thread pool.  Plain prompts are sent as one user message.
+thread pool; ``on_batch`` hears of each reply as it arrives, so the call cache keeps
+it even if the job dies before the rest.  Plain prompts are sent as one user message.
 """
 
 from __future__ import annotations
@@ -15,10 +16,10 @@ import os
 import random
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request, canonical_request
+from isqaflow.models.base import BatchCallback, Generation, GenerationParams, LanguageModel, Request, canonical_request
 
 log = logging.getLogger(__name__)
 
@@ -113,12 +114,19 @@ class OpenAIModel(LanguageModel):
             finish_reason=choice.finish_reason,
         )
 
-    def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
+    def generate(self, requests: Sequence[Request], params: GenerationParams,
+                 on_batch: BatchCallback | None = None) -> list[Generation]:
         if params.num_beams > 1:
             log.warning("%s: beam search is not available through the API; decoding greedily", self.name)
         started = time.monotonic()
+        results: list[Generation] = [None] * len(requests)  # type: ignore[list-item]
         with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            results = list(pool.map(lambda r: self._call(r, params), requests))
+            futures = {pool.submit(self._call, request, params): i for i, request in enumerate(requests)}
+            for future in as_completed(futures):
+                i = futures[future]
+                results[i] = future.result()
+                if on_batch is not None:  # each reply is its own batch
+                    on_batch([(i, results[i])])
         log.info("%s: %d requests in %.1fs", self.name, len(requests), time.monotonic() - started)
         return results
 

@@ -1,0 +1,235 @@
+"""isqaflow.configcheck: every cross-reference of the config, checked directly (milliseconds).
+
+The same checks through ``snakemake -n`` on a copy of the repository are in test_config.py.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from workflow_utils import REPO
+
+from isqaflow.configcheck import check_config, format_problems
+
+EMBEDDED = yaml.safe_load((REPO / "config/config.yaml").read_text())
+PAPER = yaml.safe_load((REPO / "config/paper.yaml").read_text())
+KEY = {"OPENAI_API_KEY": "sk-test-value-never-printed"}
+
+
+def problems_of(change, base=EMBEDDED, environ=None, workdir=REPO):
+    config = copy.deepcopy(base)
+    change(config)
+    return check_config(config, workdir, {} if environ is None else environ)
+
+
+def test_the_shipped_configs_have_no_problems():
+    assert check_config(EMBEDDED, REPO, {}) == []
+    assert check_config(PAPER, REPO, KEY) == []
+
+
+# (what is changed, the config path that must be named, the bad value, the valid choice offered)
+MISSPELLINGS = [
+    (lambda c: c["isqa"].update(summarizers=["smolm2"]), "isqa.summarizers[0]", "smolm2", "smollm2"),
+    (lambda c: c["isqa"]["feedback_models"]["lora"].update(model="smolm2"),
+     "isqa.feedback_models.lora.model", "smolm2", "smollm2"),
+    (lambda c: c["isqa"]["feedback_models"]["lora"].update(adapter="smollm2-hotpot"),
+     "isqa.feedback_models.lora.adapter", "smollm2-hotpot", "smollm2-hotpotqa"),
+    (lambda c: c["isqa"]["questions"]["generated"].update(model="smolm2"),
+     "isqa.questions.generated.model", "smolm2", "smollm2"),
+    (lambda c: c["isqa"]["runs"][1].update(feedback="bsae"), "isqa.runs[1].feedback", "bsae", "base"),
+    (lambda c: c["isqa"]["runs"][0].update(datasets=["qaspr"]), "isqa.runs[0].datasets[0]", "qaspr", "qasper"),
+    (lambda c: c["isqa"]["runs"][0].update(summarizers=["smolm2"]),
+     "isqa.runs[0].summarizers[0]", "smolm2", "smollm2"),
+    (lambda c: c["isqa"].update(datasets=["qaspr"]), "isqa.datasets[0]", "qaspr", "qasper"),
+    (lambda c: c["isqa"].update(judged_systems=["baseline_2", "isqa-lora-humn"]),
+     "isqa.judged_systems[1]", "isqa-lora-humn", "isqa-lora-human"),
+    (lambda c: c["human_eval"].update(systems=["baselin_2"]), "human_eval.systems[0]", "baselin_2", "baseline_2"),
+    (lambda c: c["human_eval"].update(filled={"qasper/smolm2": {"a": "x.csv"}}),
+     "human_eval.filled.qasper/smolm2", "qasper/smolm2", "qasper/smollm2"),
+    (lambda c: c["metrics"]["qg"].update(model="smolm2"), "metrics.qg.model", "smolm2", "smollm2"),
+    (lambda c: c["metrics"]["qa"].update(model="smolm2"), "metrics.qa.model", "smolm2", "smollm2"),
+    (lambda c: c["metrics"].update(main_feedback="lroa"), "metrics.main_feedback", "lroa", "lora"),
+    (lambda c: c["finetune"]["smollm2-hotpotqa"].update(base="smolm2"),
+     "finetune.smollm2-hotpotqa.base", "smolm2", "smollm2"),
+    (lambda c: c["finetune"]["smollm2-hotpotqa"].update(data="hotpot"),
+     "finetune.smollm2-hotpotqa.data", "hotpot", "hotpotqa"),
+    (lambda c: c["drfr"].update(datasets=["infobnech"]), "drfr.datasets[0]", "infobnech", "infobench"),
+    (lambda c: c["drfr"]["responders"]["smollm2"].update(model="smolm2"),
+     "drfr.responders.smollm2.model", "smolm2", "smollm2"),
+    (lambda c: c["drfr"]["responders"]["smollm2-feedback"].update(adapter="smollm2-hotpot"),
+     "drfr.responders.smollm2-feedback.adapter", "smollm2-hotpot", "smollm2-hotpotqa"),
+    (lambda c: c["drfr"]["judges"]["local"].update(model="smolm2"), "drfr.judges.local.model", "smolm2", "smollm2"),
+    (lambda c: c["arena"].update(domains=["fiqa", "sceince"]), "arena.domains[1]", "sceince", "science"),
+    (lambda c: c["arena"]["answerers"]["smollm2"].update(model="smolm2"),
+     "arena.answerers.smollm2.model", "smolm2", "smollm2"),
+    (lambda c: c["arena"]["runs"][0].update(retriever="bm52"), "arena.runs[0].retriever", "bm52", "bm25"),
+    (lambda c: c["arena"]["runs"][0].update(answerers=["smollm2-nocto"]),
+     "arena.runs[0].answerers[0]", "smollm2-nocto", "smollm2-nocot"),
+    (lambda c: c["arena"]["judges"]["local"].update(model="smolm2"), "arena.judges.local.model", "smolm2", "smollm2"),
+    (lambda c: c["isqa"]["refine"].update(initial_prompt="prehoc_3") or c["isqa"].update(prompts=["baseline_2"]),
+     "isqa.refine.initial_prompt", "prehoc_3", "baseline_2"),
+]
+
+
+@pytest.mark.parametrize("change, path, bad, choice", MISSPELLINGS, ids=[m[1] for m in MISSPELLINGS])
+def test_a_misspelled_name_is_named_with_its_path_and_the_valid_choice(change, path, bad, choice):
+    problems = problems_of(change)
+    assert [p.path for p in problems] == [path], problems
+    assert repr(bad) in problems[0].message and choice in problems[0].message
+
+
+def test_a_misspelled_download_is_named():
+    def change(c):
+        c["datasets"]["papers"]["qasper"]["files"] = [{"download": "qasper_train_dvv", "member": "x.json"}]
+    problems = problems_of(change, base=PAPER, environ=KEY)
+    assert [p.path for p in problems] == ["datasets.papers.qasper.files[0].download"]
+    assert "did you mean 'qasper_train_dev'" in problems[0].message
+
+
+def test_every_problem_is_reported_at_once_with_close_matches():
+    def change(c):
+        for mutate, *_ in MISSPELLINGS:
+            mutate(c)
+    problems = problems_of(change)
+    found = {p.path for p in problems}
+    # the runs' datasets and summarizers are checked against isqa.datasets/summarizers,
+    # misspelled the same way here
+    expected = {path for _, path, _, _ in MISSPELLINGS} - {"isqa.runs[0].datasets[0]", "isqa.runs[0].summarizers[0]"}
+    assert expected <= found
+    text = format_problems(problems, ["config/broken.yaml"])
+    assert text.startswith(f"isqaflow: {len(problems)} problems in the config (config/broken.yaml)")
+    assert "did you mean 'smollm2'?" in text
+
+
+def test_a_missing_local_model_path_is_an_error(tmp_path):
+    (tmp_path / "resources").mkdir()
+
+    def missing(path):
+        def change(c):
+            c["models"]["local"] = {"backend": "hf", "model": path}
+            c["drfr"]["judges"]["local"]["model"] = "local"
+        return change
+
+    for path in ("resources/models/not-there", "./not-there", str(tmp_path / "absent"), "resources/not-there"):
+        problems = problems_of(missing(path), workdir=tmp_path)
+        assert [p.path for p in problems] == ["models.local.model"], (path, problems)
+        assert repr(path) in problems[0].message and "does not exist" in problems[0].message
+        assert "drfr.judges.local.model" in problems[0].message  # says who uses it
+    # a folder without config.json is not a model either
+    (tmp_path / "resources/half").mkdir()
+    problems = problems_of(missing("resources/half"), workdir=tmp_path)
+    assert "no config.json" in problems[0].message
+    (tmp_path / "resources/half/config.json").write_text("{}")
+    assert problems_of(missing("resources/half"), workdir=tmp_path) == []
+    # a hub id is loaded through the Hugging Face cache: not a local path
+    assert problems_of(missing("HuggingFaceTB/SmolLM2-135M-Instruct"), workdir=tmp_path) == []
+
+
+def test_a_converted_model_is_made_by_the_run_but_only_into_resources_models(tmp_path):
+    # resources/models/smollm2-135m-instruct does not exist in tmp_path: convert: makes it
+    assert problems_of(lambda c: None, workdir=tmp_path) == []
+    problems = problems_of(lambda c: c["models"]["smollm2"].update(model="models/smollm2"), workdir=tmp_path)
+    assert [p.path for p in problems] == ["models.smollm2.model"]
+    assert "resources/models/<folder>" in problems[0].message
+
+
+def api_judge(env: str | None = None, base_url: str | None = None):
+    def change(c):
+        c["models"]["gpt4"] = {"backend": "openai", "model": "gpt-4-0314", "base_url": base_url}
+        if env:
+            c["models"]["gpt4"]["api_key_env"] = env
+        c["drfr"]["judges"]["gpt4"] = {"model": "gpt4", "mode": "text"}
+    return change
+
+
+def test_an_unset_api_key_variable_names_the_model_and_the_variable():
+    problems = problems_of(api_judge("MY_JUDGE_KEY"), environ={"OPENAI_API_KEY": "sk-other"})
+    assert [p.path for p in problems] == ["models.gpt4.api_key_env"]
+    message = problems[0].message
+    assert "'gpt4'" in message and "MY_JUDGE_KEY" in message and "drfr.judges.gpt4.model" in message
+    assert "sk-other" not in message
+    # the default variable, and an empty value, count as unset
+    assert "OPENAI_API_KEY" in problems_of(api_judge(), environ={"OPENAI_API_KEY": ""})[0].message
+    assert problems_of(api_judge("MY_JUDGE_KEY"), environ={"MY_JUDGE_KEY": "sk-x"}) == []
+    # a local OpenAI-compatible server needs no key (the backend sends a placeholder), nor
+    # does one the job starts itself (a serve: entry)
+    assert problems_of(api_judge(base_url="http://127.0.0.1:8000/v1")) == []
+    def served(c):
+        api_judge()(c)
+        c["models"]["gpt4"]["serve"] = {"command": "vllm serve {model} --port {port}"}
+    assert problems_of(served) == []
+
+
+def test_the_paper_config_without_its_key_names_every_api_model_it_uses():
+    problems = check_config(PAPER, REPO, {})
+    assert {p.path for p in problems} == {f"models.{m}.api_key_env" for m in ("gpt35", "gpt4o", "gpt4-0314",
+                                                                              "gpt4-0125")}
+    assert all("OPENAI_API_KEY" in p.message for p in problems)
+
+
+def test_a_model_the_run_does_not_use_needs_no_key_and_no_path():
+    def change(c):
+        c["models"]["spare"] = {"backend": "openai", "model": "gpt-4o"}
+        c["models"]["old"] = {"backend": "hf", "model": "resources/models/deleted"}
+        c["isqa"]["feedback_models"]["spare"] = {"model": "spare"}  # in no run
+        c["arena"]["answerers"]["old"] = {"model": "old", "cot": True}  # in no arena run
+        c["arena"]["runs"][0]["answerers"] = ["smollm2"]
+    assert problems_of(change) == []
+
+
+def test_an_adapter_belongs_to_its_base_model_and_to_a_local_model():
+    def other_base(c):
+        c["models"]["bigger"] = {"backend": "hf", "model": "HuggingFaceTB/SmolLM2-360M-Instruct"}
+        c["drfr"]["responders"]["smollm2-feedback"]["model"] = "bigger"
+    problems = problems_of(other_base)
+    assert [p.path for p in problems] == ["drfr.responders.smollm2-feedback.adapter"]
+    assert "fine-tuned from 'smollm2'" in problems[0].message
+    # another entry for the same checkpoint (say, another batch size) is the same base
+    def same_checkpoint(c):
+        c["models"]["smollm2-b4"] = {**c["models"]["smollm2"], "batch_size": 4}
+        c["drfr"]["responders"]["smollm2-feedback"]["model"] = "smollm2-b4"
+    assert problems_of(same_checkpoint) == []
+
+    def api_with_adapter(c):
+        api_judge("K")(c)
+        c["arena"]["answerers"]["smollm2"].update(model="gpt4", adapter="smollm2-hotpotqa")
+    paths = [p.path for p in problems_of(api_with_adapter, environ={"K": "x"})]
+    assert paths == ["arena.answerers.smollm2.adapter"]
+
+    def api_base(c):
+        api_judge("K")(c)
+        c["finetune"]["smollm2-hotpotqa"]["base"] = "gpt4"
+    problems = problems_of(api_base, environ={"K": "x"})
+    assert "finetune.smollm2-hotpotqa.base" in [p.path for p in problems]
+    assert any("needs a local (hf) model" in p.message for p in problems)
+
+
+def test_generated_questions_need_their_source():
+    problems = problems_of(lambda c: c["isqa"]["questions"].pop("generated"))
+    assert [p.path for p in problems] == ["isqa.runs[2].questions"]
+    assert "isqa.questions.generated" in problems[0].message
+
+
+def test_judged_systems_must_exist_for_every_dataset_and_summarizer():
+    def change(c):
+        c["models"]["other"] = dict(c["models"]["smollm2"], batch_size=2)
+        c["isqa"]["summarizers"] = ["smollm2", "other"]
+        c["isqa"]["runs"][0]["summarizers"] = ["smollm2"]  # isqa-lora-human for smollm2 only
+    problems = problems_of(change)
+    assert [p.path for p in problems] == ["isqa.judged_systems[1]", "human_eval.systems[1]"]
+    assert "no summaries for qasper/other" in problems[0].message
+
+
+def test_the_main_feedback_model_needs_a_run_with_human_questions():
+    problems = problems_of(lambda c: c["metrics"].update(main_feedback="base")
+                           or c["isqa"]["runs"].pop(1))
+    assert [p.path for p in problems] == ["metrics.main_feedback"]
+    assert "no run with human questions" in problems[0].message
+
+
+def test_an_arena_run_answers_from_a_retrieved_depth():
+    problems = problems_of(lambda c: c["arena"]["runs"][0].update(k=20))
+    assert [p.path for p in problems] == ["arena.runs[0].k"]
+    assert "20 is not one of arena.k (5, 10)" in problems[0].message
