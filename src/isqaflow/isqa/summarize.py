@@ -34,7 +34,7 @@ class SummaryRecord(BaseModel):
     dataset: str
     summarizer: str
     system: str  # baseline_1 .. prehoc_3, generic, isqa-<feedback>-<questions>
-    step: int | None = None  # ISQA refinement step (0 = before any feedback); None otherwise
+    step: int | None = None  # ISQA: t of s_t (1 = the initial prompt's summary); None for a single pass
     final: bool = True  # the system's output for the paper (ISQA: the last step)
     summary: str
     input_tokens: int = 0
