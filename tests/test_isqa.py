@@ -1093,3 +1093,37 @@ def test_parse_feedback_replies_that_echo_the_prompt_labels(raw, status, answer,
     parsed = parse_feedback(raw)
     assert (parsed.status, parsed.answer, parsed.evidence) == (status, answer, evidence)
     assert parsed.raw == raw
+
+
+# ============================================================ feedback statistics
+def test_feedback_statistics_counts_every_status_of_real_step_records(tmp_path):
+    from isqaflow.io import write_jsonl
+    from isqaflow.metrics.tables import feedback_statistics
+
+    paper = make_paper("p1", 4)
+    replies = {
+        0: ("1. Answer: answer 0\n2. Evidence: The model has twelve layers and", "length"),
+        1: "1. Answer: answer 1\n2. Evidence: The",
+        2: "1. Answer: Unanswerable\n2. Evidence: none",
+        3: "1. Answer: Unanswerable parts\n2. Evidence: It is trained on SQuAD.",
+    }
+    fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
+    records = run([paper, make_paper("p2", 0)], summarizer(), fb, steps=1, batch_size=4)
+    # 4 facts, the first sentence of s_1 and of s_2 twice each: 2 added
+    ok = run([make_paper("p3", 2)], summarizer(), feedback_fn(), steps=2, batch_size=2)
+    for rec in records + ok:
+        rec.update(summarizer="fake", system="isqa-test")
+    path = tmp_path / "steps.jsonl"
+    write_jsonl(path, records + ok)
+
+    stats = feedback_statistics([path])
+    row = stats.loc[("toy", "fake", "isqa-test")]
+    assert list(stats.columns) == ["papers", "no_feedback_possible", "replies", "fact", "non_fact",
+                                   "dropped_zero_f1", "truncated", "unparsed", "unanswerable",
+                                   "unanswerable_answer", "evidence_not_in_summary", "added", "duplicates_skipped"]
+    assert row.to_dict() == {
+        "papers": 3, "no_feedback_possible": 1, "replies": 8, "fact": 4, "non_fact": 0, "dropped_zero_f1": 0,
+        "truncated": 1, "unparsed": 0, "unanswerable": 1, "unanswerable_answer": 1, "evidence_not_in_summary": 1,
+        "added": 2, "duplicates_skipped": 2,
+    }
+    assert all(dtype.kind == "i" for dtype in stats.dtypes)
