@@ -194,6 +194,18 @@ def isqa_runs():
                 yield dataset, summarizer, run["feedback"], run["questions"]
 
 
+def feedback_validity_files():
+    """The feedback models' known-answer control records (results/validity/feedback/...),
+    written by isqa_refine, one per ISQA run; none when validity.feedback runs no control.
+    """
+    settings = config["validity"]["feedback"]
+    if not settings["controls"] or not settings["per_paper"]:
+        return []
+    return [
+        f"results/validity/feedback/{d}/{s}/{f}-{q}.jsonl" for d, s, f, q in isqa_runs()
+    ]
+
+
 def summary_files(dataset, summarizer):
     """Every summaries file of a (dataset, summarizer): baselines, generic feedback, ISQA runs."""
     root = f"results/summaries/{dataset}/{summarizer}"

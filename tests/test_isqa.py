@@ -24,7 +24,15 @@ from isqaflow.finetune.formats import (
 from isqaflow.isqa import prompts
 from isqaflow.isqa.feedback import DECISIONS, decide, likelihood_evidence
 from isqaflow.isqa.questions import generate_questions
-from isqaflow.isqa.refine import NO_FEEDBACK, BatchSampler, RefineSettings, refine, summary_rows
+from isqaflow.isqa.control import build_controls, gold_evidence_sentence, insert_sentence
+from isqaflow.isqa.refine import (
+    NO_FEEDBACK,
+    BatchSampler,
+    RefineSettings,
+    feedback_control,
+    refine,
+    summary_rows,
+)
 from isqaflow.isqa.summarize import SummaryRecord, baseline_summaries
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request
 from isqaflow.models.registry import load_model
@@ -1016,6 +1024,45 @@ def test_likelihood_evidence_with_a_real_model(causal):
     assert best == max(range(2), key=lambda i: expected[i])
 
 
+def test_run_refine_writes_steps_summaries_and_the_feedback_control(tiny_causal, tmp_path):
+    """The rule's entry point with a real (tiny) model: s_1 from the baseline file, N steps, control records."""
+    from isqaflow.io import read_jsonl, write_jsonl
+    from isqaflow.isqa.refine import run_refine
+
+    papers = [make_paper("p1", 3), make_paper("p2", 2)]
+    write_jsonl(tmp_path / "papers.jsonl", papers)
+    baseline = [SummaryRecord(paper_id=p.id, dataset="toy", summarizer="tiny", system=system,
+                              summary=f"Baseline {system} of {p.id}. It has two sentences.")
+                for system in ("baseline_1", "baseline_2") for p in papers]
+    write_jsonl(tmp_path / "baseline.jsonl", baseline)
+    spec = {"backend": "hf", "model": str(tiny_causal)}
+    out = {name: tmp_path / f"{name}.jsonl" for name in ("steps", "summaries", "validity")}
+    run_refine(tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl", out["steps"], out["summaries"], spec, "tiny",
+               spec, None, {"steps": 2, "batch_size": 1, "dedup_method": "exact"}, {"max_new_tokens": 4},
+               {"max_new_tokens": 4}, "isqa-base-human", tmp_path / "calls.sqlite", threads=1,
+               validity_out=out["validity"], validity={"controls": ["gold_evidence"], "per_paper": 1},
+               feedback_name="base", scope="toy/tiny/human")
+    steps = [rec for _, rec in read_jsonl(out["steps"])]
+    assert [[s["step"] for s in rec["steps"]] for rec in steps] == [[1, 2], [1, 2]]
+    assert [rec["steps"][0]["summary"] for rec in steps] == ["Baseline baseline_2 of p1. It has two sentences.",
+                                                            "Baseline baseline_2 of p2. It has two sentences."]
+    rows = [row for _, row in read_jsonl(out["summaries"])]
+    assert [(r["paper_id"], r["step"], r["final"]) for r in rows] == [
+        ("p1", 1, False), ("p1", 2, True), ("p2", 1, False), ("p2", 2, True)]
+    controls = [rec for _, rec in read_jsonl(out["validity"])]
+    assert [(c["instrument"], c["name"], c["scope"], c["control"]) for c in controls] == [
+        ("feedback model", "base", "toy/tiny/human", "gold_evidence")] * 2
+    assert all(c["correct"] in (True, False, None) and c["chance"] in (0.0, 1.0) for c in controls)
+
+    # no control configured: an empty file
+    run_refine(tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl", out["steps"], out["summaries"], spec, "tiny",
+               spec, None, {"steps": 1, "batch_size": 1, "dedup_method": "exact"}, {"max_new_tokens": 4},
+               {"max_new_tokens": 4}, "isqa-base-human", tmp_path / "calls.sqlite", threads=1,
+               validity_out=out["validity"], validity={"controls": [], "per_paper": 1},
+               feedback_name="base", scope="toy/tiny/human")
+    assert out["validity"].read_text() == ""
+
+
 # ============================================================ generated questions
 class FakeQG:
     def __init__(self, replies: list[str]):
@@ -1127,3 +1174,126 @@ def test_feedback_statistics_counts_every_status_of_real_step_records(tmp_path):
         "added": 2, "duplicates_skipped": 2,
     }
     assert all(dtype.kind == "i" for dtype in stats.dtypes)
+
+
+# ============================================================ feedback-model control (issue 12)
+def test_gold_evidence_sentence_holds_most_of_the_answer():
+    qa = QAPair(id="q", question="How many layers?", answers=[
+        Answer(text="twelve layers", type="extractive",
+               evidence=["We build a model. It has twelve layers and eight heads. Layers are deep."]),
+        Answer(text="Unanswerable", type="none"),
+    ])
+    assert gold_evidence_sentence(qa) == "It has twelve layers and eight heads."
+    no_evidence = QAPair(id="q", question="Q?", answers=[Answer(text="x", type="abstractive")])
+    assert gold_evidence_sentence(no_evidence) is None
+    # a yes/no answer shares no token with its evidence: the first sentence is taken
+    boolean = QAPair(id="q", question="Q?", answers=[Answer(text="Yes", type="boolean", evidence=["A. B."])])
+    assert gold_evidence_sentence(boolean) == "A."
+
+
+def test_insert_sentence_between_the_summary_sentences():
+    summary = "One. Two. Three."
+    assert [insert_sentence(summary, " New. ", k) for k in range(4)] == [
+        "New. One. Two. Three.", "One. New. Two. Three.", "One. Two. New. Three.", "One. Two. Three. New."]
+    assert insert_sentence("", "New.", 0) == "New."
+
+
+def test_build_controls_is_seeded_and_uses_answerable_pairs_with_evidence():
+    papers = [make_paper(f"p{k}", 6, n_unanswerable=2) for k in range(3)]
+    papers.append(make_paper("p9", 0, n_unanswerable=2))  # nothing eligible
+    first = {p.id: summary_text(0, p.id) for p in papers}
+
+    def key(items):
+        return [(c["paper_id"], c["qa"].id, c["evidence"], c["position"], c["with_evidence"]) for c in items]
+
+    items = build_controls(papers, first, per_paper=2, seed=13)
+    assert key(items) == key(build_controls(papers, first, per_paper=2, seed=13))
+    assert key(items) != key(build_controls(papers, first, per_paper=2, seed=14))
+    assert Counter(c["paper_id"] for c in items) == {"p0": 2, "p1": 2, "p2": 2}
+    for c in items:
+        n = int(c["qa"].id.split("-q")[1])
+        assert not c["qa"].unanswerable and c["evidence"] == f"The answer {n} is stated here."
+        assert c["summary"] == first[c["paper_id"]]
+        assert 0 <= c["position"] <= 3  # three sentences: four places
+        assert c["with_evidence"] == insert_sentence(c["summary"], c["evidence"], c["position"])
+    # a paper's items do not depend on the other papers of the job
+    alone = build_controls(papers[1:2], first, per_paper=2, seed=13)
+    assert key(alone) == [k for k in key(items) if k[0] == "p1"]
+    # only the pairs the loop may draw, and at most as many as there are
+    eligible = {p.id: p.qas[:1] for p in papers}
+    assert [c["qa"].id for c in build_controls(papers, first, 5, 13, eligible)] == ["p0-q0", "p1-q0", "p2-q0"]
+    assert build_controls(papers, first, per_paper=0, seed=13) == []
+    assert build_controls(papers, {}, per_paper=2, seed=13) == []  # no first summary, no control
+
+
+def evidence_reader(invalid: set[str] = frozenset()) -> FakeLM:
+    """Answers right only when the gold evidence sentence is in the context; 'invalid' questions get no reply."""
+    def respond(request, call):
+        q, ctx = question_and_context(request)
+        n = re.search(r"Question (\d+)", q)[1]
+        if q in invalid:
+            return "I do not know what to say."
+        sentence = f"The answer {n} is stated here."
+        if sentence in ctx:
+            return f"1. Answer: answer {n}\n2. Evidence: {sentence}"
+        return f"1. Answer: something else\n2. Evidence: {first_sentence(ctx)}"
+
+    return FakeLM(respond)
+
+
+def test_feedback_control_records_follow_the_contract():
+    papers = [make_paper("p1", 3), make_paper("p2", 3)]
+    records = run(papers, summarizer(), feedback_fn(), steps=1, batch_size=1)
+    fb = evidence_reader(invalid={papers[1].qas[0].question, papers[1].qas[1].question, papers[1].qas[2].question})
+    out = feedback_control(papers, records, fb, settings(), FEEDBACK_PARAMS,
+                           {"controls": ["gold_evidence"], "per_paper": 2}, "lora", "toy/fake/human")
+    assert len(out) == 4 and len(fb.calls) == 1  # one batch: 2 items x 2 papers x (without, with)
+    assert len(fb.calls[0]) == 8
+    for record in out:
+        assert set(record) == {"instrument", "name", "scope", "control", "rule", "item", "expected", "outcome",
+                               "correct", "chance", "baseline_correct", "detail"}
+        assert (record["instrument"], record["name"], record["scope"], record["control"], record["rule"]) == (
+            "feedback model", "lora", "toy/fake/human", "gold_evidence", "raw")
+        paper_id, qa_id = record["item"].split(":")
+        assert qa_id.startswith(paper_id) and record["expected"] == f"answer {qa_id.split('-q')[1]}"
+        assert record["detail"]["evidence"] == f"The answer {qa_id.split('-q')[1]} is stated here."
+    p1 = [r for r in out if r["item"].startswith("p1:")]
+    # right with the evidence, wrong without it: chance is the share right without it
+    assert all(r["correct"] is True and r["baseline_correct"] is False and r["chance"] == 0.0 for r in p1)
+    assert all(r["outcome"] == r["expected"] for r in p1)
+    # replies that do not parse: correct None (invalid), never dropped
+    p2 = [r for r in out if r["item"].startswith("p2:")]
+    assert len(p2) == 2
+    assert all(r["correct"] is None and r["baseline_correct"] is None and r["outcome"] == "unparsed" for r in p2)
+    # the requests: the first summary without, then with the evidence inserted
+    contexts = [question_and_context(r)[1] for r in fb.calls[0]]
+    assert contexts[:4] == [summary_text(0, r["item"].split(":")[0]) for r in out]
+    for record, context in zip(out, contexts[4:], strict=True):
+        detail = record["detail"]
+        assert context == insert_sentence(contexts[0 if record["item"].startswith("p1:") else 2],
+                                          detail["evidence"], detail["position"])
+
+
+def test_feedback_control_counts_an_unanswerable_reply_as_wrong_and_a_cut_one_as_invalid():
+    papers = [make_paper("p1", 2)]
+    records = run(papers, summarizer(), feedback_fn(), steps=1, batch_size=1)
+    cut = FakeLM(lambda r, call: ("1. Answer: answer 0\n2. Evidence: The answer 0 is", "length"))
+    (record, _) = feedback_control(papers, records, cut, settings(), FEEDBACK_PARAMS,
+                                   {"controls": ["gold_evidence"], "per_paper": 2}, "lora", "s")
+    assert record["correct"] is None and record["baseline_correct"] is None and record["outcome"] == "truncated"
+    no = FakeLM(lambda r, call: "Unanswerable")
+    (record, _) = feedback_control(papers, records, no, settings(), FEEDBACK_PARAMS,
+                                   {"controls": ["gold_evidence"], "per_paper": 2}, "lora", "s")
+    assert record["correct"] is False and record["baseline_correct"] is False and record["outcome"] == "unanswerable"
+
+
+def test_feedback_control_follows_the_config():
+    papers = [make_paper("p1", 2)]
+    records = run(papers, summarizer(), feedback_fn(), steps=1, batch_size=1)
+    fb = evidence_reader()
+    for validity in ({"controls": [], "per_paper": 2}, {"controls": ["gold_evidence"], "per_paper": 0}):
+        assert feedback_control(papers, records, fb, settings(), FEEDBACK_PARAMS, validity, "lora", "s") == []
+    assert fb.calls == []
+    with pytest.raises(ValueError, match=r"validity.feedback.controls: unknown control\(s\) \['gold'\]"):
+        feedback_control(papers, records, fb, settings(), FEEDBACK_PARAMS, {"controls": ["gold"], "per_paper": 1},
+                         "lora", "s")

@@ -283,8 +283,15 @@ def summary_rows(records: Sequence[dict[str, Any]], summarizer: str, system: str
 def run_refine(papers_path, baseline_path, steps_out, summaries_out, summarizer_spec: dict[str, Any], summarizer: str,
                feedback_spec: dict[str, Any], feedback_adapter: str | None, settings: dict[str, Any],
                summary_generation: dict[str, Any], feedback_generation: dict[str, Any], system: str,
-               cache_path, threads: int | None = None) -> dict[str, int]:
-    """Entry point of rule isqa_refine: Algorithm 1 over all papers of a dataset."""
+               cache_path, threads: int | None = None, validity_out=None, validity: dict[str, Any] | None = None,
+               feedback_name: str = "", scope: str = "") -> dict[str, int]:
+    """Entry point of rule isqa_refine: Algorithm 1 over all papers of a dataset.
+
+    With ``validity_out``, the feedback model's known-answer control
+    (:mod:`isqaflow.isqa.control`, config ``validity.feedback``: ``controls`` and
+    ``per_paper``) runs in the same job on the first summaries and its records are
+    written there (an empty file when no control is configured).
+    """
     from isqaflow.io import read_records, write_jsonl
     from isqaflow.models.cache import CallCache
     from isqaflow.models.registry import load_model
@@ -298,12 +305,46 @@ def run_refine(papers_path, baseline_path, steps_out, summaries_out, summarizer_
     summ = load_model(summarizer_spec, cache=cache, name=summarizer, threads=threads)
     feedback = load_model(feedback_spec, cache=cache, adapter=feedback_adapter, name=f"feedback({system})",
                           threads=threads)
+    feedback_params = GenerationParams.from_dict(feedback_generation)
     records = refine(papers, summ, feedback, refine_settings, GenerationParams.from_dict(summary_generation),
-                     GenerationParams.from_dict(feedback_generation), initial=initial)
+                     feedback_params, initial=initial)
     for rec in records:
         rec.update(summarizer=summarizer, system=system)
     write_jsonl(steps_out, records)
     write_jsonl(summaries_out, summary_rows(records, summarizer, system))
     totals = sum((Counter(r["counts"]) for r in records), Counter())
     log.info("%s: %d papers, feedback decisions %s", system, len(records), dict(totals))
+    if validity_out is not None:
+        controls = feedback_control(papers, records, feedback, refine_settings, feedback_params, validity or {},
+                                    feedback_name, scope)
+        write_jsonl(validity_out, controls)
     return dict(totals)
+
+
+def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]], feedback_model: LanguageModel,
+                     settings: RefineSettings, feedback_params: GenerationParams, validity: dict[str, Any],
+                     name: str, scope: str) -> list[dict[str, Any]]:
+    """The ``gold_evidence`` control records of a run (none unless ``validity`` asks for them).
+
+    The control asks about the first summary s_1 of each paper with the loop's own
+    settings (threshold, zero-F1 policy, prompt style, evidence mode) and the pairs the
+    loop may draw.
+    """
+    from isqaflow.isqa import control
+
+    unknown = sorted(set(validity.get("controls", [])) - set(control.CONTROLS))
+    if unknown:
+        raise ValueError(f"validity.feedback.controls: unknown control(s) {unknown}; known: {control.CONTROLS}")
+    per_paper = int(validity.get("per_paper", 0) or 0)
+    if "gold_evidence" not in validity.get("controls", []) or per_paper <= 0:
+        return []
+    first = {rec["paper_id"]: rec["steps"][0]["summary"] for rec in records if rec["steps"]}
+    eligible = {p.id: usable_qas(p, settings.include_unanswerable) for p in papers}
+    items = control.build_controls(papers, first, per_paper, settings.seed, eligible)
+    out = control.run_feedback_control(feedback_model, items, feedback_params, settings.epsilon, settings.zero_f1,
+                                       settings.feedback_style, settings.evidence, name, scope)
+    helped = sum(r["correct"] is True for r in out)
+    baseline = sum(r["baseline_correct"] is True for r in out)
+    log.info("feedback control (%s, %s): %d items, correct with evidence %d, without %d, invalid %d", name, scope,
+             len(out), helped, baseline, sum(r["correct"] is None for r in out))
+    return out
