@@ -78,6 +78,7 @@ rule generic_feedback:
     params:
         model=lambda wc: model_spec(wc.summarizer),
         generation=config["isqa"]["summary_generation"],
+        steps=config["isqa"].get("generic_steps", 1),
         code=code("isqaflow.isqa.summarize"),
     script:
         "../scripts/generic_feedback.py"

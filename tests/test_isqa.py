@@ -33,7 +33,7 @@ from isqaflow.isqa.refine import (
     refine,
     summary_rows,
 )
-from isqaflow.isqa.summarize import SummaryRecord, baseline_summaries
+from isqaflow.isqa.summarize import SummaryRecord, baseline_summaries, generic_feedback_summaries
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request
 from isqaflow.models.registry import load_model
 from isqaflow.text.f1 import max_f1, normalize_answer, token_f1
@@ -421,7 +421,8 @@ def content(request: Request) -> str:
 
 
 def paper_of(request: Request) -> str:
-    return re.search(r"Body of (p\w+)\.", content(request))[1]
+    text = request if isinstance(request, str) else "\n".join(m["content"] for m in request)
+    return re.search(r"Body of (p\w+)\.", text)[1]
 
 
 CLAIMS = "The model has twelve layers. It is trained on SQuAD."
@@ -849,6 +850,34 @@ def test_summary_rows_mark_the_final_step():
         (1, False, summary_text(0, "p1")), (2, False, summary_text(1, "p1")), (3, True, summary_text(2, "p1")),
     ]
     assert all(r.system == "isqa-test" and r.summarizer == "fake" and r.paper_id == "p1" for r in rows)
+
+
+def test_generic_feedback_single_pass_is_the_papers_e3_prompt():
+    papers = [make_paper("p1", 1), make_paper("p2", 1)]
+    summ = summarizer()
+    rows = generic_feedback_summaries(summ, papers, SUMMARY_PARAMS, "toy", "fake")
+    assert summ.calls == [[prompts.generic_feedback_request(p.body()) for p in papers]]
+    assert [(r.paper_id, r.system, r.step, r.final, r.summary) for r in rows] == [
+        ("p1", "generic", None, True, summary_text(0, "p1")), ("p2", "generic", None, True, summary_text(0, "p2"))]
+
+
+def test_generic_feedback_iterated_shows_each_round_its_previous_summary():
+    papers = [make_paper("p1", 1), make_paper("p2", 1)]
+    summ = summarizer()
+    rows = generic_feedback_summaries(summ, papers, SUMMARY_PARAMS, "toy", "fake", steps=3)
+    assert len(summ.calls) == 3  # one batch per round
+    assert summ.calls[0] == [prompts.generic_feedback_request(p.body()) for p in papers]
+    for round_ in (1, 2):
+        assert summ.calls[round_] == [
+            [{"role": "user", "content": prompts.GENERIC_FEEDBACK_PROMPT.format(paper=p.body())},
+             {"role": "assistant", "content": summary_text(round_ - 1, p.id)},
+             {"role": "user", "content": prompts.GENERIC_FEEDBACK}]
+            for p in papers
+        ]
+    assert [(r.paper_id, r.step, r.final, r.summary) for r in rows] == [
+        (p.id, step, step == 3, summary_text(step - 1, p.id)) for step in (1, 2, 3) for p in papers]
+    with pytest.raises(ValueError, match="generic_steps must be at least 1"):
+        generic_feedback_summaries(summ, papers, SUMMARY_PARAMS, "toy", "fake", steps=0)
 
 
 def test_refine_settings_from_dict_rejects_unknown_keys_and_values():
