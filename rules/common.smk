@@ -502,7 +502,7 @@ def summary_targets():
 def metrics_targets():
     targets = [f"results/tables/isqa_{t}.csv" for t in ISQA_TABLES]
     for d, s in isqa_pairs():
-        targets.append(f"results/human_eval/{d}/{s}/sheet.csv")
+        targets.append(f"results/human_eval/{d}/{s}/assignment.json")
         if human_eval_filled(d, s):
             targets.append(f"results/human_eval/{d}/{s}/factuality.csv")
     return targets
