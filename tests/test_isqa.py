@@ -22,9 +22,9 @@ from isqaflow.finetune.formats import (
     parse_feedback,
 )
 from isqaflow.isqa import prompts
+from isqaflow.isqa.control import build_controls, gold_evidence_sentence, insert_sentence
 from isqaflow.isqa.feedback import DECISIONS, decide, likelihood_evidence
 from isqaflow.isqa.questions import generate_questions
-from isqaflow.isqa.control import build_controls, gold_evidence_sentence, insert_sentence
 from isqaflow.isqa.refine import (
     NO_FEEDBACK,
     BatchSampler,

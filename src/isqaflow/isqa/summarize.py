@@ -95,10 +95,8 @@ def generic_feedback_summaries(model: LanguageModel, papers: Sequence[Paper], pa
     rows: list[SummaryRecord] = []
     previous: dict[str, str] = {}
     for step in range(1, steps + 1):
-        builders = [
-            (lambda text, prev=previous.get(paper.id): prompts.generic_feedback_request(text, prev))
-            for paper in papers
-        ]
+        shown = [previous.get(paper.id) for paper in papers]  # None in round 1
+        builders = [lambda text, prev=prev: prompts.generic_feedback_request(text, prev) for prev in shown]
         outs = summarize(model, papers, builders, params, [f"generic feedback {step}"] * len(papers))
         for paper, (out, cut) in zip(papers, outs, strict=True):
             previous[paper.id] = out.text
