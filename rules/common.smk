@@ -189,6 +189,7 @@ def refine_settings(feedback):
         "dedup_method": dedup["method"],
         "dedup_threshold": dedup["threshold"],
         "dedup_model": dedup["model"],
+        "dedup_scope": dedup.get("scope", "within"),
         "feedback_style": feedback_entry(feedback).get("style", "isqa"),
         "seed": config["seed"],
     }
@@ -200,6 +201,18 @@ def isqa_runs():
         for dataset in run.get("datasets", config["isqa"]["datasets"]):
             for summarizer in run.get("summarizers", config["isqa"]["summarizers"]):
                 yield dataset, summarizer, run["feedback"], run["questions"]
+
+
+def feedback_validity_files():
+    """The feedback models' known-answer control records (results/validity/feedback/...),
+    written by isqa_refine, one per ISQA run; none when validity.feedback runs no control.
+    """
+    settings = config["validity"]["feedback"]
+    if not settings["controls"] or not settings["per_paper"]:
+        return []
+    return [
+        f"results/validity/feedback/{d}/{s}/{f}-{q}.jsonl" for d, s, f, q in isqa_runs()
+    ]
 
 
 def summary_files(dataset, summarizer):
@@ -534,7 +547,7 @@ def summary_targets():
 def metrics_targets():
     targets = [f"results/tables/isqa_{t}.csv" for t in ISQA_TABLES]
     for d, s in isqa_pairs():
-        targets.append(f"results/human_eval/{d}/{s}/sheet.csv")
+        targets.append(f"results/human_eval/{d}/{s}/assignment.json")
         if human_eval_filled(d, s):
             targets.append(f"results/human_eval/{d}/{s}/factuality.csv")
     return targets

@@ -82,8 +82,12 @@ rule human_eval_sheets:
     input:
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
     output:
-        sheet="results/human_eval/{dataset}/{summarizer}/sheet.csv",
+        sheets=expand(
+            "results/human_eval/{{dataset}}/{{summarizer}}/sheet-{annotator}.csv",
+            annotator=config["human_eval"]["annotators"],
+        ),
         key="results/human_eval/{dataset}/{summarizer}/key.csv",
+        assignment="results/human_eval/{dataset}/{summarizer}/assignment.json",
     log:
         "logs/human_eval_sheets/{dataset}/{summarizer}.log",
     conda:
@@ -94,6 +98,9 @@ rule human_eval_sheets:
         runtime=runtime_for("default"),
     params:
         systems=config["human_eval"]["systems"],
+        papers=config["human_eval"]["papers"],
+        shared=config["human_eval"]["shared"],
+        annotators=config["human_eval"]["annotators"],
         seed=config["seed"],
         code=code("isqaflow.metrics.human"),
     script:
@@ -103,6 +110,7 @@ rule human_eval_sheets:
 rule human_eval_results:
     input:
         key="results/human_eval/{dataset}/{summarizer}/key.csv",
+        assignment="results/human_eval/{dataset}/{summarizer}/assignment.json",
         filled=lambda wc: list(human_eval_filled(wc.dataset, wc.summarizer).values()),
     output:
         factuality=report(

@@ -78,6 +78,7 @@ rule generic_feedback:
     params:
         model=lambda wc: model_spec(wc.summarizer),
         generation=config["isqa"]["summary_generation"],
+        steps=config["isqa"].get("generic_steps", 1),
         code=code("isqaflow.isqa.summarize"),
     script:
         "../scripts/generic_feedback.py"
@@ -92,6 +93,8 @@ rule isqa_refine:
     output:
         steps="results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.steps.jsonl",
         summaries="results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.jsonl",
+        # the feedback model's known-answer control (issue 12), run where the model is loaded
+        validity="results/validity/feedback/{dataset}/{summarizer}/{feedback}-{questions}.jsonl",
     log:
         "logs/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.log",
     benchmark:
@@ -112,6 +115,7 @@ rule isqa_refine:
         settings=lambda wc: refine_settings(wc.feedback),
         summary_generation=config["isqa"]["summary_generation"],
         feedback_generation=config["isqa"]["feedback_generation"],
+        validity=config["validity"]["feedback"],
         code=code("isqaflow.isqa.refine"),
     script:
         "../scripts/isqa_refine.py"

@@ -13,4 +13,5 @@ with job(snakemake) as ctx:
         summarizer=snakemake.wildcards.summarizer,
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
+        steps=snakemake.params.steps,
     )

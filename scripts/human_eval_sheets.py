@@ -1,4 +1,4 @@
-"""Blind per-sentence annotation sheets for the human evaluation (rule human_eval_sheets)."""
+"""The human-evaluation sample and each annotator's blind per-sentence sheet (rule human_eval_sheets)."""
 
 from isqaflow.metrics.human import run_sheets
 from isqaflow.runtime import job
@@ -8,6 +8,10 @@ with job(snakemake):
         snakemake.input.summaries,
         systems=snakemake.params.systems,
         seed=snakemake.params.seed,
-        sheet_out=snakemake.output.sheet,
+        dataset=snakemake.wildcards.dataset,
+        papers=snakemake.params.papers,
+        shared=snakemake.params.shared,
+        sheet_outs=dict(zip(snakemake.params.annotators, snakemake.output.sheets)),
         key_out=snakemake.output.key,
+        assignment_out=snakemake.output.assignment,
     )

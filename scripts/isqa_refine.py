@@ -19,4 +19,8 @@ with job(snakemake) as ctx:
         system=f"isqa-{snakemake.wildcards.feedback}-{snakemake.wildcards.questions}",
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
+        validity_out=snakemake.output.validity,
+        validity=snakemake.params.validity,
+        feedback_name=snakemake.wildcards.feedback,
+        scope=f"{snakemake.wildcards.dataset}/{snakemake.wildcards.summarizer}/{snakemake.wildcards.questions}",
     )

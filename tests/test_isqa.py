@@ -12,12 +12,28 @@ import numpy as np
 import pytest
 
 from isqaflow.data.schema import Answer, Paper, QAPair, Section
-from isqaflow.finetune.formats import ParsedFeedback, feedback_request, parse_feedback
+from isqaflow.finetune.formats import (
+    ParsedFeedback,
+    check_feedback,
+    evidence_slot,
+    feedback_request,
+    format_target,
+    match_evidence,
+    parse_feedback,
+)
 from isqaflow.isqa import prompts
-from isqaflow.isqa.feedback import decide
+from isqaflow.isqa.control import build_controls, gold_evidence_sentence, insert_sentence
+from isqaflow.isqa.feedback import DECISIONS, decide, likelihood_evidence
 from isqaflow.isqa.questions import generate_questions
-from isqaflow.isqa.refine import NO_FEEDBACK, BatchSampler, RefineSettings, refine, summary_rows
-from isqaflow.isqa.summarize import SummaryRecord, baseline_summaries
+from isqaflow.isqa.refine import (
+    NO_FEEDBACK,
+    BatchSampler,
+    RefineSettings,
+    feedback_control,
+    refine,
+    summary_rows,
+)
+from isqaflow.isqa.summarize import SummaryRecord, baseline_summaries, generic_feedback_summaries
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request
 from isqaflow.models.registry import load_model
 from isqaflow.text.f1 import max_f1, normalize_answer, token_f1
@@ -245,6 +261,74 @@ def test_parse_feedback_answer_that_starts_with_unanswerable():
     )
 
 
+# ================================================= checked replies (ISQA's loop)
+SUMMARY = "The model has 12 layers. It is trained on SQuAD, a QA data set. We release the code."
+
+
+@pytest.mark.parametrize(
+    ("evidence", "sentences", "how"),
+    [
+        ("The model has 12 layers.", (0,), "containment"),
+        ('"the model has 12 layers"', (0,), "containment"),  # quotes, case, punctuation
+        ("It is trained on SQuAD", (1,), "containment"),  # a clause covering at least half of its sentence
+        ("The model has 12 layers. We release the code.", (0, 2), "containment"),  # two sentences
+        ("We release our code.", (2,), "overlap"),  # a word changed: token F1 0.86
+    ],
+)
+def test_match_evidence_accepts_sentences_of_the_context(evidence, sentences, how):
+    match = match_evidence(evidence, SUMMARY)
+    assert match is not None and match.sentences == sentences and match.how == how
+
+
+@pytest.mark.parametrize(
+    "evidence",
+    [
+        "The",  # normalizes to nothing
+        "...",
+        "",
+        "The model",  # a fragment: a quarter of its sentence
+        "trained on SQuAD",  # a fragment: 3 of 8 tokens
+        "The model has 12 layers and 8 heads.",  # a sentence with something added
+        "The model has twelve layers.",  # a fact changed: token F1 0.75
+        "The model has 12 layers. It was released in 2010.",  # the second sentence is not in the summary
+        "Something else entirely.",
+    ],
+)
+def test_match_evidence_rejects_what_is_not_a_sentence_of_the_context(evidence):
+    assert match_evidence(evidence, SUMMARY) is None
+
+
+def test_check_feedback_statuses_in_order():
+    good = parse_feedback("1. Answer: 12 layers\n2. Evidence: The model has 12 layers.")
+    assert check_feedback(good, "stop", SUMMARY) == good
+    assert check_feedback(good, None, SUMMARY) == good  # backends that report no finish reason
+    # cut at max_new_tokens: truncated, whatever else holds; the parsed parts are kept for the record
+    cut = check_feedback(good, "length", SUMMARY)
+    assert (cut.status, cut.answer, cut.evidence) == ("truncated", "12 layers", "The model has 12 layers.")
+    assert check_feedback(parse_feedback("I cannot"), "length", SUMMARY).status == "truncated"
+    assert check_feedback(parse_feedback("I cannot tell."), "stop", SUMMARY).status == "unparsed"
+    assert check_feedback(parse_feedback("Unanswerable"), "stop", SUMMARY).status == "unanswerable"
+    for raw in ("1. Answer: Unanswerable questions\n2. Evidence: The model has 12 layers.",
+                "1. Answer: 2. unanswerable\n2. Evidence: The model has 12 layers."):
+        assert check_feedback(parse_feedback(raw), "stop", SUMMARY).status == "unanswerable_answer"
+    for evidence in ("The", "It was released in 2010."):
+        reply = parse_feedback(f"1. Answer: 12 layers\n2. Evidence: {evidence}")
+        assert check_feedback(reply, "stop", SUMMARY).status == "evidence_not_in_summary"
+        assert check_feedback(reply, "stop", SUMMARY, check_evidence=False).status == "ok"
+    # the format parser alone still reads the answer (the fine-tuning evaluation counts it as consistent)
+    assert parse_feedback("1. Answer: Unanswerable questions\n2. Evidence: X.").status == "ok"
+
+
+def test_evidence_slot_is_the_reply_format_up_to_the_evidence():
+    assert evidence_slot(" 12 layers ") == "1. Answer: 12 layers\n2. Evidence: "
+    assert format_target("12 layers", "E.").startswith(evidence_slot("12 layers"))
+    assert evidence_slot("12", "gpt35") == "Answer: 12\nEvidence: "
+    assert parse_feedback(evidence_slot("12", "gpt35") + "E.") == ParsedFeedback(
+        "ok", answer="12", evidence="E.", raw="Answer: 12\nEvidence: E.")
+    with pytest.raises(ValueError, match="unknown feedback prompt style"):
+        evidence_slot("12", "gpt4")
+
+
 # ====================================================================== decide()
 def ok(answer: str) -> ParsedFeedback:
     return ParsedFeedback("ok", answer=answer, evidence="Some evidence.", raw=f"Answer: {answer}")
@@ -282,16 +366,31 @@ def test_decide_unanswerable_and_unparsed_add_nothing():
     assert decide(ParsedFeedback("unparsed", raw="blah"), ["cat"], 0.5, zero_f1="drop") == (None, "unparsed")
 
 
+@pytest.mark.parametrize("status", ["truncated", "unanswerable_answer", "evidence_not_in_summary"])
+def test_decide_checked_statuses_add_nothing_but_keep_the_f1(status):
+    parsed = ParsedFeedback(status, answer="cat", evidence="The", raw="...")
+    assert decide(parsed, ["cat"], 0.5) == (1.0, status)
+    assert decide(parsed, ["dog"], 0.5, zero_f1="drop") == (0.0, status)
+    assert status in DECISIONS
+
+
 # ================================================================== fake models
 class FakeLM(LanguageModel):
-    """Scripted generations; records every generate call's requests."""
+    """Scripted generations and scores; records every call.
+
+    ``respond(request, call)`` returns the text, or (text, finish_reason); ``score``
+    (optional) maps (request, candidates) to log-probabilities.
+    """
 
     backend = "fake"
 
-    def __init__(self, respond: Callable[[Request, int], str]):
+    def __init__(self, respond: Callable[[Request, int], str | tuple[str, str]],
+                 score: Callable[[Request, list[str]], list[float]] | None = None):
         self.respond = respond
+        self.scorer = score
         self.calls: list[list[Request]] = []
         self.params: list[GenerationParams] = []
+        self.scored: list[tuple[Request, list[str]]] = []
 
     def identity(self):
         return {"backend": "fake"}
@@ -300,7 +399,21 @@ class FakeLM(LanguageModel):
         self.calls.append(list(requests))
         self.params.append(params)
         call = len(self.calls) - 1
-        return [Generation(text=self.respond(r, call), n_input_tokens=7, n_new_tokens=3) for r in requests]
+        out = []
+        for r in requests:
+            reply = self.respond(r, call)
+            text, finish = reply if isinstance(reply, tuple) else (reply, "stop")
+            out.append(Generation(text=text, n_input_tokens=7, n_new_tokens=3, finish_reason=finish))
+        return out
+
+    def score_batch(self, items):
+        if self.scorer is None:
+            return super().score_batch(items)
+        self.scored.extend((r, list(c)) for r, c in items)
+        return [self.scorer(r, list(c)) for r, c in items]
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
 
 
 def content(request: Request) -> str:
@@ -308,12 +421,20 @@ def content(request: Request) -> str:
 
 
 def paper_of(request: Request) -> str:
-    return re.search(r"Body of (p\w+)\.", content(request))[1]
+    text = request if isinstance(request, str) else "\n".join(m["content"] for m in request)
+    return re.search(r"Body of (p\w+)\.", text)[1]
+
+
+CLAIMS = "The model has twelve layers. It is trained on SQuAD."
+
+
+def summary_text(call: int, pid: str) -> str:
+    return f"Summary {call} of {pid}. {CLAIMS}"
 
 
 def summarizer() -> FakeLM:
-    """Summary of call k for paper p: 'summary k of p'."""
-    return FakeLM(lambda r, call: f"summary {call} of {paper_of(r)}")
+    """Summary of call k for paper p: 'Summary k of p.' followed by two fixed claims."""
+    return FakeLM(lambda r, call: summary_text(call, paper_of(r)))
 
 
 def question_and_context(request: Request) -> tuple[str, str]:
@@ -321,8 +442,12 @@ def question_and_context(request: Request) -> tuple[str, str]:
     return match[1], match[2]
 
 
+def first_sentence(text: str) -> str:
+    return text.split(". ")[0] + "."
+
+
 def feedback_fn(script: dict[tuple[str, str], str] | None = None, default: Callable | None = None) -> FakeLM:
-    """Replies by (question, context); otherwise a correct answer with a per-question evidence."""
+    """Replies by (question, context); otherwise a correct answer with the context's first sentence as evidence."""
     script = script or {}
 
     def respond(request, call):
@@ -332,7 +457,7 @@ def feedback_fn(script: dict[tuple[str, str], str] | None = None, default: Calla
         if default is not None:
             return default(q, ctx)
         n = re.search(r"Question (\d+)", q)[1]
-        return f"1. Answer: answer {n}\n2. Evidence: Evidence for question {n} of {ctx}."
+        return f"1. Answer: answer {n}\n2. Evidence: {first_sentence(ctx)}"
 
     return FakeLM(respond)
 
@@ -340,7 +465,8 @@ def feedback_fn(script: dict[tuple[str, str], str] | None = None, default: Calla
 def make_paper(pid: str, n_qas: int, n_unanswerable: int = 0) -> Paper:
     qas = [
         QAPair(id=f"{pid}-q{i}", question=f"Question {i} about {pid}?",
-               answers=[Answer(text=f"answer {i}", type="abstractive")])
+               answers=[Answer(text=f"answer {i}", type="abstractive",
+                               evidence=[f"Intro of {pid}. The answer {i} is stated here."])])
         for i in range(n_qas)
     ]
     qas += [
@@ -364,73 +490,123 @@ def run(papers, summ, fb, duplicates=None, initial=None, **kw):
 
 
 def drawn_ids(record) -> list[list[str]]:
-    return [[item["question_id"] for item in step["feedback"]] for step in record["steps"][1:]]
+    """The QA pairs asked on each summary that got feedback."""
+    return [[item["question_id"] for item in step["feedback"]] for step in record["steps"] if step["feedback"]]
+
+
+FEEDBACK_CALL_FIELDS = {"finish_reason": "stop", "input_tokens": 7, "new_tokens": 3, "context_tokens_cut": 0,
+                        "generated_evidence": None, "evidence_scores": None}
 
 
 # ===================================================================== refine()
 def scripted_single_paper():
-    """One paper with two QA pairs, both drawn every step (b = 2), scripted feedback for three steps."""
+    """One paper with two QA pairs, both drawn every step (b = 2), scripted feedback on three summaries."""
     paper = make_paper("p1", 2)
     q0, q1 = (qa.question for qa in paper.qas)
-    s0, s1, s2 = (f"summary {k} of p1" for k in range(3))
+    s1, s2, s3 = (summary_text(k, "p1") for k in range(3))
     script = {
-        (q0, s0): "1. Answer: answer 0\n2. Evidence: E-one.",  # fact (F1 1)
-        (q1, s0): "1. Answer: wrong\n2. Evidence: E-two.",  # non-fact (F1 0)
-        (q0, s1): "Answer: the Answer 0.\nEvidence: E-three.",  # fact
-        (q1, s1): "Unanswerable",
-        (q0, s2): "I cannot tell.",  # unparsed
-        (q1, s2): "1. Answer: answer 1\n2. Evidence: e-two",  # fact, but the non-fact "E-two." is already there
+        (q0, s1): "1. Answer: answer 0\n2. Evidence: The model has twelve layers.",  # fact (F1 1)
+        (q1, s1): "1. Answer: wrong\n2. Evidence: It is trained on SQuAD.",  # non-fact (F1 0)
+        (q0, s2): "Answer: the Answer 0.\nEvidence: Summary 1 of p1.",  # fact
+        (q1, s2): "Unanswerable",
+        (q0, s3): "I cannot tell.",  # unparsed
+        # a fact whose evidence equals a collected non-fact: within its own list it is new
+        (q1, s3): "1. Answer: answer 1\n2. Evidence: it is trained on squad",
     }
     return paper, script
 
 
-def test_refine_records_every_step():
+def test_refine_makes_n_summaries_as_algorithm_1_prints():
+    """for t = 1..N: s_t = G(p_{t-1}), feedback on s_t, p_t; G(p_N) is never called."""
     paper, script = scripted_single_paper()
     summ, fb = summarizer(), feedback_fn(script)
     (rec,) = run([paper], summ, fb, steps=3)
 
+    assert len(summ.calls) == 3  # N summaries for N steps
+    assert len(fb.calls) == 3  # feedback on every summary, s_N included
     assert rec["paper_id"] == "p1" and rec["dataset"] == "toy" and rec["n_qas"] == 2 and rec["note"] is None
-    assert [s["step"] for s in rec["steps"]] == [0, 1, 2, 3]  # N + 1 summaries for N steps
-    assert [s["summary"] for s in rec["steps"]] == [f"summary {k} of p1" for k in range(4)]
-    assert rec["final_summary"] == rec["steps"][-1]["summary"] == "summary 3 of p1"
+    assert [s["step"] for s in rec["steps"]] == [1, 2, 3]
+    assert [s["summary"] for s in rec["steps"]] == [summary_text(k, "p1") for k in range(3)]
+    assert rec["final_summary"] == rec["steps"][-1]["summary"] == summary_text(2, "p1")
     assert rec["final_step"] == 3
-    assert rec["facts"] == ["E-one.", "E-three."]
-    assert rec["non_facts"] == ["E-two."]
-    assert rec["counts"] == {"fact": 3, "non_fact": 1, "unanswerable": 1, "unparsed": 1, "added": 3}
+    # the feedback on s_N is recorded and collected, though no summary acts on it
+    assert rec["facts"] == ["The model has twelve layers.", "Summary 1 of p1.", "it is trained on squad"]
+    assert rec["non_facts"] == ["It is trained on SQuAD."]
+    assert rec["counts"] == {"fact": 3, "non_fact": 1, "unanswerable": 1, "unparsed": 1, "added": 4}
 
-    step0 = rec["steps"][0]
-    assert step0["feedback"] == [] and step0["facts"] == [] and step0["non_facts"] == []
-    assert step0["input_tokens"] == 7 and step0["new_tokens"] == 3 and step0["paper_tokens_cut"] == 0
-    # the facts / non-facts each step's prompt was built with
+    step1 = rec["steps"][0]
+    assert step1["input_tokens"] == 7 and step1["new_tokens"] == 3 and step1["paper_tokens_cut"] == 0
+    # the facts / non-facts of the prompt that generated each summary (p_{t-1})
     assert [(s["facts"], s["non_facts"]) for s in rec["steps"]] == [
         ([], []),
-        (["E-one."], ["E-two."]),
-        (["E-one.", "E-three."], ["E-two."]),
-        (["E-one.", "E-three."], ["E-two."]),
+        (["The model has twelve layers."], ["It is trained on SQuAD."]),
+        (["The model has twelve layers.", "Summary 1 of p1."], ["It is trained on SQuAD."]),
     ]
-
-    step1 = rec["steps"][1]["feedback"]
-    assert step1[0] == {
+    # each step's feedback is the feedback on that step's summary
+    assert step1["feedback"][0] == {
         "question_id": "p1-q0", "question": "Question 0 about p1?", "gold_answers": ["answer 0"],
-        "raw": "1. Answer: answer 0\n2. Evidence: E-one.", "status": "ok", "answer": "answer 0",
-        "evidence": "E-one.", "f1": 1.0, "decision": "fact", "added": True, "duplicate_of": None,
+        "raw": "1. Answer: answer 0\n2. Evidence: The model has twelve layers.", "status": "ok",
+        "answer": "answer 0", "evidence": "The model has twelve layers.", "f1": 1.0, "decision": "fact",
+        **FEEDBACK_CALL_FIELDS, "added": True, "duplicate_of": None,
     }
-    assert step1[1] == {
+    assert step1["feedback"][1] == {
         "question_id": "p1-q1", "question": "Question 1 about p1?", "gold_answers": ["answer 1"],
-        "raw": "1. Answer: wrong\n2. Evidence: E-two.", "status": "ok", "answer": "wrong",
-        "evidence": "E-two.", "f1": 0.0, "decision": "non_fact", "added": True, "duplicate_of": None,
+        "raw": "1. Answer: wrong\n2. Evidence: It is trained on SQuAD.", "status": "ok", "answer": "wrong",
+        "evidence": "It is trained on SQuAD.", "f1": 0.0, "decision": "non_fact",
+        **FEEDBACK_CALL_FIELDS, "added": True, "duplicate_of": None,
     }
-    step2 = rec["steps"][2]["feedback"]
+    step2 = rec["steps"][1]["feedback"]
     assert (step2[0]["answer"], step2[0]["evidence"], step2[0]["f1"], step2[0]["decision"]) == (
-        "the Answer 0.", "E-three.", 1.0, "fact")
+        "the Answer 0.", "Summary 1 of p1.", 1.0, "fact")
     assert (step2[1]["raw"], step2[1]["status"], step2[1]["f1"], step2[1]["decision"], step2[1]["added"]) == (
         "Unanswerable", "unanswerable", None, "unanswerable", False)
-    step3 = rec["steps"][3]["feedback"]
+    step3 = rec["steps"][2]["feedback"]
     assert (step3[0]["raw"], step3[0]["status"], step3[0]["decision"], step3[0]["added"]) == (
         "I cannot tell.", "unparsed", "unparsed", False)
+    assert step3[1]["decision"] == "fact" and step3[1]["added"] is True and step3[1]["duplicate_of"] is None
+
+
+def test_refine_dedup_scope_across_compares_with_both_lists():
+    paper, script = scripted_single_paper()
+    (rec,) = run([paper], summarizer(), feedback_fn(script), steps=3, dedup_scope="across")
+    assert rec["facts"] == ["The model has twelve layers.", "Summary 1 of p1."]
+    assert rec["non_facts"] == ["It is trained on SQuAD."]
+    dup = rec["steps"][2]["feedback"][1]
     # a fact whose evidence duplicates a collected non-fact is recorded, not added
-    assert step3[1]["decision"] == "fact" and step3[1]["added"] is False
-    assert step3[1]["duplicate_of"] == {"list": "non_facts", "index": 0, "similarity": 1.0}
+    assert dup["decision"] == "fact" and dup["added"] is False
+    assert dup["duplicate_of"] == {"list": "non_facts", "index": 0, "similarity": 1.0}
+    assert rec["counts"]["added"] == 3
+
+
+def test_refine_dedup_scope_within_still_skips_duplicates_in_the_same_list():
+    paper = make_paper("p1", 2)
+    fb = FakeLM(lambda r, call: "1. Answer: wrong\n2. Evidence: The model has twelve layers.")
+    (rec,) = run([paper], summarizer(), fb, steps=2)
+    assert rec["non_facts"] == ["The model has twelve layers."] and rec["facts"] == []
+    items = [i for s in rec["steps"] for i in s["feedback"]]
+    assert [i["added"] for i in items] == [True, False, False, False]
+    assert all(i["duplicate_of"] == {"list": "non_facts", "index": 0, "similarity": 1.0} for i in items[1:])
+    with pytest.raises(ValueError, match="dedup_scope"):
+        settings(dedup_scope="everywhere")
+
+
+def test_refine_extra_final_summary_option_adds_g_of_p_n():
+    paper, script = scripted_single_paper()
+    summ, fb = summarizer(), feedback_fn(script)
+    (rec,) = run([paper], summ, fb, steps=3, extra_final_summary=True)
+    assert len(summ.calls) == 4 and len(fb.calls) == 3  # N + 1 summaries, N feedback rounds
+    assert [s["step"] for s in rec["steps"]] == [1, 2, 3, 4]
+    last = rec["steps"][-1]
+    assert last["summary"] == rec["final_summary"] == summary_text(3, "p1") and rec["final_step"] == 4
+    # s_{N+1} = G(p_N) acts on every fact and non-fact, the feedback on s_N included; none is asked on it
+    assert last["facts"] == rec["facts"] == ["The model has twelve layers.", "Summary 1 of p1.",
+                                             "it is trained on squad"]
+    assert last["feedback"] == []
+    assert summ.calls[3] == [[{"role": "user", "content": ACT_HEAD + "Facts:\n1. The model has twelve layers.\n"
+                               "2. Summary 1 of p1.\n3. it is trained on squad\nNon-Facts:\n1. It is trained on "
+                               f"SQuAD.\nPaper: {paper.body()}"}]]
+    rows = summary_rows([rec], "fake", "isqa")
+    assert [(r.step, r.final) for r in rows] == [(1, False), (2, False), (3, False), (4, True)]
 
 
 def test_refine_feedback_reads_the_current_summary_and_prompts_act_on_feedback():
@@ -440,41 +616,38 @@ def test_refine_feedback_reads_the_current_summary_and_prompts_act_on_feedback()
     body = paper.body()
     assert body == "Body of p1.\n\nIt has a second paragraph."
 
-    # step 0: the initial prompt (baseline_2), then the act-on-feedback prompt with what was collected so far
+    # s_1 from the initial prompt (baseline_2), then the act-on-feedback prompt with what was collected so far
     assert summ.calls[0] == [prompts.summary_request("baseline_2", body)]
     expected = [
-        "Facts: None\nNon-Facts: None\n",  # not used: step 0 has no feedback
-        "Facts:\n1. E-one.\nNon-Facts:\n1. E-two.\n",
-        "Facts:\n1. E-one.\n2. E-three.\nNon-Facts:\n1. E-two.\n",
-        "Facts:\n1. E-one.\n2. E-three.\nNon-Facts:\n1. E-two.\n",
+        None,
+        "Facts:\n1. The model has twelve layers.\nNon-Facts:\n1. It is trained on SQuAD.\n",
+        "Facts:\n1. The model has twelve layers.\n2. Summary 1 of p1.\nNon-Facts:\n1. It is trained on SQuAD.\n",
     ]
-    for step in (1, 2, 3):
-        assert summ.calls[step] == [
-            [{"role": "user", "content": ACT_HEAD + expected[step] + f"Paper: {body}"}]
-        ], step
+    for call in (1, 2):
+        assert summ.calls[call] == [[{"role": "user", "content": ACT_HEAD + expected[call] + f"Paper: {body}"}]]
 
-    # step t asks its questions on s_{t-1}, with ISQA's feedback prompt
+    # step t asks its questions on s_t, with ISQA's feedback prompt
     for step in (1, 2, 3):
         assert fb.calls[step - 1] == [
-            feedback_request(qa.question, f"summary {step - 1} of p1") for qa in paper.qas
+            feedback_request(qa.question, summary_text(step - 1, "p1")) for qa in paper.qas
         ]
 
 
 def test_refine_gpt35_feedback_style_and_initial_prompt():
     paper, _ = scripted_single_paper()
     summ = summarizer()
-    fb = FakeLM(lambda r, call: "Answer: answer 0\nEvidence: Fine.")
+    fb = FakeLM(lambda r, call: "Answer: answer 0\nEvidence: It is trained on SQuAD.")
     run([paper], summ, fb, steps=1, feedback_style="gpt35", initial_prompt="prehoc_3")
     assert summ.calls[0] == [prompts.summary_request("prehoc_3", paper.body())]
-    assert fb.calls[0][0] == feedback_request(paper.qas[0].question, "summary 0 of p1", "gpt35")
+    assert fb.calls[0][0] == feedback_request(paper.qas[0].question, summary_text(0, "p1"), "gpt35")
     assert fb.calls[0][0][0]["role"] == "system"
 
 
 def test_refine_zero_f1_drop_policy():
     paper = make_paper("p1", 1)
-    fb = FakeLM(lambda r, call: "1. Answer: nothing alike\n2. Evidence: Wrong evidence.")
+    fb = FakeLM(lambda r, call: "1. Answer: nothing alike\n2. Evidence: It is trained on SQuAD.")
     (rec,) = run([paper], summarizer(), fb, steps=1, batch_size=1, zero_f1="drop")
-    (item,) = rec["steps"][1]["feedback"]
+    (item,) = rec["steps"][0]["feedback"]
     assert item["f1"] == 0.0 and item["decision"] == "dropped_zero_f1" and item["added"] is False
     assert rec["facts"] == [] and rec["non_facts"] == []
     assert rec["counts"] == {"dropped_zero_f1": 1, "added": 0}
@@ -482,25 +655,52 @@ def test_refine_zero_f1_drop_policy():
 
 def test_refine_epsilon_threshold():
     paper = make_paper("p1", 1)  # gold "answer 0"
-    fb = FakeLM(lambda r, call: "1. Answer: answer 7\n2. Evidence: Half right.")  # F1 = 0.5
+    fb = FakeLM(lambda r, call: "1. Answer: answer 7\n2. Evidence: The model has twelve layers.")  # F1 = 0.5
     (rec,) = run([paper], summarizer(), fb, steps=1, batch_size=1, epsilon=0.5)
-    assert rec["facts"] == ["Half right."] and rec["non_facts"] == []
+    assert rec["facts"] == ["The model has twelve layers."] and rec["non_facts"] == []
     (rec,) = run([paper], summarizer(), fb, steps=1, batch_size=1, epsilon=0.51)
-    assert rec["facts"] == [] and rec["non_facts"] == ["Half right."]
+    assert rec["facts"] == [] and rec["non_facts"] == ["The model has twelve layers."]
+
+
+def test_refine_replies_that_add_nothing_get_their_own_status():
+    """Cut at max_new_tokens, evidence not in the summary, answer mentioning Unanswerable."""
+    paper = make_paper("p1", 4)
+    replies = {
+        0: ("1. Answer: answer 0\n2. Evidence: The model has twelve layers and", "length"),  # cut
+        1: "1. Answer: answer 1\n2. Evidence: The",  # not a sentence of the summary
+        2: '1- The answer is: 2. Unanswerable\n2- The evidence sentence is: "It is trained on SQuAD."',
+        3: "1. Answer: answer 3\n2. Evidence: The model has twelve layers and eight heads.",  # not in it either
+    }
+    fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
+    (rec,) = run([paper], summarizer(), fb, steps=1, batch_size=4)
+    items = rec["steps"][0]["feedback"]
+    assert [(i["status"], i["decision"], i["added"]) for i in items] == [
+        ("truncated", "truncated", False),
+        ("evidence_not_in_summary", "evidence_not_in_summary", False),
+        ("unanswerable_answer", "unanswerable_answer", False),
+        ("evidence_not_in_summary", "evidence_not_in_summary", False),
+    ]
+    assert items[0]["finish_reason"] == "length" and items[1]["finish_reason"] == "stop"
+    assert items[0]["f1"] == 1.0 and items[1]["f1"] == 1.0  # the answers were right: kept for the record
+    assert items[2]["answer"] == "2. Unanswerable"
+    assert rec["facts"] == [] and rec["non_facts"] == []
+    assert rec["counts"] == {"truncated": 1, "evidence_not_in_summary": 2, "unanswerable_answer": 1, "added": 0}
 
 
 def test_refine_near_duplicates_are_not_added_twice_token_f1():
     paper = make_paper("p1", 3)
+    summ = FakeLM(lambda r, call: "The model has twelve layers and eight heads. The model has twelve layers and "
+                                  "8 heads. The dataset has three splits.")
     replies = {
         0: "1. Answer: answer 0\n2. Evidence: The model has twelve layers and eight heads.",
         1: "1. Answer: answer 1\n2. Evidence: The model has twelve layers and 8 heads.",  # F1 6/7 vs the first
         2: "1. Answer: bad\n2. Evidence: The dataset has three splits.",
     }
     fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
-    (rec,) = run([paper], summarizer(), fb, duplicates=DuplicateCheck("token_f1", 0.8), steps=1, batch_size=3)
+    (rec,) = run([paper], summ, fb, duplicates=DuplicateCheck("token_f1", 0.8), steps=1, batch_size=3)
     assert rec["facts"] == ["The model has twelve layers and eight heads."]
     assert rec["non_facts"] == ["The dataset has three splits."]
-    items = rec["steps"][1]["feedback"]
+    items = rec["steps"][0]["feedback"]
     assert [i["added"] for i in items] == [True, False, True]
     assert items[1]["decision"] == "fact"
     assert items[1]["duplicate_of"] == {"list": "facts", "index": 0, "similarity": round(6 / 7, 4)}
@@ -509,16 +709,18 @@ def test_refine_near_duplicates_are_not_added_twice_token_f1():
 
 def test_refine_near_duplicates_default_embedding_check():
     paper = make_paper("p1", 2)
+    summ = FakeLM(lambda r, call: "The model achieves 90% accuracy on the test set. On the test set, the model "
+                                  "reaches an accuracy of 90%.")
     replies = {
         0: "1. Answer: answer 0\n2. Evidence: The model achieves 90% accuracy on the test set.",
         1: "1. Answer: answer 1\n2. Evidence: On the test set, the model reaches an accuracy of 90%.",
     }
     fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
     s = RefineSettings(steps=1, batch_size=2)  # default: all-MiniLM-L6-v2 cosine >= 0.8
-    assert s.dedup_method == "embedding" and s.dedup_threshold == 0.8
-    (rec,) = refine([paper], summarizer(), fb, s, SUMMARY_PARAMS, FEEDBACK_PARAMS)
+    assert s.dedup_method == "embedding" and s.dedup_threshold == 0.8 and s.dedup_scope == "within"
+    (rec,) = refine([paper], summ, fb, s, SUMMARY_PARAMS, FEEDBACK_PARAMS)
     assert rec["facts"] == ["The model achieves 90% accuracy on the test set."]
-    dup = rec["steps"][1]["feedback"][1]
+    dup = rec["steps"][0]["feedback"][1]
     assert dup["added"] is False
     assert dup["duplicate_of"]["list"] == "facts" and dup["duplicate_of"]["index"] == 0
     assert 0.8 <= dup["duplicate_of"]["similarity"] <= 1.0
@@ -528,19 +730,19 @@ def test_refine_batches_model_calls_across_papers():
     papers = [make_paper(f"p{k}", 5) for k in range(3)]
     summ, fb = summarizer(), feedback_fn()
     records = run(papers, summ, fb, steps=3, batch_size=2)
-    # one summarizer call per step (step 0 included), one request per paper
-    assert len(summ.calls) == 4
+    # one summarizer call per step, one request per paper
+    assert len(summ.calls) == 3
     for call in summ.calls:
         assert sorted(paper_of(r) for r in call) == ["p0", "p1", "p2"]
     # one feedback call per step, b requests per paper, each on that paper's current summary
     assert len(fb.calls) == 3
     for step, call in enumerate(fb.calls, start=1):
         contexts = Counter(question_and_context(r)[1] for r in call)
-        assert contexts == {f"summary {step - 1} of p{k}": 2 for k in range(3)}
+        assert contexts == {summary_text(step - 1, f"p{k}"): 2 for k in range(3)}
     for rec in records:
-        assert len(rec["steps"]) == 4
-        assert all(len(s["feedback"]) == 2 for s in rec["steps"][1:])
-        assert rec["final_summary"] == f"summary 3 of {rec['paper_id']}"
+        assert len(rec["steps"]) == 3
+        assert all(len(s["feedback"]) == 2 for s in rec["steps"])
+        assert rec["final_summary"] == summary_text(2, rec["paper_id"])
 
 
 def test_refine_batch_sampling_is_seeded():
@@ -586,7 +788,7 @@ def test_refine_never_draws_unanswerable_pairs_unless_asked():
 
     (rec,) = run([paper], summarizer(), feedback_fn(), steps=1, batch_size=6, include_unanswerable=True)
     assert rec["n_qas"] == 6
-    items = rec["steps"][1]["feedback"]
+    items = rec["steps"][0]["feedback"]
     assert {i["question_id"] for i in items} == {f"p1-q{i}" for i in range(3)} | {f"p1-u{i}" for i in range(3)}
     # an unanswerable gold has no answer to match: any answer is a non-fact
     assert all(i["decision"] == "non_fact" and i["gold_answers"] == [] for i in items if "-u" in i["question_id"])
@@ -599,41 +801,44 @@ def test_refine_paper_without_qa_pairs(caplog):
     records = run([empty, make_paper("p1", 2)], summ, fb, steps=2)
     rec = records[0]
     assert rec["note"] == NO_FEEDBACK and NO_FEEDBACK.startswith("no feedback possible")
-    assert rec["n_qas"] == 0 and rec["final_step"] == 0
-    assert [s["step"] for s in rec["steps"]] == [0]
-    assert rec["final_summary"] == "summary 0 of p9" and rec["facts"] == [] and rec["counts"] == {}
+    assert rec["n_qas"] == 0 and rec["final_step"] == 1
+    assert [s["step"] for s in rec["steps"]] == [1] and rec["steps"][0]["feedback"] == []
+    assert rec["final_summary"] == summary_text(0, "p9") and rec["facts"] == [] and rec["counts"] == {}
     assert any("p9" in r.getMessage() and NO_FEEDBACK in r.getMessage() for r in caplog.records)
     # the other paper is refined as usual; p9 is not summarized again
     assert records[1]["final_step"] == 2
-    assert [sorted(paper_of(r) for r in call) for call in summ.calls] == [["p1", "p9"], ["p1"], ["p1"]]
+    assert [sorted(paper_of(r) for r in call) for call in summ.calls] == [["p1", "p9"], ["p1"]]
 
-    # only papers without QA pairs: step 0 and nothing else, no crash
+    # only papers without QA pairs: s_1 and nothing else, no crash
     summ, fb = summarizer(), feedback_fn()
-    (rec,) = run([empty], summ, fb, steps=3)
-    assert rec["final_summary"] == "summary 0 of p9" and len(summ.calls) == 1 and fb.calls == []
+    (rec,) = run([empty], summ, fb, steps=3, extra_final_summary=True)
+    assert rec["final_summary"] == summary_text(0, "p9") and len(summ.calls) == 1 and fb.calls == []
 
 
 def test_refine_reuses_initial_summaries():
     papers = [make_paper("p1", 2), make_paper("p2", 2)]
     initial = {
         "p1": SummaryRecord(paper_id="p1", dataset="toy", summarizer="fake", system="baseline_2",
-                            summary="given summary of p1", input_tokens=11, new_tokens=5, paper_tokens_cut=2)
+                            summary="Given summary of p1.", input_tokens=11, new_tokens=5, paper_tokens_cut=2)
     }
     summ, fb = summarizer(), feedback_fn()
     r1, r2 = run(papers, summ, fb, steps=1, initial=initial)
-    assert summ.calls[0] == [prompts.summary_request("baseline_2", papers[1].body())]  # only p2 is generated
-    assert r1["steps"][0] == {"step": 0, "feedback": [], "facts": [], "non_facts": [],
-                              "summary": "given summary of p1", "input_tokens": 11, "new_tokens": 5,
-                              "paper_tokens_cut": 2}
-    assert r2["steps"][0]["summary"] == "summary 0 of p2"
-    # step 1's feedback reads the given s_0
+    assert summ.calls == [[prompts.summary_request("baseline_2", papers[1].body())]]  # only p2 is generated
+    assert {k: v for k, v in r1["steps"][0].items() if k != "feedback"} == {
+        "step": 1, "facts": [], "non_facts": [], "summary": "Given summary of p1.", "input_tokens": 11,
+        "new_tokens": 5, "paper_tokens_cut": 2}
+    assert r2["steps"][0]["summary"] == summary_text(0, "p2")
+    # step 1's feedback reads the given s_1
     contexts = {question_and_context(r)[1] for r in fb.calls[0]}
-    assert contexts == {"given summary of p1", "summary 0 of p2"}
+    assert contexts == {"Given summary of p1.", summary_text(0, "p2")}
+    assert len(r1["steps"][0]["feedback"]) == 2
 
-    # every paper given: no step-0 generation at all
+    # every paper given: no generation for s_1 at all, s_2 acts on the feedback
     summ = summarizer()
-    initial["p2"] = initial["p1"].model_copy(update={"paper_id": "p2", "summary": "given summary of p2"})
+    initial["p2"] = initial["p1"].model_copy(update={"paper_id": "p2", "summary": "Given summary of p2."})
     run(papers, summ, feedback_fn(), steps=1, initial=initial)
+    assert summ.calls == []  # N = 1: the baseline's summary is the only one
+    run(papers, summ, feedback_fn(), steps=2, initial=initial)
     assert len(summ.calls) == 1 and all("Facts:" in content(r) for r in summ.calls[0])
 
 
@@ -642,17 +847,91 @@ def test_summary_rows_mark_the_final_step():
     records = run([paper], summarizer(), feedback_fn(script), steps=3)
     rows = summary_rows(records, "fake", "isqa-test")
     assert [(r.step, r.final, r.summary) for r in rows] == [
-        (0, False, "summary 0 of p1"), (1, False, "summary 1 of p1"),
-        (2, False, "summary 2 of p1"), (3, True, "summary 3 of p1"),
+        (1, False, summary_text(0, "p1")), (2, False, summary_text(1, "p1")), (3, True, summary_text(2, "p1")),
     ]
     assert all(r.system == "isqa-test" and r.summarizer == "fake" and r.paper_id == "p1" for r in rows)
 
 
-def test_refine_settings_from_dict_rejects_unknown_keys():
+def test_generic_feedback_single_pass_is_the_papers_e3_prompt():
+    papers = [make_paper("p1", 1), make_paper("p2", 1)]
+    summ = summarizer()
+    rows = generic_feedback_summaries(summ, papers, SUMMARY_PARAMS, "toy", "fake")
+    assert summ.calls == [[prompts.generic_feedback_request(p.body()) for p in papers]]
+    assert [(r.paper_id, r.system, r.step, r.final, r.summary) for r in rows] == [
+        ("p1", "generic", None, True, summary_text(0, "p1")), ("p2", "generic", None, True, summary_text(0, "p2"))]
+
+
+def test_generic_feedback_iterated_shows_each_round_its_previous_summary():
+    papers = [make_paper("p1", 1), make_paper("p2", 1)]
+    summ = summarizer()
+    rows = generic_feedback_summaries(summ, papers, SUMMARY_PARAMS, "toy", "fake", steps=3)
+    assert len(summ.calls) == 3  # one batch per round
+    assert summ.calls[0] == [prompts.generic_feedback_request(p.body()) for p in papers]
+    for round_ in (1, 2):
+        assert summ.calls[round_] == [
+            [{"role": "user", "content": prompts.GENERIC_FEEDBACK_PROMPT.format(paper=p.body())},
+             {"role": "assistant", "content": summary_text(round_ - 1, p.id)},
+             {"role": "user", "content": prompts.GENERIC_FEEDBACK}]
+            for p in papers
+        ]
+    assert [(r.paper_id, r.step, r.final, r.summary) for r in rows] == [
+        (p.id, step, step == 3, summary_text(step - 1, p.id)) for step in (1, 2, 3) for p in papers]
+    with pytest.raises(ValueError, match="generic_steps must be at least 1"):
+        generic_feedback_summaries(summ, papers, SUMMARY_PARAMS, "toy", "fake", steps=0)
+
+
+def test_refine_settings_from_dict_rejects_unknown_keys_and_values():
     assert RefineSettings.from_dict({"steps": 3}).steps == 3
-    assert RefineSettings().steps == 8 and RefineSettings().batch_size == 4  # Table 5
+    defaults = RefineSettings()
+    assert defaults.steps == 8 and defaults.batch_size == 4  # Table 5
+    assert defaults.extra_final_summary is False and defaults.evidence == "generated"
+    assert defaults.dedup_scope == "within"
     with pytest.raises(ValueError, match="unknown refinement setting"):
         RefineSettings.from_dict({"stepz": 3})
+    with pytest.raises(ValueError, match="evidence must be one of"):
+        RefineSettings.from_dict({"evidence": "best"})
+    with pytest.raises(ValueError, match="zero_f1"):
+        RefineSettings.from_dict({"zero_f1": "keep"})
+
+
+# ============================================================ likelihood evidence
+def test_refine_likelihood_evidence_picks_the_likeliest_summary_sentence_per_token():
+    paper = make_paper("p1", 1)
+    summ = FakeLM(lambda r, call: "Short one. A much longer sentence about the model and its layers.")
+    slot = "1. Answer: answer 0\n2. Evidence: "
+    totals = {slot.rstrip(): -1.0, slot + "Short one.": -3.0,  # 2 tokens: -1.0 per token
+              slot + "A much longer sentence about the model and its layers.": -6.0}  # 10 tokens: -0.5
+
+    fb = FakeLM(lambda r, call: "1. Answer: answer 0\n2. Evidence: Something the model made up.",
+                score=lambda r, cands: [totals[c] for c in cands])
+    (rec,) = run([paper], summ, fb, steps=1, batch_size=1, evidence="likelihood")
+    (item,) = rec["steps"][0]["feedback"]
+    # the higher total (-3 vs -6) would pick the short sentence; per token the long one wins
+    assert item["evidence"] == "A much longer sentence about the model and its layers."
+    assert item["generated_evidence"] == "Something the model made up."
+    assert item["evidence_scores"] == [-1.0, -0.5]
+    assert item["status"] == "ok" and item["decision"] == "fact" and rec["facts"] == [item["evidence"]]
+    # scored as continuations of the very request the model answered
+    ((request, candidates),) = fb.scored
+    assert request == fb.calls[0][0]
+    assert candidates == list(totals)
+
+
+def test_refine_likelihood_evidence_skips_replies_that_add_nothing():
+    paper = make_paper("p1", 2)
+    replies = {0: "Unanswerable", 1: ("1. Answer: answer 1\n2. Evidence: cut", "length")}
+    fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])],
+                score=lambda r, cands: [0.0] * len(cands))
+    (rec,) = run([paper], summarizer(), fb, steps=1, batch_size=2, evidence="likelihood")
+    assert [i["status"] for i in rec["steps"][0]["feedback"]] == ["unanswerable", "truncated"]
+    assert fb.scored == []  # nothing to choose an evidence for
+
+
+def test_likelihood_evidence_needs_a_scoring_model():
+    paper = make_paper("p1", 1)
+    fb = FakeLM(lambda r, call: "1. Answer: answer 0\n2. Evidence: Anything.")  # generate only
+    with pytest.raises(ValueError, match="isqa.refine.evidence: likelihood needs a feedback model that scores"):
+        run([paper], summarizer(), fb, steps=1, batch_size=1, evidence="likelihood")
 
 
 # ==================================================================== real models
@@ -680,7 +959,7 @@ def test_long_paper_is_cut_to_fit_the_summarizer(causal, caplog):
     assert len(causal.encode_request(prompts.summary_request("baseline_2", body))) > budget
     fb = FakeLM(lambda r, call: "1. Answer: answer 0\n2. Evidence: Paragraph 0 says so.")
     params = GenerationParams(max_new_tokens=2, max_input_tokens=budget)
-    (rec,) = refine([paper], causal, fb, settings(steps=1, batch_size=1), params, FEEDBACK_PARAMS)
+    (rec,) = refine([paper], causal, fb, settings(steps=2, batch_size=1), params, FEEDBACK_PARAMS)
 
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     for step in rec["steps"]:
@@ -690,7 +969,7 @@ def test_long_paper_is_cut_to_fit_the_summarizer(causal, caplog):
         assert step["input_tokens"] >= budget - 5  # and is not cut far more than needed
         assert any(m.startswith(f"paper long-1: {cut} tokens cut") and f"ISQA step {step['step']}" in m
                    for m in warnings), warnings
-    # the act-on-feedback prompt is longer, so more of the paper is cut at step 1
+    # the act-on-feedback prompt is longer, so more of the paper is cut at step 2
     assert rec["steps"][1]["paper_tokens_cut"] > rec["steps"][0]["paper_tokens_cut"]
 
 
@@ -744,19 +1023,73 @@ def test_seq2seq_baselines_and_refinement_end_to_end(t5, causal):
     records = refine(papers, t5, causal, s, params, GenerationParams(max_new_tokens=6))
     assert [r["paper_id"] for r in records] == ["p1", "p2"]
     for rec in records:
-        assert [st["step"] for st in rec["steps"]] == [0, 1, 2]
+        assert [st["step"] for st in rec["steps"]] == [1, 2]
         assert rec["final_summary"] == rec["steps"][-1]["summary"]
         assert all(st["input_tokens"] > 0 and st["new_tokens"] <= 6 for st in rec["steps"])
-        for st in rec["steps"][1:]:
+        for st in rec["steps"]:
             assert len(st["feedback"]) == 2
             for item in st["feedback"]:
-                assert item["decision"] in ("fact", "non_fact", "unanswerable", "unparsed", "dropped_zero_f1")
+                assert item["decision"] in DECISIONS
                 assert item["raw"] == parse_feedback(item["raw"]).raw
-        decisions = sum(rec["counts"].get(k, 0) for k in ("fact", "non_fact", "unanswerable", "unparsed"))
-        assert decisions == 4
+                assert item["finish_reason"] in ("stop", "length") and item["input_tokens"] > 0
+                assert 0 <= item["new_tokens"] <= 6
+                # a 6-token reply that did not end is cut at max_new_tokens: it adds nothing
+                if item["finish_reason"] == "length":
+                    assert item["decision"] == "truncated" and not item["added"]
+        assert sum(rec["counts"].get(k, 0) for k in DECISIONS) == 4
         assert len(rec["facts"]) + len(rec["non_facts"]) == rec["counts"]["added"]
     rows = summary_rows(records, "tiny-t5", "isqa")
-    assert len(rows) == 6 and sum(r.final for r in rows) == 2
+    assert len(rows) == 4 and sum(r.final for r in rows) == 2
+
+
+def test_likelihood_evidence_with_a_real_model(causal):
+    request = feedback_request(QUESTION, "The model has 12 layers. It reads papers.")
+    sentences = ["The model has 12 layers.", "It reads papers."]
+    ((best, per_token),) = likelihood_evidence(causal, [request], ["12"], [sentences], "isqa")
+    slot = "1. Answer: 12\n2. Evidence: "
+    prefix, *totals = causal.score(request, [slot.rstrip(), *(slot + s for s in sentences)])
+    expected = [(t - prefix) / causal.count_tokens(s) for s, t in zip(sentences, totals, strict=True)]
+    assert per_token == pytest.approx(expected)
+    assert best == max(range(2), key=lambda i: expected[i])
+
+
+def test_run_refine_writes_steps_summaries_and_the_feedback_control(tiny_causal, tmp_path):
+    """The rule's entry point with a real (tiny) model: s_1 from the baseline file, N steps, control records."""
+    from isqaflow.io import read_jsonl, write_jsonl
+    from isqaflow.isqa.refine import run_refine
+
+    papers = [make_paper("p1", 3), make_paper("p2", 2)]
+    write_jsonl(tmp_path / "papers.jsonl", papers)
+    baseline = [SummaryRecord(paper_id=p.id, dataset="toy", summarizer="tiny", system=system,
+                              summary=f"Baseline {system} of {p.id}. It has two sentences.")
+                for system in ("baseline_1", "baseline_2") for p in papers]
+    write_jsonl(tmp_path / "baseline.jsonl", baseline)
+    spec = {"backend": "hf", "model": str(tiny_causal)}
+    out = {name: tmp_path / f"{name}.jsonl" for name in ("steps", "summaries", "validity")}
+    run_refine(tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl", out["steps"], out["summaries"], spec, "tiny",
+               spec, None, {"steps": 2, "batch_size": 1, "dedup_method": "exact"}, {"max_new_tokens": 4},
+               {"max_new_tokens": 4}, "isqa-base-human", tmp_path / "calls.sqlite", threads=1,
+               validity_out=out["validity"], validity={"controls": ["gold_evidence"], "per_paper": 1},
+               feedback_name="base", scope="toy/tiny/human")
+    steps = [rec for _, rec in read_jsonl(out["steps"])]
+    assert [[s["step"] for s in rec["steps"]] for rec in steps] == [[1, 2], [1, 2]]
+    assert [rec["steps"][0]["summary"] for rec in steps] == ["Baseline baseline_2 of p1. It has two sentences.",
+                                                            "Baseline baseline_2 of p2. It has two sentences."]
+    rows = [row for _, row in read_jsonl(out["summaries"])]
+    assert [(r["paper_id"], r["step"], r["final"]) for r in rows] == [
+        ("p1", 1, False), ("p1", 2, True), ("p2", 1, False), ("p2", 2, True)]
+    controls = [rec for _, rec in read_jsonl(out["validity"])]
+    assert [(c["instrument"], c["name"], c["scope"], c["control"]) for c in controls] == [
+        ("feedback model", "base", "toy/tiny/human", "gold_evidence")] * 2
+    assert all(c["correct"] in (True, False, None) and c["chance"] in (0.0, 1.0) for c in controls)
+
+    # no control configured: an empty file
+    run_refine(tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl", out["steps"], out["summaries"], spec, "tiny",
+               spec, None, {"steps": 1, "batch_size": 1, "dedup_method": "exact"}, {"max_new_tokens": 4},
+               {"max_new_tokens": 4}, "isqa-base-human", tmp_path / "calls.sqlite", threads=1,
+               validity_out=out["validity"], validity={"controls": [], "per_paper": 1},
+               feedback_name="base", scope="toy/tiny/human")
+    assert out["validity"].read_text() == ""
 
 
 # ============================================================ generated questions
@@ -836,3 +1169,160 @@ def test_parse_feedback_replies_that_echo_the_prompt_labels(raw, status, answer,
     parsed = parse_feedback(raw)
     assert (parsed.status, parsed.answer, parsed.evidence) == (status, answer, evidence)
     assert parsed.raw == raw
+
+
+# ============================================================ feedback statistics
+def test_feedback_statistics_counts_every_status_of_real_step_records(tmp_path):
+    from isqaflow.io import write_jsonl
+    from isqaflow.metrics.tables import feedback_statistics
+
+    paper = make_paper("p1", 4)
+    replies = {
+        0: ("1. Answer: answer 0\n2. Evidence: The model has twelve layers and", "length"),
+        1: "1. Answer: answer 1\n2. Evidence: The",
+        2: "1. Answer: Unanswerable\n2. Evidence: none",
+        3: "1. Answer: Unanswerable parts\n2. Evidence: It is trained on SQuAD.",
+    }
+    fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
+    records = run([paper, make_paper("p2", 0)], summarizer(), fb, steps=1, batch_size=4)
+    # 4 facts, the first sentence of s_1 and of s_2 twice each: 2 added
+    ok = run([make_paper("p3", 2)], summarizer(), feedback_fn(), steps=2, batch_size=2)
+    for rec in records + ok:
+        rec.update(summarizer="fake", system="isqa-test")
+    path = tmp_path / "steps.jsonl"
+    write_jsonl(path, records + ok)
+
+    stats = feedback_statistics([path])
+    row = stats.loc[("toy", "fake", "isqa-test")]
+    assert list(stats.columns) == ["papers", "no_feedback_possible", "replies", "fact", "non_fact",
+                                   "dropped_zero_f1", "truncated", "unparsed", "unanswerable",
+                                   "unanswerable_answer", "evidence_not_in_summary", "added", "duplicates_skipped"]
+    assert row.to_dict() == {
+        "papers": 3, "no_feedback_possible": 1, "replies": 8, "fact": 4, "non_fact": 0, "dropped_zero_f1": 0,
+        "truncated": 1, "unparsed": 0, "unanswerable": 1, "unanswerable_answer": 1, "evidence_not_in_summary": 1,
+        "added": 2, "duplicates_skipped": 2,
+    }
+    assert all(dtype.kind == "i" for dtype in stats.dtypes)
+
+
+# ============================================================ feedback-model control (issue 12)
+def test_gold_evidence_sentence_holds_most_of_the_answer():
+    qa = QAPair(id="q", question="How many layers?", answers=[
+        Answer(text="twelve layers", type="extractive",
+               evidence=["We build a model. It has twelve layers and eight heads. Layers are deep."]),
+        Answer(text="Unanswerable", type="none"),
+    ])
+    assert gold_evidence_sentence(qa) == "It has twelve layers and eight heads."
+    no_evidence = QAPair(id="q", question="Q?", answers=[Answer(text="x", type="abstractive")])
+    assert gold_evidence_sentence(no_evidence) is None
+    # a yes/no answer shares no token with its evidence: the first sentence is taken
+    boolean = QAPair(id="q", question="Q?", answers=[Answer(text="Yes", type="boolean", evidence=["A. B."])])
+    assert gold_evidence_sentence(boolean) == "A."
+
+
+def test_insert_sentence_between_the_summary_sentences():
+    summary = "One. Two. Three."
+    assert [insert_sentence(summary, " New. ", k) for k in range(4)] == [
+        "New. One. Two. Three.", "One. New. Two. Three.", "One. Two. New. Three.", "One. Two. Three. New."]
+    assert insert_sentence("", "New.", 0) == "New."
+
+
+def test_build_controls_is_seeded_and_uses_answerable_pairs_with_evidence():
+    papers = [make_paper(f"p{k}", 6, n_unanswerable=2) for k in range(3)]
+    papers.append(make_paper("p9", 0, n_unanswerable=2))  # nothing eligible
+    first = {p.id: summary_text(0, p.id) for p in papers}
+
+    def key(items):
+        return [(c["paper_id"], c["qa"].id, c["evidence"], c["position"], c["with_evidence"]) for c in items]
+
+    items = build_controls(papers, first, per_paper=2, seed=13)
+    assert key(items) == key(build_controls(papers, first, per_paper=2, seed=13))
+    assert key(items) != key(build_controls(papers, first, per_paper=2, seed=14))
+    assert Counter(c["paper_id"] for c in items) == {"p0": 2, "p1": 2, "p2": 2}
+    for c in items:
+        n = int(c["qa"].id.split("-q")[1])
+        assert not c["qa"].unanswerable and c["evidence"] == f"The answer {n} is stated here."
+        assert c["summary"] == first[c["paper_id"]]
+        assert 0 <= c["position"] <= 3  # three sentences: four places
+        assert c["with_evidence"] == insert_sentence(c["summary"], c["evidence"], c["position"])
+    # a paper's items do not depend on the other papers of the job
+    alone = build_controls(papers[1:2], first, per_paper=2, seed=13)
+    assert key(alone) == [k for k in key(items) if k[0] == "p1"]
+    # only the pairs the loop may draw, and at most as many as there are
+    eligible = {p.id: p.qas[:1] for p in papers}
+    assert [c["qa"].id for c in build_controls(papers, first, 5, 13, eligible)] == ["p0-q0", "p1-q0", "p2-q0"]
+    assert build_controls(papers, first, per_paper=0, seed=13) == []
+    assert build_controls(papers, {}, per_paper=2, seed=13) == []  # no first summary, no control
+
+
+def evidence_reader(invalid: set[str] = frozenset()) -> FakeLM:
+    """Answers right only when the gold evidence sentence is in the context; 'invalid' questions get no reply."""
+    def respond(request, call):
+        q, ctx = question_and_context(request)
+        n = re.search(r"Question (\d+)", q)[1]
+        if q in invalid:
+            return "I do not know what to say."
+        sentence = f"The answer {n} is stated here."
+        if sentence in ctx:
+            return f"1. Answer: answer {n}\n2. Evidence: {sentence}"
+        return f"1. Answer: something else\n2. Evidence: {first_sentence(ctx)}"
+
+    return FakeLM(respond)
+
+
+def test_feedback_control_records_follow_the_contract():
+    papers = [make_paper("p1", 3), make_paper("p2", 3)]
+    records = run(papers, summarizer(), feedback_fn(), steps=1, batch_size=1)
+    fb = evidence_reader(invalid={papers[1].qas[0].question, papers[1].qas[1].question, papers[1].qas[2].question})
+    out = feedback_control(papers, records, fb, settings(), FEEDBACK_PARAMS,
+                           {"controls": ["gold_evidence"], "per_paper": 2}, "lora", "toy/fake/human")
+    assert len(out) == 4 and len(fb.calls) == 1  # one batch: 2 items x 2 papers x (without, with)
+    assert len(fb.calls[0]) == 8
+    for record in out:
+        assert set(record) == {"instrument", "name", "scope", "control", "rule", "item", "expected", "outcome",
+                               "correct", "chance", "baseline_correct", "detail"}
+        assert (record["instrument"], record["name"], record["scope"], record["control"], record["rule"]) == (
+            "feedback model", "lora", "toy/fake/human", "gold_evidence", "raw")
+        paper_id, qa_id = record["item"].split(":")
+        assert qa_id.startswith(paper_id) and record["expected"] == f"answer {qa_id.split('-q')[1]}"
+        assert record["detail"]["evidence"] == f"The answer {qa_id.split('-q')[1]} is stated here."
+    p1 = [r for r in out if r["item"].startswith("p1:")]
+    # right with the evidence, wrong without it: chance is the share right without it
+    assert all(r["correct"] is True and r["baseline_correct"] is False and r["chance"] == 0.0 for r in p1)
+    assert all(r["outcome"] == r["expected"] for r in p1)
+    # replies that do not parse: correct None (invalid), never dropped
+    p2 = [r for r in out if r["item"].startswith("p2:")]
+    assert len(p2) == 2
+    assert all(r["correct"] is None and r["baseline_correct"] is None and r["outcome"] == "unparsed" for r in p2)
+    # the requests: the first summary without, then with the evidence inserted
+    contexts = [question_and_context(r)[1] for r in fb.calls[0]]
+    assert contexts[:4] == [summary_text(0, r["item"].split(":")[0]) for r in out]
+    for record, context in zip(out, contexts[4:], strict=True):
+        detail = record["detail"]
+        assert context == insert_sentence(contexts[0 if record["item"].startswith("p1:") else 2],
+                                          detail["evidence"], detail["position"])
+
+
+def test_feedback_control_counts_an_unanswerable_reply_as_wrong_and_a_cut_one_as_invalid():
+    papers = [make_paper("p1", 2)]
+    records = run(papers, summarizer(), feedback_fn(), steps=1, batch_size=1)
+    cut = FakeLM(lambda r, call: ("1. Answer: answer 0\n2. Evidence: The answer 0 is", "length"))
+    (record, _) = feedback_control(papers, records, cut, settings(), FEEDBACK_PARAMS,
+                                   {"controls": ["gold_evidence"], "per_paper": 2}, "lora", "s")
+    assert record["correct"] is None and record["baseline_correct"] is None and record["outcome"] == "truncated"
+    no = FakeLM(lambda r, call: "Unanswerable")
+    (record, _) = feedback_control(papers, records, no, settings(), FEEDBACK_PARAMS,
+                                   {"controls": ["gold_evidence"], "per_paper": 2}, "lora", "s")
+    assert record["correct"] is False and record["baseline_correct"] is False and record["outcome"] == "unanswerable"
+
+
+def test_feedback_control_follows_the_config():
+    papers = [make_paper("p1", 2)]
+    records = run(papers, summarizer(), feedback_fn(), steps=1, batch_size=1)
+    fb = evidence_reader()
+    for validity in ({"controls": [], "per_paper": 2}, {"controls": ["gold_evidence"], "per_paper": 0}):
+        assert feedback_control(papers, records, fb, settings(), FEEDBACK_PARAMS, validity, "lora", "s") == []
+    assert fb.calls == []
+    with pytest.raises(ValueError, match=r"validity.feedback.controls: unknown control\(s\) \['gold'\]"):
+        feedback_control(papers, records, fb, settings(), FEEDBACK_PARAMS, {"controls": ["gold"], "per_paper": 1},
+                         "lora", "s")

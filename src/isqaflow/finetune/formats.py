@@ -12,15 +12,36 @@ numbered list, replies that echo the prompt's own labels ("The answer to this
 question is: ... The most relevant evidence sentence ...: ..."), ``Unanswerable`` --
 and reports anything else as unparsed, with its raw text, so it is counted and never
 guessed at.
+
+:func:`check_feedback` then vets a parsed reply for ISQA's refinement loop (and the
+feedback model's known-answer control), where a reply may only add a fact or a
+non-fact when it is complete and grounded.  Each failure has its own status, and
+the first that applies wins:
+
+=========================  ============================================================
+status                     the reply
+=========================  ============================================================
+``truncated``              was cut at ``max_new_tokens`` (finish reason "length"): its
+                           evidence may be cut mid-sentence, so it is not trusted
+``unparsed``               does not follow the format (from :func:`parse_feedback`)
+``unanswerable``           says the question is unanswerable (from :func:`parse_feedback`)
+``unanswerable_answer``    has an answer that mentions "unanswerable" ("2. Unanswerable",
+                           "Unanswerable questions"): the authors' code drops every reply
+                           whose answer mentions it
+``evidence_not_in_summary``  gives an evidence that is not a sentence of the context
+                           (see :func:`match_evidence`), e.g. "The"
+``ok``                     none of the above: the answer decides fact or non-fact
+=========================  ============================================================
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from isqaflow.data.schema import UNANSWERABLE, QAExample
+from isqaflow.text.f1 import answer_tokens, token_f1
 
 # The feedback model's prompt: ISQA's (Appendix E.3) or GPT-3.5's (Appendix E.5), word for word.
 ISQA_FEEDBACK_PROMPT = (
@@ -57,7 +78,10 @@ def feedback_request(question: str, context: str, style: str = "isqa") -> list[d
     raise ValueError(f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}")
 
 
-Status = Literal["ok", "unanswerable", "unparsed"]
+Status = Literal["ok", "unanswerable", "unparsed", "truncated", "unanswerable_answer", "evidence_not_in_summary"]
+# Statuses in the order check_feedback() tests them; every one but "ok" adds nothing.
+STATUSES: tuple[str, ...] = ("truncated", "unparsed", "unanswerable", "unanswerable_answer",
+                             "evidence_not_in_summary", "ok")
 
 _LABELLED = re.compile(
     r"^\s*(?:1\s*[.):]?\s*)?(?:the\s+)?answer\s*(?:is)?\s*[:\-]\s*(?P<answer>.*?)\s*"
@@ -88,6 +112,19 @@ def format_target(answer: str, evidence: list[str] | str, unanswerable: bool = F
     if isinstance(evidence, list):
         evidence = " ".join(e.strip() for e in evidence)
     return f"1. Answer: {answer.strip()}\n2. Evidence: {evidence.strip()}"
+
+
+def evidence_slot(answer: str, style: str = "isqa") -> str:
+    """The start of a well-formed reply up to its evidence: what an evidence sentence continues.
+
+    ISQA's format is the fine-tuning target's (:func:`format_target`); GPT-3.5's is
+    the "Answer:"/"Evidence:" pair its prompt asks for.
+    """
+    if style == "isqa":
+        return f"1. Answer: {answer.strip()}\n2. Evidence: "
+    if style == "gpt35":
+        return f"Answer: {answer.strip()}\nEvidence: "
+    raise ValueError(f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}")
 
 
 @dataclass(frozen=True)
@@ -134,6 +171,114 @@ def parse_feedback(raw: str) -> ParsedFeedback:
     if _UNANSWERABLE.match(text):
         return ParsedFeedback("unanswerable", raw=raw)
     return ParsedFeedback("unparsed", raw=raw)
+
+
+_MENTIONS_UNANSWERABLE = re.compile(r"unanswerable", re.IGNORECASE)
+
+# Evidence matching (match_evidence): a clause must cover at least half of its sentence,
+# a near-copy must reach a token F1 of 0.8 with it.
+EVIDENCE_MIN_COVERAGE = 0.5
+EVIDENCE_MIN_F1 = 0.8
+
+
+@dataclass(frozen=True)
+class EvidenceMatch:
+    """Where an evidence sits in the context: the sentence(s) it matches, how, and how well."""
+
+    sentences: tuple[int, ...]  # indices into split_sentences(context)
+    how: Literal["containment", "overlap"]
+    score: float  # the lowest coverage (containment) or token F1 (overlap) over its sentences
+
+    def as_dict(self) -> dict:
+        return {"sentences": list(self.sentences), "how": self.how, "score": round(self.score, 4)}
+
+
+def _contained(needle: list[str], haystack: list[str]) -> bool:
+    n = len(needle)
+    return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
+
+
+def _rank(match: tuple[int, str, float]) -> tuple[bool, float]:
+    """Containment beats overlap, then the higher score; the first sentence wins ties."""
+    return match[1] == "containment", match[2]
+
+
+def _match_sentence(evidence: str, sentences: list[str], normalized: list[list[str]]
+                    ) -> tuple[int, str, float] | None:
+    tokens = answer_tokens(evidence)
+    if not tokens:
+        return None
+    best: tuple[int, str, float] | None = None
+    for index, (sentence, sent_tokens) in enumerate(zip(sentences, normalized, strict=True)):
+        if not sent_tokens:
+            continue
+        if _contained(tokens, sent_tokens) and len(tokens) / len(sent_tokens) >= EVIDENCE_MIN_COVERAGE:
+            candidate = (index, "containment", len(tokens) / len(sent_tokens))
+        elif (f1 := token_f1(evidence, sentence)) >= EVIDENCE_MIN_F1:
+            candidate = (index, "overlap", f1)
+        else:
+            continue
+        if best is None or _rank(candidate) > _rank(best):
+            best = candidate
+    return best
+
+
+def match_evidence(evidence: str, context: str) -> EvidenceMatch | None:
+    """The sentence(s) of ``context`` that ``evidence`` is, or None: "is a sentence of the summary".
+
+    Both texts are split into sentences (NLTK Punkt, :func:`~isqaflow.text.sentences.
+    split_sentences`) and compared after SQuAD normalization (lowercase, no
+    punctuation or articles, single spaces), so quotes, case and punctuation the
+    model changed do not matter.  An evidence sentence matches a context sentence when
+
+    * containment: its normalized tokens occur contiguously in the sentence and cover at
+      least ``EVIDENCE_MIN_COVERAGE`` (half) of it -- the sentence itself, or a clause
+      of it; or
+    * overlap: its token F1 with the sentence is at least ``EVIDENCE_MIN_F1`` (0.8) --
+      the sentence copied with a word changed or dropped.
+
+    An evidence of several sentences (models often return two adjacent ones) matches
+    when every one of its sentences does; the evidence as a whole is tried too, for a
+    sentence split differently.  Evidence that normalizes to nothing ("The", "...")
+    never matches, nor does a fragment ("The model" of "The model has 12 layers.").
+    """
+    from isqaflow.text.sentences import split_sentences
+
+    sentences = split_sentences(context)
+    normalized = [answer_tokens(s) for s in sentences]
+    whole = _match_sentence(evidence, sentences, normalized)
+    if whole is not None:
+        return EvidenceMatch((whole[0],), whole[1], whole[2])  # type: ignore[arg-type]
+    parts = split_sentences(evidence)
+    if len(parts) < 2:
+        return None
+    matches = [_match_sentence(part, sentences, normalized) for part in parts]
+    if any(m is None for m in matches):
+        return None
+    how = "containment" if all(m[1] == "containment" for m in matches) else "overlap"  # type: ignore[index]
+    return EvidenceMatch(tuple(dict.fromkeys(m[0] for m in matches)), how,  # type: ignore[index]
+                         min(m[2] for m in matches))  # type: ignore[index]
+
+
+def check_feedback(parsed: ParsedFeedback, finish_reason: str | None, context: str,
+                   check_evidence: bool = True) -> ParsedFeedback:
+    """The parsed reply with the status ISQA's loop acts on (module docstring: the first that applies).
+
+    ``finish_reason`` is the model's ("length" = cut at ``max_new_tokens``);
+    ``context`` is the text the feedback model read (the summary, as fitted).
+    ``check_evidence=False`` skips the evidence check (when the evidence will be
+    chosen among the context's sentences instead).  The answer and evidence are kept
+    for the record whatever the status.
+    """
+    if finish_reason == "length":
+        return replace(parsed, status="truncated")
+    if parsed.status != "ok":
+        return parsed
+    if _MENTIONS_UNANSWERABLE.search(parsed.answer):
+        return replace(parsed, status="unanswerable_answer")
+    if check_evidence and match_evidence(parsed.evidence, context) is None:
+        return replace(parsed, status="evidence_not_in_summary")
+    return parsed
 
 
 def fit_request(model, question: str, context_parts: list[str], max_input_tokens: int | None,

@@ -73,8 +73,18 @@ def summary_request(prompt_id: str, paper: str) -> list[dict[str, str]]:
     return user(template.format(paper=paper))
 
 
-def generic_feedback_request(paper: str) -> list[dict[str, str]]:
-    return user(GENERIC_FEEDBACK_PROMPT.format(paper=paper))
+def generic_feedback_request(paper: str, previous: str | None = None) -> list[dict[str, str]]:
+    """E.3's generic-feedback prompt; with ``previous``, a conversation that shows that summary.
+
+    The E.3 prompt tells the model "The previous summary you generated is not
+    factually consistent" without showing one.  An iterated round (``generic_steps``
+    > 1) gives the model the summary the feedback is about: the E.3 turn, the
+    previous summary as the model's own reply, and the feedback sentence again.
+    """
+    first = user(GENERIC_FEEDBACK_PROMPT.format(paper=paper))
+    if previous is None:
+        return first
+    return [*first, {"role": "assistant", "content": previous}, {"role": "user", "content": GENERIC_FEEDBACK}]
 
 
 def act_on_feedback_request(paper: str, facts: Sequence[str], non_facts: Sequence[str]) -> list[dict[str, str]]:

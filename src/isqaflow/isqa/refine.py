@@ -1,22 +1,33 @@
 """Iterative factuality refinement with ISQA feedback (Algorithm 1 of the paper).
 
-For each paper, with F and F̄ (facts, non-facts) empty and the initial prompt p0:
+Algorithm 1 as printed, for each paper, with F and F̄ (facts, non-facts) empty and
+the initial prompt p_0::
 
-    s_0 = G(p_0)
     for t = 1..N:
-        B_t ~ D                                  a seeded batch of b QA pairs
-        for (q, a*) in B_t:  a, e = F(s_{t-1}, q)    feedback on the current summary
+        B ~ D                                    a seeded batch of b QA pairs
+        s_t = G(p_{t-1})                         the summary of step t
+        for (q, a*) in B:  a, e = F(s_t, q)      feedback on that summary
             F1(a, a*) >= epsilon ? add e to F : add e to F̄   (near-duplicates skipped)
-        p_t = act-on-feedback prompt with F and F̄ (Appendix E.4)
-        s_t = G(p_t)
+        p_t = update p_{t-1} with F and F̄      the act-on-feedback prompt (Appendix E.4)
 
-This is the paper's loop with its summaries numbered from 0: Algorithm 1 generates
-s_t = G(p_{t-1}) at the top of step t and the final summary after the last step's
-feedback, G(p_N) -- here s_N.  Every step is recorded (summary, batch, raw
-feedback, parsed answer and evidence, F1, decision, facts and non-facts), so any
-metric can be computed per step.  The final summary is s_N; a best-of-steps
-selection is an oracle and is never the ISQA result (the authors' public code takes
-the maximum over steps).
+so a run makes N summaries, s_1 = G(p_0) .. s_N = G(p_{N-1}), and the final summary
+is s_N.  The feedback on s_N is computed and recorded as printed, though no summary
+acts on it.  ``extra_final_summary: true`` adds s_{N+1} = G(p_N) after the last
+feedback (N + 1 summaries; the loop this workflow ran before).  Steps are numbered as
+in the paper: step t holds s_t, the facts and non-facts of the prompt p_{t-1} that
+generated it, and the feedback on s_t; s_1 is the baseline job's summary with p_0
+(same prompt, model and decoding), reused rather than generated again.
+
+A paper without usable QA pairs gets no feedback: its record holds s_1 only.  Every
+step is recorded (summary, batch, raw feedback with its finish reason and token
+counts, parsed answer and evidence, status, F1, decision, facts and non-facts), so
+any metric can be computed per step.  A best-of-steps selection is an oracle and is
+never the ISQA result (the authors' public code takes the maximum over steps).
+
+Near-duplicates (``dedup_scope``): a new evidence is compared with the list it would
+join only (``within``, the authors' code: a fact with the facts, a non-fact with the
+non-facts), or with both lists (``across``), so that a sentence is never both a fact
+and a non-fact.
 
 Model calls are batched across papers within a step: one generation call for all
 summaries of a step, one for all feedback questions of a step.
@@ -33,12 +44,11 @@ from typing import Any
 import numpy as np
 
 from isqaflow.data.schema import Paper, QAPair
-from isqaflow.finetune.formats import feedback_request, parse_feedback
+from isqaflow.finetune.formats import FEEDBACK_PROMPT_STYLES
 from isqaflow.isqa import prompts
-from isqaflow.isqa.feedback import FeedbackItem, decide
+from isqaflow.isqa.feedback import EVIDENCE_MODES, ZERO_F1_POLICIES, FeedbackItem, ask_feedback
 from isqaflow.isqa.summarize import SummaryRecord, fit_paper
 from isqaflow.models.base import GenerationParams, LanguageModel
-from isqaflow.models.fit import fit_document
 from isqaflow.seeds import keyed_rng
 from isqaflow.settings import from_mapping
 from isqaflow.text.similarity import DuplicateCheck
@@ -46,11 +56,12 @@ from isqaflow.text.similarity import DuplicateCheck
 log = logging.getLogger(__name__)
 
 NO_FEEDBACK = "no feedback possible: the paper has no usable QA pairs"
+DEDUP_SCOPES = ("within", "across")
 
 
 @dataclass(frozen=True)
 class RefineSettings:
-    steps: int = 8  # N (Table 5)
+    steps: int = 8  # N (Table 5): summaries s_1..s_N
     batch_size: int = 4  # b (Table 5)
     epsilon: float = 0.5  # F1 threshold: the authors' scripts use 0.5 (their code's default is 0.3)
     zero_f1: str = "non_fact"  # paper text; "drop" = the authors' code
@@ -58,10 +69,23 @@ class RefineSettings:
     include_unanswerable: bool = False  # draw QA pairs whose gold answer is "Unanswerable"
     initial_prompt: str = "baseline_2"
     feedback_style: str = "isqa"  # isqa (E.3) | gpt35 (E.5)
+    extra_final_summary: bool = False  # printed Algorithm 1: N summaries; True: s_{N+1} = G(p_N) as well
+    evidence: str = "generated"  # the model's evidence (paper) | "likelihood": the likeliest summary sentence
     dedup_method: str = "embedding"
     dedup_threshold: float = 0.8
     dedup_model: str = "all-MiniLM-L6-v2"
+    dedup_scope: str = "within"  # the list the evidence would join (authors) | "across" both lists
     seed: int = 13
+
+    def __post_init__(self) -> None:
+        choices = {"zero_f1": ZERO_F1_POLICIES, "feedback_style": FEEDBACK_PROMPT_STYLES,
+                   "evidence": EVIDENCE_MODES, "dedup_scope": DEDUP_SCOPES}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"refinement setting {name} must be one of {allowed}, got {getattr(self, name)!r}")
+        if self.steps < 1 or self.batch_size < 1:
+            raise ValueError(f"refinement steps and batch_size must be at least 1, got {self.steps} and "
+                             f"{self.batch_size}")
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RefineSettings:
@@ -117,6 +141,21 @@ def usable_qas(paper: Paper, include_unanswerable: bool) -> list[QAPair]:
     return [q for q in paper.qas if include_unanswerable or not q.unanswerable]
 
 
+def _step_record(step: int, summary: str, facts: Sequence[str], non_facts: Sequence[str], input_tokens: int,
+                 new_tokens: int, paper_tokens_cut: int) -> dict[str, Any]:
+    return {
+        "step": step,
+        "summary": summary,
+        # the facts and non-facts of the prompt that generated this summary (p_{t-1})
+        "facts": list(facts),
+        "non_facts": list(non_facts),
+        "input_tokens": input_tokens,
+        "new_tokens": new_tokens,
+        "paper_tokens_cut": paper_tokens_cut,
+        "feedback": [],  # the feedback on this summary (filled in after the feedback round)
+    }
+
+
 def refine(
     papers: Sequence[Paper],
     summarizer: LanguageModel,
@@ -129,7 +168,7 @@ def refine(
 ) -> list[dict[str, Any]]:
     """Run Algorithm 1 on all papers; returns one record per paper with every step.
 
-    ``initial`` holds s_0 = G(p_0) per paper when it was already generated: the
+    ``initial`` holds s_1 = G(p_0) per paper when it was already generated: the
     baseline job's summaries with the same prompt, model and decoding settings.
     """
     duplicates = duplicates or DuplicateCheck(settings.dedup_method, settings.dedup_threshold, settings.dedup_model)
@@ -143,11 +182,11 @@ def refine(
                                            keyed_rng(settings.seed, paper.id)), [], [], steps=[], counts=Counter())
         )
 
-    def generate_summaries(active: list[PaperState], step: int,
-                           feedback: dict[str, list[FeedbackItem]] | None = None) -> None:
+    def generate_summaries(active: list[PaperState], step: int) -> None:
+        """s_step = G(p_{step-1}) for every active paper, in one batch."""
         requests, cuts = [], []
         for st in active:
-            if step == 0:
+            if step == 1:
                 build = lambda text: prompts.summary_request(settings.initial_prompt, text)  # noqa: E731
             else:
                 build = lambda text, st=st: prompts.act_on_feedback_request(text, st.facts, st.non_facts)  # noqa: E731
@@ -158,58 +197,40 @@ def refine(
         outs = summarizer.generate(requests, summary_params.replace(max_input_tokens=None))
         for st, out, cut in zip(active, outs, cuts, strict=True):
             st.summary = out.text
-            st.steps.append({
-                "step": step,
-                # the feedback on the previous summary that this step's prompt acts on
-                "feedback": [i.as_dict() for i in (feedback or {}).get(st.paper.id, [])],
-                "facts": list(st.facts),
-                "non_facts": list(st.non_facts),
-                "summary": out.text,
-                "input_tokens": out.n_input_tokens,
-                "new_tokens": out.n_new_tokens,
-                "paper_tokens_cut": cut,
-            })
+            st.steps.append(_step_record(step, out.text, st.facts, st.non_facts, out.n_input_tokens,
+                                         out.n_new_tokens, cut))
 
+    # step 1: s_1 = G(p_0), the baseline job's summary where it has one
     missing = [st for st in states if not initial or st.paper.id not in initial]
     for st in states:
         if initial and st.paper.id in initial:
             row = initial[st.paper.id]
             st.summary = row.summary
-            st.steps.append({"step": 0, "feedback": [], "facts": [], "non_facts": [], "summary": row.summary,
-                             "input_tokens": row.input_tokens, "new_tokens": row.new_tokens,
-                             "paper_tokens_cut": row.paper_tokens_cut})
+            st.steps.append(_step_record(1, row.summary, [], [], row.input_tokens, row.new_tokens,
+                                         row.paper_tokens_cut))
     if missing:
-        generate_summaries(missing, 0)
+        generate_summaries(missing, 1)
+    active = [st for st in states if st.sampler.qas]
     for step in range(1, settings.steps + 1):
-        active = [st for st in states if st.sampler.qas]
         if not active:
             break
-        jobs: list[tuple[PaperState, QAPair]] = []
-        for st in active:
-            jobs += [(st, qa) for qa in st.sampler.draw()]
-        requests = [
-            fit_document(
-                feedback_model,
-                lambda ctx, qa=qa: feedback_request(qa.question, ctx, settings.feedback_style),
-                st.summary, feedback_params.max_input_tokens,
-            )[0]
-            for st, qa in jobs
-        ]
-        outs = feedback_model.generate(requests, feedback_params.replace(max_input_tokens=None))
-        items_by_paper: dict[str, list[FeedbackItem]] = {st.paper.id: [] for st in active}
-        for (st, qa), out in zip(jobs, outs, strict=True):
-            parsed = parse_feedback(out.text)
-            f1, decision = decide(parsed, qa.gold_answers, settings.epsilon, settings.zero_f1)
-            item = FeedbackItem(qa.id, qa.question, qa.gold_answers, out.text, parsed.status, parsed.answer,
-                                parsed.evidence, f1, decision)
-            if decision in ("fact", "non_fact"):
-                _add(st, item, duplicates)
-            st.counts[decision] += 1
+        if step > 1:
+            generate_summaries(active, step)
+        # feedback on s_step: one batch for all papers
+        jobs = [(st, qa) for st in active for qa in st.sampler.draw()]
+        items = ask_feedback(feedback_model, [(qa, st.summary) for st, qa in jobs], feedback_params,
+                             settings.epsilon, settings.zero_f1, settings.feedback_style, settings.evidence)
+        for (st, _), item in zip(jobs, items, strict=True):
+            if item.decision in ("fact", "non_fact"):
+                _add(st, item, duplicates, settings.dedup_scope)
+            st.counts[item.decision] += 1
             st.counts["added"] += int(item.added)
-            items_by_paper[st.paper.id].append(item)
-        generate_summaries(active, step, items_by_paper)
+            st.steps[-1]["feedback"].append(item.as_dict())
         log.info("ISQA step %d/%d: %s", step, settings.steps,
                  dict(sum((st.counts for st in states), Counter())))
+    if settings.extra_final_summary and active:
+        # s_{N+1} = G(p_N): acts on the last feedback; no feedback is asked on it
+        generate_summaries(active, settings.steps + 1)
 
     records = []
     for st in states:
@@ -228,14 +249,20 @@ def refine(
     return records
 
 
-def _add(state: PaperState, item: FeedbackItem, duplicates: DuplicateCheck) -> None:
-    """Add the evidence to the facts or non-facts unless a near-duplicate is already there."""
-    for name, pool in (("facts", state.facts), ("non_facts", state.non_facts)):
-        hit = duplicates.find_duplicate(item.evidence, pool)
+def _add(state: PaperState, item: FeedbackItem, duplicates: DuplicateCheck, scope: str = "within") -> None:
+    """Add the evidence to the facts or non-facts unless a near-duplicate is already there.
+
+    ``scope="within"`` compares with the list the evidence would join; ``"across"``
+    with both lists (the facts first).
+    """
+    target = "facts" if item.decision == "fact" else "non_facts"
+    pools = {"facts": state.facts, "non_facts": state.non_facts}
+    for name in (target,) if scope == "within" else ("facts", "non_facts"):
+        hit = duplicates.find_duplicate(item.evidence, pools[name])
         if hit is not None:
             item.duplicate_of = {"list": name, "index": hit[0], "similarity": round(hit[1], 4)}
             return
-    (state.facts if item.decision == "fact" else state.non_facts).append(item.evidence)
+    pools[target].append(item.evidence)
     item.added = True
 
 
@@ -256,27 +283,68 @@ def summary_rows(records: Sequence[dict[str, Any]], summarizer: str, system: str
 def run_refine(papers_path, baseline_path, steps_out, summaries_out, summarizer_spec: dict[str, Any], summarizer: str,
                feedback_spec: dict[str, Any], feedback_adapter: str | None, settings: dict[str, Any],
                summary_generation: dict[str, Any], feedback_generation: dict[str, Any], system: str,
-               cache_path, threads: int | None = None) -> dict[str, int]:
-    """Entry point of rule isqa_refine: Algorithm 1 over all papers of a dataset."""
+               cache_path, threads: int | None = None, validity_out=None, validity: dict[str, Any] | None = None,
+               feedback_name: str = "", scope: str = "") -> dict[str, int]:
+    """Entry point of rule isqa_refine: Algorithm 1 over all papers of a dataset.
+
+    With ``validity_out``, the feedback model's known-answer control
+    (:mod:`isqaflow.isqa.control`, config ``validity.feedback``: ``controls`` and
+    ``per_paper``) runs in the same job on the first summaries and its records are
+    written there (an empty file when no control is configured).
+    """
     from isqaflow.io import read_records, write_jsonl
     from isqaflow.models.cache import CallCache
     from isqaflow.models.registry import load_model
 
     papers = read_records(papers_path, Paper)
     refine_settings = RefineSettings.from_dict(settings)
-    # s_0 is the baseline job's summary with the initial prompt (same model and decoding)
+    # s_1 is the baseline job's summary with the initial prompt (same model and decoding)
     initial = {r.paper_id: r for r in read_records(baseline_path, SummaryRecord, id_field="paper_id")
                if r.system == refine_settings.initial_prompt}
     cache = CallCache(cache_path)
     summ = load_model(summarizer_spec, cache=cache, name=summarizer, threads=threads)
     feedback = load_model(feedback_spec, cache=cache, adapter=feedback_adapter, name=f"feedback({system})",
                           threads=threads)
+    feedback_params = GenerationParams.from_dict(feedback_generation)
     records = refine(papers, summ, feedback, refine_settings, GenerationParams.from_dict(summary_generation),
-                     GenerationParams.from_dict(feedback_generation), initial=initial)
+                     feedback_params, initial=initial)
     for rec in records:
         rec.update(summarizer=summarizer, system=system)
     write_jsonl(steps_out, records)
     write_jsonl(summaries_out, summary_rows(records, summarizer, system))
     totals = sum((Counter(r["counts"]) for r in records), Counter())
     log.info("%s: %d papers, feedback decisions %s", system, len(records), dict(totals))
+    if validity_out is not None:
+        controls = feedback_control(papers, records, feedback, refine_settings, feedback_params, validity or {},
+                                    feedback_name, scope)
+        write_jsonl(validity_out, controls)
     return dict(totals)
+
+
+def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]], feedback_model: LanguageModel,
+                     settings: RefineSettings, feedback_params: GenerationParams, validity: dict[str, Any],
+                     name: str, scope: str) -> list[dict[str, Any]]:
+    """The ``gold_evidence`` control records of a run (none unless ``validity`` asks for them).
+
+    The control asks about the first summary s_1 of each paper with the loop's own
+    settings (threshold, zero-F1 policy, prompt style, evidence mode) and the pairs the
+    loop may draw.
+    """
+    from isqaflow.isqa import control
+
+    unknown = sorted(set(validity.get("controls", [])) - set(control.CONTROLS))
+    if unknown:
+        raise ValueError(f"validity.feedback.controls: unknown control(s) {unknown}; known: {control.CONTROLS}")
+    per_paper = int(validity.get("per_paper", 0) or 0)
+    if "gold_evidence" not in validity.get("controls", []) or per_paper <= 0:
+        return []
+    first = {rec["paper_id"]: rec["steps"][0]["summary"] for rec in records if rec["steps"]}
+    eligible = {p.id: usable_qas(p, settings.include_unanswerable) for p in papers}
+    items = control.build_controls(papers, first, per_paper, settings.seed, eligible)
+    out = control.run_feedback_control(feedback_model, items, feedback_params, settings.epsilon, settings.zero_f1,
+                                       settings.feedback_style, settings.evidence, name, scope)
+    helped = sum(r["correct"] is True for r in out)
+    baseline = sum(r["baseline_correct"] is True for r in out)
+    log.info("feedback control (%s, %s): %d items, correct with evidence %d, without %d, invalid %d", name, scope,
+             len(out), helped, baseline, sum(r["correct"] is None for r in out))
+    return out

@@ -34,7 +34,8 @@ class SummaryRecord(BaseModel):
     dataset: str
     summarizer: str
     system: str  # baseline_1 .. prehoc_3, generic, isqa-<feedback>-<questions>
-    step: int | None = None  # ISQA refinement step (0 = before any feedback); None otherwise
+    step: int | None = None  # ISQA: t of s_t (1 = the initial prompt's summary); iterated generic
+    # feedback: its round; None for a single pass
     final: bool = True  # the system's output for the paper (ISQA: the last step)
     summary: str
     input_tokens: int = 0
@@ -80,16 +81,30 @@ def baseline_summaries(model: LanguageModel, papers: Sequence[Paper], prompt_ids
 
 
 def generic_feedback_summaries(model: LanguageModel, papers: Sequence[Paper], params: GenerationParams,
-                               dataset: str, summarizer: str) -> list[SummaryRecord]:
-    """Post-hoc generic feedback (Appendix E.3): no facts, only "be more factual"."""
-    outs = summarize(model, papers, [prompts.generic_feedback_request] * len(papers), params,
-                     ["generic feedback"] * len(papers))
-    return [
-        SummaryRecord(paper_id=paper.id, dataset=dataset, summarizer=summarizer, system="generic",
-                      summary=out.text, input_tokens=out.n_input_tokens, new_tokens=out.n_new_tokens,
-                      paper_tokens_cut=cut)
-        for paper, (out, cut) in zip(papers, outs, strict=True)
-    ]
+                               dataset: str, summarizer: str, steps: int = 1) -> list[SummaryRecord]:
+    """Post-hoc generic feedback (Appendix E.3): no facts, only "be more factual".
+
+    ``steps=1`` (the paper): one pass of the E.3 prompt; the row's ``step`` is None.
+    ``steps=N > 1`` (the authors' code iterates the generic feedback): round 1 is the
+    same E.3 prompt, round t > 1 shows the model its summary of round t - 1 and
+    repeats the feedback (:func:`~isqaflow.isqa.prompts.generic_feedback_request`);
+    one row per round (``step`` 1..N), the last one ``final``.
+    """
+    if steps < 1:
+        raise ValueError(f"isqa.generic_steps must be at least 1, got {steps}")
+    rows: list[SummaryRecord] = []
+    previous: dict[str, str] = {}
+    for step in range(1, steps + 1):
+        shown = [previous.get(paper.id) for paper in papers]  # None in round 1
+        builders = [lambda text, prev=prev: prompts.generic_feedback_request(text, prev) for prev in shown]
+        outs = summarize(model, papers, builders, params, [f"generic feedback {step}"] * len(papers))
+        for paper, (out, cut) in zip(papers, outs, strict=True):
+            previous[paper.id] = out.text
+            rows.append(SummaryRecord(
+                paper_id=paper.id, dataset=dataset, summarizer=summarizer, system="generic",
+                step=step if steps > 1 else None, final=step == steps, summary=out.text,
+                input_tokens=out.n_input_tokens, new_tokens=out.n_new_tokens, paper_tokens_cut=cut))
+    return rows
 
 
 def _load(papers_path, model_spec: dict[str, Any], cache_path, threads: int | None, name: str):
@@ -113,10 +128,11 @@ def run_baselines(papers_path, out_path, model_spec: dict[str, Any], prompt_ids:
 
 
 def run_generic(papers_path, out_path, model_spec: dict[str, Any], generation: dict[str, Any], dataset: str,
-                summarizer: str, cache_path, threads: int | None = None) -> int:
-    """Entry point of rule generic_feedback."""
+                summarizer: str, cache_path, threads: int | None = None, steps: int = 1) -> int:
+    """Entry point of rule generic_feedback (``steps``: config isqa.generic_steps)."""
     from isqaflow.io import write_jsonl
 
     papers, model = _load(papers_path, model_spec, cache_path, threads, summarizer)
-    rows = generic_feedback_summaries(model, papers, GenerationParams.from_dict(generation), dataset, summarizer)
+    rows = generic_feedback_summaries(model, papers, GenerationParams.from_dict(generation), dataset, summarizer,
+                                      steps)
     return write_jsonl(out_path, rows)

@@ -1,33 +1,54 @@
-"""Human factuality evaluation (ISQA Section 5.5): annotation sheets, scores, agreement.
+"""Human factuality evaluation (ISQA Section 5.5, Appendix A): sample, sheets, scores, agreement.
 
-Annotators judge every summary sentence as factual or not.  A system's factuality
-is the mean over its summaries of the share of factual sentences; agreement between
-annotators is Cohen's kappa.  The sheet annotators fill in is blind: systems are
-hidden behind opaque item ids and the summaries of each paper are shuffled; the
-separate key maps item ids back to systems.
+The paper's protocol, the default: a sample of 20 papers (of SciMRC, summarized by
+Llama2 with and without ISQA) judged by three annotators, five of the papers by all of
+them for inter-annotator agreement (Cohen's kappa).  Here, per dataset and
+summarizer, :func:`assign_papers` draws ``papers`` papers (seeded by the run's seed
+and the dataset, so every summarizer of a dataset gets the same papers when it has
+summaries of them), makes the first ``shared`` of the sample shared by every
+annotator and deals the others out in turn, one annotator each.  With fewer papers
+than the sample size all of them are taken (and ``shared`` is capped at what there
+is), and the assignment says so in its ``note`` and in the log.
+
+Annotators judge every summary sentence as factual or not.  A summary's factuality
+is its share of factual sentences, a system's the mean over its summaries (per
+summary the annotators who judged it are averaged first).  Agreement is Cohen's kappa
+of each pair of annotators on the sentences of the shared papers, and their mean
+(Light's kappa) as one number for three or more annotators.  The sheets annotators
+fill in are blind: systems are hidden behind opaque item ids and the summaries of
+each paper are shuffled; the separate key maps item ids back to systems.
 """
 
 from __future__ import annotations
 
 import csv
 import itertools
+import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from isqaflow.io import RecordError, atomic_open
+from isqaflow.seeds import keyed_rng
 from isqaflow.stats import bootstrap_ci
 from isqaflow.text.sentences import split_sentences
 
+log = logging.getLogger(__name__)
+
 __all__ = [
+    "assign_papers",
+    "annotator_sheets",
+    "check_assigned",
     "build_sheet",
     "write_sheet",
     "read_filled_sheet",
     "system_factuality",
     "annotator_agreement",
+    "shared_agreement",
     "cohen_kappa",
 ]
 
@@ -46,6 +67,49 @@ FACTUAL_SPELLINGS = {
     "factual": 1,
     "non-factual": 0,
 }
+
+
+def assign_papers(paper_ids: Iterable[str], papers: int, shared: int, annotators: Sequence[str], seed: int,
+                  key: str) -> dict[str, Any]:
+    """The paper sample and who judges what (module docstring); deterministic in its arguments.
+
+    ``paper_ids`` are the papers that can be sampled; the draw is a permutation by
+    ``keyed_rng(seed, "human_eval:<key>")`` of their sorted ids, so it does not depend
+    on their order.  Returns ``papers_requested``, ``papers_available``,
+    ``papers_sampled``, ``shared_requested``, ``shared``, ``annotators``, ``note``
+    (None, or why fewer papers or shared papers than requested) and ``papers``: one
+    ``{"paper_id", "shared", "annotators"}`` per sampled paper, in sample order.
+    """
+    annotators = list(annotators)
+    if len(annotators) < 2 or len(set(annotators)) != len(annotators):
+        raise ValueError(f"human_eval.annotators needs at least two distinct names, got {annotators}")
+    if papers < 1 or not 0 <= shared <= papers:
+        raise ValueError(f"human_eval needs papers >= 1 and 0 <= shared <= papers, got papers={papers}, "
+                         f"shared={shared}")
+    available = sorted(set(paper_ids))
+    order = [available[i] for i in keyed_rng(seed, f"human_eval:{key}").permutation(len(available))]
+    sample = order[:papers]
+    n_shared = min(shared, len(sample))
+    notes = []
+    if len(available) < papers:
+        notes.append(f"{len(available)} papers available, fewer than the sample size {papers}: all taken")
+    if n_shared < shared:
+        notes.append(f"{n_shared} shared papers instead of {shared}")
+    rows = [{"paper_id": pid, "shared": True, "annotators": list(annotators)} for pid in sample[:n_shared]]
+    rows += [{"paper_id": pid, "shared": False, "annotators": [annotators[i % len(annotators)]]}
+             for i, pid in enumerate(sample[n_shared:])]
+    return {"papers_requested": papers, "papers_available": len(available), "papers_sampled": len(sample),
+            "shared_requested": shared, "shared": n_shared, "annotators": annotators,
+            "note": "; ".join(notes) or None, "papers": rows}
+
+
+def annotator_sheets(sheet: pd.DataFrame, assignment: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """Each annotator's part of the blind sheet: the rows of the papers assigned to them."""
+    sheets = {}
+    for annotator in assignment["annotators"]:
+        mine = {row["paper_id"] for row in assignment["papers"] if annotator in row["annotators"]}
+        sheets[annotator] = sheet[sheet["paper_id"].isin(mine)].reset_index(drop=True)
+    return sheets
 
 
 def build_sheet(summaries: Iterable[dict], seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -254,30 +318,115 @@ def annotator_agreement(filled: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["annotator_a", "annotator_b", "n", "agreement", "kappa"])
 
 
-def run_sheets(summary_paths: Iterable[str | os.PathLike], systems: Iterable[str], seed: int,
-               sheet_out: str | os.PathLike, key_out: str | os.PathLike) -> int:
-    """Entry point of rule human_eval_sheets: blind per-sentence sheets of the chosen systems' final summaries."""
-    from isqaflow.io import read_jsonl
+def shared_agreement(filled: pd.DataFrame, key: pd.DataFrame, assignment: Mapping[str, Any]) -> pd.DataFrame:
+    """Cohen's kappa of every pair of annotators on the shared papers, then their mean (Light's kappa).
 
-    wanted = set(systems)
+    Only the sentences of the shared papers count (``key`` maps item ids to papers).
+    The last row, ``annotator_a`` "all pairs (Light's kappa)", holds the number of
+    sentences judged by every annotator, their raw agreement averaged over the
+    pairs, and the mean of the pairs' kappas (NaN when a pair has none).
+    """
+    shared = {row["paper_id"] for row in assignment["papers"] if row["shared"]}
+    items = set(key.loc[key["paper_id"].astype(str).isin(shared), "item_id"])
+    table = annotator_agreement(filled[filled["item_id"].isin(items)])
+    if len(table) > 1:
+        common = filled[filled["item_id"].isin(items)].groupby(["item_id", "sentence_index"])["annotator"].nunique()
+        table.loc[len(table)] = {
+            "annotator_a": "all pairs (Light's kappa)", "annotator_b": "",
+            "n": int((common == filled["annotator"].nunique()).sum()),
+            "agreement": table["agreement"].mean(skipna=False),
+            "kappa": table["kappa"].mean(skipna=False),
+        }
+    return table
+
+
+def check_assigned(filled: pd.DataFrame, sheet_path: str | os.PathLike, annotator: str, key: pd.DataFrame,
+                   assignment: Mapping[str, Any]) -> None:
+    """A filled sheet holds exactly the sentences assigned to its annotator, or a RecordError says what differs."""
+    if annotator not in assignment["annotators"]:
+        raise RecordError(sheet_path, f"annotator {annotator!r} is not one of the assignment's "
+                                      f"{assignment['annotators']} (config human_eval.annotators)")
+    mine = {row["paper_id"] for row in assignment["papers"] if annotator in row["annotators"]}
+    expected = key[key["paper_id"].astype(str).isin(mine)]
+    wanted = {(item, index) for item, n in zip(expected["item_id"], expected["n_sentences"], strict=True)
+              for index in range(1, int(n) + 1)}
+    given = set(zip(filled["item_id"], filled["sentence_index"], strict=True))
+    extra = sorted(given - wanted)
+    if extra:
+        item, index = extra[0]
+        raise RecordError(sheet_path, f"sentence {index} is not on {annotator}'s sheet ({len(extra)} such "
+                                      f"rows): a sheet of another annotator?", record=item, field="item_id")
+    missing = sorted(wanted - given)
+    if missing:
+        item, index = missing[0]
+        raise RecordError(sheet_path, f"sentence {index} of {annotator}'s sheet is not judged ({len(missing)} "
+                                      f"sentences missing)", record=item, field="factual")
+
+
+def run_sheets(summary_paths: Iterable[str | os.PathLike], systems: Iterable[str], seed: int, dataset: str,
+               papers: int, shared: int, sheet_outs: Mapping[str, str | os.PathLike], key_out: str | os.PathLike,
+               assignment_out: str | os.PathLike) -> int:
+    """Entry point of rule human_eval_sheets: the sample, each annotator's blind sheet, the key.
+
+    Papers with a final summary of every chosen system can be sampled (so the systems
+    are compared on the same papers); ``sheet_outs`` maps each annotator to their
+    sheet.  The key covers every sampled summary; the assignment (JSON) records the
+    sample and who judges what.
+    """
+    from isqaflow.io import read_jsonl, write_json
+
+    wanted = list(dict.fromkeys(systems))
     summaries = [
-        {"paper_id": obj["paper_id"], "system": obj["system"], "summary": obj["summary"]}
+        {"paper_id": str(obj["paper_id"]), "system": obj["system"], "summary": obj["summary"]}
         for path in summary_paths
         for _, obj in read_jsonl(path)
         if obj["system"] in wanted and obj.get("final", True)
     ]
-    sheet, key = build_sheet(summaries, seed=seed)
-    write_sheet(sheet, key, sheet_out, key_out)
+    by_paper: dict[str, set[str]] = {}
+    for summary in summaries:
+        by_paper.setdefault(summary["paper_id"], set()).add(summary["system"])
+    complete = [pid for pid, have in by_paper.items() if have >= set(wanted)]
+    if len(complete) < len(by_paper):
+        log.warning("%d papers lack a summary of one of %s and cannot be sampled", len(by_paper) - len(complete),
+                    wanted)
+    assignment = assign_papers(complete, papers, shared, list(sheet_outs), seed, dataset)
+    assignment["systems"] = wanted
+    if assignment["note"]:
+        log.warning("human evaluation sample of %s: %s", dataset, assignment["note"])
+    sampled = {row["paper_id"] for row in assignment["papers"]}
+    sheet, key = build_sheet([s for s in summaries if s["paper_id"] in sampled], seed=seed)
+    for annotator, part in annotator_sheets(sheet, assignment).items():
+        with atomic_open(sheet_outs[annotator]) as handle:
+            part.to_csv(handle, index=False, lineterminator="\n")
+    with atomic_open(key_out) as handle:
+        key.to_csv(handle, index=False, lineterminator="\n")
+    write_json(assignment_out, assignment)
+    log.info("human evaluation of %s: %d papers (%d shared) x %d systems, %d sentences, annotators %s", dataset,
+             assignment["papers_sampled"], assignment["shared"], len(wanted), len(sheet), assignment["annotators"])
     return len(sheet)
 
 
-def run_results(key_path: str | os.PathLike, filled: dict[str, str | os.PathLike], seed: int,
-                factuality_out: str | os.PathLike, agreement_out: str | os.PathLike) -> None:
-    """Entry point of rule human_eval_results: factuality per system and Cohen's kappa between annotators."""
+def run_results(key_path: str | os.PathLike, assignment_path: str | os.PathLike,
+                filled: Mapping[str, str | os.PathLike], seed: int, factuality_out: str | os.PathLike,
+                agreement_out: str | os.PathLike) -> None:
+    """Entry point of rule human_eval_results: factuality per system, Cohen's kappa on the shared papers.
+
+    ``filled`` maps annotators to their filled sheets (config human_eval.filled); each
+    must hold exactly the sentences of that annotator's sheet, all judged.
+    """
+    import json
+
+    if not filled:
+        raise ValueError("no filled sheets to score: config human_eval.filled has none for this dataset/summarizer")
     key = pd.read_csv(key_path, dtype={"item_id": str, "paper_id": str, "system": str})
-    sheets = pd.concat([read_filled_sheet(path, annotator) for annotator, path in filled.items()],
-                       ignore_index=True)
+    assignment = json.loads(Path(assignment_path).read_text(encoding="utf-8"))
+    sheets = []
+    for annotator, path in filled.items():
+        judged = read_filled_sheet(path, annotator)
+        check_assigned(judged, path, annotator, key, assignment)
+        sheets.append(judged)
+    judgments = pd.concat(sheets, ignore_index=True)
     with atomic_open(factuality_out) as handle:
-        system_factuality(sheets, key, seed=seed).to_csv(handle)
+        system_factuality(judgments, key, seed=seed).to_csv(handle)
     with atomic_open(agreement_out) as handle:
-        annotator_agreement(sheets).to_csv(handle, index=False)
+        shared_agreement(judgments, key, assignment).to_csv(handle, index=False)

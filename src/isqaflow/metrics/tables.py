@@ -147,6 +147,19 @@ def oracle_table(scores: pd.DataFrame, isqa_systems: Sequence[str], rounds: int,
 
 
 def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
+    """What the feedback model's replies became, per run (dataset, summarizer, system).
+
+    Columns: ``papers``, ``no_feedback_possible`` (papers without usable QA pairs),
+    ``replies`` (feedback calls), one column per decision in
+    :data:`isqaflow.isqa.feedback.DECISIONS` -- fact, non_fact, dropped_zero_f1, and
+    the replies that add nothing: truncated (cut at max_new_tokens), unparsed,
+    unanswerable, unanswerable_answer (the answer mentions it), evidence_not_in_summary
+    -- then ``added`` and ``duplicates_skipped`` (facts and non-facts not added because
+    a near-duplicate was already collected).  Every decision has its column, zero
+    when it never occurred.
+    """
+    from isqaflow.isqa.feedback import DECISIONS
+
     rows = []
     for path in steps_paths:
         for _, rec in read_jsonl(path):
@@ -155,9 +168,12 @@ def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
     if not rows:
         return pd.DataFrame()
     df = pd.DataFrame(rows).fillna(0)
-    table = df.groupby(["dataset", "summarizer", "system"]).sum(numeric_only=True).astype(int)
-    decided = table.reindex(columns=["fact", "non_fact"], fill_value=0).sum(axis=1)
-    table["duplicates_skipped"] = decided - table.get("added", 0)
+    table = df.groupby(["dataset", "summarizer", "system"]).sum(numeric_only=True)
+    known = ["papers", "no_feedback_possible", *DECISIONS, "added"]
+    other = sorted(set(table.columns) - set(known))  # a decision this code does not know: shown, not dropped
+    table = table.reindex(columns=known + other, fill_value=0).astype(int)
+    table.insert(2, "replies", table[[*DECISIONS, *other]].sum(axis=1))
+    table["duplicates_skipped"] = table["fact"] + table["non_fact"] - table["added"]
     return table
 
 
