@@ -14,8 +14,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isqaflow.drfr.aggregate import LABELS, drfr_bootstrap, drfr_by_category, drfr_by_label, drfr_summary
-from isqaflow.drfr.summaries import summary_drfr
+from isqaflow.drfr.aggregate import (
+    LABELS,
+    drfr_bootstrap,
+    drfr_by_category,
+    drfr_by_label,
+    drfr_summary,
+    summary_drfr,
+)
 from isqaflow.io import read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
