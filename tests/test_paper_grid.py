@@ -42,6 +42,7 @@ EXPECTED = {
     "arena_judge": 3,
     "arena_summaries": DATASETS * SUMMARIZERS,
     "arena_tables": 1,
+    "validity_table": 1,
     "manifest": 1,
     "all": 1,
 }

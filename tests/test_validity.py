@@ -223,3 +223,14 @@ def test_report_floor_does_not_import_the_stages():
     assert not [m for m in dependencies("isqaflow.report.validity") if m.startswith(stages)]
     assert "isqaflow.stats" in dependencies("isqaflow.report.validity")
 
+
+def test_validity_category_comes_first_in_the_report_menu():
+    """Snakemake's report lists categories sorted with JavaScript's localeCompare (case-insensitive
+    at the first level); the validity table's category must sort before every other."""
+    common = (REPO / "rules/common.smk").read_text()
+    validity = re.search(r'^VALIDITY_CATEGORY = "([^"]+)"', common, re.MULTILINE).group(1)
+    assert "category=VALIDITY_CATEGORY" in (REPO / "rules/validity.smk").read_text()
+    others = {c for path in (REPO / "rules").glob("*.smk") for c in re.findall(r'category="([^"]+)"',
+                                                                                path.read_text())}
+    assert others and validity not in others
+    assert all(validity.casefold() < other.casefold() for other in others), sorted(others)
