@@ -87,6 +87,7 @@ def instruction(k: int, questions=None) -> Instruction:
         (f"Does the generated text mention the topic t{k}?", ["Content"]),
         (f"Does the generated text avoid jargon (t{k})?", ["Content"]),
         (f"Does the generated text explain the topic t{k}?", ["Content", "Format"]),
+        (f"Is the tone of the generated text warm (t{k})?", ["Style"]),
     ]
     return Instruction(
         id=f"t{k}", subset="Easy" if k % 2 else "Hard", category="Writing", instruction=f"Write about t{k}.",
@@ -129,14 +130,15 @@ def test_other_response_is_a_seeded_pick_from_another_instruction():
         other_response("t1", empty_elsewhere, seed=0)
 
 
-def test_control_items_ask_every_question_and_score_the_certain_no_ones():
+def test_control_items_ask_the_questions_up_to_the_last_certain_no_one_and_score_those():
     items = control_items(INSTRUCTIONS, RESPONSES, ["empty_response", "other_response"], 2, seed=7)
     assert [item["control"] for item in items] == ["empty_response", "other_response"] * 2
     sampled = [i.id for i in sample_instructions(INSTRUCTIONS, 2, seed=7)]
     assert [item["instruction_id"] for item in items[::2]] == sampled
     for item in items:
         source = next(i for i in INSTRUCTIONS if i.id == item["instruction_id"])
-        assert [r["question"] for r in item["requirements"]] == [r.question for r in source.requirements]
+        # the conversation a real response gets, cut after the last scored question
+        assert [r["question"] for r in item["requirements"]] == [r.question for r in source.requirements[:4]]
         assert item["scored"] == [1, 3]  # Content and positive; "avoid" and Style are left out
         assert item["input"] == source.input and item["model"] == item["control"]
     empty, other = items[0], items[1]
@@ -277,6 +279,13 @@ def test_run_judge_judges_responses_and_controls_in_one_pass(tmp_path, monkeypat
     assert len(turn_one) == len(RESPONSES) + 3 * 2 + len(INSTRUCTIONS)
     assert sum(CONTENT_FREE_RESPONSE in chat[0]["content"] for chat in turn_one) == len(INSTRUCTIONS)
     assert len(model.calls) == max(len(i.requirements) for i in INSTRUCTIONS)
+    # the last turn comes after every control's last scored question; the controls read
+    # the content-free conversations of their instructions
+    shown = [chat[0]["content"].split("Generated Text:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+             for chat in model.calls[4]]
+    assert len(shown) == 2 * 8 + 8  # t1..t8 have a fifth question, t9 has two
+    assert shown.count(CONTENT_FREE_RESPONSE) == 8 and "" not in shown
+    assert all(text.startswith("A text on the topic ") for text in shown if text != CONTENT_FREE_RESPONSE)
     # the same seed gives the same controls
     (tmp_path / "again").mkdir()
     assert run(tmp_path / "again", monkeypatch, TopicJudge())[2] == controls

@@ -220,11 +220,11 @@ def test_logprob_mode_keeps_the_chosen_word_as_the_assistant_turn():
     assert [(r["logprob_yes"], r["logprob_no"]) for r in records[:3]] == [
         (-0.5, -2.0), (-0.5, -2.0), (-3.0, -0.25)
     ]
-    # each turn: the two responses, then the content-free conversation of each question list
-    assert [len(call) for call in model.calls] == [4, 4, 2]
-    assert model.calls[0][2:] == [
-        conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], []),
-        conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS, []),
+    # each turn: the two responses, then one content-free conversation: "sea" asks a
+    # prefix of "land"'s questions with the same (empty) input, so it reads land's
+    assert [len(call) for call in model.calls] == [3, 3, 2]
+    assert [call[-1] for call in model.calls] == [
+        conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS, ["NO", "NO"][:turn]) for turn in range(3)
     ]
     assert model.calls[2][0] == conversation(
         "Mountains stand still.", "", QUESTIONS, ["NO", "NO"]
@@ -336,10 +336,10 @@ def test_content_free_conversation_is_keyed_by_input_and_questions():
     per_item = judge_items(model, items, mode="logprob")
     assert [len(records) for records in per_item] == [2, 2, 2]
     first_turn_free = [chat for chat in model.calls[0] if CONTENT_FREE_RESPONSE in chat[0]["content"]]
-    assert first_turn_free == [
+    assert sorted(first_turn_free, key=str) == sorted([
         conversation(CONTENT_FREE_RESPONSE, INPUT, QUESTIONS[:2], []),
         conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], []),
-    ]
+    ], key=str)
 
 
 def test_text_mode_has_no_calibrated_verdict_and_refuses_the_calibrated_rule():
@@ -353,3 +353,15 @@ def test_text_mode_has_no_calibrated_verdict_and_refuses_the_calibrated_rule():
     assert model.calls == []  # refused before any call
     with pytest.raises(ValueError, match="rule must be one of"):
         judge(model, [item("i1", 1)], mode="logprob", rule="balanced")
+
+
+def test_an_item_asking_a_prefix_of_the_questions_reads_the_longer_content_free_conversation():
+    short, full = item("i1", 2), {**item("i1", 3), "model": "responder-y", "response": GOOD}
+    other_input = {**item("i2", 2, INPUT), "response": ""}
+    model = YesBiasedScorer()
+    per_item = judge_items(model, [short, full, other_input], mode="logprob", rule="calibrated")
+    free = [[chat for chat in call if CONTENT_FREE_RESPONSE in chat[0]["content"]] for call in model.calls]
+    assert [len(chats) for chats in free] == [2, 2, 1]  # (no input, 3 questions) and (INPUT, 2 questions)
+    assert free[0][0] == conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS, [])
+    assert [r["content_free_log_odds"] for r in per_item[0]] == pytest.approx([1.0, 1.0])
+    assert [r["answer"] for r in per_item[2]] == ["NO", "NO"]  # empty: +0.8 against +1.0

@@ -8,9 +8,10 @@ about two responses whose answer is known by construction:
   pick among the responders' non-empty responses to the other instructions).
 
 Only the questions :func:`certain_no` selects are scored, expected NO; the control
-conversation still asks every question of the instruction in order, exactly as a
-real response's conversation does (same prompt, turns, mode and parsing, in the
-same batched calls: :func:`isqaflow.drfr.judge.judge_items`).  A content-blind
+conversation still asks the instruction's questions in order, exactly as a real
+response's conversation does (same prompt, turns, mode and parsing, in the same
+batched calls: :func:`isqaflow.drfr.judge.judge_items`), and ends after the last
+scored question (later turns cannot change an earlier one).  A content-blind
 judge (always YES, always NO, or a coin) is right on a YES/NO question half the
 time at best, so the chance level is 0.5.
 
@@ -141,7 +142,7 @@ def control_items(
     n_instructions: int | None,
     seed: int,
 ) -> list[dict[str, Any]]:
-    """Judge items of the controls: per sampled instruction and control, its whole question list.
+    """Judge items of the controls: per sampled instruction and control, its questions up to the last scored one.
 
     Items have the fields :func:`isqaflow.drfr.judge.judge` reads, with ``model``
     set to the control's name, plus ``control``, ``scored`` (indices of the
@@ -154,6 +155,8 @@ def control_items(
     items = []
     for instruction in sample_instructions(instructions, n_instructions, seed):
         requirements = _requirement_list(instruction)
+        scored = [k for k, r in enumerate(requirements) if certain_no(r)]
+        requirements = requirements[: scored[-1] + 1]
         for control in controls:
             source = None
             response = ""
@@ -171,7 +174,7 @@ def control_items(
                     "response": response,
                     "requirements": requirements,
                     "control": control,
-                    "scored": [k for k, r in enumerate(requirements) if certain_no(r)],
+                    "scored": scored,
                     "source": source,
                 }
             )

@@ -27,7 +27,8 @@ Two rules read a logprob-mode verdict (the judge's ``rule``; both are stored):
   fixed at 0 by this construction, not fitted to any data.  The content-free
   conversation depends only on the input and the questions (its earlier assistant
   turns are its own raw answers), so it is judged once per instruction, whichever
-  responders are judged, and shared through the call cache.  The content-free text is
+  responders are judged (and whatever control conversations ask a prefix of its
+  questions).  The content-free text is
   never the empty response the known-answer controls ask about
   (:mod:`isqaflow.drfr.controls`): calibrating on a control's own text and then
   testing on it would be circular.
@@ -174,9 +175,23 @@ def _requirements(item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return requirements
 
 
-def _content_free_key(item: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
-    """What a content-free conversation depends on: the input and the questions."""
-    return item.get("input") or "", tuple(req["question"] for req in item["requirements"])
+def _content_free_plan(items: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str, list[str]]], list[int]]:
+    """The content-free conversations to judge, and which one each item reads.
+
+    Turn t of a content-free conversation depends only on the input and the first
+    t + 1 questions, so an item whose (input, questions) is a prefix of another's --
+    a control conversation cut after its last scored question -- reads the longer
+    conversation: one per distinct input and longest question list.
+    """
+    keys = [(item.get("input") or "", tuple(req["question"] for req in item["requirements"])) for item in items]
+    chosen: list[tuple[str, tuple[str, ...]]] = []
+    for key in sorted(set(keys), key=lambda k: (-len(k[1]), k)):
+        if not any(key[0] == c[0] and c[1][: len(key[1])] == key[1] for c in chosen):
+            chosen.append(key)
+    reads = [
+        next(n for n, c in enumerate(chosen) if key[0] == c[0] and c[1][: len(key[1])] == key[1]) for key in keys
+    ]
+    return [(input_text, list(questions)) for input_text, questions in chosen], reads
 
 
 def _run_conversations(
@@ -222,19 +237,16 @@ def judge_items(
         (item["response"], item.get("input") or "", item_questions)
         for item, item_questions in zip(items, questions, strict=True)
     ]
-    # Logprob mode: one content-free conversation per (input, questions), judged in the
-    # same batches as the responses.
-    content_free: dict[tuple[str, tuple[str, ...]], int] = {}
+    # Logprob mode: the content-free conversations, judged in the same batches as the responses.
+    reads: list[int] = []
     if mode == "logprob":
-        for item in items:
-            key = _content_free_key(item)
-            if key not in content_free:
-                content_free[key] = len(conversations)
-                conversations.append((CONTENT_FREE_RESPONSE, key[0], list(key[1])))
+        content_free, reads = _content_free_plan(items)
+        reads = [len(items) + n for n in reads]
+        conversations += [(CONTENT_FREE_RESPONSE, input_text, qs) for input_text, qs in content_free]
     judged = _run_conversations(model, conversations, mode, params)
     records: list[list[dict[str, Any]]] = []
     for i, item in enumerate(items):
-        reference = judged[content_free[_content_free_key(item)]] if mode == "logprob" else None
+        reference = judged[reads[i]] if mode == "logprob" else None
         item_records = []
         for turn, (answer_raw, reply, logprob_yes, logprob_no) in enumerate(judged[i]):
             requirement = item["requirements"][turn]
