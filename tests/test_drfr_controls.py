@@ -34,12 +34,20 @@ REPO = Path(__file__).resolve().parents[1]
         ("Does the generated text confirm attendance at the rescheduled meeting?", ["Content"]),
         ("Does the generated text mention the order number #4471?", ["Content"]),
         ("Is the generated text a poem about autumn rain?", ["Content"]),
-        ("Does the generated text end with a question inviting the child to look at the sky?",
-         ["Content", "Format"]),
+        (
+            "Does the generated text end with a question inviting the child to look at the sky?",
+            ["Content", "Format"],
+        ),
         ("Does the generated text mention the harbour at least once?", ["Content"]),
-        ("Does the generated text correctly explain the meaning of the word \"ephemeral\"?", ["Content"]),
-        # words that only contain a listed word are not it: "number", "notebook", "allow", "understand"
-        ("Does the generated text list a notebook and explain how to allow for understanding?", ["Content"]),
+        (
+            'Does the generated text correctly explain the meaning of the word "ephemeral"?',
+            ["Content"],
+        ),
+        # words that only contain a listed word are not it: "notebook", "allow", "understand"
+        (
+            "Does the generated text list a notebook and explain how to allow for understanding?",
+            ["Content"],
+        ),
     ],
 )
 def test_certain_no_selects_content_the_text_must_state(question, labels):
@@ -54,7 +62,7 @@ def test_certain_no_selects_content_the_text_must_state(question, labels):
         ("Is the generated text polite in tone?", ["Style"]),
         ("Does the generated text have exactly four lines?", ["Number", "Format"]),
         # prohibitions and negative constraints hold for an empty text
-        ("Does the generated text avoid the word \"leaves\"?", ["Content"]),
+        ('Does the generated text avoid the word "leaves"?', ["Content"]),
         ("Does the generated text not mention the price?", ["Content"]),
         ("The generated text doesn't reveal the ending, does it?", ["Content"]),
         ("Is the summary written without personal opinions?", ["Content"]),
@@ -90,14 +98,23 @@ def instruction(k: int, questions=None) -> Instruction:
         (f"Is the tone of the generated text warm (t{k})?", ["Style"]),
     ]
     return Instruction(
-        id=f"t{k}", subset="Easy" if k % 2 else "Hard", category="Writing", instruction=f"Write about t{k}.",
+        id=f"t{k}",
+        subset="Easy" if k % 2 else "Hard",
+        category="Writing",
+        instruction=f"Write about t{k}.",
         input="" if k % 3 else f"Notes on t{k}.",
         requirements=[{"question": q, "labels": labels} for q, labels in questions],
     )
 
 
 INSTRUCTIONS = [instruction(k) for k in range(1, 9)] + [
-    instruction(9, [("Does the generated text avoid slang (t9)?", ["Content"]), ("Is it short (t9)?", ["Style"])])
+    instruction(
+        9,
+        [
+            ("Does the generated text avoid slang (t9)?", ["Content"]),
+            ("Is it short (t9)?", ["Style"]),
+        ],
+    )
 ]
 RESPONSES = [
     {"instruction_id": i.id, "model": model, "response": f"A text on the topic {i.id} by {model}."}
@@ -114,7 +131,9 @@ def test_sample_is_seeded_stable_and_only_from_instructions_with_a_certain_no_qu
     # adding an instruction changes the sample by that instruction at most
     grown = sample_instructions([*INSTRUCTIONS, instruction(10)], 3, seed=7)
     assert len(grown) == 3 and {i.id for i in grown} - {"t10"} <= {i.id for i in sample}
-    assert [i.id for i in sample_instructions(INSTRUCTIONS, None, seed=7)] == [f"t{k}" for k in range(1, 9)]
+    assert [i.id for i in sample_instructions(INSTRUCTIONS, None, seed=7)] == [
+        f"t{k}" for k in range(1, 9)
+    ]
     seeds = {tuple(i.id for i in sample_instructions(INSTRUCTIONS, 3, seed=s)) for s in range(10)}
     assert len(seeds) > 1  # the seed matters
 
@@ -122,11 +141,15 @@ def test_sample_is_seeded_stable_and_only_from_instructions_with_a_certain_no_qu
 def test_other_response_is_a_seeded_pick_from_another_instruction():
     picks = {other_response("t1", RESPONSES, seed=s)["instruction_id"] for s in range(30)}
     assert "t1" not in picks and len(picks) > 3
-    assert other_response("t1", RESPONSES, seed=3) == other_response("t1", list(reversed(RESPONSES)), seed=3)
+    assert other_response("t1", RESPONSES, seed=3) == other_response(
+        "t1", list(reversed(RESPONSES)), seed=3
+    )
     empty_elsewhere = [r for r in RESPONSES if r["instruction_id"] == "t1"] + [
         {"instruction_id": "t2", "model": "alpha", "response": "  "}
     ]
-    with pytest.raises(ValueError, match="other_response for instruction 't1': no non-empty response"):
+    with pytest.raises(
+        ValueError, match="other_response for instruction 't1': no non-empty response"
+    ):
         other_response("t1", empty_elsewhere, seed=0)
 
 
@@ -138,15 +161,22 @@ def test_control_items_ask_the_questions_up_to_the_last_certain_no_one_and_score
     for item in items:
         source = next(i for i in INSTRUCTIONS if i.id == item["instruction_id"])
         # the conversation a real response gets, cut after the last scored question
-        assert [r["question"] for r in item["requirements"]] == [r.question for r in source.requirements[:4]]
+        assert [r["question"] for r in item["requirements"]] == [
+            r.question for r in source.requirements[:4]
+        ]
         assert item["scored"] == [1, 3]  # Content and positive; "avoid" and Style are left out
         assert item["input"] == source.input and item["model"] == item["control"]
     empty, other = items[0], items[1]
     assert empty["response"] == "" and empty["source"] is None
     assert other["source"]["instruction_id"] != other["instruction_id"]
-    assert other["response"] == f"A text on the topic {other['source']['instruction_id']} by " \
-                                f"{other['source']['responder']}."
-    assert control_items(INSTRUCTIONS, RESPONSES, ["empty_response", "other_response"], 2, seed=7) == items
+    assert (
+        other["response"] == f"A text on the topic {other['source']['instruction_id']} by "
+        f"{other['source']['responder']}."
+    )
+    assert (
+        control_items(INSTRUCTIONS, RESPONSES, ["empty_response", "other_response"], 2, seed=7)
+        == items
+    )
     with pytest.raises(ValueError, match="unknown DRFR controls"):
         control_items(INSTRUCTIONS, RESPONSES, ["self"], 2, seed=7)
 
@@ -176,7 +206,9 @@ class TopicJudge(LanguageModel):
         out = []
         for context, candidates in items:
             assert list(candidates) == ["YES", "NO"]
-            text = context[0]["content"].split("Generated Text:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+            text = (
+                context[0]["content"].split("Generated Text:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+            )
             topic = re.search(r"\bt\d+\b", context[-1]["content"]).group(0)
             yes = self.always_yes or re.search(rf"\b{topic}\b", text) is not None
             out.append([-0.2, -2.0] if yes else [-2.0, -0.2])
@@ -189,17 +221,40 @@ def test_control_records_follow_the_contract_for_both_rules():
     records = control_records("local", "infobench", items, judged, mode="logprob")
     assert len(records) == 2 * 2 * 2 * 2  # instructions x controls x scored questions x rules
     assert [(r["control"], r["rule"]) for r in records[:4]] == [
-        ("empty_response", "raw"), ("empty_response", "calibrated")] * 2
+        ("empty_response", "raw"),
+        ("empty_response", "calibrated"),
+    ] * 2
     first = records[0]
-    assert {k: first[k] for k in ("instrument", "name", "scope", "expected", "outcome", "correct", "chance",
-                                  "baseline_correct")} == {
-        "instrument": "DRFR judge", "name": "local", "scope": "infobench", "expected": "NO", "outcome": "NO",
-        "correct": True, "chance": CHANCE, "baseline_correct": None}
+    assert {
+        k: first[k]
+        for k in (
+            "instrument",
+            "name",
+            "scope",
+            "expected",
+            "outcome",
+            "correct",
+            "chance",
+            "baseline_correct",
+        )
+    } == {
+        "instrument": "DRFR judge",
+        "name": "local",
+        "scope": "infobench",
+        "expected": "NO",
+        "outcome": "NO",
+        "correct": True,
+        "chance": CHANCE,
+        "baseline_correct": None,
+    }
     assert first["item"] == f"{items[0]['instruction_id']}#1"
     assert first["detail"]["question"] == items[0]["requirements"][1]["question"]
     assert all(r["correct"] is True for r in records)  # the reading judge is right on every control
-    assert {r["detail"]["source"]["instruction_id"] != r["item"].split("#")[0]
-            for r in records if r["control"] == "other_response"} == {True}
+    assert {
+        r["detail"]["source"]["instruction_id"] != r["item"].split("#")[0]
+        for r in records
+        if r["control"] == "other_response"
+    } == {True}
 
 
 def test_yes_always_judge_fails_every_control_and_invalid_replies_are_null():
@@ -251,13 +306,29 @@ def run(tmp_path: Path, monkeypatch, model: LanguageModel, **options):
 
     monkeypatch.setattr("isqaflow.models.registry.load_model", load_model)
     instructions, responses = write_inputs(tmp_path)
-    settings = {"mode": "logprob", "rule": "raw", "controls": ["empty_response", "other_response"],
-                "control_instructions": 3, "seed": 11, **options}
+    settings = {
+        "mode": "logprob",
+        "rule": "raw",
+        "controls": ["empty_response", "other_response"],
+        "control_instructions": 3,
+        "seed": 11,
+        **options,
+    }
     n = judge_responses.run_judge(
-        instructions, responses, tmp_path / "judgments.jsonl", tmp_path / "controls.jsonl",
-        judge_spec={"backend": "fake"}, judge_name="local", dataset="infobench", generation=None,
-        cache_path=tmp_path / "calls.sqlite", **settings)
-    judgments = [json.loads(line) for line in (tmp_path / "judgments.jsonl").read_text().splitlines()]
+        instructions,
+        responses,
+        tmp_path / "judgments.jsonl",
+        tmp_path / "controls.jsonl",
+        judge_spec={"backend": "fake"},
+        judge_name="local",
+        dataset="infobench",
+        generation=None,
+        cache_path=tmp_path / "calls.sqlite",
+        **settings,
+    )
+    judgments = [
+        json.loads(line) for line in (tmp_path / "judgments.jsonl").read_text().splitlines()
+    ]
     return n, judgments, read_control_records([tmp_path / "controls.jsonl"]), loads
 
 
@@ -266,26 +337,39 @@ def test_run_judge_judges_responses_and_controls_in_one_pass(tmp_path, monkeypat
     n, judgments, controls, loads = run(tmp_path, monkeypatch, model)
     assert loads == ["local"]
     assert n == len(judgments) == sum(len(i.requirements) for i in INSTRUCTIONS) * 2
-    assert {r["judge"] for r in judgments} == {"local"} and {r["model"] for r in judgments} == {"alpha", "beta"}
+    assert {r["judge"] for r in judgments} == {"local"} and {r["model"] for r in judgments} == {
+        "alpha",
+        "beta",
+    }
     assert all(r["answer"] == r["answer_raw"] and r["rule"] == "raw" for r in judgments)
     assert len(controls) == 3 * 2 * 2 * 2
     summary = validity_summary(controls, rounds=200, seed=11)
-    assert {(g["control"], g["rule"], g["n"], g["correct"], g["no_evidence"]) for g in summary["groups"]} == {
-        (c, r, 6, 1.0, False) for c in ("empty_response", "other_response") for r in ("raw", "calibrated")
+    assert {
+        (g["control"], g["rule"], g["n"], g["correct"], g["no_evidence"]) for g in summary["groups"]
+    } == {
+        (c, r, 6, 1.0, False)
+        for c in ("empty_response", "other_response")
+        for r in ("raw", "calibrated")
     }
     # one batched call per turn holds responses, controls and content-free conversations,
     # one content-free conversation per distinct (input, questions)
     turn_one = model.calls[0]
     assert len(turn_one) == len(RESPONSES) + 3 * 2 + len(INSTRUCTIONS)
-    assert sum(CONTENT_FREE_RESPONSE in chat[0]["content"] for chat in turn_one) == len(INSTRUCTIONS)
+    assert sum(CONTENT_FREE_RESPONSE in chat[0]["content"] for chat in turn_one) == len(
+        INSTRUCTIONS
+    )
     assert len(model.calls) == max(len(i.requirements) for i in INSTRUCTIONS)
     # the last turn comes after every control's last scored question; the controls read
     # the content-free conversations of their instructions
-    shown = [chat[0]["content"].split("Generated Text:\n", 1)[1].split("\n\nQuestion:", 1)[0]
-             for chat in model.calls[4]]
+    shown = [
+        chat[0]["content"].split("Generated Text:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+        for chat in model.calls[4]
+    ]
     assert len(shown) == 2 * 8 + 8  # t1..t8 have a fifth question, t9 has two
     assert shown.count(CONTENT_FREE_RESPONSE) == 8 and "" not in shown
-    assert all(text.startswith("A text on the topic ") for text in shown if text != CONTENT_FREE_RESPONSE)
+    assert all(
+        text.startswith("A text on the topic ") for text in shown if text != CONTENT_FREE_RESPONSE
+    )
     # the same seed gives the same controls
     (tmp_path / "again").mkdir()
     assert run(tmp_path / "again", monkeypatch, TopicJudge())[2] == controls
@@ -299,11 +383,24 @@ def test_run_judge_refuses_a_calibrated_text_judge_before_loading(tmp_path, monk
 
 def test_run_judge_names_the_file_of_a_bad_response_row(tmp_path, monkeypatch):
     instructions, responses = write_inputs(tmp_path)
-    responses[1].write_text(json.dumps({"instruction_id": "t99", "model": "beta", "response": "x"}) + "\n")
-    with pytest.raises(ValueError, match=r"beta\.jsonl, line 1, field 'instruction_id': unknown instruction 't99'"):
-        judge_responses.run_judge(instructions, responses, tmp_path / "j.jsonl", tmp_path / "c.jsonl",
-                                  judge_spec={}, judge_name="local", dataset="infobench", mode="logprob",
-                                  generation=None, cache_path=None)
+    responses[1].write_text(
+        json.dumps({"instruction_id": "t99", "model": "beta", "response": "x"}) + "\n"
+    )
+    with pytest.raises(
+        ValueError, match=r"beta\.jsonl, line 1, field 'instruction_id': unknown instruction 't99'"
+    ):
+        judge_responses.run_judge(
+            instructions,
+            responses,
+            tmp_path / "j.jsonl",
+            tmp_path / "c.jsonl",
+            judge_spec={},
+            judge_name="local",
+            dataset="infobench",
+            mode="logprob",
+            generation=None,
+            cache_path=None,
+        )
 
 
 # ------------------------------------------------------------------- code hashes

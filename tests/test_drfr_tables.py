@@ -23,23 +23,57 @@ def judgments(rule: str = "raw") -> list[dict]:
     for model in ("alpha", "beta"):
         for k, subset in enumerate(["Easy", "Easy", "Hard", "Hard"]):
             for q in range(2):
-                rows.append({"judge": "local", "model": model, "instruction_id": f"t{k}", "subset": subset,
-                             "category": "Writing", "question_index": q, "labels": ["Content"],
-                             "answer": "YES" if (k + q) % 2 else "NO", "rule": rule})
+                rows.append(
+                    {
+                        "judge": "local",
+                        "model": model,
+                        "instruction_id": f"t{k}",
+                        "subset": subset,
+                        "category": "Writing",
+                        "question_index": q,
+                        "labels": ["Content"],
+                        "answer": "YES" if (k + q) % 2 else "NO",
+                        "rule": rule,
+                    }
+                )
     return rows
 
 
 def summary_judgments(rule: str = "raw") -> list[dict]:
-    return [{"judge": "local", "dataset": "qasper", "summarizer": "smollm2", "system": system,
-             "paper_id": f"p{k}", "answer": "YES" if k % 2 else "NO", "rule": rule}
-            for system in ("baseline_2", "isqa") for k in range(4)]
+    return [
+        {
+            "judge": "local",
+            "dataset": "qasper",
+            "summarizer": "smollm2",
+            "system": system,
+            "paper_id": f"p{k}",
+            "answer": "YES" if k % 2 else "NO",
+            "rule": rule,
+        }
+        for system in ("baseline_2", "isqa")
+        for k in range(4)
+    ]
 
 
 def controls(correct: bool) -> list[dict]:
-    return [{"instrument": "DRFR judge", "name": "local", "scope": "infobench", "control": "empty_response",
-             "rule": rule, "item": f"t{k}#1", "expected": "NO", "outcome": "NO" if correct else "YES",
-             "correct": correct, "chance": 0.5, "baseline_correct": None, "detail": {}}
-            for k in range(8) for rule in ("raw", "calibrated")]
+    return [
+        {
+            "instrument": "DRFR judge",
+            "name": "local",
+            "scope": "infobench",
+            "control": "empty_response",
+            "rule": rule,
+            "item": f"t{k}#1",
+            "expected": "NO",
+            "outcome": "NO" if correct else "YES",
+            "correct": correct,
+            "chance": 0.5,
+            "baseline_correct": None,
+            "detail": {},
+        }
+        for k in range(8)
+        for rule in ("raw", "calibrated")
+    ]
 
 
 def build(tmp_path: Path, control_rows: list[dict], rule: str = "raw") -> dict[str, str]:
@@ -48,8 +82,12 @@ def build(tmp_path: Path, control_rows: list[dict], rule: str = "raw") -> dict[s
     build_drfr_tables(
         [write_jsonl(tmp_path / "judgments.jsonl", judgments(rule))],
         [write_jsonl(tmp_path / "summaries.jsonl", summary_judgments(rule))],
-        out, out, rounds=100, seed=0,
-        control_paths=[write_jsonl(tmp_path / "controls.jsonl", control_rows)], validity_rounds=200,
+        out,
+        out,
+        rounds=100,
+        seed=0,
+        control_paths=[write_jsonl(tmp_path / "controls.jsonl", control_rows)],
+        validity_rounds=200,
     )
     return {name: (out / f"{name}.md").read_text().split("\n\n", 1)[0] for name in TABLES}
 
@@ -79,5 +117,7 @@ def test_rule_note_refuses_judgments_without_a_rule_or_under_two_rules():
     old = pd.DataFrame(judgments()).drop(columns="rule")
     with pytest.raises(ValueError, match="lack the column 'rule'"):
         rule_note(old)
-    with pytest.raises(ValueError, match=r"more than one verdict rule: \{'local': \['calibrated', 'raw'\]\}"):
+    with pytest.raises(
+        ValueError, match=r"more than one verdict rule: \{'local': \['calibrated', 'raw'\]\}"
+    ):
         rule_note(pd.DataFrame(judgments("raw")), pd.DataFrame(summary_judgments("calibrated")))

@@ -95,7 +95,9 @@ def certain_no(requirement: Mapping[str, Any]) -> bool:
     instruction on the same topic can meet a Content requirement; the instructions
     of InFoBench are on distinct topics.)
     """
-    return CERTAIN_NO_LABEL in requirement["labels"] and not _NOT_CERTAIN.search(requirement["question"])
+    return CERTAIN_NO_LABEL in requirement["labels"] and not _NOT_CERTAIN.search(
+        requirement["question"]
+    )
 
 
 def _requirement_list(instruction: Any) -> list[dict[str, Any]]:
@@ -110,12 +112,16 @@ def sample_instructions(instructions: Sequence[Any], n: int | None, seed: int) -
     their own entry.  The sample keeps the dataset's order.
     """
     eligible = [i for i in instructions if any(certain_no(r) for r in _requirement_list(i))]
-    draw = sorted(eligible, key=lambda i: keyed_rng(seed, f"drfr control instruction:{i.id}").random())
+    draw = sorted(
+        eligible, key=lambda i: keyed_rng(seed, f"drfr control instruction:{i.id}").random()
+    )
     chosen = {i.id for i in (draw if n is None else draw[:n])}
     return [i for i in eligible if i.id in chosen]
 
 
-def other_response(instruction_id: str, responses: Sequence[Mapping[str, Any]], seed: int) -> Mapping[str, Any]:
+def other_response(
+    instruction_id: str, responses: Sequence[Mapping[str, Any]], seed: int
+) -> Mapping[str, Any]:
     """A seeded pick among the non-empty responses to instructions other than ``instruction_id``.
 
     ``responses`` are response rows (``instruction_id``, ``model``, ``response``);
@@ -142,7 +148,8 @@ def control_items(
     n_instructions: int | None,
     seed: int,
 ) -> list[dict[str, Any]]:
-    """Judge items of the controls: per sampled instruction and control, its questions up to the last scored one.
+    """Judge items of the controls: per sampled instruction and control, its questions up to
+    the last scored one.
 
     Items have the fields :func:`isqaflow.drfr.judge.judge` reads, with ``model``
     set to the control's name, plus ``control``, ``scored`` (indices of the
@@ -182,7 +189,12 @@ def control_items(
 
 
 def _outcome_record(
-    judge_name: str, scope: str, item: Mapping[str, Any], judged: Mapping[str, Any], rule: str, outcome: str
+    judge_name: str,
+    scope: str,
+    item: Mapping[str, Any],
+    judged: Mapping[str, Any],
+    rule: str,
+    outcome: str,
 ) -> dict[str, Any]:
     return {
         "instrument": INSTRUMENT,
@@ -226,6 +238,8 @@ def control_records(
         for index in item["scored"]:
             record = item_records[index]
             for rule in rules:
-                outcome = record["answer_calibrated"] if rule == "calibrated" else record["answer_raw"]
+                outcome = (
+                    record["answer_calibrated"] if rule == "calibrated" else record["answer_raw"]
+                )
                 records.append(_outcome_record(judge_name, scope, item, record, rule, outcome))
     return records

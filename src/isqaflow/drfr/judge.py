@@ -156,7 +156,7 @@ def calibrated_log_odds(
 
 
 def check_rule(mode: str, rule: str) -> None:
-    """Raise ValueError for an unknown mode or rule, or a calibrated rule without log-probabilities."""
+    """Raise ValueError for an unknown mode or rule, or a calibrated rule without log-probs."""
     if mode not in ("text", "logprob"):
         raise ValueError(f"mode must be 'text' or 'logprob', got {mode!r}")
     if rule not in VERDICT_RULES:
@@ -175,7 +175,9 @@ def _requirements(item: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return requirements
 
 
-def _content_free_plan(items: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str, list[str]]], list[int]]:
+def _content_free_plan(
+    items: Sequence[Mapping[str, Any]],
+) -> tuple[list[tuple[str, list[str]]], list[int]]:
     """The content-free conversations to judge, and which one each item reads.
 
     Turn t of a content-free conversation depends only on the input and the first
@@ -183,14 +185,19 @@ def _content_free_plan(items: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[s
     a control conversation cut after its last scored question -- reads the longer
     conversation: one per distinct input and longest question list.
     """
-    keys = [(item.get("input") or "", tuple(req["question"] for req in item["requirements"])) for item in items]
+    keys = [
+        (item.get("input") or "", tuple(req["question"] for req in item["requirements"]))
+        for item in items
+    ]
+
+    def covers(longer: tuple[str, tuple[str, ...]], key: tuple[str, tuple[str, ...]]) -> bool:
+        return longer[0] == key[0] and longer[1][: len(key[1])] == key[1]
+
     chosen: list[tuple[str, tuple[str, ...]]] = []
     for key in sorted(set(keys), key=lambda k: (-len(k[1]), k)):
-        if not any(key[0] == c[0] and c[1][: len(key[1])] == key[1] for c in chosen):
+        if not any(covers(c, key) for c in chosen):
             chosen.append(key)
-    reads = [
-        next(n for n, c in enumerate(chosen) if key[0] == c[0] and c[1][: len(key[1])] == key[1]) for key in keys
-    ]
+    reads = [next(n for n, c in enumerate(chosen) if covers(c, key)) for key in keys]
     return [(input_text, list(questions)) for input_text, questions in chosen], reads
 
 
@@ -242,7 +249,7 @@ def judge_items(
     if mode == "logprob":
         content_free, reads = _content_free_plan(items)
         reads = [len(items) + n for n in reads]
-        conversations += [(CONTENT_FREE_RESPONSE, input_text, qs) for input_text, qs in content_free]
+        conversations += [(CONTENT_FREE_RESPONSE, text, qs) for text, qs in content_free]
     judged = _run_conversations(model, conversations, mode, params)
     records: list[list[dict[str, Any]]] = []
     for i, item in enumerate(items):
@@ -306,7 +313,8 @@ def judge(
     ``calibrated_log_odds`` and ``answer_calibrated``; these are None in text mode.
     ``params`` (text mode only) defaults to greedy decoding of at most 16 new tokens.
     """
-    return [record for item_records in judge_items(model, items, mode, params, rule) for record in item_records]
+    per_item = judge_items(model, items, mode, params, rule)
+    return [record for item_records in per_item for record in item_records]
 
 
 def invalid_count(records: Iterable[Mapping[str, Any]]) -> int:

@@ -43,7 +43,9 @@ def rule_note(*judgment_tables: pd.DataFrame) -> str:
         if table.empty:
             continue
         if "rule" not in table.columns:
-            raise ValueError("judgments lack the column 'rule' (written by the judge since the verdict rules)")
+            raise ValueError(
+                "judgments lack the column 'rule' (written by the judge since the verdict rules)"
+            )
         for judge_name, rule in table[["judge", "rule"]].drop_duplicates().itertuples(index=False):
             rules.setdefault(judge_name, set()).add(rule)
     mixed = {j: sorted(r) for j, r in rules.items() if len(r) > 1}
@@ -130,7 +132,8 @@ def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path]) -> None:
 
 def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Sequence[str | Path],
                       out_dir: str | Path, figure_dir: str | Path, rounds: int, seed: int,
-                      control_paths: Sequence[str | Path] = (), validity_rounds: int = 1000) -> None:
+                      control_paths: Sequence[str | Path] = (),
+                      validity_rounds: int = 1000) -> None:
     """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk).
 
     ``control_paths`` are the DRFR judges' control files; their summary
@@ -139,19 +142,20 @@ def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Seque
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     judgments = load_judgments(judgment_paths)
     summaries = load_judgments(summary_paths)
-    controls = validity_note(
-        validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed), "DRFR judge"
+    control_summary = validity_summary(
+        read_control_records(control_paths), rounds=validity_rounds, seed=seed
     )
+    controls = validity_note(control_summary, "DRFR judge")
     rules = rule_note(judgments, summaries)
     numeric, formatted = main_table(judgments, rounds, seed)
     numeric.to_csv(out_dir / "drfr_table5_long.csv", index=False)
     write_table(formatted, table_paths(out_dir / "drfr_table5"),
-                caption=_caption("DRFR (x100, 95% bootstrap CI over instructions); INVALID replies count as NO",
-                                 rules, controls))
+                caption=_caption("DRFR (x100, 95% bootstrap CI over instructions); INVALID replies "
+                                 "count as NO", rules, controls))
     labels = label_table(judgments)
     write_table(labels, table_paths(out_dir / "drfr_by_constraint"), digits=1,
-                caption=_caption("DRFR per constraint type (x100); a question with several labels counts toward "
-                                 "each", rules, controls))
+                caption=_caption("DRFR per constraint type (x100); a question with several labels "
+                                 "counts toward each", rules, controls))
     write_table(category_table(judgments), table_paths(out_dir / "drfr_by_category"), digits=1,
                 caption=_caption("DRFR per instruction category (x100)", rules, controls))
     label_figure(labels, [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"])
@@ -162,5 +166,5 @@ def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Seque
     write_table(shown.set_index(["dataset", "summarizer", "system"])[["DRFR", "n_papers", "n_questions",
                                                                        "n_invalid"]],
                 table_paths(out_dir / "drfr_summaries"),
-                caption=_caption("DRFR of the summaries: QA pairs as requirements (x100, 95% CI over papers)",
-                                 rules, controls))
+                caption=_caption("DRFR of the summaries: QA pairs as requirements (x100, 95% CI "
+                                 "over papers)", rules, controls))

@@ -105,20 +105,32 @@ def read_control_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
             _check_record(path, line, record)
             key = tuple(record[k] for k in GROUP_KEYS) + (record["item"],)
             if key in seen:
-                raise RecordError(path, f"control item recorded twice (first at {seen[key]})", line=line,
-                                  record=record["item"], field="item")
+                raise RecordError(
+                    path,
+                    f"control item recorded twice (first at {seen[key]})",
+                    line=line,
+                    record=record["item"],
+                    field="item",
+                )
             seen[key] = f"{path}, line {line}"
             records.append(record)
     return records
 
 
 def _sort_key(row: Mapping[str, Any]) -> tuple:
-    return (INSTRUMENTS.index(row["instrument"]), row["name"], row["scope"], row["control"],
-            VERDICT_RULES.index(row["rule"]))
+    return (
+        INSTRUMENTS.index(row["instrument"]),
+        row["name"],
+        row["scope"],
+        row["control"],
+        VERDICT_RULES.index(row["rule"]),
+    )
 
 
-def validity_summary(records: Sequence[Mapping[str, Any]], rounds: int, seed: int) -> dict[str, Any]:
-    """Per (instrument, name, scope, control, rule): counts, share correct with its interval, chance.
+def validity_summary(
+    records: Sequence[Mapping[str, Any]], rounds: int, seed: int
+) -> dict[str, Any]:
+    """Per (instrument, name, scope, control, rule): counts, share correct, interval, chance.
 
     Returns ``{"rounds", "seed", "alpha", "groups": [row, ...]}`` with rows in the
     order of :data:`INSTRUMENTS`, then name, scope, control and rule (raw first);
@@ -130,7 +142,9 @@ def validity_summary(records: Sequence[Mapping[str, Any]], rounds: int, seed: in
         groups.setdefault(tuple(record[k] for k in GROUP_KEYS), []).append(record)
     rows = []
     for key, members in groups.items():
-        members = sorted(members, key=lambda r: r["item"])  # resampled in item order, whatever the file order
+        members = sorted(
+            members, key=lambda r: r["item"]
+        )  # resampled in item order, whatever the file order
         correct = [1.0 if r["correct"] is True else 0.0 for r in members]
         group_seed = int(keyed_rng(seed, "validity:" + "\x1f".join(key)).integers(2**63))
         interval = bootstrap_ci(correct, rounds=rounds, alpha=ALPHA, seed=group_seed)
@@ -141,7 +155,7 @@ def validity_summary(records: Sequence[Mapping[str, Any]], rounds: int, seed: in
             chance = sum(float(r["chance"]) for r in members) / len(members)
         rows.append(
             {
-                **dict(zip(GROUP_KEYS, key)),
+                **dict(zip(GROUP_KEYS, key, strict=True)),
                 "n": len(members),
                 "n_invalid": sum(r["correct"] is None for r in members),
                 "n_correct": int(sum(correct)),
@@ -158,7 +172,17 @@ def validity_summary(records: Sequence[Mapping[str, Any]], rounds: int, seed: in
 
 def validity_frame(summary: Mapping[str, Any]) -> pd.DataFrame:
     """The summary's rows as a table indexed by the group keys (numeric; shares in [0, 1])."""
-    columns = [*GROUP_KEYS, "n", "n_invalid", "n_correct", "correct", "lower", "upper", "chance", "no_evidence"]
+    columns = [
+        *GROUP_KEYS,
+        "n",
+        "n_invalid",
+        "n_correct",
+        "correct",
+        "lower",
+        "upper",
+        "chance",
+        "no_evidence",
+    ]
     return pd.DataFrame(list(summary["groups"]), columns=columns).set_index(list(GROUP_KEYS))
 
 
@@ -177,8 +201,10 @@ def _shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
                 for c, lo, hi in zip(frame["correct"], frame["lower"], frame["upper"], strict=True)
             ],
             "chance (%)": 100 * frame["chance"],
-            "verdict": [NO_EVIDENCE.upper() if flag else "separates (CI above chance)"
-                        for flag in frame["no_evidence"]],
+            "verdict": [
+                NO_EVIDENCE.upper() if flag else "separates (CI above chance)"
+                for flag in frame["no_evidence"]
+            ],
         },
         index=frame.index,
     )
@@ -195,7 +221,11 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
     """
     if instrument not in INSTRUMENTS:
         raise ValueError(f"unknown instrument {instrument!r}; known: {list(INSTRUMENTS)}")
-    rows = [r for r in summary["groups"] if r["instrument"] == instrument and (name is None or r["name"] == name)]
+    rows = [
+        r
+        for r in summary["groups"]
+        if r["instrument"] == instrument and (name is None or r["name"] == name)
+    ]
     subject = instrument if name is None else f"{instrument} {name}"
     if not rows:
         return f"Controls: none recorded for {subject}."
@@ -209,7 +239,8 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
             invalid = f", {r['n_invalid']} invalid" if r["n_invalid"] else ""
             shown.append(
                 f"{r['control']} {r['n_correct']}/{r['n']} correct ({_percent(r['correct'])}% "
-                f"[{_percent(r['lower'])}, {_percent(r['upper'])}], chance {_percent(r['chance'])}%{invalid})"
+                f"[{_percent(r['lower'])}, {_percent(r['upper'])}], "
+                f"chance {_percent(r['chance'])}%{invalid})"
             )
         text = f"{instrument} {row_name} on {scope}, {rule}: " + "; ".join(shown)
         if any(r["no_evidence"] for r in members):
@@ -218,9 +249,14 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
     return "Controls (known answers; share correct, 95% bootstrap CI): " + ". ".join(parts) + "."
 
 
-def build_validity_table(control_paths: Sequence[str | Path], table_paths: Sequence[str | Path],
-                         summary_path: str | Path, rounds: int, seed: int) -> dict[str, Any]:
-    """Entry point of rule validity_table: every control file -> validity.{csv,md,tex} and summary.json.
+def build_validity_table(
+    control_paths: Sequence[str | Path],
+    table_paths: Sequence[str | Path],
+    summary_path: str | Path,
+    rounds: int,
+    seed: int,
+) -> dict[str, Any]:
+    """Entry point of rule validity_table: control files -> validity.{csv,md,tex}, summary.json.
 
     The CSV keeps the numbers (shares in [0, 1]); Markdown and LaTeX show
     percentages, the interval and the verdict in words.
@@ -237,7 +273,8 @@ def build_validity_table(control_paths: Sequence[str | Path], table_paths: Seque
         caption=(
             "Known-answer controls of every judge and metric: share of control items judged "
             "correctly (95% percentile bootstrap interval over items; unparseable replies count as "
-            f"not correct) against the chance level. {NO_EVIDENCE.upper()} marks an instrument whose "
+            f"not correct) against the chance level. {NO_EVIDENCE.upper()} marks an instrument "
+            "whose "
             "interval does not lie above chance."
         ),
     )
