@@ -38,6 +38,7 @@ include: "rules/summarize.smk"
 include: "rules/metrics.smk"
 include: "rules/drfr.smk"
 include: "rules/arena.smk"
+include: "rules/validity.smk"
 include: "rules/report.smk"
 
 

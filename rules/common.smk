@@ -295,6 +295,18 @@ def judge_entry(judge):
     return config["drfr"]["judges"][judge]
 
 
+def drfr_judge_rule(judge):
+    """How a DRFR judge's verdict is read (raw by default); calibrated needs log-probabilities."""
+    entry = judge_entry(judge)
+    reading = entry.get("rule", "raw")
+    if (reading, entry["mode"]) == ("calibrated", "text"):
+        raise ValueError(
+            f"drfr.judges.{judge}: rule 'calibrated' needs mode 'logprob' (it compares "
+            f"YES/NO log-probabilities), got mode {entry['mode']!r}; use rule 'raw'"
+        )
+    return reading
+
+
 def judged_summary_systems(dataset, summarizer):
     """The final summaries the DRFR judge and the arena judge see: isqa.judged_systems, or
     by default the initial prompt (without ISQA), generic feedback and every ISQA run.
@@ -469,6 +481,46 @@ def arena_summary_files():
     ]
 
 
+# ----------------------------------------------------------------------------- validity
+def drfr_validity_files():
+    """Control records of every DRFR judge (written by drfr_judge beside its judgments)."""
+    return [
+        f"results/validity/drfr/{d}/{j}.jsonl"
+        for d in config["drfr"]["datasets"]
+        for j in config["drfr"]["judges"]
+    ]
+
+
+# Each judge or metric stage adds its control-file function to this section.
+VALIDITY_FILE_FUNCTIONS = [
+    "drfr_validity_files",
+    "arena_validity_files",
+    "metric_validity_files",
+    "feedback_validity_files",
+]
+
+
+def validity_control_files():
+    """Every control file of the run: the concatenation of the functions above that exist."""
+    files = []
+    for name in VALIDITY_FILE_FUNCTIONS:
+        function = globals().get(name)
+        if function is not None:
+            files += function()
+    return files
+
+
+VALIDITY_TABLE = [f"results/tables/validity.{ext}" for ext in ("csv", "md", "tex")]
+# The report's menu lists categories in alphabetical order (Snakemake's report sorts
+# them with localeCompare; there is no order setting): this name puts the validity
+# table before every stage's results (tests/test_validity.py checks it).
+VALIDITY_CATEGORY = "Controls of judges and metrics"
+
+
+def validity_targets():
+    return [VALIDITY_TABLE[0], "results/validity/summary.json"]
+
+
 # ----------------------------------------------------------------------------- data
 def download_filename(name):
     return PurePosixPath(urlparse(config["downloads"][name]["url"]).path).name
@@ -573,6 +625,7 @@ STAGE_MODULES = {
     "metrics": "isqaflow.metrics.score",
     "isqa_tables": "isqaflow.metrics.tables",
     "drfr": "isqaflow.drfr.responses",
+    "drfr_judge": "isqaflow.drfr.judge_responses",
     "drfr_summaries": "isqaflow.drfr.summaries",
     "drfr_tables": "isqaflow.drfr.tables",
     "retrieval": "isqaflow.arena.retrieval",
@@ -581,6 +634,7 @@ STAGE_MODULES = {
     "arena_judge_checks": "isqaflow.arena.checks",
     "arena_summaries": "isqaflow.arena.summaries",
     "arena_tables": "isqaflow.arena.tables",
+    "validity_table": "isqaflow.report.validity",
 }
 
 
@@ -613,6 +667,7 @@ def result_targets():
         + metrics_targets()
         + drfr_targets()
         + arena_targets()
+        + validity_targets()
     )
 
 

@@ -1,5 +1,6 @@
-"""InFoBench DRFR: responses of every model in the pool, the multi-turn YES/NO judge,
-DRFR tables and figure; and the DRFR of the ISQA summaries (QA pairs as requirements).
+"""InFoBench DRFR: responses of every model in the pool, the multi-turn YES/NO judge
+(with its known-answer controls, results/validity/drfr/), DRFR tables and figure; and
+the DRFR of the ISQA summaries (QA pairs as requirements).
 """
 
 
@@ -39,7 +40,9 @@ rule drfr_judge:
         ),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
     output:
+        # first: the job's call cache is named after it
         judgments="results/drfr/judgments/{dataset}/{judge}.jsonl",
+        controls="results/validity/drfr/{dataset}/{judge}.jsonl",
     log:
         "logs/drfr_judge/{dataset}/{judge}.log",
     benchmark:
@@ -54,8 +57,11 @@ rule drfr_judge:
     params:
         model=lambda wc: model_spec(judge_entry(wc.judge)["model"]),
         mode=lambda wc: judge_entry(wc.judge)["mode"],
+        rule=lambda wc: drfr_judge_rule(wc.judge),
         generation=lambda wc: judge_entry(wc.judge).get("generation"),
-        code=code("isqaflow.drfr.responses"),
+        controls=config["validity"]["drfr"],
+        seed=config["seed"],
+        code=code("isqaflow.drfr.judge_responses"),
     script:
         "../scripts/drfr_judge.py"
 
@@ -82,6 +88,7 @@ rule drfr_summaries:
         systems=lambda wc: judged_summary_systems(wc.dataset, wc.summarizer),
         model=lambda wc: model_spec(judge_entry(wc.judge)["model"]),
         mode=lambda wc: judge_entry(wc.judge)["mode"],
+        rule=lambda wc: drfr_judge_rule(wc.judge),
         generation=lambda wc: judge_entry(wc.judge).get("generation"),
         code=code("isqaflow.drfr.summaries"),
     script:
@@ -92,6 +99,7 @@ rule drfr_tables:
     input:
         judgments=lambda wc: drfr_judgment_files(),
         summaries=lambda wc: drfr_summary_judgment_files(),
+        controls=lambda wc: drfr_validity_files(),
     output:
         tables=report(
             expand(
@@ -120,6 +128,7 @@ rule drfr_tables:
         runtime=runtime_for("default"),
     params:
         rounds=config["drfr"]["bootstrap_rounds"],
+        validity_rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.drfr.tables"),
     script:

@@ -1,6 +1,6 @@
-"""The multi-turn YES/NO judge over every responder's responses (rule drfr_judge)."""
+"""The multi-turn YES/NO judge over every responder's responses and the known-answer controls (rule drfr_judge)."""
 
-from isqaflow.drfr.responses import run_judge
+from isqaflow.drfr.judge_responses import run_judge
 from isqaflow.runtime import job
 
 with job(snakemake) as ctx:
@@ -8,10 +8,16 @@ with job(snakemake) as ctx:
         snakemake.input.instructions,
         snakemake.input.responses,
         snakemake.output.judgments,
+        snakemake.output.controls,
         judge_spec=snakemake.params.model,
         judge_name=snakemake.wildcards.judge,
+        dataset=snakemake.wildcards.dataset,
         mode=snakemake.params.mode,
+        rule=snakemake.params.rule,
         generation=snakemake.params.generation,
+        controls=snakemake.params.controls["controls"],
+        control_instructions=snakemake.params.controls["instructions"],
+        seed=snakemake.params.seed,
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
     )

@@ -12,6 +12,7 @@ with job(snakemake) as ctx:
         judge_spec=snakemake.params.model,
         judge_name=snakemake.wildcards.judge,
         mode=snakemake.params.mode,
+        rule=snakemake.params.rule,
         generation=snakemake.params.generation,
         cache_path=ctx.cache_path(),
         threads=ctx.threads,

@@ -13,4 +13,6 @@ with job(snakemake):
         figure_dir=Path(snakemake.output.figures[0]).parent,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
+        control_paths=snakemake.input.controls,
+        validity_rounds=snakemake.params.validity_rounds,
     )

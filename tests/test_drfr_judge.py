@@ -9,12 +9,16 @@ import pytest
 
 from isqaflow.drfr.aggregate import drfr_summary
 from isqaflow.drfr.judge import (
+    CONTENT_FREE_RESPONSE,
     RULES,
+    calibrated_log_odds,
     conversation,
     first_turn,
     invalid_count,
     judge,
+    judge_items,
     parse_answer,
+    verdict,
 )
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request
 from isqaflow.models.registry import load_model
@@ -216,7 +220,12 @@ def test_logprob_mode_keeps_the_chosen_word_as_the_assistant_turn():
     assert [(r["logprob_yes"], r["logprob_no"]) for r in records[:3]] == [
         (-0.5, -2.0), (-0.5, -2.0), (-3.0, -0.25)
     ]
-    assert [len(call) for call in model.calls] == [2, 2, 1]
+    # each turn: the two responses, then one content-free conversation: "sea" asks a
+    # prefix of "land"'s questions with the same (empty) input, so it reads land's
+    assert [len(call) for call in model.calls] == [3, 3, 2]
+    assert [call[-1] for call in model.calls] == [
+        conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS, ["NO", "NO"][:turn]) for turn in range(3)
+    ]
     assert model.calls[2][0] == conversation(
         "Mountains stand still.", "", QUESTIONS, ["NO", "NO"]
     )
@@ -244,3 +253,118 @@ def test_logprob_mode_takes_the_likelier_word_on_the_tiny_model(tiny_causal):
             assert r["answer"] == ("YES" if yes > no else "NO")
             assert r["raw"] == ""
     assert invalid_count(records) == 0
+
+
+# ------------------------------------------------------------------- contextual calibration
+def test_calibrated_log_odds_subtract_the_content_free_log_odds():
+    # response: log-odds -0.5 - (-1.0) = 0.5; content-free: -0.4 - (-1.4) = 1.0
+    assert calibrated_log_odds(-0.5, -1.0, -0.4, -1.4) == pytest.approx(-0.5)
+    assert calibrated_log_odds(-0.1, -2.6, -0.4, -1.4) == pytest.approx(1.5)
+    # a response judged exactly like the content-free one carries no evidence either way
+    assert calibrated_log_odds(-0.7, -0.9, -0.7, -0.9) == 0.0
+    # adding a constant to both of one conversation's log-probabilities changes nothing
+    assert calibrated_log_odds(-0.5 - 3, -1.0 - 3, -0.4, -1.4) == pytest.approx(-0.5)
+
+
+def test_verdict_threshold_is_zero_and_strict():
+    assert verdict(1e-9) == "YES"
+    assert verdict(0.0) == "NO"
+    assert verdict(-2.0) == "NO"
+
+
+GOOD = "A four-line poem about the sea, written for children."
+
+
+class YesBiasedScorer(ScriptedJudge):
+    """A judge that leans to YES: YES is likelier for any text, most of all for GOOD.
+
+    Log-odds (YES minus NO): content-free "N/A" +1.0, RESPONSE +0.5, GOOD +2.5; an
+    empty response +0.8.  Raw says YES to all of them; calibrated only to GOOD.
+    """
+
+    LOGPROBS = {CONTENT_FREE_RESPONSE: (-0.4, -1.4), RESPONSE: (-0.5, -1.0), GOOD: (-0.1, -2.6), "": (-0.5, -1.3)}
+
+    def score_batch(self, items):
+        self.calls.append([context for context, _ in items])
+        out = []
+        for context, _ in items:
+            shown = context[0]["content"].split("Generated Text:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+            out.append(list(self.LOGPROBS[shown]))
+        return out
+
+
+def test_calibrated_rule_answers_from_the_content_free_log_odds():
+    items = [item("i1", 2), {**item("i1", 2), "model": "responder-y", "response": GOOD}]
+    model = YesBiasedScorer()
+    records = judge(model, items, mode="logprob", rule="calibrated")
+    assert [(r["model"], r["answer_raw"], r["answer_calibrated"], r["answer"]) for r in records] == [
+        ("responder-x", "YES", "NO", "NO"), ("responder-x", "YES", "NO", "NO"),
+        ("responder-y", "YES", "YES", "YES"), ("responder-y", "YES", "YES", "YES"),
+    ]
+    first = records[0]
+    assert first["rule"] == "calibrated"
+    assert (first["logprob_yes"], first["logprob_no"]) == (-0.5, -1.0)
+    assert first["log_odds"] == pytest.approx(0.5)
+    assert (first["content_free_logprob_yes"], first["content_free_logprob_no"]) == (-0.4, -1.4)
+    assert first["content_free_log_odds"] == pytest.approx(1.0)
+    assert first["calibrated_log_odds"] == pytest.approx(-0.5)
+    assert records[2]["calibrated_log_odds"] == pytest.approx(1.5)
+    # one content-free conversation for the instruction, whichever responders are judged;
+    # its earlier turns are its own raw answers, as the responses' are theirs
+    free = [[chat for chat in call if CONTENT_FREE_RESPONSE in chat[0]["content"]] for call in model.calls]
+    assert free == [
+        [conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], [])],
+        [conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], ["YES"])],
+    ]
+    assert model.calls[1][0] == conversation(RESPONSE, "", QUESTIONS[:2], ["YES"])
+
+
+def test_raw_rule_stores_the_calibrated_verdict_from_the_same_calls():
+    items = [item("i1", 2), {**item("i1", 2), "model": "responder-y", "response": GOOD}]
+    raw_model, calibrated_model = YesBiasedScorer(), YesBiasedScorer()
+    raw = judge(raw_model, items, mode="logprob", rule="raw")
+    calibrated = judge(calibrated_model, items, mode="logprob", rule="calibrated")
+    assert raw_model.calls == calibrated_model.calls  # the rule changes no model call
+    assert [r["answer"] for r in raw] == ["YES"] * 4
+    assert [r["answer_calibrated"] for r in raw] == [r["answer"] for r in calibrated]
+    drop = {"rule", "answer"}
+    assert [{k: v for k, v in r.items() if k not in drop} for r in raw] == [
+        {k: v for k, v in r.items() if k not in drop} for r in calibrated
+    ]
+
+
+def test_content_free_conversation_is_keyed_by_input_and_questions():
+    items = [item("i1", 2, INPUT), {**item("i1", 2, INPUT), "model": "responder-y"}, item("i2", 2)]
+    model = YesBiasedScorer()
+    per_item = judge_items(model, items, mode="logprob")
+    assert [len(records) for records in per_item] == [2, 2, 2]
+    first_turn_free = [chat for chat in model.calls[0] if CONTENT_FREE_RESPONSE in chat[0]["content"]]
+    assert sorted(first_turn_free, key=str) == sorted([
+        conversation(CONTENT_FREE_RESPONSE, INPUT, QUESTIONS[:2], []),
+        conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], []),
+    ], key=str)
+
+
+def test_text_mode_has_no_calibrated_verdict_and_refuses_the_calibrated_rule():
+    records = judge(ScriptedJudge(reply="No."), [item("i1", 2)], mode="text")
+    assert [(r["rule"], r["answer"], r["answer_raw"]) for r in records] == [("raw", "NO", "NO")] * 2
+    for key in ("log_odds", "content_free_log_odds", "calibrated_log_odds", "answer_calibrated"):
+        assert all(r[key] is None for r in records)
+    model = ScriptedJudge()
+    with pytest.raises(ValueError, match="rule 'calibrated' .* needs mode 'logprob'"):
+        judge(model, [item("i1", 1)], mode="text", rule="calibrated")
+    assert model.calls == []  # refused before any call
+    with pytest.raises(ValueError, match="rule must be one of"):
+        judge(model, [item("i1", 1)], mode="logprob", rule="balanced")
+
+
+def test_an_item_asking_a_prefix_of_the_questions_reads_the_longer_content_free_conversation():
+    short, full = item("i1", 2), {**item("i1", 3), "model": "responder-y", "response": GOOD}
+    other_input = {**item("i2", 2, INPUT), "response": ""}
+    model = YesBiasedScorer()
+    per_item = judge_items(model, [short, full, other_input], mode="logprob", rule="calibrated")
+    free = [[chat for chat in call if CONTENT_FREE_RESPONSE in chat[0]["content"]] for call in model.calls]
+    assert [len(chats) for chats in free] == [2, 2, 1]  # (no input, 3 questions) and (INPUT, 2 questions)
+    assert free[0][0] == conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS, [])
+    assert [r["content_free_log_odds"] for r in per_item[0]] == pytest.approx([1.0, 1.0])
+    assert [r["answer"] for r in per_item[2]] == ["NO", "NO"]  # empty: +0.8 against +1.0

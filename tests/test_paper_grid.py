@@ -45,6 +45,7 @@ EXPECTED = {
     "arena_judge_checks": 1,  # the GPT-4 judge's known-answer controls
     "arena_summaries": DATASETS * SUMMARIZERS,
     "arena_tables": 1,
+    "validity_table": 1,
     "manifest": 1,
     "all": 1,
 }

@@ -24,6 +24,7 @@ TABLES = [
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
     *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "no_answer", "retrieval",
                               "agreement", "summaries")),
+    "validity",
 ]
 FIGURES = ["isqa_figure3_qasper", "drfr_constraints", "arena_ratings"]
 
@@ -91,7 +92,7 @@ def test_lora_parameter_reruns_finetuning_and_only_what_depends_on_it(run):
     assert jobs.pop("drfr_responses") == 1  # the fine-tuned responder only
     assert set(jobs) == {
         "evaluate_feedback", "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_judge",
-        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "manifest", "all",
+        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "manifest", "all",
     }
 
 
@@ -106,7 +107,7 @@ def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
         config["drfr"]["judges"]["local"]["mode"] = "text"
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "drfr_text", change_drfr))
-    assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "manifest", "all"}
+    assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "validity_table", "manifest", "all"}
 
 
 def test_summarizer_change_reruns_summarization_and_everything_downstream(run):

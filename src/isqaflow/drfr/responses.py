@@ -43,30 +43,3 @@ def run_responses(instructions_path, out_path, model_spec: dict[str, Any], model
     ]
     log.info("%s: %d responses, %d new tokens", model_name, len(rows), sum(r["new_tokens"] for r in rows))
     return write_jsonl(out_path, rows)
-
-
-def run_judge(instructions_path, response_paths, out_path, judge_spec: dict[str, Any], judge_name: str,
-              mode: str, generation: dict[str, Any] | None, cache_path, threads: int | None = None) -> int:
-    """Entry point of rule drfr_judge: every responder's responses, one judge."""
-    from isqaflow.drfr.judge import judge
-    from isqaflow.io import read_jsonl
-    from isqaflow.models.registry import load_model
-
-    instructions = {i.id: i for i in read_records(instructions_path, Instruction)}
-    items = []
-    for path in response_paths:
-        for _, row in read_jsonl(path):
-            inst = instructions[row["instruction_id"]]
-            items.append({
-                "instruction_id": inst.id, "model": row["model"], "subset": inst.subset,
-                "category": inst.category, "input": inst.input, "response": row["response"],
-                "requirements": [{"question": r.question, "labels": r.labels} for r in inst.requirements],
-            })
-    model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
-    params = GenerationParams.from_dict(generation) if generation else None
-    records = judge(model, items, mode, params)
-    for record in records:
-        record["judge"] = judge_name
-    invalid = sum(r["answer"] == "INVALID" for r in records)
-    log.info("%s judged %d questions of %d responses (%d INVALID)", judge_name, len(records), len(items), invalid)
-    return write_jsonl(out_path, records)

@@ -3,7 +3,11 @@ summary DRFR table (without vs with ISQA).
 
 DRFR is x 100.  Intervals are 95% bootstrap intervals resampling instructions (papers
 for summaries).  INVALID judge replies count as NO and are reported in their own
-column of every table.
+column of every table.  Answers are read under each judge's configured verdict rule
+(raw or calibrated, :mod:`isqaflow.drfr.judge`), which every caption names, and
+every caption ends with the judges' known-answer controls
+(:func:`isqaflow.report.validity.validity_note`, computed from the DRFR control
+files with the same seeded bootstrap as ``results/tables/validity.*``).
 """
 
 from __future__ import annotations
@@ -14,15 +18,45 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isqaflow.drfr.aggregate import LABELS, drfr_bootstrap, drfr_by_category, drfr_by_label, drfr_summary
-from isqaflow.drfr.summaries import summary_drfr
+from isqaflow.drfr.aggregate import (
+    LABELS,
+    drfr_bootstrap,
+    drfr_by_category,
+    drfr_by_label,
+    drfr_summary,
+    summary_drfr,
+)
 from isqaflow.io import read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
+from isqaflow.report.validity import read_control_records, validity_note, validity_summary
 
 
 def load_judgments(paths: Sequence[str | Path]) -> pd.DataFrame:
     return pd.DataFrame([obj for path in paths for _, obj in read_jsonl(path)])
+
+
+def rule_note(*judgment_tables: pd.DataFrame) -> str:
+    """Which verdict rule each judge's answers were read under, e.g. "Verdict rule: local raw."."""
+    rules: dict[str, set[str]] = {}
+    for table in judgment_tables:
+        if table.empty:
+            continue
+        if "rule" not in table.columns:
+            raise ValueError(
+                "judgments lack the column 'rule' (written by the judge since the verdict rules)"
+            )
+        for judge_name, rule in table[["judge", "rule"]].drop_duplicates().itertuples(index=False):
+            rules.setdefault(judge_name, set()).add(rule)
+    mixed = {j: sorted(r) for j, r in rules.items() if len(r) > 1}
+    if mixed:
+        raise ValueError(f"judgments of one judge under more than one verdict rule: {mixed}")
+    shown = ", ".join(f"{j} {r.pop()}" for j, r in sorted(rules.items()))
+    return f"Verdict rule: {shown}." if shown else ""
+
+
+def _caption(text: str, *notes: str) -> str:
+    return " ".join([text.rstrip(".") + ".", *(n for n in notes if n)])
 
 
 def _cell(point: float, lower: float, upper: float) -> str:
@@ -97,21 +131,34 @@ def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path]) -> None:
 
 
 def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Sequence[str | Path],
-                      out_dir: str | Path, figure_dir: str | Path, rounds: int, seed: int) -> None:
-    """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk)."""
+                      out_dir: str | Path, figure_dir: str | Path, rounds: int, seed: int,
+                      control_paths: Sequence[str | Path] = (),
+                      validity_rounds: int = 1000) -> None:
+    """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk).
+
+    ``control_paths`` are the DRFR judges' control files; their summary
+    (``validity_rounds`` bootstrap rounds, ``seed``) is the captions' controls note.
+    """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     judgments = load_judgments(judgment_paths)
+    summaries = load_judgments(summary_paths)
+    control_summary = validity_summary(
+        read_control_records(control_paths), rounds=validity_rounds, seed=seed
+    )
+    controls = validity_note(control_summary, "DRFR judge")
+    rules = rule_note(judgments, summaries)
     numeric, formatted = main_table(judgments, rounds, seed)
     numeric.to_csv(out_dir / "drfr_table5_long.csv", index=False)
     write_table(formatted, table_paths(out_dir / "drfr_table5"),
-                caption="DRFR (x100, 95% bootstrap CI over instructions); INVALID replies count as NO")
+                caption=_caption("DRFR (x100, 95% bootstrap CI over instructions); INVALID replies "
+                                 "count as NO", rules, controls))
     labels = label_table(judgments)
     write_table(labels, table_paths(out_dir / "drfr_by_constraint"), digits=1,
-                caption="DRFR per constraint type (x100); a question with several labels counts toward each")
+                caption=_caption("DRFR per constraint type (x100); a question with several labels "
+                                 "counts toward each", rules, controls))
     write_table(category_table(judgments), table_paths(out_dir / "drfr_by_category"), digits=1,
-                caption="DRFR per instruction category (x100)")
+                caption=_caption("DRFR per instruction category (x100)", rules, controls))
     label_figure(labels, [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"])
-    summaries = load_judgments(summary_paths)
     table = summary_drfr(summaries, rounds=rounds, seed=seed)
     table.to_csv(out_dir / "drfr_summaries_long.csv", index=False)
     shown = table.assign(DRFR=[_cell(d, lo, hi) for d, lo, hi in zip(table["drfr"], table["lower"], table["upper"],
@@ -119,4 +166,5 @@ def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Seque
     write_table(shown.set_index(["dataset", "summarizer", "system"])[["DRFR", "n_papers", "n_questions",
                                                                        "n_invalid"]],
                 table_paths(out_dir / "drfr_summaries"),
-                caption="DRFR of the summaries: QA pairs as requirements (x100, 95% CI over papers)")
+                caption=_caption("DRFR of the summaries: QA pairs as requirements (x100, 95% CI "
+                                 "over papers)", rules, controls))

@@ -1,0 +1,123 @@
+"""DRFR tables: captions name each judge's verdict rule and its known-answer controls."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from isqaflow.drfr.tables import build_drfr_tables, rule_note
+
+TABLES = ("drfr_table5", "drfr_by_constraint", "drfr_by_category", "drfr_summaries")
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return path
+
+
+def judgments(rule: str = "raw") -> list[dict]:
+    rows = []
+    for model in ("alpha", "beta"):
+        for k, subset in enumerate(["Easy", "Easy", "Hard", "Hard"]):
+            for q in range(2):
+                rows.append(
+                    {
+                        "judge": "local",
+                        "model": model,
+                        "instruction_id": f"t{k}",
+                        "subset": subset,
+                        "category": "Writing",
+                        "question_index": q,
+                        "labels": ["Content"],
+                        "answer": "YES" if (k + q) % 2 else "NO",
+                        "rule": rule,
+                    }
+                )
+    return rows
+
+
+def summary_judgments(rule: str = "raw") -> list[dict]:
+    return [
+        {
+            "judge": "local",
+            "dataset": "qasper",
+            "summarizer": "smollm2",
+            "system": system,
+            "paper_id": f"p{k}",
+            "answer": "YES" if k % 2 else "NO",
+            "rule": rule,
+        }
+        for system in ("baseline_2", "isqa")
+        for k in range(4)
+    ]
+
+
+def controls(correct: bool) -> list[dict]:
+    return [
+        {
+            "instrument": "DRFR judge",
+            "name": "local",
+            "scope": "infobench",
+            "control": "empty_response",
+            "rule": rule,
+            "item": f"t{k}#1",
+            "expected": "NO",
+            "outcome": "NO" if correct else "YES",
+            "correct": correct,
+            "chance": 0.5,
+            "baseline_correct": None,
+            "detail": {},
+        }
+        for k in range(8)
+        for rule in ("raw", "calibrated")
+    ]
+
+
+def build(tmp_path: Path, control_rows: list[dict], rule: str = "raw") -> dict[str, str]:
+    out = tmp_path / "tables"
+    out.mkdir()
+    build_drfr_tables(
+        [write_jsonl(tmp_path / "judgments.jsonl", judgments(rule))],
+        [write_jsonl(tmp_path / "summaries.jsonl", summary_judgments(rule))],
+        out,
+        out,
+        rounds=100,
+        seed=0,
+        control_paths=[write_jsonl(tmp_path / "controls.jsonl", control_rows)],
+        validity_rounds=200,
+    )
+    return {name: (out / f"{name}.md").read_text().split("\n\n", 1)[0] for name in TABLES}
+
+
+def test_every_drfr_caption_names_the_rule_and_the_controls(tmp_path):
+    captions = build(tmp_path, controls(correct=False))
+    for name, caption in captions.items():
+        assert "Verdict rule: local raw." in caption, name
+        assert "DRFR judge local on infobench, raw: empty_response 0/8 correct" in caption, name
+        assert caption.endswith("NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE."), name
+
+
+def test_caption_of_a_judge_that_passes_its_controls_has_no_warning(tmp_path):
+    captions = build(tmp_path, controls(correct=True), rule="calibrated")
+    assert "Verdict rule: local calibrated." in captions["drfr_table5"]
+    assert "empty_response 8/8 correct (100% [100, 100], chance 50%)" in captions["drfr_table5"]
+    assert "NO EVIDENCE" not in captions["drfr_table5"]
+
+
+def test_caption_says_when_no_control_was_run(tmp_path):
+    captions = build(tmp_path, [])
+    assert captions["drfr_summaries"].endswith("Controls: none recorded for DRFR judge.")
+
+
+def test_rule_note_refuses_judgments_without_a_rule_or_under_two_rules():
+    assert rule_note(pd.DataFrame(judgments()), pd.DataFrame()) == "Verdict rule: local raw."
+    old = pd.DataFrame(judgments()).drop(columns="rule")
+    with pytest.raises(ValueError, match="lack the column 'rule'"):
+        rule_note(old)
+    with pytest.raises(
+        ValueError, match=r"more than one verdict rule: \{'local': \['calibrated', 'raw'\]\}"
+    ):
+        rule_note(pd.DataFrame(judgments("raw")), pd.DataFrame(summary_judgments("calibrated")))

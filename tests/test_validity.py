@@ -1,0 +1,322 @@
+"""The validity table: control records -> share correct with its interval, chance, flag, note."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from isqaflow.codehash import dependencies
+from isqaflow.io import RecordError
+from isqaflow.report.validity import (
+    NO_EVIDENCE,
+    build_validity_table,
+    read_control_records,
+    validity_frame,
+    validity_note,
+    validity_summary,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def record(
+    item: str,
+    correct: bool | None,
+    *,
+    instrument="DRFR judge",
+    name="local",
+    scope="infobench",
+    control="empty_response",
+    rule="raw",
+    chance=0.5,
+    baseline=None,
+) -> dict:
+    outcome = {True: "NO", False: "YES", None: "INVALID"}[correct]
+    return {
+        "instrument": instrument,
+        "name": name,
+        "scope": scope,
+        "control": control,
+        "rule": rule,
+        "item": item,
+        "expected": "NO",
+        "outcome": outcome,
+        "correct": correct,
+        "chance": chance,
+        "baseline_correct": baseline,
+        "detail": {},
+    }
+
+
+def perfect_and_yes_always() -> list[dict]:
+    """A perfect judge ("good"), one saying YES to everything ("blind"), one with invalid replies."""
+    records = [record(f"i{k}", True, name="good") for k in range(8)]
+    records += [record(f"i{k}", False, name="blind") for k in range(8)]
+    records += [
+        record(f"i{k}", [True, True, True, None, None, False][k], name="mumbler") for k in range(6)
+    ]
+    return records
+
+
+def by_name(summary: dict) -> dict[str, dict]:
+    return {g["name"]: g for g in summary["groups"]}
+
+
+def test_perfect_judge_is_100_percent_and_not_flagged_yes_always_is_0_and_flagged():
+    groups = by_name(validity_summary(perfect_and_yes_always(), rounds=500, seed=3))
+    good, blind = groups["good"], groups["blind"]
+    assert (good["n"], good["n_correct"], good["correct"], good["lower"], good["upper"]) == (
+        8,
+        8,
+        1.0,
+        1.0,
+        1.0,
+    )
+    assert good["chance"] == 0.5 and good["no_evidence"] is False
+    assert (blind["n_correct"], blind["correct"], blind["upper"]) == (0, 0.0, 0.0)
+    assert blind["no_evidence"] is True
+
+
+def test_invalid_replies_are_counted_and_not_correct():
+    mumbler = by_name(validity_summary(perfect_and_yes_always(), rounds=500, seed=3))["mumbler"]
+    assert (mumbler["n"], mumbler["n_invalid"], mumbler["n_correct"]) == (6, 2, 3)
+    assert mumbler["correct"] == pytest.approx(
+        0.5
+    )  # 3 of 6: the invalid ones are in the denominator
+    assert mumbler["no_evidence"] is True
+
+
+def test_interval_is_the_percentile_bootstrap_over_items():
+    records = [record(f"i{k}", k < 7) for k in range(10)]
+    group = validity_summary(records, rounds=2000, seed=0)["groups"][0]
+    assert group["correct"] == pytest.approx(0.7)
+    # binomial(10, 0.7)/10: the 2.5% and 97.5% quantiles are 0.4 and 1.0 (up to resampling noise)
+    assert 0.3 <= group["lower"] <= 0.5 and 0.9 <= group["upper"] <= 1.0
+    assert group["lower"] < group["correct"] < group["upper"]
+
+
+def test_bootstrap_is_deterministic_and_a_group_does_not_depend_on_the_others():
+    records = [record(f"i{k}", k % 3 != 0) for k in range(12)]
+    alone = validity_summary(records, rounds=300, seed=5)
+    assert alone == validity_summary(records, rounds=300, seed=5)
+    assert alone == validity_summary(list(reversed(records)), rounds=300, seed=5)
+    others = [record(f"j{k}", k % 2 == 0, name="other", rule="calibrated") for k in range(9)]
+    together = validity_summary(others + records, rounds=300, seed=5)
+    assert [g for g in together["groups"] if g["name"] == "local"] == alone["groups"]
+    intervals = {
+        (g["lower"], g["upper"])
+        for seed in range(8)
+        for g in validity_summary(records, rounds=50, seed=seed)["groups"]
+    }
+    assert len(intervals) > 1  # the run's seed drives the resampling
+
+
+def test_chance_is_the_baseline_mean_when_the_control_has_a_baseline():
+    # the feedback-model control: correct with the inserted evidence vs baseline without it
+    records = [
+        record(
+            f"q{k}",
+            True,
+            instrument="feedback model",
+            name="lora",
+            control="gold_evidence",
+            chance=0.0,
+            baseline=b,
+        )
+        for k, b in enumerate([True, False, None, False])
+    ]
+    group = validity_summary(records, rounds=300, seed=1)["groups"][0]
+    assert group["chance"] == pytest.approx(0.25)  # null baseline counts as not correct
+    records = [{**r, "baseline_correct": True} for r in records]
+    group = validity_summary(records, rounds=300, seed=1)["groups"][0]
+    assert (
+        group["chance"] == 1.0 and group["no_evidence"] is True
+    )  # no better than without the evidence
+
+
+def test_rows_are_ordered_by_instrument_then_raw_before_calibrated():
+    records = [
+        record("a", True, rule="calibrated"),
+        record("a", True),
+        record("x", True, instrument="arena judge", control="self", chance=1 / 3),
+        record(
+            "y", False, instrument="QAGS", name="qags", scope="qasper", control="other_abstract"
+        ),
+    ]
+    frame = validity_frame(validity_summary(records, rounds=100, seed=0))
+    assert list(frame.index) == [
+        ("arena judge", "local", "infobench", "self", "raw"),
+        ("DRFR judge", "local", "infobench", "empty_response", "raw"),
+        ("DRFR judge", "local", "infobench", "empty_response", "calibrated"),
+        ("QAGS", "qags", "qasper", "other_abstract", "raw"),
+    ]
+    assert frame.loc[
+        ("arena judge", "local", "infobench", "self", "raw"), "chance"
+    ] == pytest.approx(1 / 3)
+
+
+# ------------------------------------------------------------------- the caption note
+def test_note_names_each_control_its_accuracy_and_the_missing_evidence():
+    records = [record(f"i{k}", False) for k in range(6)]
+    records += [record(f"i{k}", True, rule="calibrated") for k in range(6)]
+    records += [
+        record(f"i{k:02d}", True if k else None, control="other_response", rule="calibrated")
+        for k in range(12)
+    ]
+    summary = validity_summary(records, rounds=300, seed=0)
+    note = validity_note(summary, "DRFR judge")
+    assert note.startswith("Controls (known answers; share correct, 95% bootstrap CI): ")
+    raw, calibrated = note.split(". DRFR judge")
+    assert raw.endswith(
+        "DRFR judge local on infobench, raw: empty_response 0/6 correct (0% [0, 0], chance 50%) -- "
+        "NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE"
+    )
+    assert calibrated.startswith(
+        " local on infobench, calibrated: empty_response 6/6 correct (100% [100, 100], "
+        "chance 50%); other_response 11/12 correct (92% ["
+    )
+    assert "chance 50%, 1 invalid)" in calibrated
+    assert NO_EVIDENCE.upper() not in calibrated
+    assert note.endswith(".")
+    assert (
+        validity_note(summary, "DRFR judge", name="gpt4")
+        == "Controls: none recorded for DRFR judge gpt4."
+    )
+    assert validity_note(summary, "QAGS") == "Controls: none recorded for QAGS."
+    with pytest.raises(ValueError, match="unknown instrument 'drfr'"):
+        validity_note(summary, "drfr")
+
+
+def test_note_reads_the_summary_json_as_written(tmp_path):
+    paths = [tmp_path / "controls.jsonl"]
+    paths[0].write_text("".join(json.dumps(r) + "\n" for r in perfect_and_yes_always()))
+    tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md", "tex")]
+    summary = build_validity_table(paths, tables, tmp_path / "summary.json", rounds=200, seed=2)
+    loaded = json.loads((tmp_path / "summary.json").read_text())
+    assert loaded == json.loads(json.dumps(summary))
+    for name in ("good", "blind", "mumbler"):
+        assert validity_note(loaded, "DRFR judge", name) == validity_note(
+            summary, "DRFR judge", name
+        )
+    assert "NO EVIDENCE" not in validity_note(loaded, "DRFR judge", "good")
+    assert "NO EVIDENCE" in validity_note(loaded, "DRFR judge", "blind")
+
+
+# ------------------------------------------------------------------- files
+def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
+    control_dir = tmp_path / "validity"
+    (control_dir / "drfr").mkdir(parents=True)
+    records = perfect_and_yes_always()
+    (control_dir / "drfr/a.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records[:8]))
+    (control_dir / "drfr/b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records[8:]))
+    (control_dir / "empty.jsonl").write_text("")  # a stage whose controls are switched off
+    tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md", "tex")]
+    build_validity_table(
+        sorted(control_dir.rglob("*.jsonl")), tables, tmp_path / "summary.json", rounds=200, seed=2
+    )
+    csv = pd.read_csv(tables[0])
+    assert list(csv["name"]) == ["blind", "good", "mumbler"]
+    assert list(csv["correct"]) == [0.0, 1.0, 0.5]
+    assert list(csv["no_evidence"]) == [True, False, True]
+    assert list(csv["n_invalid"]) == [0, 0, 2]
+    md = tables[1].read_text()
+    assert md.startswith("Known-answer controls of every judge and metric")
+    rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in md.splitlines()[4:]]
+    assert rows[1] == [
+        "DRFR judge",
+        "good",
+        "infobench",
+        "empty_response",
+        "raw",
+        "8",
+        "0",
+        "100.0 [100.0, 100.0]",
+        "50.0",
+        "separates (CI above chance)",
+    ]
+    assert rows[2][5:7] == ["6", "2"] and rows[2][8] == "50.0"
+    lower, upper = map(float, re.fullmatch(r"50\.0 \[([\d.]+), ([\d.]+)\]", rows[2][7]).groups())
+    assert lower < 50 < upper
+    assert (
+        md.count("NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE") == 3
+    )  # caption + 2 rows
+    assert r"empty\_response" in tables[2].read_text()
+
+
+def test_empty_run_writes_an_empty_table(tmp_path):
+    (tmp_path / "none.jsonl").write_text("")
+    tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md", "tex")]
+    summary = build_validity_table(
+        [tmp_path / "none.jsonl"], tables, tmp_path / "summary.json", rounds=100, seed=0
+    )
+    assert summary["groups"] == []
+    assert pd.read_csv(tables[0]).empty
+    assert validity_note(summary, "arena judge") == "Controls: none recorded for arena judge."
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"instrument": "judge"}, r"field 'instrument': 'judge' is not one of"),
+        ({"rule": "balanced"}, r"field 'rule': 'balanced' is not one of"),
+        ({"correct": "yes"}, r"field 'correct': must be true, false or null"),
+        ({"chance": 1.5}, r"field 'chance': 1.5 is not a number between 0 and 1"),
+        ({"chance": None}, r"field 'chance': None is not a number"),
+        ({"scope": ""}, r"field 'scope': missing or not a non-empty string"),
+        ({"detail": [1]}, r"field 'detail': must be an object"),
+    ],
+)
+def test_a_record_off_the_contract_is_named_by_file_line_item_and_field(tmp_path, change, message):
+    path = tmp_path / "controls.jsonl"
+    path.write_text(
+        json.dumps(record("i0", True)) + "\n" + json.dumps({**record("i1", True), **change}) + "\n"
+    )
+    with pytest.raises(RecordError, match=rf"controls\.jsonl, line 2, record 'i1', {message}"):
+        read_control_records([path])
+
+
+def test_a_missing_field_and_a_duplicate_item_are_errors(tmp_path):
+    path = tmp_path / "controls.jsonl"
+    missing = record("i0", True)
+    del missing["outcome"]
+    path.write_text(json.dumps(missing) + "\n")
+    with pytest.raises(RecordError, match="line 1, record 'i0', field 'outcome': missing"):
+        read_control_records([path])
+    other = tmp_path / "other.jsonl"
+    path.write_text(json.dumps(record("i0", True)) + "\n")
+    other.write_text(json.dumps(record("i0", False)) + "\n")
+    with pytest.raises(
+        RecordError,
+        match=r"other\.jsonl, line 1, record 'i0', field 'item': control item "
+        r"recorded twice \(first at .*controls\.jsonl, line 1\)",
+    ):
+        read_control_records([path, other])
+    # the same item under the other rule is a record of its own
+    other.write_text(json.dumps(record("i0", True, rule="calibrated")) + "\n")
+    assert len(read_control_records([path, other])) == 2
+
+
+# ------------------------------------------------------------------- place in the workflow
+def test_report_floor_does_not_import_the_stages():
+    stages = ("isqaflow.isqa", "isqaflow.drfr", "isqaflow.arena", "isqaflow.metrics")
+    assert not [m for m in dependencies("isqaflow.report.validity") if m.startswith(stages)]
+    assert "isqaflow.stats" in dependencies("isqaflow.report.validity")
+
+
+def test_validity_category_comes_first_in_the_report_menu():
+    """Snakemake's report lists categories sorted with JavaScript's localeCompare (case-insensitive
+    at the first level); the validity table's category must sort before every other."""
+    common = (REPO / "rules/common.smk").read_text()
+    validity = re.search(r'^VALIDITY_CATEGORY = "([^"]+)"', common, re.MULTILINE).group(1)
+    assert "category=VALIDITY_CATEGORY" in (REPO / "rules/validity.smk").read_text()
+    others = {
+        c
+        for path in (REPO / "rules").glob("*.smk")
+        for c in re.findall(r'category="([^"]+)"', path.read_text())
+    }
+    assert others and validity not in others
+    assert all(validity.casefold() < other.casefold() for other in others), sorted(others)
