@@ -519,3 +519,27 @@ def test_the_prefix_store_keeps_the_most_recent_within_its_budget():
     assert store.size <= 100 and len(store.entries) == 2
     store.put([6], "too big", 101)
     assert store.lookup([6]) == (0, None)
+
+
+def test_a_stored_sequence_is_replaced_by_its_extension():
+    from isqaflow.models.prefix import PrefixStore
+
+    store = PrefixStore(budget_bytes=1000)
+    store.put([1, 2, 3], "turn 1", 10)
+    store.put([1, 2, 4], "other", 10)
+    store.put([1, 2, 3, 7, 8], "turn 2", 20)
+    assert [payload for _, payload, _ in store.entries.values()] == ["other", "turn 2"]
+    assert store.size == 30
+
+
+def test_length_batches_keep_padding_small():
+    from isqaflow.models.hf import PAD_FILL, length_batches
+
+    lengths = [100, 98, 90, 60, 59, 10, 9]
+    order = list(range(len(lengths)))
+    assert PAD_FILL == 0.85
+    assert length_batches(order, lengths) == [[0, 1, 2], [3, 4], [5, 6]]
+    assert length_batches(order, lengths, max_rows=2) == [[0, 1], [2], [3, 4], [5, 6]]
+    assert length_batches(order, lengths, max_tokens=200) == [[0, 1], [2], [3, 4], [5, 6]]
+    # a longer row after shorter ones (the next group's) starts a batch of its own
+    assert length_batches([0, 1, 2], [50, 48, 100]) == [[0, 1], [2]]

@@ -40,11 +40,39 @@ log = logging.getLogger(__name__)
 
 # A shared prefix shorter than this is not worth a separate forward pass.
 MIN_SHARED_PREFIX = 32
+# Rows batched together are at least this share of the batch's longest row (see length_batches).
+PAD_FILL = 0.85
 
 
 def common_prefix_of(sequences: list[list[int]]) -> int:
     """Length of the token prefix shared by all sequences."""
     return min((common_prefix(sequences[0], s) for s in sequences[1:]), default=len(sequences[0]))
+
+
+def length_batches(order: Sequence[int], lengths: Sequence[int], max_rows: int | None = None,
+                   max_tokens: int | None = None) -> list[list[int]]:
+    """Consecutive batches of ``order`` (rows sorted longest first) for left-padded forward passes.
+
+    A batch holds at most ``max_rows`` rows and ``max_tokens`` padded tokens, and no row
+    shorter than ``PAD_FILL`` of its first (nor longer: ``order`` may restart its descent, as
+    when rows come group by group): on a CPU a forward pass costs what its padded tokens
+    cost, so a much shorter row starts the next batch instead of being mostly padding.
+    """
+    batches: list[list[int]] = []
+    pos = 0
+    while pos < len(order):
+        width = max(lengths[order[pos]], 1)
+        limit = len(order) - pos
+        if max_rows is not None:
+            limit = min(limit, max_rows)
+        if max_tokens is not None:
+            limit = min(limit, max(1, max_tokens // width))
+        take = 1
+        while take < limit and PAD_FILL * width <= lengths[order[pos + take]] <= width:
+            take += 1
+        batches.append(list(order[pos : pos + take]))
+        pos += take
+    return batches
 
 
 class _Progress:
@@ -241,8 +269,7 @@ class HFModel(LanguageModel):
             self._generate_rows(encoded, params, finished)
         else:
             order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
-            for b in range(0, len(order), self.batch_size):
-                idx = order[b : b + self.batch_size]
+            for b, idx in enumerate(length_batches(order, [len(x) for x in encoded], max_rows=self.batch_size)):
                 if params.do_sample:
                     torch.manual_seed(params.seed + b)
                 finished(idx, self._generate_batch([encoded[i] for i in idx], params))
@@ -330,9 +357,9 @@ class HFModel(LanguageModel):
         may mix groups: each row reads its own prefix's keys and values, left-padded to the
         batch's longest prefix, then its own suffix, left-padded after them; the attention mask
         hides both paddings and explicit position ids continue each row's prefix, so every row
-        reads exactly ``prefix + suffix``.  Rows are batched in group order, longest suffix first,
-        and a group's prefix is freed once its rows are done; ``finished(rows, outs)`` is
-        called after every batch.
+        reads exactly ``prefix + suffix``.  Rows are batched longest suffix first
+        (:func:`length_batches`), and a group's prefix is freed once its rows are done;
+        ``finished(rows, outs)`` is called after every batch.
         """
         import torch
 
@@ -346,13 +373,13 @@ class HFModel(LanguageModel):
         stored: dict[int, Any] = {}  # a single that starts like a stored sequence reuses it
         for i in singles:
             plen[i], stored[i] = self._stored_prefix(encoded[i], len(encoded[i]) - 1)
-        order = [i for _, members in groups for i in sorted(members, key=lambda i: -len(encoded[i]))]
-        order += sorted(singles, key=lambda i: -(len(encoded[i]) - plen[i]))
+        # longest remainder first, groups mixed: a batch's rows may continue different prefixes
+        order = sorted(range(len(encoded)), key=lambda i: -(len(encoded[i]) - plen[i]))
         remaining = [len(members) for _, members in groups]
         prefix_caches: dict[int, Any] = {}
         generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
-        for b in range(0, len(order), self.batch_size):
-            rows = order[b : b + self.batch_size]
+        remainder = [len(x) - p for x, p in zip(encoded, plen, strict=True)]
+        for rows in length_batches(order, remainder, max_rows=self.batch_size):
             for i in rows:
                 g = group_of[i]
                 if g >= 0 and g not in prefix_caches:
@@ -631,12 +658,8 @@ class HFModel(LanguageModel):
         order = sorted(range(n), key=lambda i: (group_of[i], -(len(sequences[i][0]) - plen[i])))
         remaining = [len(members) for _, members in groups]
         group_prefix: dict[int, Any] = {}
-        pos = 0
-        while pos < n:
-            width = len(sequences[order[pos]][0]) - plen[order[pos]]
-            take = max(1, min(n - pos, self.score_batch_tokens // max(width, 1)))
-            idx = order[pos : pos + take]
-            pos += take
+        remainder = [len(ids) - p for (ids, _), p in zip(sequences, plen, strict=True)]
+        for idx in length_batches(order, remainder, max_tokens=self.score_batch_tokens):
             for i in idx:
                 g = group_of[i]
                 if g >= 0 and g not in group_prefix:

@@ -132,10 +132,17 @@ class PrefixStore:
         return best, self.entries[best_key][1]
 
     def put(self, tokens: Sequence[int], payload: Any, nbytes: int) -> None:
+        """Store ``tokens``; a stored sequence that ``tokens`` merely extends (the turn before
+        of the same conversation) is dropped: everything it could serve, this serves."""
         if nbytes > self.budget:
             return
+        np = self._np
+        arr = np.asarray(tokens)
+        for key in [k for k, (stored, _, _) in self.entries.items()
+                    if len(stored) <= len(arr) and np.array_equal(stored, arr[: len(stored)])]:
+            self.size -= self.entries.pop(key)[2]
         key, self._next = self._next, self._next + 1
-        self.entries[key] = (self._np.asarray(tokens), payload, nbytes)
+        self.entries[key] = (arr, payload, nbytes)
         self.size += nbytes
         while self.size > self.budget:
             _, (_, _, size) = self.entries.popitem(last=False)
