@@ -566,18 +566,6 @@ def test_negative_max_retries_is_rejected(key_env):
         model.generate(["hi"], GenerationParams(max_new_tokens=2))
 
 
-def test_score_batch_is_not_implemented(fake_server, key_env, tmp_path):
-    fake = fake_server()
-    cached = load_model(openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite")
-    for model in (cached, cached.inner):
-        with pytest.raises(NotImplementedError, match=r"openai backend cannot score.*local \(hf\) model"):
-            model.score_batch([([{"role": "user", "content": "Is it?"}], ["YES", "NO"])])
-        with pytest.raises(NotImplementedError, match=r"local \(hf\) model"):
-            model.score("Is it?", ["YES", "NO"])
-    assert fake.requests == []
-    assert len(cached.cache) == 0
-
-
 def test_beam_search_falls_back_to_greedy_with_a_warning(fake_server, key_env, caplog):
     caplog.set_level(logging.WARNING, logger="isqaflow.models.openai")
     fake = fake_server()
@@ -585,4 +573,8 @@ def test_beam_search_falls_back_to_greedy_with_a_warning(fake_server, key_env, c
     out = model.generate(["hi", "ho"], GenerationParams(max_new_tokens=3, num_beams=4))
     assert [g.text for g in out] == ["YES, it is."] * 2
     assert len(fake.requests) == 2
-    assert any("beam search is not available" in r.getMessage() for r in caplog.records)
+    warnings = [r.getMessage() for r in caplog.records if "cannot apply" in r.getMessage()]
+    assert warnings == ["fake-model: the API cannot apply num_beams=4; decoding without it"]
+    assert model.usage.dropped_decoding == ["num_beams=4"]
+    model.generate(["hu"], GenerationParams(max_new_tokens=3, num_beams=4))  # warned once per setting
+    assert len([r for r in caplog.records if "cannot apply" in r.getMessage()]) == 1
