@@ -18,10 +18,11 @@ the cost where the config's price table has the model; see
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -64,9 +65,8 @@ class ModelUsage:
                     self.dropped_decoding.append(setting)
 
     def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.pop("_lock")
-        return out
+        with self._lock:
+            return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "_lock"}
 
 
 _ledger: dict[tuple[str, str, str], ModelUsage] = {}
