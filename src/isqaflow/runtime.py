@@ -58,7 +58,7 @@ def setup_logging(log_file: str | os.PathLike | None = None, level: int = loggin
         handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
     logging.basicConfig(level=level, format=FORMAT, handlers=handlers, force=True)
     logging.captureWarnings(True)
-    for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub"):
+    for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 

@@ -196,11 +196,19 @@ parent, pgid, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 def alive():
     try:
         os.killpg(pgid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    try:
+        stats = [open(f"/proc/{p}/stat").read() for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return True
+    for stat in stats:
+        fields = stat.rsplit(")", 1)[-1].split()
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
 while os.getppid() == parent:
     if not alive():
         sys.exit(0)
@@ -216,14 +224,34 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
 """
 
 
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc (Linux)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[-1].split()
+        except OSError:  # exited meanwhile
+            continue
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
 def group_alive(pgid: int) -> bool:
+    """Whether a process group still has a live member (zombies, which an init that does not
+    reap may keep around, do not count)."""
     try:
         os.killpg(pgid, 0)
-        return True
     except ProcessLookupError:
         return False
     except PermissionError:  # a process of another user took the id: not ours
         return False
+    if not os.path.isdir("/proc"):
+        return True
+    return bool(group_members(pgid))
 
 
 class ManagedServer:
