@@ -100,6 +100,7 @@ def model_spec(name):
             f"unknown model {name!r}; models in config: {sorted(config['models'])}"
         )
     spec.pop("convert", None)
+    spec.pop("price", None)  # the manifest's cost table: a new price reruns no job
     return spec
 
 

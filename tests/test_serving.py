@@ -477,3 +477,42 @@ def test_lora_adapter_is_requested_by_its_served_name(tiny_causal, tmp_path):
         assert model.identity()["server"]["command"][-2:] == ["--lora", "{adapter_name}={adapter}"]
     finally:
         model.close()
+
+
+# ----------------------------------------------------------------------------- the manifest's usage totals
+
+
+def test_manifest_gathers_usage_with_cost_and_templates(tmp_path):
+    from isqaflow.report.manifest import gather_usage, model_record
+
+    def job_record(path: Path, rule: str, models: list[dict], output_exists: bool = True) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if output_exists:
+            path.with_name(path.name.removesuffix(".usage.json")).write_text("{}\n")
+        path.write_text(json.dumps({"rule": rule, "wildcards": {}, "models": models}))
+
+    gpt4 = {"name": "gpt4", "backend": "openai", "model": "gpt-4-0125-preview", "requests": 10,
+            "input_tokens": 200_000, "output_tokens": 10_000, "chat_template": None, "dropped_decoding": []}
+    vicuna = {"name": "vicuna-7b", "backend": "served", "model": "lmsys/vicuna-7b-v1.5", "requests": 4,
+              "input_tokens": 900, "output_tokens": 300, "dropped_decoding": ["no_repeat_ngram_size=3"],
+              "chat_template": {"source": "named:vicuna_v1.1", "sha256": "ab" * 32}}
+    results = tmp_path / "results"
+    job_record(results / "arena/judgments/bm25-k5/gpt4.jsonl.usage.json", "arena_judge", [gpt4])
+    job_record(results / "arena/summaries/qasper/x.gpt4.jsonl.usage.json", "arena_summaries", [gpt4])
+    job_record(results / "drfr/judgments/infobench/gpt4.jsonl.usage.json", "drfr_judge", [gpt4, vicuna])
+    job_record(results / "drfr/judgments/infobench/old.jsonl.usage.json", "drfr_judge", [gpt4], output_exists=False)
+    models = {"gpt4-0125": {"backend": "openai", "model": "gpt-4-0125-preview",
+                            "price": {"input_per_million": 10.0, "output_per_million": 30.0}},
+              "vicuna-7b": {"backend": "hf", "model": "lmsys/vicuna-7b-v1.5", "chat_template": "vicuna_v1.1",
+                            "serve": {"engine": "vllm", "command": "vllm serve {model} --port {port}"}}}
+    gathered = gather_usage(results, models)
+    rows = {(r["model"], r["rule"]): r for r in gathered["by_model_and_rule"]}
+    assert set(rows) == {("gpt-4-0125-preview", "arena_judge"), ("gpt-4-0125-preview", "arena_summaries"),
+                         ("gpt-4-0125-preview", "drfr_judge"), ("lmsys/vicuna-7b-v1.5", "drfr_judge")}
+    judge = rows[("gpt-4-0125-preview", "drfr_judge")]
+    assert (judge["jobs"], judge["requests"], judge["cost"], judge["currency"]) == (1, 10, 2.3, "USD")  # the stale one left out
+    served = rows[("lmsys/vicuna-7b-v1.5", "drfr_judge")]
+    assert served["cost"] is None and served["dropped_decoding"] == ["no_repeat_ngram_size=3"]
+    assert gathered["chat_templates"] == {"lmsys/vicuna-7b-v1.5": [vicuna["chat_template"]]}
+    record = model_record("vicuna-7b", models["vicuna-7b"])
+    assert record["chat_template"] == "vicuna_v1.1" and record["serve"]["engine"] == "vllm"
