@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from isqaflow.models.base import GenerationParams, LanguageModel, Message
+
+if TYPE_CHECKING:
+    from isqaflow.data.prompts import ArenaPrompt
 
 __all__ = [
     "FEW_SHOT",
@@ -145,13 +148,18 @@ def _user_message(query: str, answer_1: str, answer_2: str, with_thinking: bool)
 
 
 def pair_request(
-    query: str, answer_1: str, answer_2: str, few_shot: bool = True, with_thinking: bool = True
+    query: str, answer_1: str, answer_2: str, few_shot: bool = True, with_thinking: bool = True,
+    prompt: ArenaPrompt | None = None,
 ) -> list[Message]:
     """The chat request that asks the judge to rate one ordered pair of answers.
 
     ``with_thinking=False`` asks for the rating alone (logprob mode); the in-context
     examples' replies then hold the rating alone too, so they show the same format.
+    ``prompt``: the published RAG-QA Arena prompt (:mod:`isqaflow.data.prompts`), used
+    as printed (its template asks for thinking; logprob mode scores the rating first).
     """
+    if prompt is not None:
+        return prompt.messages(query, answer_1, answer_2, few_shot)
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     if few_shot:
         for example_query, example_1, example_2, thinking, label in FEW_SHOT:
@@ -207,13 +215,14 @@ def _judge_requests(
     mode: Literal["text", "logprob"],
     few_shot: bool,
     params: GenerationParams,
+    prompt: ArenaPrompt | None = None,
 ) -> list[tuple[str, Verdict | None, dict[str, float] | None]]:
     """(raw reply, positional verdict, label log-probs) for each (query, answer 1, answer 2)."""
     if mode == "text":
-        chats = [pair_request(*request, few_shot=few_shot) for request in requests]
+        chats = [pair_request(*request, few_shot=few_shot, prompt=prompt) for request in requests]
         replies = [g.text for g in model.generate(chats, params)]
         return [(reply, parse_verdict(reply), None) for reply in replies]
-    chats = [pair_request(*req, few_shot=few_shot, with_thinking=False) for req in requests]
+    chats = [pair_request(*req, few_shot=few_shot, with_thinking=False, prompt=prompt) for req in requests]
     scores = model.score_batch([(chat, list(_CANDIDATES)) for chat in chats])
     labels = list(RATING_LABELS)
     results = []
@@ -231,6 +240,7 @@ def judge_pairs(
     seed: int = 0,
     params: GenerationParams | None = None,
     few_shot: bool = True,
+    prompt: ArenaPrompt | None = None,
 ) -> list[dict[str, Any]]:
     """Judge pairs ``{"pair_id", "query", "system_a", "answer_a", "system_b", "answer_b", ...}``.
 
@@ -272,7 +282,7 @@ def judge_pairs(
         answers = (pairs[i]["answer_a"], pairs[i]["answer_b"])
         first, second = answers if order == "ab" else answers[::-1]
         requests.append((pairs[i]["query"], first, second))
-    judged = _judge_requests(model, requests, mode, few_shot, params or DEFAULT_PARAMS)
+    judged = _judge_requests(model, requests, mode, few_shot, params or DEFAULT_PARAMS, prompt)
 
     records = [{**pair, **dict.fromkeys(_OUTPUT_KEYS)} for pair in pairs]
     for (i, order), (raw, verdict, logprobs) in zip(plan, judged, strict=True):

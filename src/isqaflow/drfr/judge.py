@@ -24,9 +24,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from isqaflow.models.base import GenerationParams, LanguageModel, Message
+
+if TYPE_CHECKING:
+    from isqaflow.data.prompts import InfoBenchPrompt
 
 __all__ = ["RULES", "conversation", "first_turn", "invalid_count", "judge", "parse_answer"]
 
@@ -50,8 +53,13 @@ _ANY_CASE_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _UPPERCASE_WORD = re.compile(r"\b(YES|NO)\b")
 
 
-def first_turn(response: str, input_text: str, question: str) -> str:
-    """The opening user message: rules, the input (when not empty), the text, the first question."""
+def first_turn(response: str, input_text: str, question: str, prompt: InfoBenchPrompt | None = None) -> str:
+    """The opening user message: rules, the input (when not empty), the text, the first question.
+
+    ``prompt``: the published InFoBench prompt (:mod:`isqaflow.data.prompts`) instead of ours.
+    """
+    if prompt is not None:
+        return prompt.first_turn(response, input_text, question)
     blocks = [RULES]
     if input_text.strip():
         blocks.append(f"Input:\n{input_text}")
@@ -61,7 +69,8 @@ def first_turn(response: str, input_text: str, question: str) -> str:
 
 
 def conversation(
-    response: str, input_text: str, questions: Sequence[str], answers: Sequence[str]
+    response: str, input_text: str, questions: Sequence[str], answers: Sequence[str],
+    prompt: InfoBenchPrompt | None = None,
 ) -> list[Message]:
     """Messages up to and including the user turn that asks ``questions[len(answers)]``.
 
@@ -69,10 +78,10 @@ def conversation(
     """
     if len(answers) >= len(questions):
         raise ValueError(f"{len(answers)} answers leave none of {len(questions)} questions to ask")
-    messages = [{"role": "user", "content": first_turn(response, input_text, questions[0])}]
+    messages = [{"role": "user", "content": first_turn(response, input_text, questions[0], prompt)}]
     for answer, question in zip(answers, questions[1:]):
         messages.append({"role": "assistant", "content": answer})
-        messages.append({"role": "user", "content": question})
+        messages.append({"role": "user", "content": prompt.later_turn(question) if prompt else question})
     return messages
 
 
@@ -111,6 +120,7 @@ def judge(
     items: Sequence[Mapping[str, Any]],
     mode: Literal["text", "logprob"],
     params: GenerationParams | None = None,
+    prompt: InfoBenchPrompt | None = None,
 ) -> list[dict[str, Any]]:
     """Judge every decomposed question of every item; one record per (item, question).
 
@@ -131,7 +141,7 @@ def judge(
     for turn in range(max((len(q) for q in questions), default=0)):
         active = [i for i, item_questions in enumerate(questions) if turn < len(item_questions)]
         requests = [
-            conversation(items[i]["response"], items[i].get("input") or "", questions[i], turns[i])
+            conversation(items[i]["response"], items[i].get("input") or "", questions[i], turns[i], prompt)
             for i in active
         ]
         if mode == "text":
