@@ -38,6 +38,7 @@ rule drfr_judge:
             responder=config["drfr"]["responders"],
         ),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
+        prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
     output:
         judgments="results/drfr/judgments/{dataset}/{judge}.jsonl",
     log:
@@ -65,6 +66,7 @@ rule drfr_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
+        prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
     output:
         judgments="results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",
     log:

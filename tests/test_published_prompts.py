@@ -196,3 +196,21 @@ def test_paper_config_pins_the_published_prompt_files():
         url = downloads[name]["url"]
         assert re.fullmatch(rf"https://raw\.githubusercontent\.com/{repo}/[0-9a-f]{{40}}/{re.escape(path)}", url)
         assert re.fullmatch(r"sha256:[0-9a-f]{64}", downloads[name]["checksum"])
+
+
+def test_stage_entry_points_load_the_rules_prompt_files(infobench_file, arena_files, tmp_path, monkeypatch):
+    """What rules drfr_judge/drfr_summaries and arena_judge/_human_pairs/_summaries pass as prompt_files."""
+    from isqaflow.arena import battles
+    from isqaflow.drfr.responses import load_judge_prompt
+    from isqaflow.models import registry
+
+    assert load_judge_prompt([]) is None
+    assert load_judge_prompt([str(infobench_file)]) == load_infobench_prompt(infobench_file)
+    model = Recorder("<rating>2</rating>")
+    monkeypatch.setattr(registry, "load_model", lambda *a, **k: model)
+    pairs = [{"pair_id": "p", "query": "q", "system_a": "x", "answer_a": "A.", "system_b": "y", "answer_b": "B."}]
+    records = battles._judge(pairs, {}, "gpt4", "text", "random", 0, None, tmp_path / "c.sqlite", 1,
+                             [str(p) for p in arena_files])
+    assert model.requests[0][0]["content"] == SYSTEM_TXT and records[0]["judge"] == "gpt4"
+    battles._judge(pairs, {}, "gpt4", "text", "random", 0, None, tmp_path / "c.sqlite", 1)
+    assert model.requests[1][0]["content"] != SYSTEM_TXT  # no files: our own prompt

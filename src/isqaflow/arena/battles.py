@@ -65,13 +65,17 @@ def all_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], 
 
 
 def _judge(pairs: list[dict], judge_spec: dict[str, Any], judge_name: str, mode: str, orders: str, seed: int,
-           generation: dict[str, Any] | None, cache_path, threads: int | None) -> list[dict]:
+           generation: dict[str, Any] | None, cache_path, threads: int | None,
+           prompt_files: list[str] | tuple[str, ...] = ()) -> list[dict]:
+    """``prompt_files``: RAG-QA Arena's published system, template and examples files, or none."""
     from isqaflow.arena.judge import judge_pairs, position_consistency
+    from isqaflow.data.prompts import load_arena_prompt
     from isqaflow.models.registry import load_model
 
     model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
     params = GenerationParams.from_dict(generation) if generation else None
-    records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params)
+    records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params,
+                          prompt=load_arena_prompt(*prompt_files) if prompt_files else None)
     for r in records:
         r["judge"] = judge_name
     invalid = sum(r["verdict"] is None for r in records)
@@ -82,7 +86,7 @@ def _judge(pairs: list[dict], judge_spec: dict[str, Any], judge_name: str, mode:
 
 def run_arena_judge(query_paths, answer_paths, out_path, judge_spec: dict[str, Any], judge_name: str, mode: str,
                     orders: str, all_pairs_per_domain: int, seed: int, generation: dict[str, Any] | None,
-                    cache_path, threads: int | None = None) -> int:
+                    cache_path, threads: int | None = None, prompt_files: list[str] | tuple[str, ...] = ()) -> int:
     """Entry point of rule arena_judge: every answer vs the reference, plus the all-pairs subsample."""
     queries = {(q.domain, q.id): q for path in query_paths for q in read_records(path, RagQuery)}
     answers = [obj for path in answer_paths for _, obj in read_jsonl(path)]
@@ -90,11 +94,12 @@ def run_arena_judge(query_paths, answer_paths, out_path, judge_spec: dict[str, A
     if all_pairs_per_domain:
         pairs += all_pairs(answers, queries, all_pairs_per_domain, seed)
     return write_jsonl(out_path, _judge(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path,
-                                        threads))
+                                        threads, prompt_files))
 
 
 def run_human_pairs(human_csv, out_path, judge_spec: dict[str, Any], judge_name: str, mode: str, orders: str,
-                    seed: int, generation: dict[str, Any] | None, cache_path, threads: int | None = None) -> int:
+                    seed: int, generation: dict[str, Any] | None, cache_path, threads: int | None = None,
+                    prompt_files: list[str] | tuple[str, ...] = ()) -> int:
     """Entry point of rule arena_human_pairs: the judge on the pairs people rated."""
     labels = read_human_labels(human_csv)
     first = labels.drop_duplicates("pair_id")
@@ -102,7 +107,7 @@ def run_human_pairs(human_csv, out_path, judge_spec: dict[str, Any], judge_name:
               "system_a": r.system_1, "answer_a": r.answer_1, "system_b": r.system_2, "answer_b": r.answer_2}
              for r in first.itertuples()]
     return write_jsonl(out_path, _judge(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path,
-                                        threads))
+                                        threads, prompt_files))
 
 
 HUMAN_COLUMNS = ("pair_id", "domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2", "annotator",
@@ -128,7 +133,8 @@ def read_human_labels(path) -> pd.DataFrame:
 
 def run_summary_arena(papers_path, summary_paths, systems: list[str], baseline: str, out_path,
                       judge_spec: dict[str, Any], judge_name: str, mode: str, orders: str, seed: int,
-                      generation: dict[str, Any] | None, cache_path, threads: int | None = None) -> int:
+                      generation: dict[str, Any] | None, cache_path, threads: int | None = None,
+                      prompt_files: list[str] | tuple[str, ...] = ()) -> int:
     """Entry point of rule arena_summaries: summaries vs the abstract, and ISQA vs the baseline."""
     papers = {p.id: p for p in read_records(papers_path, Paper)}
     finals: dict[tuple[str, str], dict] = {}
@@ -149,7 +155,7 @@ def run_summary_arena(papers_path, summary_paths, systems: list[str], baseline: 
                           "system_a": system, "answer_a": row["summary"], "system_b": baseline,
                           "answer_b": finals[(pid, baseline)]["summary"]})
     return write_jsonl(out_path, _judge(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path,
-                                        threads))
+                                        threads, prompt_files))
 
 
 def outcomes_vs(records: pd.DataFrame, reference: str) -> pd.DataFrame:

@@ -45,9 +45,20 @@ def run_responses(instructions_path, out_path, model_spec: dict[str, Any], model
     return write_jsonl(out_path, rows)
 
 
+def load_judge_prompt(prompt_files):
+    """The published InFoBench prompt from the rule's prompt input, or None (our own prompt)."""
+    from isqaflow.data.prompts import load_infobench_prompt
+
+    return load_infobench_prompt(prompt_files[0]) if prompt_files else None
+
+
 def run_judge(instructions_path, response_paths, out_path, judge_spec: dict[str, Any], judge_name: str,
-              mode: str, generation: dict[str, Any] | None, cache_path, threads: int | None = None) -> int:
-    """Entry point of rule drfr_judge: every responder's responses, one judge."""
+              mode: str, generation: dict[str, Any] | None, cache_path, threads: int | None = None,
+              prompt_files: list[str] | tuple[str, ...] = ()) -> int:
+    """Entry point of rule drfr_judge: every responder's responses, one judge.
+
+    ``prompt_files``: InFoBench's published evaluation.py (judges with prompts: published).
+    """
     from isqaflow.drfr.judge import judge
     from isqaflow.io import read_jsonl
     from isqaflow.models.registry import load_model
@@ -64,7 +75,7 @@ def run_judge(instructions_path, response_paths, out_path, judge_spec: dict[str,
             })
     model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
     params = GenerationParams.from_dict(generation) if generation else None
-    records = judge(model, items, mode, params)
+    records = judge(model, items, mode, params, prompt=load_judge_prompt(prompt_files))
     for record in records:
         record["judge"] = judge_name
     invalid = sum(r["answer"] == "INVALID" for r in records)

@@ -39,9 +39,10 @@ def paper_requirements(paper: Paper) -> list[dict[str, Any]]:
 
 def run_summary_judge(papers_path, summary_paths, systems: list[str], out_path, judge_spec: dict[str, Any],
                       judge_name: str, mode: str, generation: dict[str, Any] | None, cache_path,
-                      threads: int | None = None) -> int:
+                      threads: int | None = None, prompt_files: list[str] | tuple[str, ...] = ()) -> int:
     """Entry point of rule drfr_summaries: judge the final summaries of the chosen systems."""
     from isqaflow.drfr.judge import judge
+    from isqaflow.drfr.responses import load_judge_prompt
     from isqaflow.models.registry import load_model
 
     papers = {p.id: p for p in read_records(papers_path, Paper)}
@@ -56,7 +57,8 @@ def run_summary_judge(papers_path, summary_paths, systems: list[str], out_path, 
                               "category": row["dataset"], "input": "", "response": row["summary"],
                               "requirements": reqs, "summarizer": row["summarizer"]})
     model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
-    records = judge(model, items, mode, GenerationParams.from_dict(generation) if generation else None)
+    records = judge(model, items, mode, GenerationParams.from_dict(generation) if generation else None,
+                    prompt=load_judge_prompt(prompt_files))
     summarizer = {(it["instruction_id"], it["model"]): it["summarizer"] for it in items}
     for record in records:
         record.update(judge=judge_name, paper_id=record["instruction_id"], system=record["model"],
