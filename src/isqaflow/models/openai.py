@@ -320,10 +320,19 @@ class OpenAIModel(LanguageModel):
             finish_reason=choice.finish_reason,
         )
 
+    def _map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
+        """``fn`` over ``items`` in ``concurrency`` threads.  On an exception (SIGTERM's
+        JobTerminated included) it returns at once, without waiting for requests in flight,
+        so the job's clean-up (stopping its server) runs while the scheduler still waits."""
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        try:
+            return list(pool.map(fn, items))
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
     def generate(self, requests: Sequence[Request], params: GenerationParams) -> list[Generation]:
         started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            results = list(pool.map(lambda r: self._call(r, params), requests))
+        results = self._map(lambda r: self._call(r, params), requests)
         log.info("%s: %d requests in %.1fs", self.name, len(requests), time.monotonic() - started)
         return results
 
@@ -336,9 +345,7 @@ class OpenAIModel(LanguageModel):
                 "use a text-mode judge with this model"
             )
         plans = [self._plan_scoring(context, candidates) for context, candidates in items]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            results = list(pool.map(lambda plan: self._score_planned(*plan), plans))
-        return results
+        return self._map(lambda plan: self._score_planned(*plan), plans)
 
     def _plan_scoring(self, context: Request, candidates: Sequence[str]) -> tuple[Any, str, list[str]]:
         """Checks made for every item before any request: the payload (messages), prefix and rests."""

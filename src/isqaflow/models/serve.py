@@ -78,7 +78,6 @@ import urllib.error
 import urllib.request
 from collections import deque
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -558,8 +557,7 @@ class ServedModel(TokenizedText, OpenAIModel):
             return super().score_batch(items)
         rows = [(i, ids, cand) for i, (context, candidates) in enumerate(items)
                 for ids, cand in self._candidate_rows(context, candidates)]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            scores = list(pool.map(lambda row: self._prompt_logprob(row[1], row[2]), rows))
+        scores = self._map(lambda row: self._prompt_logprob(row[1], row[2]), rows)
         out: list[list[float]] = [[] for _ in items]
         for (i, _, _), score in zip(rows, scores, strict=True):
             out[i].append(score)
