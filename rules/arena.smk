@@ -76,6 +76,7 @@ rule arena_judge:
             for a in arena_run(wc.retriever, wc.k)["answerers"]
         ],
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+        prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
         judged="results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
     log:
@@ -107,6 +108,7 @@ rule arena_judge_checks:
         queries=lambda wc: arena_files("queries"),
         human=config["datasets"]["rag"].get("human_labels") or [],
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+        prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
         # the known-answer controls always; the human-labelled pairs when configured
         **arena_check_outputs(),
@@ -140,6 +142,7 @@ rule arena_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+        prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
         judged="results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
     log:

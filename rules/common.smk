@@ -109,6 +109,7 @@ def model_spec(name):
             f"unknown model {name!r}; models in config: {sorted(config['models'])}"
         )
     spec.pop("convert", None)
+    spec.pop("price", None)  # the manifest's cost table: a new price reruns no job
     return spec
 
 
@@ -522,6 +523,21 @@ def validity_targets():
 
 
 # ----------------------------------------------------------------------------- data
+def published_prompt_files(family, judge):
+    """The published prompt files a judge reads (prompts: published), or none (our own)."""
+    if judge.get("prompts", "ours") != "published":
+        return []
+    key = "infobench" if family == "drfr" else "arena"
+    spec = config.get("published_prompts", {}).get(key)
+    if spec is None:
+        raise ValueError(
+            f"a {family} judge has prompts: published, but the config has no published_prompts.{key}"
+        )
+    if family == "drfr":
+        return [raw_path(spec)]
+    return [raw_path(spec[part]) for part in ("system", "template", "examples")]
+
+
 def download_filename(name):
     return PurePosixPath(urlparse(config["downloads"][name]["url"]).path).name
 

@@ -18,6 +18,7 @@ with job(snakemake) as ctx:
         generation=snakemake.params.generation,
         controls=snakemake.params.controls,
         per_domain=snakemake.params.per_domain,
+        prompt_files=list(snakemake.input.prompt),
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
     )

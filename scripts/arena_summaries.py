@@ -19,4 +19,5 @@ with job(snakemake) as ctx:
         generation=snakemake.params.generation,
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
+        prompt_files=list(snakemake.input.prompt),
     )

@@ -20,4 +20,5 @@ with job(snakemake) as ctx:
         seed=snakemake.params.seed,
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
+        prompt_files=list(snakemake.input.prompt),
     )

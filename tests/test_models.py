@@ -543,3 +543,116 @@ def test_length_batches_keep_padding_small():
     assert length_batches(order, lengths, max_tokens=200) == [[0, 1], [2], [3, 4], [5, 6]]
     # a longer row after shorter ones (the next group's) starts a batch of its own
     assert length_batches([0, 1, 2], [50, 48, 100]) == [[0, 1], [2]]
+
+
+# ----------------------------------------------------------------------------- chat templates
+
+CONVERSATION = [
+    {"role": "system", "content": "Answer briefly."},
+    {"role": "user", "content": "Is the fox quick?"},
+    {"role": "assistant", "content": "YES"},
+    {"role": "user", "content": "Is the dog lazy?"},
+]
+VICUNA_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. The assistant gives "
+                 "helpful, detailed, and polite answers to the user's questions.")
+# Expected texts written out from the formats' definitions: FastChat's "vicuna_v1.1"
+# conversation (ADD_COLON_TWO, sep " ", sep2 "</s>", BOS from the tokenizer) and the
+# template of meta-llama/Llama-2-7b-chat-hf.
+RENDERED = {
+    "vicuna_v1.1": (
+        "<s>Answer briefly. USER: Is the fox quick? ASSISTANT: YES</s>USER: Is the dog lazy? ASSISTANT:",
+        f"<s>{VICUNA_SYSTEM} USER: Is the dog lazy? ASSISTANT:",
+    ),
+    "llama-2": (
+        "<s>[INST] <<SYS>>\nAnswer briefly.\n<</SYS>>\n\nIs the fox quick? [/INST] YES </s><s>[INST] Is the dog "
+        "lazy? [/INST]",
+        "<s>[INST] Is the dog lazy? [/INST]",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def llama_style_tokenizer(tiny_causal):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(tiny_causal, bos_token="<s>", eos_token="</s>")
+
+
+@pytest.mark.parametrize("name", sorted(RENDERED))
+def test_shipped_templates_render_a_fixed_conversation(llama_style_tokenizer, name):
+    from isqaflow.models.templates import NAMED, resolve_chat_template
+
+    assert set(NAMED) == set(RENDERED)
+    template = resolve_chat_template(name, "m")
+    assert template.source == f"named:{name}" and len(template.sha256) == 64
+    with_system, without = RENDERED[name]
+    render = lambda conv: llama_style_tokenizer.apply_chat_template(  # noqa: E731
+        conv, chat_template=template.text, tokenize=False, add_generation_prompt=True)
+    assert render(CONVERSATION) == with_system
+    assert render(CONVERSATION[-1:]) == without
+    with pytest.raises(Exception, match="alternate"):
+        render([{"role": "user", "content": "a"}, {"role": "user", "content": "b"}])
+
+
+def template_free_copy(src, dst, *, break_weights=False):
+    """A copy of a model directory whose tokenizer has no chat template."""
+    import json
+    import shutil
+
+    shutil.copytree(src, dst)
+    (dst / "chat_template.jinja").unlink(missing_ok=True)
+    config_path = dst / "tokenizer_config.json"
+    config = json.loads(config_path.read_text())
+    config.pop("chat_template", None)
+    config_path.write_text(json.dumps(config))
+    if break_weights:  # reading them would fail: an error about the template proves they were not read
+        for weights in dst.glob("*.safetensors"):
+            weights.write_bytes(b"not weights")
+    return dst
+
+
+def test_causal_model_without_template_fails_at_load_naming_it(tiny_causal, tmp_path):
+    from isqaflow.models.templates import MissingChatTemplate
+
+    bare = template_free_copy(tiny_causal, tmp_path / "bare", break_weights=True)
+    with pytest.raises(MissingChatTemplate, match=r"model vicuna-ish: a causal model without a chat template.*"
+                                                  r"models\.vicuna-ish\.chat_template"):
+        load_model({"backend": "hf", "model": str(bare)}, name="vicuna-ish", threads=1)
+
+
+def test_chat_template_none_a_shipped_name_and_a_file(tiny_causal, tmp_path):
+    from isqaflow.models.base import flatten_messages
+
+    bare = template_free_copy(tiny_causal, tmp_path / "bare")
+    spec = {"backend": "hf", "model": str(bare)}
+    plain = load_model({**spec, "chat_template": "none"}, name="plain", threads=1)
+    assert plain.render(CONVERSATION) == (flatten_messages(CONVERSATION), False)
+    assert plain.chat_template.record() == {"source": "none", "sha256": None}
+    assert plain.identity()["chat_template"] == "none"
+
+    vicuna = load_model({**spec, "chat_template": "vicuna_v1.1"}, name="vicuna", threads=1)
+    text, templated = vicuna.render(CONVERSATION[-1:])
+    assert templated and text == f"<|bos|>{VICUNA_SYSTEM} USER: Is the dog lazy? ASSISTANT:"
+    assert vicuna.identity()["chat_template"] == vicuna.chat_template.sha256
+    # the same text comes out of the generation path (it encodes what render returns)
+    assert vicuna.encode_request(CONVERSATION[-1:]) == vicuna.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    custom = tmp_path / "qa.jinja"
+    custom.write_text("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+                      "{% if add_generation_prompt %}[assistant]{% endif %}")
+    own = load_model({**spec, "chat_template": str(custom)}, name="own", threads=1)
+    assert own.render(CONVERSATION[-1:]) == ("[user] Is the dog lazy?\n[assistant]", True)
+    assert own.chat_template.source == f"file:{custom}"
+    # a configured template changes the cache identity; an unconfigured model keeps its old one
+    assert "chat_template" not in load_model(spec | {"model": str(tiny_causal)}, threads=1).identity()
+
+    with pytest.raises(ValueError, match=r"model typo: chat_template 'vicuna' is neither a shipped template "
+                                         r"\(llama-2, vicuna_v1.1\), 'none', nor an existing Jinja file"):
+        load_model({**spec, "chat_template": "vicuna"}, name="typo", threads=1)
+
+
+def test_seq2seq_without_template_is_prompted_with_plain_text(seq2seq):
+    from isqaflow.models.base import flatten_messages
+
+    assert seq2seq.chat_template.source == "plain:seq2seq"
+    assert seq2seq.render(CONVERSATION) == (flatten_messages(CONVERSATION), False)

@@ -357,7 +357,8 @@ class FakeOpenAI:
     requests (an int, or ``"hang"`` to wait without answering); later requests get
     ``default`` (200 with :data:`CHAT_OK`)."""
 
-    def __init__(self, script=(), default=200, body=None):
+    def __init__(self, script=(), default=200, body=None, respond=None):
+        self.respond = respond  # request body -> response body (recorded responses by request)
         self.script = list(script)
         self.default = default
         self.body = body or CHAT_OK
@@ -378,7 +379,8 @@ class FakeOpenAI:
                     fake.release.wait(30)
                     return
                 if action == 200:
-                    payload = json.dumps(fake.body).encode()
+                    body = fake.respond(fake.requests[-1]["body"]) if fake.respond else fake.body
+                    payload = json.dumps(body).encode()
                 else:
                     payload = json.dumps({"error": {"message": f"scripted {action}", "type": "server_error",
                                                     "code": None}}).encode()
@@ -566,18 +568,6 @@ def test_negative_max_retries_is_rejected(key_env):
         model.generate(["hi"], GenerationParams(max_new_tokens=2))
 
 
-def test_score_batch_is_not_implemented(fake_server, key_env, tmp_path):
-    fake = fake_server()
-    cached = load_model(openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite")
-    for model in (cached, cached.inner):
-        with pytest.raises(NotImplementedError, match=r"openai backend cannot score.*local \(hf\) model"):
-            model.score_batch([([{"role": "user", "content": "Is it?"}], ["YES", "NO"])])
-        with pytest.raises(NotImplementedError, match=r"local \(hf\) model"):
-            model.score("Is it?", ["YES", "NO"])
-    assert fake.requests == []
-    assert len(cached.cache) == 0
-
-
 def test_beam_search_falls_back_to_greedy_with_a_warning(fake_server, key_env, caplog):
     caplog.set_level(logging.WARNING, logger="isqaflow.models.openai")
     fake = fake_server()
@@ -585,4 +575,159 @@ def test_beam_search_falls_back_to_greedy_with_a_warning(fake_server, key_env, c
     out = model.generate(["hi", "ho"], GenerationParams(max_new_tokens=3, num_beams=4))
     assert [g.text for g in out] == ["YES, it is."] * 2
     assert len(fake.requests) == 2
-    assert any("beam search is not available" in r.getMessage() for r in caplog.records)
+    warnings = [r.getMessage() for r in caplog.records if "cannot apply" in r.getMessage()]
+    assert warnings == ["fake-model: the API cannot apply num_beams=4; decoding without it"]
+    assert model.usage.dropped_decoding == ["num_beams=4"]
+    model.generate(["hu"], GenerationParams(max_new_tokens=3, num_beams=4))  # warned once per setting
+    assert len([r for r in caplog.records if "cannot apply" in r.getMessage()]) == 1
+
+
+# ------------------------------------------------------------ log-probabilities and usage
+# Recorded responses in the OpenAI chat format with logprobs (the shape OpenAI and vLLM
+# return): `transformers serve` ignores logprobs, so the parsing is tested against this
+# scripted server, not a real one.
+
+
+def logprob_response(top, content="YES"):
+    body = json.loads(json.dumps(CHAT_OK))
+    body["choices"][0]["message"]["content"] = content
+    body["choices"][0]["logprobs"] = {"content": [{
+        "token": content, "logprob": top[0][1] if top else 0.0, "bytes": None,
+        "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top]}]}
+    body["usage"] = {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31}
+    return body
+
+
+JUDGE_CHAT = [{"role": "user", "content": "Generated Text: a cat. Question: Is it about a dog?"}]
+
+
+def test_top_logprobs_scoring_reads_each_candidate(fake_server, key_env, tmp_path):
+    from isqaflow.models import usage
+
+    usage.reset()
+    top = [("NO", -0.2), ("YES", -1.9), ("Yes", -2.5), ("No", -3.0)]
+    fake = fake_server(body=logprob_response(top, "NO"))
+    model = load_model(openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite", name="judge")
+    scores = model.score_batch([(JUDGE_CHAT, ["YES", "NO"]), ("A plain prompt.", ["NO", "Yes"])])
+    assert scores == [[-1.9, -0.2], [-0.2, -2.5]]
+    assert model.score(JUDGE_CHAT, ["YES", "NO"]) == [-1.9, -0.2]  # from the call cache
+    assert len(fake.requests) == 2
+    sent = sorted((r["body"] for r in fake.requests), key=lambda body: body["messages"][0]["content"])
+    assert sent[1] == {"model": "fake-model", "messages": JUDGE_CHAT, "max_tokens": 1, "temperature": 0.0,
+                       "seed": 0, "logprobs": True, "top_logprobs": 20}
+    assert sent[0]["messages"] == [{"role": "user", "content": "A plain prompt."}]
+    (entry,) = usage.snapshot()
+    assert (entry["name"], entry["requests"], entry["input_tokens"], entry["output_tokens"]) == ("judge", 2, 60, 2)
+    assert entry["scoring"] == {"items": 2, "absent_candidates": 0, "items_without_candidates": 0}
+
+
+def test_absent_candidates_get_the_floor_and_are_counted(fake_server, key_env, caplog):
+    from isqaflow.models import usage
+
+    usage.reset()
+    fake = fake_server(body=logprob_response([("The", -0.1), ("YES", -2.0), ("It", -4.5)], "The"))
+    model = load_model(openai_spec("fake-model", fake.url, top_logprobs=3), name="judge")
+    assert model.score(JUDGE_CHAT, ["YES", "NO"]) == [-2.0, -4.5]  # NO is not listed: the floor
+    assert fake.requests[0]["body"]["top_logprobs"] == 3
+    assert model.score(JUDGE_CHAT, ["1", "2"]) == [-4.5, -4.5]  # neither listed: both at the floor, counted
+    assert usage.snapshot()[0]["scoring"] == {"items": 2, "absent_candidates": 3, "items_without_candidates": 1}
+    assert any("none of the candidates ['1', '2']" in r.getMessage() for r in caplog.records)
+
+
+def test_server_without_logprobs_fails_naming_model_and_mode(fake_server, key_env, tmp_path):
+    from isqaflow.models.openai import LogprobsUnavailable
+
+    fake = fake_server()  # CHAT_OK: "logprobs": null, as `transformers serve` answers
+    model = load_model(openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite", name="judge")
+    with pytest.raises(LogprobsUnavailable, match=r"model judge: the server returned no log-probabilities .*"
+                                                  r"\(logprobs: top_logprobs\)"):
+        model.score_batch([(JUDGE_CHAT, ["YES", "NO"])])
+    assert len(model.cache) == 0
+
+
+def test_unsupported_logprob_settings_fail_before_any_request(fake_server, key_env, tmp_path):
+    from isqaflow.models.openai import LogprobsUnavailable
+
+    fake = fake_server(body=logprob_response([("1", -0.1)]))
+    model = load_model(openai_spec("fake-model", fake.url), name="gpt4")
+    # "<rating>1" vs "<rating>2": the shared prefix needs an assistant prefill the API lacks
+    with pytest.raises(LogprobsUnavailable, match=r"model gpt4: the candidates share the prefix '<rating>'"):
+        model.score_batch([(JUDGE_CHAT, ["<rating>1", "<rating>2", "<rating>0"])])
+    off = load_model(openai_spec("fake-model", fake.url, logprobs="none"), name="gpt4")
+    with pytest.raises(LogprobsUnavailable, match=r"model gpt4: log-probability scoring is switched off "
+                                                  r"\(logprobs: none\)"):
+        off.score(JUDGE_CHAT, ["YES", "NO"])
+    with pytest.raises(LogprobsUnavailable, match=r"model gpt4: logprobs: prompt_logprobs needs the model's "
+                                                  r"tokenizer"):
+        load_model(openai_spec("fake-model", fake.url, logprobs="prompt_logprobs"), name="gpt4")
+    with pytest.raises(ValueError, match="logprobs must be one of top_logprobs, prompt_logprobs, none"):
+        load_model(openai_spec("fake-model", fake.url, logprobs="yes"), name="gpt4")
+    assert fake.requests == []
+
+
+def test_split_candidates():
+    from isqaflow.models.openai import split_candidates
+
+    assert split_candidates(["<rating>1", "<rating>2", "<rating>0"]) == ("<rating>", ["1", "2", "0"])
+    assert split_candidates(["YES", "NO"]) == ("", ["YES", "NO"])
+    assert split_candidates(["YES", "YES NO"]) == ("YE", ["S", "S NO"])  # every rest keeps a character
+    assert split_candidates(["YES"]) == ("", ["YES"])
+    with pytest.raises(ValueError, match="empty candidate"):
+        split_candidates(["YES", ""])
+
+
+def test_rate_limiter_holds_requests_and_tokens_per_minute():
+    from isqaflow.models.openai import RateLimiter
+
+    now = [0.0]
+    slept = []
+
+    def sleep(seconds):
+        slept.append(seconds)
+        now[0] += seconds
+
+    limiter = RateLimiter(requests_per_minute=2, tokens_per_minute=100, clock=lambda: now[0], sleep=sleep)
+    first = limiter.acquire(30)
+    now[0] = 10.0
+    limiter.acquire(30)
+    assert slept == []
+    limiter.acquire(10)  # a third request in the minute waits until the first leaves the window
+    assert slept == [pytest.approx(50.0)] and now[0] == pytest.approx(60.0)
+    limiter.settle(first, 5)  # (already out of the window)
+    now[0] = 75.0
+    limiter.acquire(95)  # 10 tokens booked at 60 s: 95 more exceed 100 until that booking leaves at 120 s
+    assert slept[-1] == pytest.approx(45.0) and now[0] == pytest.approx(120.0)
+    assert [b[1] for b in limiter._booked] == [95.0]
+    alone = RateLimiter(tokens_per_minute=50, clock=lambda: now[0], sleep=sleep)
+    alone.acquire(500)  # larger than the limit: passes once the window is empty
+    with pytest.raises(ValueError, match="requests_per_minute must be at least 1"):
+        RateLimiter(requests_per_minute=0)
+
+
+def test_rate_limit_books_reported_tokens(fake_server, key_env):
+    fake = fake_server()
+    model = load_model(openai_spec("fake-model", fake.url, requests_per_minute=100, tokens_per_minute=10_000))
+    model.generate(["one two three", "four"], GenerationParams(max_new_tokens=50))
+    assert sorted(b[1] for b in model.limiter._booked) == [10.0, 10.0]  # usage 7 + 3, not the estimate
+
+
+def test_usage_is_written_beside_the_job_outputs(fake_server, key_env, tmp_path):
+    from isqaflow import runtime
+    from isqaflow.models import usage
+
+    usage.reset()
+    fake = fake_server()
+    out = tmp_path / "results" / "judged.jsonl"
+    smk = types.SimpleNamespace(log=[str(tmp_path / "job.log")], threads=1, rule="arena_judge",
+                                wildcards={"judge": "gpt4"}, output=[str(out)])
+    with runtime.job(smk):
+        model = load_model(openai_spec("gpt-4-test", fake.url), cache=runtime.current_job().cache_path(),
+                           name="gpt4")
+        model.generate(["a", "b", "a"], GenerationParams(max_new_tokens=4))
+    record = json.loads((tmp_path / "results" / "judged.jsonl.usage.json").read_text())
+    assert record["rule"] == "arena_judge" and record["wildcards"] == {"judge": "gpt4"}
+    (entry,) = record["models"]
+    assert {k: entry[k] for k in ("name", "backend", "model", "requests", "input_tokens", "output_tokens")} == {
+        "name": "gpt4", "backend": "openai", "model": "gpt-4-test", "requests": 2, "input_tokens": 14,
+        "output_tokens": 6}
+    assert SENTINEL not in json.dumps(record)

@@ -16,7 +16,7 @@ DOMAINS, RETRIEVERS = 6, 2
 EXPECTED = {
     # data: 12 pinned files (QASPER archive, 2 HotpotQA files, InFoBench, 6 LFRQA files,
     # LoTTE and FiQA archives); 8 archive members (2 QASPER splits, 5 LoTTE domains, FiQA)
-    "download": 12,
+    "download": 16,  # 12 data files + 4 published judge-prompt files
     "extract": 8,
     "convert_papers": DATASETS,
     "convert_qa_train": 2,

@@ -7,17 +7,26 @@ of the job's own call cache: ``<first output>.calls.sqlite``, beside its outputs
 (SQLite locking is unreliable across cluster nodes, so no cache file is shared).
 The cache file is not a declared output, so Snakemake keeps it when it deletes the
 outputs of a failed or killed job, and the rerun resumes from it.
+
+Resources that must not outlive the job (a model server the job started, the
+job's token-usage record) register a hook with :func:`at_job_exit`; :func:`job`
+runs the hooks when the job ends -- normally, on an exception, and on SIGTERM from
+the scheduler, which it turns into :class:`JobTerminated` (exit status 143) so the
+hooks run before the process exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
+import signal
 import sys
+import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +58,7 @@ def setup_logging(log_file: str | os.PathLike | None = None, level: int = loggin
         handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
     logging.basicConfig(level=level, format=FORMAT, handlers=handlers, force=True)
     logging.captureWarnings(True)
-    for noisy in ("httpx", "urllib3", "filelock", "huggingface_hub"):
+    for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
@@ -65,11 +74,54 @@ class Job:
     rule: str
     threads: int
     outputs: list[str]
+    wildcards: dict[str, str] = field(default_factory=dict)
 
     def cache_path(self) -> Path:
         """This job's own call cache, beside its first output."""
         first = Path(self.outputs[0])
         return first.with_name(first.name + ".calls.sqlite")
+
+    def usage_path(self) -> Path:
+        """This job's record of its models (calls, tokens, chat templates), beside its first output."""
+        first = Path(self.outputs[0])
+        return first.with_name(first.name + ".usage.json")
+
+
+class JobTerminated(SystemExit):
+    """SIGTERM (a scheduler's cancel or time limit) inside :func:`job`: unwinds the job."""
+
+
+_current: Job | None = None
+_exit_hooks: list[Callable[[], None]] = []
+
+
+def current_job() -> Job | None:
+    """The job this process runs, inside :func:`job`; None elsewhere (tests, benchmarks)."""
+    return _current
+
+
+def at_job_exit(hook: Callable[[], None]) -> None:
+    """Run ``hook`` when the current job ends, however it ends (hooks run last-in first-out).
+
+    Outside a job it runs at interpreter exit instead.
+    """
+    if _current is None:
+        atexit.register(hook)
+    else:
+        _exit_hooks.append(hook)
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise JobTerminated(128 + signum)
+
+
+def _run_exit_hooks() -> None:
+    while _exit_hooks:
+        hook = _exit_hooks.pop()
+        try:
+            hook()
+        except Exception:  # one failing clean-up must not skip the others
+            log.exception("clean-up at job exit failed: %r", hook)
 
 
 @contextlib.contextmanager
@@ -83,9 +135,23 @@ def job(smk: Any) -> Iterator[Job]:
     wildcards = dict(getattr(smk, "wildcards", {}).items()) if hasattr(smk, "wildcards") else {}
     log.info("start %s %s (threads=%d)", rule, wildcards, threads)
     started = time.monotonic()
+    global _current
+    _current = Job(rule=rule, threads=threads, outputs=[str(o) for o in smk.output],
+                   wildcards={k: str(v) for k, v in wildcards.items()})
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     try:
-        yield Job(rule=rule, threads=threads, outputs=[str(o) for o in smk.output])
+        yield _current
     except BaseException:
         log.exception("%s failed after %.1fs", rule, time.monotonic() - started)
         raise
+    finally:
+        if main_thread:  # a second SIGTERM must not interrupt the clean-up
+            signal.signal(signal.SIGTERM, lambda signum, frame: log.warning("SIGTERM during clean-up: ignored"))
+        try:
+            _run_exit_hooks()
+        finally:
+            _current = None
+            if main_thread:
+                signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     log.info("done %s in %.1fs", rule, time.monotonic() - started)

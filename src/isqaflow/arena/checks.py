@@ -185,13 +185,15 @@ def summarize_controls(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, 
 def run_judge_checks(query_paths: Sequence, human_csv, validity_path, agreement_path, judge_spec: dict[str, Any],
                      judge_name: str, mode: str, orders: str, seed: int, generation: dict[str, Any] | None,
                      controls: Sequence[str], per_domain: int, cache_path, threads: int | None = None,
-                     rule: str = "raw", tie_band: float = 0.0) -> dict[tuple[str, str], dict[str, int]]:
+                     rule: str = "raw", tie_band: float = 0.0,
+                     prompt_files: Sequence[str] = ()) -> dict[tuple[str, str], dict[str, int]]:
     """Entry point of rule arena_judge_checks: the judge on the human-labelled pairs and the controls.
 
     Writes the judged human pairs to ``agreement_path`` when ``human_csv`` is given
     (both or neither), and the control records to ``validity_path`` (no controls: an
     empty file).  The scope of the records is the domains' names joined by "+".
-    Returns the per-(control, rule) counts.
+    Returns the per-(control, rule) counts.  ``prompt_files``: the published prompt's files
+    (``prompts: published``), or none.
     """
     if (human_csv is None) != (agreement_path is None):
         raise ValueError("human_csv and agreement_path go together: give both or neither")
@@ -199,7 +201,7 @@ def run_judge_checks(query_paths: Sequence, human_csv, validity_path, agreement_
     groups = {"human": human_pairs(human_csv) if human_csv else [],
               "control": build_controls(queries, controls, per_domain, seed)}
     judged = judge_groups(groups, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads,
-                          rule=rule, tie_band=tie_band)
+                          rule=rule, tie_band=tie_band, prompt_files=prompt_files)
     if agreement_path is not None:
         write_jsonl(agreement_path, judged["human"])
     scope = "+".join(sorted({q.domain for q in queries}))

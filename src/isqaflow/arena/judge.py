@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -46,6 +46,9 @@ from isqaflow.arena.verdicts import (
     preference_margin,
 )
 from isqaflow.models.base import GenerationParams, LanguageModel, Message
+
+if TYPE_CHECKING:
+    from isqaflow.data.prompts import ArenaPrompt
 
 log = logging.getLogger(__name__)
 
@@ -161,13 +164,18 @@ def _user_message(query: str, answer_1: str, answer_2: str, with_thinking: bool)
 
 
 def pair_request(
-    query: str, answer_1: str, answer_2: str, few_shot: bool = True, with_thinking: bool = True
+    query: str, answer_1: str, answer_2: str, few_shot: bool = True, with_thinking: bool = True,
+    prompt: ArenaPrompt | None = None,
 ) -> list[Message]:
     """The chat request that asks the judge to rate one ordered pair of answers.
 
     ``with_thinking=False`` asks for the rating alone (logprob mode); the in-context
     examples' replies then hold the rating alone too, so they show the same format.
+    ``prompt``: the published RAG-QA Arena prompt (:mod:`isqaflow.data.prompts`), used
+    as printed (its template asks for thinking; logprob mode scores the rating first).
     """
+    if prompt is not None:
+        return prompt.messages(query, answer_1, answer_2, few_shot)
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     if few_shot:
         for example_query, example_1, example_2, thinking, label in FEW_SHOT:
@@ -188,13 +196,14 @@ def _judge_requests(
     mode: Literal["text", "logprob"],
     few_shot: bool,
     params: GenerationParams,
+    prompt: ArenaPrompt | None = None,
 ) -> list[tuple[str, Verdict | None, dict[str, float] | None]]:
     """(raw reply, positional verdict, label log-probs) for each (query, answer 1, answer 2)."""
     if mode == "text":
-        chats = [pair_request(*request, few_shot=few_shot) for request in requests]
+        chats = [pair_request(*request, few_shot=few_shot, prompt=prompt) for request in requests]
         replies = [g.text for g in model.generate(chats, params)]
         return [(reply, parse_verdict(reply), None) for reply in replies]
-    chats = [pair_request(*req, few_shot=few_shot, with_thinking=False) for req in requests]
+    chats = [pair_request(*req, few_shot=few_shot, with_thinking=False, prompt=prompt) for req in requests]
     scores = model.score_batch([(chat, list(_CANDIDATES)) for chat in chats])
     labels = list(RATING_LABELS)
     results = []
@@ -214,6 +223,7 @@ def judge_pairs(
     few_shot: bool = True,
     rule: Literal["raw", "calibrated"] = "raw",
     tie_band: float = 0.0,
+    prompt: ArenaPrompt | None = None,
 ) -> list[dict[str, Any]]:
     """Judge pairs ``{"pair_id", "query", "system_a", "answer_a", "system_b", "answer_b", ...}``.
 
@@ -270,7 +280,7 @@ def judge_pairs(
         answers = (pairs[i]["answer_a"], pairs[i]["answer_b"])
         first, second = answers if order == "ab" else answers[::-1]
         requests.append((pairs[i]["query"], first, second))
-    judged = _judge_requests(model, requests, mode, few_shot, params or DEFAULT_PARAMS)
+    judged = _judge_requests(model, requests, mode, few_shot, params or DEFAULT_PARAMS, prompt)
 
     records = [{**pair, **dict.fromkeys(_OUTPUT_KEYS)} for pair in pairs]
     for (i, order), (raw, verdict, logprobs) in zip(plan, judged, strict=True):
@@ -315,6 +325,7 @@ def judge_groups(
     threads: int | None = None,
     rule: Literal["raw", "calibrated"] = "raw",
     tie_band: float = 0.0,
+    prompt_files: Sequence[str] = (),
 ) -> dict[str, list[dict[str, Any]]]:
     """Load the judge ``judge_spec`` once, with its call cache, and judge each group of pairs.
 
@@ -322,20 +333,23 @@ def judge_groups(
     ``orders="random"`` a group's orders do not depend on the other groups) and comes
     back under its name.  Each record gets ``judge`` = ``judge_name``.  ``generation``
     (text mode) overrides the default decoding; ``rule`` and ``tie_band`` choose the
-    verdict.  No pairs at all: no model is loaded.
+    verdict; ``prompt_files``: RAG-QA Arena's published system, template and examples files
+    (``prompts: published``), or none for our own prompt.  No pairs at all: no model is loaded.
     """
     check_verdict_rule(f"judge {judge_name!r}", mode, rule, tie_band, orders)
     if not any(groups.values()):
         log.info("%s: no pairs to judge", judge_name)
         return {name: [] for name in groups}
+    from isqaflow.data.prompts import load_arena_prompt
     from isqaflow.models.registry import load_model
 
+    prompt = load_arena_prompt(*prompt_files) if prompt_files else None
     model = load_model(dict(judge_spec), cache=cache_path, name=judge_name, threads=threads)
     params = GenerationParams.from_dict(generation) if generation else None
     judged = {}
     for name, pairs in groups.items():
         records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params, rule=rule,
-                              tie_band=tie_band)
+                              tie_band=tie_band, prompt=prompt)
         for record in records:
             record["judge"] = judge_name
         invalid = sum(record["verdict"] is None for record in records)
@@ -358,7 +372,8 @@ def judge_with_model(
     threads: int | None = None,
     rule: Literal["raw", "calibrated"] = "raw",
     tie_band: float = 0.0,
+    prompt_files: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """Load the judge and judge ``pairs``: :func:`judge_groups` with one group."""
     return judge_groups({"": pairs}, judge_spec, judge_name, mode, orders, seed, generation, cache_path,
-                        threads, rule=rule, tie_band=tie_band)[""]
+                        threads, rule=rule, tie_band=tie_band, prompt_files=prompt_files)[""]

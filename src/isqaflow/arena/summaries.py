@@ -19,10 +19,12 @@ from isqaflow.io import read_jsonl, read_records, write_jsonl
 def run_summary_arena(papers_path, summary_paths, systems: list[str], baseline: str, out_path,
                       judge_spec: dict[str, Any], judge_name: str, mode: str, orders: str, seed: int,
                       generation: dict[str, Any] | None, cache_path, threads: int | None = None,
-                      rule: str = "raw", tie_band: float = 0.0) -> int:
+                      rule: str = "raw", tie_band: float = 0.0,
+                      prompt_files: list[str] | tuple[str, ...] = ()) -> int:
     """Entry point of rule arena_summaries: summaries vs the abstract, and ISQA vs the baseline.
 
-    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.verdicts`).
+    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.verdicts`);
+    ``prompt_files``: the published prompt's files (``prompts: published``), or none.
     """
     papers = {p.id: p for p in read_records(papers_path, Paper)}
     finals: dict[tuple[str, str], dict] = {}
@@ -43,5 +45,5 @@ def run_summary_arena(papers_path, summary_paths, systems: list[str], baseline: 
                           "system_a": system, "answer_a": row["summary"], "system_b": baseline,
                           "answer_b": finals[(pid, baseline)]["summary"]})
     records = judge_with_model(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads,
-                               rule=rule, tie_band=tie_band)
+                               rule=rule, tie_band=tie_band, prompt_files=prompt_files)
     return write_jsonl(out_path, records)

@@ -47,9 +47,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from isqaflow.models.base import GenerationParams, LanguageModel, Message
+
+if TYPE_CHECKING:
+    from isqaflow.data.prompts import InfoBenchPrompt
 
 __all__ = [
     "CONTENT_FREE_RESPONSE",
@@ -90,8 +93,13 @@ _ANY_CASE_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _UPPERCASE_WORD = re.compile(r"\b(YES|NO)\b")
 
 
-def first_turn(response: str, input_text: str, question: str) -> str:
-    """The opening user message: rules, the input (when not empty), the text, the first question."""
+def first_turn(response: str, input_text: str, question: str, prompt: InfoBenchPrompt | None = None) -> str:
+    """The opening user message: rules, the input (when not empty), the text, the first question.
+
+    ``prompt``: the published InFoBench prompt (:mod:`isqaflow.data.prompts`) instead of ours.
+    """
+    if prompt is not None:
+        return prompt.first_turn(response, input_text, question)
     blocks = [RULES]
     if input_text.strip():
         blocks.append(f"Input:\n{input_text}")
@@ -101,7 +109,8 @@ def first_turn(response: str, input_text: str, question: str) -> str:
 
 
 def conversation(
-    response: str, input_text: str, questions: Sequence[str], answers: Sequence[str]
+    response: str, input_text: str, questions: Sequence[str], answers: Sequence[str],
+    prompt: InfoBenchPrompt | None = None,
 ) -> list[Message]:
     """Messages up to and including the user turn that asks ``questions[len(answers)]``.
 
@@ -109,10 +118,10 @@ def conversation(
     """
     if len(answers) >= len(questions):
         raise ValueError(f"{len(answers)} answers leave none of {len(questions)} questions to ask")
-    messages = [{"role": "user", "content": first_turn(response, input_text, questions[0])}]
+    messages = [{"role": "user", "content": first_turn(response, input_text, questions[0], prompt)}]
     for answer, question in zip(answers, questions[1:]):
         messages.append({"role": "assistant", "content": answer})
-        messages.append({"role": "user", "content": question})
+        messages.append({"role": "user", "content": prompt.later_turn(question) if prompt else question})
     return messages
 
 
@@ -206,6 +215,7 @@ def _run_conversations(
     conversations: Sequence[tuple[str, str, Sequence[str]]],
     mode: Literal["text", "logprob"],
     params: GenerationParams,
+    prompt: InfoBenchPrompt | None = None,
 ) -> list[list[tuple[str, str, float | None, float | None]]]:
     """Per (response, input, questions): per turn (raw answer, reply text, logprob YES, logprob NO).
 
@@ -215,7 +225,7 @@ def _run_conversations(
     results: list[list[tuple[str, str, float | None, float | None]]] = [[] for _ in conversations]
     for turn in range(max((len(q) for _, _, q in conversations), default=0)):
         active = [i for i, (_, _, questions) in enumerate(conversations) if turn < len(questions)]
-        requests = [conversation(*conversations[i], turns[i]) for i in active]
+        requests = [conversation(*conversations[i], turns[i], prompt) for i in active]
         if mode == "text":
             replies = [g.text for g in model.generate(requests, params)]
             judged = [(parse_answer(reply), reply, None, None) for reply in replies]
@@ -235,6 +245,7 @@ def judge_items(
     mode: Literal["text", "logprob"],
     params: GenerationParams | None = None,
     rule: Literal["raw", "calibrated"] = "raw",
+    prompt: InfoBenchPrompt | None = None,
 ) -> list[list[dict[str, Any]]]:
     """Like :func:`judge`, but one list of records per item (in question order)."""
     check_rule(mode, rule)
@@ -250,7 +261,7 @@ def judge_items(
         content_free, reads = _content_free_plan(items)
         reads = [len(items) + n for n in reads]
         conversations += [(CONTENT_FREE_RESPONSE, text, qs) for text, qs in content_free]
-    judged = _run_conversations(model, conversations, mode, params)
+    judged = _run_conversations(model, conversations, mode, params, prompt)
     records: list[list[dict[str, Any]]] = []
     for i, item in enumerate(items):
         reference = judged[reads[i]] if mode == "logprob" else None
@@ -299,6 +310,7 @@ def judge(
     mode: Literal["text", "logprob"],
     params: GenerationParams | None = None,
     rule: Literal["raw", "calibrated"] = "raw",
+    prompt: InfoBenchPrompt | None = None,
 ) -> list[dict[str, Any]]:
     """Judge every decomposed question of every item; one record per (item, question).
 
@@ -311,10 +323,19 @@ def judge(
     ``log_odds`` (YES minus NO), the content-free response's
     ``content_free_logprob_yes``/``_no`` and ``content_free_log_odds``,
     ``calibrated_log_odds`` and ``answer_calibrated``; these are None in text mode.
-    ``params`` (text mode only) defaults to greedy decoding of at most 16 new tokens.
+    ``params`` (text mode only) defaults to greedy decoding of at most 16 new tokens;
+    ``prompt``: the published InFoBench prompt instead of ours.
     """
-    per_item = judge_items(model, items, mode, params, rule)
+    per_item = judge_items(model, items, mode, params, rule, prompt)
     return [record for item_records in per_item for record in item_records]
+
+
+def load_judge_prompt(prompt_files: Sequence[str]) -> InfoBenchPrompt | None:
+    """The published InFoBench prompt from a rule's prompt input (its evaluation.py), or None:
+    our own prompt."""
+    from isqaflow.data.prompts import load_infobench_prompt
+
+    return load_infobench_prompt(prompt_files[0]) if prompt_files else None
 
 
 def invalid_count(records: Iterable[Mapping[str, Any]]) -> int:

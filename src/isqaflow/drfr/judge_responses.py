@@ -61,15 +61,17 @@ def run_judge(
     control_instructions: int | None = None,
     seed: int = 0,
     threads: int | None = None,
+    prompt_files: Sequence[str] = (),
 ) -> int:
     """Judge every response and every control item; write judgments and control records.
 
     ``controls`` are keys of :data:`isqaflow.drfr.controls.CONTROLS`, asked for
     ``control_instructions`` seeded instructions (None: all); ``dataset`` is the
-    control records' scope.  Returns the number of judgments written.
+    control records' scope; ``prompt_files``: InFoBench's published evaluation.py (judges with
+    ``prompts: published``).  Returns the number of judgments written.
     """
     from isqaflow.drfr.controls import control_items, control_records
-    from isqaflow.drfr.judge import check_rule, judge_items
+    from isqaflow.drfr.judge import check_rule, judge_items, load_judge_prompt
     from isqaflow.models.registry import load_model
 
     check_rule(mode, rule)  # before the model is loaded
@@ -96,7 +98,7 @@ def run_judge(
     )
     model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
     params = GenerationParams.from_dict(generation) if generation else None
-    judged = judge_items(model, items + controls_items, mode, params, rule)
+    judged = judge_items(model, items + controls_items, mode, params, rule, load_judge_prompt(prompt_files))
     records = [record for item_records in judged[: len(items)] for record in item_records]
     for record in records:
         record["judge"] = judge_name

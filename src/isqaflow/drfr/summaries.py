@@ -40,9 +40,13 @@ def paper_requirements(paper: Paper) -> list[dict[str, Any]]:
 
 def run_summary_judge(papers_path, summary_paths, systems: list[str], out_path, judge_spec: dict[str, Any],
                       judge_name: str, mode: str, generation: dict[str, Any] | None, cache_path,
-                      threads: int | None = None, rule: str = "raw") -> int:
-    """Entry point of rule drfr_summaries: judge the final summaries of the chosen systems."""
-    from isqaflow.drfr.judge import check_rule, judge
+                      threads: int | None = None, rule: str = "raw",
+                      prompt_files: list[str] | tuple[str, ...] = ()) -> int:
+    """Entry point of rule drfr_summaries: judge the final summaries of the chosen systems.
+
+    ``prompt_files``: InFoBench's published evaluation.py (judges with ``prompts: published``).
+    """
+    from isqaflow.drfr.judge import check_rule, judge, load_judge_prompt
 
     check_rule(mode, rule)  # before the model is loaded
     from isqaflow.models.registry import load_model
@@ -59,7 +63,8 @@ def run_summary_judge(papers_path, summary_paths, systems: list[str], out_path, 
                               "category": row["dataset"], "input": "", "response": row["summary"],
                               "requirements": reqs, "summarizer": row["summarizer"]})
     model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
-    records = judge(model, items, mode, GenerationParams.from_dict(generation) if generation else None, rule)
+    records = judge(model, items, mode, GenerationParams.from_dict(generation) if generation else None, rule,
+                    load_judge_prompt(prompt_files))
     summarizer = {(it["instruction_id"], it["model"]): it["summarizer"] for it in items}
     for record in records:
         record.update(judge=judge_name, paper_id=record["instruction_id"], system=record["model"],

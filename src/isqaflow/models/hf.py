@@ -1,8 +1,10 @@
 """Hugging Face transformers backend: causal and seq2seq models, optional peft adapter.
 
-* Chat conversations go through the tokenizer's chat template
-  (``apply_chat_template``); a model without one (Flan-T5) gets the turns as plain
-  text.
+* Chat conversations go through the chat template (``apply_chat_template``): the
+  entry's ``chat_template`` (a shipped name, a Jinja file, or ``none`` for plain text
+  on purpose) or else the tokenizer's own.  A causal model with neither fails when
+  it is loaded, before its weights are read (:mod:`.templates`); a seq2seq model
+  without one (Flan-T5) gets the turns as plain text, by design.
 * Generation is batched: requests are sorted by length, left-padded (causal) with
   attention masks, and decoded greedily, with beams or by sampling as the
   :class:`~.base.GenerationParams` say.
@@ -31,10 +33,18 @@ from isqaflow.models.base import (
     GenerationParams,
     LanguageModel,
     Request,
-    flatten_messages,
 )
+from isqaflow.models import usage
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
 from isqaflow.models.prefix import PrefixStore, common_prefix, prefix_groups
+from isqaflow.models.templates import (
+    SEQ2SEQ_PLAIN,
+    ChatTemplate,
+    missing_template_error,
+    resolve_chat_template,
+    tokenizer_template,
+)
+from isqaflow.models.tokenized import TokenizedText
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +135,27 @@ def resolve_dtype(dtype: str, device: str):
         raise ValueError(f"unknown dtype {dtype!r}; expected auto, float32, bfloat16 or float16") from None
 
 
-class HFModel(LanguageModel):
+def chat_template_for(tokenizer: Any, configured: str | None, name: str, is_seq2seq: bool) -> ChatTemplate:
+    """The template chat requests of this model use (see :mod:`.templates`).
+
+    A configured template replaces the tokenizer's (``tokenizer.chat_template`` is set
+    to it, so ``apply_chat_template`` renders it); ``none`` keeps plain text.  Raises
+    :class:`~.templates.MissingChatTemplate` for a causal model with no template at all.
+    """
+    template = resolve_chat_template(configured, name)
+    if template is not None:
+        if template.text is not None:
+            tokenizer.chat_template = template.text
+        return template
+    own = tokenizer_template(tokenizer)
+    if own is not None:
+        return own
+    if is_seq2seq:
+        return ChatTemplate(SEQ2SEQ_PLAIN, None)
+    raise missing_template_error(name)
+
+
+class HFModel(TokenizedText, LanguageModel):
     backend = "hf"
 
     def __init__(
@@ -141,6 +171,7 @@ class HFModel(LanguageModel):
         trust_remote_code: bool = False,
         prefix_sharing: bool = True,
         prefix_cache_mb: int = 1024,
+        chat_template: str | None = None,
         threads: int | None = None,
         name: str | None = None,
     ) -> None:
@@ -167,6 +198,8 @@ class HFModel(LanguageModel):
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.tokenizer.padding_side = "right" if self.is_seq2seq else "left"
+        # Checked before the weights are read: a missing template fails in seconds.
+        self.chat_template = chat_template_for(self.tokenizer, chat_template, self.name, self.is_seq2seq)
         auto = AutoModelForSeq2SeqLM if self.is_seq2seq else AutoModelForCausalLM
         net = auto.from_pretrained(
             model, revision=revision, dtype=self.torch_dtype, trust_remote_code=trust_remote_code
@@ -177,7 +210,7 @@ class HFModel(LanguageModel):
             # Merged into the weights: inference then costs what the base model costs.
             net = PeftModel.from_pretrained(net, adapter).merge_and_unload()
         self.net = net.to(self.device).eval()
-        self.has_chat_template = bool(getattr(self.tokenizer, "chat_template", None))
+        self.has_chat_template = not self.chat_template.plain_text
         self._identity = {
             "backend": self.backend,
             "model": model if not Path(model).exists() else Path(model).name,
@@ -187,6 +220,10 @@ class HFModel(LanguageModel):
             "adapter": adapter_fingerprint(adapter) if adapter else None,
             "dtype": str(self.torch_dtype).removeprefix("torch."),
         }
+        if chat_template is not None:  # only when configured: unconfigured keys stay as they were
+            self._identity["chat_template"] = self.chat_template.sha256 or self.chat_template.source
+        self.usage = usage.register(self.name, self.backend, self._identity["model"],
+                                    chat_template=self.chat_template.record())
         log.info(
             "loaded %s (%s, %s, %s%s) in %.1fs",
             self.name,
@@ -200,39 +237,6 @@ class HFModel(LanguageModel):
     # ------------------------------------------------------------------ identity
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
-
-    # ------------------------------------------------------------------ text in
-    def render(self, request: Request, add_generation_prompt: bool = True) -> tuple[str, bool]:
-        """The exact text the model reads for a request, and whether a chat template made it."""
-        if isinstance(request, str):
-            return request, False
-        if self.has_chat_template:
-            text = self.tokenizer.apply_chat_template(
-                list(request), tokenize=False, add_generation_prompt=add_generation_prompt
-            )
-            return text, True
-        return flatten_messages(request), False
-
-    def _encode(self, text: str, templated: bool) -> list[int]:
-        # A chat template already writes the special tokens; plain prompts get the
-        # tokenizer's own (BOS for Llama, </s> for T5).
-        return self.tokenizer(text, add_special_tokens=not templated)["input_ids"]
-
-    def encode_request(self, request: Request) -> list[int]:
-        return self._encode(*self.render(request))
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
-
-    def truncate_text(self, text: str, max_tokens: int) -> tuple[str, int]:
-        enc = self.tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)
-        ids = enc["input_ids"]
-        if len(ids) <= max_tokens:
-            return text, 0
-        if max_tokens <= 0:
-            return "", len(ids)
-        end = enc["offset_mapping"][max_tokens - 1][1]
-        return text[:end], len(ids) - max_tokens
 
     # ------------------------------------------------------------------ generate
     def generate(self, requests: Sequence[Request], params: GenerationParams,
@@ -273,6 +277,8 @@ class HFModel(LanguageModel):
                 if params.do_sample:
                     torch.manual_seed(params.seed + b)
                 finished(idx, self._generate_batch([encoded[i] for i in idx], params))
+        self.usage.add(len(results), sum(o.n_input_tokens for o in results),  # type: ignore[union-attr]
+                       sum(o.n_new_tokens for o in results))  # type: ignore[union-attr]
         return results  # type: ignore[return-value]
 
     def _can_share_prefix(self, params: GenerationParams) -> bool:
@@ -559,6 +565,7 @@ class HFModel(LanguageModel):
     # ------------------------------------------------------------------ score
     def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
                     on_batch: BatchCallback | None = None) -> list[list[float]]:
+        self.usage.add(len(items))
         if self.is_seq2seq:
             return self._score_seq2seq(items, on_batch)
         return self._score_causal(items, on_batch)

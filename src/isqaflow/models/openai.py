@@ -4,24 +4,150 @@ The API key is read from the environment variable named in the config (never fro
 the config itself) and appears in no log, cache key or result.  Every request has
 a timeout and is retried a bounded number of times with exponential backoff and
 jitter on connection errors, timeouts, rate limits and server errors; other errors
-(a bad request, a wrong key) fail at once.  Requests run concurrently in a small
-thread pool; ``on_batch`` hears of each reply as it arrives, so the call cache keeps
-it even if the job dies before the rest.  Plain prompts are sent as one user message.
+(a bad request, a wrong key) fail at once.  Requests run concurrently in a thread
+pool of ``concurrency`` workers (high for a local server so it can batch, low for a
+public API); ``on_batch`` hears of each reply as it arrives, so the call cache keeps it
+even if the job dies before the rest.  Plain prompts are sent as one user message.
+
+* **Rate limits** (public APIs): ``requests_per_minute`` and ``tokens_per_minute``
+  hold the job's requests inside a sliding 60-second window shared by all its
+  threads.  A request counts ``max_tokens`` plus an estimate of its prompt (words x
+  1.3, the API's own accounting counts ``max_tokens`` too) until it returns, then
+  the tokens the server reports.
+* **Usage**: requests and the input and output tokens the server reports go to the
+  job's usage record (:mod:`.usage`); calls answered from the call cache are not
+  sent and not counted.
+* **Decoding** the chat API cannot apply -- beams, ``min_new_tokens``, n-gram
+  blocking, a repetition penalty -- is dropped with a warning (once per setting)
+  and listed in the usage record's ``dropped_decoding``.  Served local models
+  (:mod:`.serve`) pass them to the engine instead, or fail.
+* **Log-probabilities** (``logprobs``, for logprob-mode judges):
+
+  - ``top_logprobs`` (default): one generated token with ``logprobs`` and
+    ``top_logprobs=K`` (``top_logprobs``, default 20, the OpenAI maximum).  The
+    candidates' common prefix (``"<rating>"`` of ``"<rating>1"``/``"<rating>2"``)
+    is sent as the start of the assistant reply (a prefill, which only some servers
+    offer: vLLM's ``continue_final_message``; the OpenAI API has none, so such
+    candidates fail there with :class:`LogprobsUnavailable` before any request).
+    A candidate's score is then the log-probability of the token that spells the
+    rest of it (``"1"``), i.e. log P(rest | request, prefix): the prefix's own
+    log-probability is the same for every candidate and left out, so comparisons
+    and margins between candidates are those of the full log-probabilities, while
+    absolute values differ from the hf backend's by that constant.  The rest must
+    be one token.  A candidate absent from the top K is given the floor of the
+    returned list (the smallest log-probability there: an upper bound of its own),
+    and counted in the usage record's ``scoring.absent_candidates`` (items where
+    no candidate was listed: ``items_without_candidates``, logged as a warning:
+    their candidates then tie at the floor).
+  - ``prompt_logprobs``: exact log-probabilities from the prompt's own
+    log-probabilities (vLLM); needs the model's tokenizer, so only for a served
+    local model (:mod:`.serve`).
+  - ``none``: scoring is refused.
+
+  A server that answers without log-probabilities (``transformers serve`` ignores
+  the request for them) fails with :class:`LogprobsUnavailable` naming the model
+  and the mode.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import random
+import threading
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow.models.base import BatchCallback, Generation, GenerationParams, LanguageModel, Request, canonical_request
+from isqaflow.models import usage
+from isqaflow.models.base import (
+    BatchCallback,
+    Generation,
+    GenerationParams,
+    LanguageModel,
+    Request,
+    canonical_request,
+)
 
 log = logging.getLogger(__name__)
+
+LOGPROB_MODES = ("top_logprobs", "prompt_logprobs", "none")
+MAX_TOP_LOGPROBS = 20
+
+
+class LogprobsUnavailable(RuntimeError):
+    """Log-probability scoring that this model, its server or its settings cannot do."""
+
+
+class RateLimiter:
+    """Requests and tokens per minute over a sliding 60-second window, shared by threads.
+
+    :meth:`acquire` blocks until a request of ``tokens`` fits, then books it and
+    returns the booking; :meth:`settle` replaces the booked estimate with the tokens
+    the server reported.  A single request larger than the token limit waits for an
+    empty window rather than forever.
+    """
+
+    WINDOW_S = 60.0
+
+    def __init__(self, requests_per_minute: int | None = None, tokens_per_minute: int | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
+        for label, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+            if value is not None and value < 1:
+                raise ValueError(f"{label} must be at least 1, got {value}")
+        self.requests_per_minute = requests_per_minute
+        self.tokens_per_minute = tokens_per_minute
+        self.clock, self.sleep = clock, sleep
+        self._booked: deque[list[float]] = deque()  # [time, tokens]
+        self._lock = threading.Lock()
+        self.waited_s = 0.0
+
+    def acquire(self, tokens: int) -> list[float]:
+        while True:
+            with self._lock:
+                now = self.clock()
+                while self._booked and self._booked[0][0] <= now - self.WINDOW_S:
+                    self._booked.popleft()
+                used = sum(booking[1] for booking in self._booked)
+                fits_requests = self.requests_per_minute is None or len(self._booked) < self.requests_per_minute
+                fits_tokens = (self.tokens_per_minute is None or not self._booked
+                               or used + tokens <= self.tokens_per_minute)
+                if fits_requests and fits_tokens:
+                    booking = [now, float(tokens)]
+                    self._booked.append(booking)
+                    return booking
+                wait = max(self._booked[0][0] + self.WINDOW_S - now, 0.01)  # the oldest booking leaves
+            self.waited_s += wait
+            self.sleep(wait)
+
+    def settle(self, booking: list[float], tokens: int) -> None:
+        with self._lock:
+            booking[1] = float(tokens)
+
+
+def split_candidates(candidates: Sequence[str]) -> tuple[str, list[str]]:
+    """The candidates' common prefix and what follows it in each (never empty).
+
+    ``["<rating>1", "<rating>2"]`` -> ``("<rating>", ["1", "2"])``; one candidate
+    has no prefix.
+    """
+    if not candidates:
+        raise ValueError("no candidates to score")
+    if any(not c for c in candidates):
+        raise ValueError("cannot score an empty candidate")
+    if len(candidates) == 1:
+        return "", list(candidates)
+    prefix = os.path.commonprefix(list(candidates))
+    prefix = prefix[: min(len(prefix), min(len(c) for c in candidates) - 1)]
+    return prefix, [c[len(prefix):] for c in candidates]
+
+
+def estimate_tokens(messages: Any) -> int:
+    text = messages if isinstance(messages, str) else " ".join(m["content"] for m in messages)
+    return max(1, round(len(text.split()) * 1.3))
 
 
 class OpenAIModel(LanguageModel):
@@ -37,6 +163,10 @@ class OpenAIModel(LanguageModel):
         max_retries: int = 5,
         backoff: float = 1.0,
         concurrency: int = 4,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        logprobs: str = "top_logprobs",
+        top_logprobs: int = MAX_TOP_LOGPROBS,
         name: str | None = None,
     ) -> None:
         import openai
@@ -46,11 +176,20 @@ class OpenAIModel(LanguageModel):
             raise ValueError(f"model {self.name}: max_retries must be >= 0")
         if concurrency < 1 or timeout <= 0:
             raise ValueError(f"model {self.name}: concurrency must be >= 1 and timeout > 0")
+        if logprobs not in LOGPROB_MODES:
+            raise ValueError(f"model {self.name}: logprobs must be one of {', '.join(LOGPROB_MODES)}, got {logprobs!r}")
+        if not 1 <= top_logprobs <= MAX_TOP_LOGPROBS:
+            raise ValueError(f"model {self.name}: top_logprobs must lie between 1 and {MAX_TOP_LOGPROBS}")
+        self._check_logprob_mode(logprobs)
         self.model = model
         self.base_url = base_url
         self.max_retries = max_retries
         self.backoff = backoff
         self.concurrency = concurrency
+        self.logprobs = logprobs
+        self.top_logprobs = top_logprobs
+        self.limiter = (RateLimiter(requests_per_minute, tokens_per_minute)
+                        if requests_per_minute or tokens_per_minute else None)
         key = os.environ.get(api_key_env) or None  # set but empty is missing too
         if key is None:
             if base_url is None:
@@ -66,7 +205,42 @@ class OpenAIModel(LanguageModel):
             openai.RateLimitError,
             openai.InternalServerError,
         )
+        self.usage = self._register_usage()
 
+    # ------------------------------------------------------------ hooks for served models
+    def _check_logprob_mode(self, mode: str) -> None:
+        if mode == "prompt_logprobs":
+            raise LogprobsUnavailable(
+                f"model {self.name}: logprobs: prompt_logprobs needs the model's tokenizer to place the "
+                "candidate tokens in the prompt, i.e. a local model served through serve:; an API model "
+                "offers top_logprobs"
+            )
+
+    def _register_usage(self) -> usage.ModelUsage:
+        return usage.register(self.name, self.backend, self.model)
+
+    def _decoding_extras(self, params: GenerationParams) -> dict[str, Any]:
+        """Extra request fields for decoding settings beyond the standard API (none here: dropped)."""
+        dropped = [f"{key}={value}" for key, value, default in (
+            ("num_beams", params.num_beams, 1), ("min_new_tokens", params.min_new_tokens, 0),
+            ("no_repeat_ngram_size", params.no_repeat_ngram_size, 0),
+            ("repetition_penalty", params.repetition_penalty, 1.0)) if value != default]
+        new = [d for d in dropped if d not in self.usage.dropped_decoding]
+        if new:
+            log.warning("%s: the API cannot apply %s; decoding without %s", self.name, ", ".join(new),
+                        "them" if len(new) > 1 else "it")
+            self.usage.note_dropped(new)
+        return {}
+
+    def _prefill_fields(self) -> dict[str, Any] | None:
+        """Request fields that make the server continue a final assistant message; None: unsupported."""
+        return None
+
+    def _plain_text(self, request: Request) -> str | None:
+        """The text to send to the completions endpoint instead of a chat; None: chat."""
+        return None
+
+    # ------------------------------------------------------------------ requests
     def identity(self) -> dict[str, Any]:
         return {"backend": self.backend, "model": self.model, "base_url": self.base_url}
 
@@ -74,22 +248,12 @@ class OpenAIModel(LanguageModel):
         canon = canonical_request(request)
         return [{"role": "user", "content": canon}] if isinstance(canon, str) else canon
 
-    def _call(self, request: Request, params: GenerationParams) -> Generation:
-        kwargs: dict[str, Any] = dict(
-            model=self.model,
-            messages=self._messages(request),
-            max_tokens=params.max_new_tokens,
-            temperature=params.temperature if params.do_sample else 0.0,
-            top_p=params.top_p if params.do_sample else 1.0,
-            seed=params.seed,
-        )
-        if params.stop:
-            kwargs["stop"] = list(params.stop)
-        if params.return_logprobs:
-            kwargs["logprobs"] = True
+    def _send(self, create: Callable[..., Any], estimate: int, **kwargs: Any) -> Any:
+        """One request with bounded retries, the rate limit and usage accounting."""
         for attempt in range(self.max_retries + 1):
+            booking = self.limiter.acquire(estimate) if self.limiter else None
             try:
-                response = self.client.chat.completions.create(**kwargs)
+                response = create(**kwargs)
                 break
             except self._retryable as err:
                 if attempt == self.max_retries:
@@ -101,34 +265,155 @@ class OpenAIModel(LanguageModel):
                     "%s: %s, retry %d/%d in %.1fs", self.name, type(err).__name__, attempt + 1, self.max_retries, delay
                 )
                 time.sleep(delay)
+        used = response.usage
+        n_in = getattr(used, "prompt_tokens", 0) or 0
+        n_out = getattr(used, "completion_tokens", 0) or 0
+        if booking is not None and (n_in or n_out):
+            self.limiter.settle(booking, n_in + n_out)
+        self.usage.add(1, n_in, n_out)
+        return response
+
+    def _sampling(self, params: GenerationParams) -> dict[str, Any]:
+        kwargs: dict[str, Any] = dict(
+            max_tokens=params.max_new_tokens,
+            temperature=params.temperature if params.do_sample else 0.0,
+            top_p=params.top_p if params.do_sample else 1.0,
+            seed=params.seed,
+        )
+        if params.stop:
+            kwargs["stop"] = list(params.stop)
+        extra = self._decoding_extras(params)
+        if extra:
+            kwargs["extra_body"] = extra
+        return kwargs
+
+    def _call(self, request: Request, params: GenerationParams) -> Generation:
+        text = self._plain_text(request)
+        if text is not None:
+            return self._complete(text, params)
+        messages = self._messages(request)
+        kwargs = dict(model=self.model, messages=messages, **self._sampling(params))
+        if params.return_logprobs:
+            kwargs["logprobs"] = True
+        response = self._send(self.client.chat.completions.create,
+                              estimate_tokens(messages) + params.max_new_tokens, **kwargs)
         choice = response.choices[0]
         logprob = None
         if params.return_logprobs and choice.logprobs and choice.logprobs.content:
             logprob = float(sum(t.logprob for t in choice.logprobs.content))
-        usage = response.usage
         return Generation(
             text=(choice.message.content or "").strip(),
-            n_input_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-            n_new_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            n_input_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
+            n_new_tokens=getattr(response.usage, "completion_tokens", 0) or 0,
             logprob=logprob,
             finish_reason=choice.finish_reason,
         )
 
-    def generate(self, requests: Sequence[Request], params: GenerationParams,
-                 on_batch: BatchCallback | None = None) -> list[Generation]:
-        if params.num_beams > 1:
-            log.warning("%s: beam search is not available through the API; decoding greedily", self.name)
-        started = time.monotonic()
-        results: list[Generation] = [None] * len(requests)  # type: ignore[list-item]
-        with ThreadPoolExecutor(max_workers=self.concurrency) as pool:
-            futures = {pool.submit(self._call, request, params): i for i, request in enumerate(requests)}
+    def _complete(self, prompt: str, params: GenerationParams) -> Generation:
+        """A plain-text request through the completions endpoint (served local models)."""
+        kwargs = dict(model=self.model, prompt=prompt, **self._sampling(params))
+        if params.return_logprobs:
+            kwargs["logprobs"] = 1
+        response = self._send(self.client.completions.create, estimate_tokens(prompt) + params.max_new_tokens,
+                              **kwargs)
+        choice = response.choices[0]
+        logprob = None
+        if params.return_logprobs and choice.logprobs and choice.logprobs.token_logprobs:
+            logprob = float(sum(lp for lp in choice.logprobs.token_logprobs if lp is not None))
+        return Generation(
+            text=(choice.text or "").strip(),
+            n_input_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
+            n_new_tokens=getattr(response.usage, "completion_tokens", 0) or 0,
+            logprob=logprob,
+            finish_reason=choice.finish_reason,
+        )
+
+    def _map(self, fn: Callable[[Any], Any], items: Sequence[Any], on_batch: BatchCallback | None = None) -> list[Any]:
+        """``fn`` over ``items`` in ``concurrency`` threads; ``on_batch`` hears of each result
+        as it arrives (each reply is its own batch).  On an exception (SIGTERM's JobTerminated
+        included) it returns at once, without waiting for requests in flight, so the job's
+        clean-up (stopping its server) runs while the scheduler still waits."""
+        pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        try:
+            results: list[Any] = [None] * len(items)
+            futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
             for future in as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
-                if on_batch is not None:  # each reply is its own batch
+                if on_batch is not None:
                     on_batch([(i, results[i])])
+            return results
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams,
+                 on_batch: BatchCallback | None = None) -> list[Generation]:
+        started = time.monotonic()
+        results = self._map(lambda r: self._call(r, params), requests, on_batch)
         log.info("%s: %d requests in %.1fs", self.name, len(requests), time.monotonic() - started)
         return results
+
+    # ------------------------------------------------------------------ scoring
+    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
+                    on_batch: BatchCallback | None = None) -> list[list[float]]:
+        """Log-probabilities of each item's candidates; see the module docstring for the modes."""
+        if self.logprobs == "none":
+            raise LogprobsUnavailable(
+                f"model {self.name}: log-probability scoring is switched off (logprobs: none); "
+                "use a text-mode judge with this model"
+            )
+        plans = [self._plan_scoring(context, candidates) for context, candidates in items]
+        return self._map(lambda plan: self._score_planned(*plan), plans, on_batch)
+
+    def _plan_scoring(self, context: Request, candidates: Sequence[str]) -> tuple[Any, str, list[str]]:
+        """Checks made for every item before any request: the payload (messages), prefix and rests."""
+        prefix, rests = split_candidates(list(candidates))
+        self._check_prefill(prefix)
+        return self._messages(context), prefix, rests
+
+    def _check_prefill(self, prefix: str) -> None:
+        if prefix and self._prefill_fields() is None:
+            raise LogprobsUnavailable(
+                f"model {self.name}: the candidates share the prefix {prefix!r}; scoring them with "
+                "logprobs: top_logprobs sends that prefix as the start of the assistant reply, which "
+                "this server does not offer (vLLM does: a served model with engine vllm); use a "
+                "text-mode judge with this model"
+            )
+
+    def _score_planned(self, messages: list[dict[str, str]], prefix: str, rests: list[str]) -> list[float]:
+        kwargs: dict[str, Any] = dict(model=self.model, max_tokens=1, temperature=0.0, seed=0,
+                                      logprobs=True, top_logprobs=self.top_logprobs)
+        if prefix:
+            messages = [*messages, {"role": "assistant", "content": prefix}]
+            kwargs["extra_body"] = self._prefill_fields()
+        response = self._send(self.client.chat.completions.create, estimate_tokens(messages) + 1,
+                              messages=messages, **kwargs)
+        choice = response.choices[0]
+        content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
+        if not content or not content[0].top_logprobs:
+            raise LogprobsUnavailable(
+                f"model {self.name}: the server returned no log-probabilities for a chat completion "
+                f"with logprobs=true, top_logprobs={self.top_logprobs} (logprobs: top_logprobs), so it "
+                "cannot serve a logprob-mode judge; use mode text, or a server that returns them "
+                "(vLLM, SGLang, the OpenAI API)"
+            )
+        return self._read_top([(entry.token, entry.logprob) for entry in content[0].top_logprobs], rests, prefix)
+
+    def _read_top(self, top: Sequence[tuple[str, float]], rests: list[str], prefix: str) -> list[float]:
+        """Each rest's log-probability from the returned (token, log-probability) list."""
+        best: dict[str, float] = {}
+        for token, logprob in top:  # several token ids may spell the same text: keep the likeliest
+            best[token] = max(best.get(token, -math.inf), float(logprob))
+        floor = min(best.values())
+        scores = [best.get(rest, floor) for rest in rests]
+        absent = [rest for rest in rests if rest not in best]
+        self.usage.add_scoring(items=1, absent_candidates=len(absent),
+                               items_without_candidates=int(len(absent) == len(rests)))
+        if len(absent) == len(rests):
+            log.warning("%s: none of the candidates %s after %r is among the top %d tokens %s; all get the "
+                        "floor %.2f", self.name, rests, prefix, len(best), sorted(best, key=best.get)[::-1][:5],
+                        floor)
+        return scores
 
     def close(self) -> None:
         self.client.close()

@@ -7,10 +7,21 @@ A config entry (``models.<name>`` in the workflow config) looks like::
     revision: null         # hub revision (a commit hash at paper scale)
     dtype: auto            # auto | float32 | bfloat16 | float16
     batch_size: 16
-    # openai only: base_url, api_key_env, timeout, max_retries, concurrency
+    chat_template: null    # a shipped name (vicuna_v1.1, llama-2), a Jinja file, or none
+    serve: null            # hf only: run the model behind a managed server (models/serve.py)
+    # openai: base_url, api_key_env, timeout, max_retries, backoff, concurrency,
+    #         requests_per_minute, tokens_per_minute
+    # openai and served: logprobs (top_logprobs | prompt_logprobs | none), top_logprobs
+
+* :func:`load_model` is what stages use: a local model with ``serve:`` runs behind
+  its own OpenAI-compatible server for the job (:class:`~.serve.ServedModel`),
+  every other entry in-process or through its API.
+* :func:`build_model` always builds the in-process backend -- fine-tuning needs
+  the weights themselves, whatever ``serve:`` says.
 
 Rules pass the entry through ``params:`` so a changed value reruns exactly the
-stages that use the model.
+stages that use the model.  ``price`` (the manifest's price table) and the
+workflow's own keys never reach a backend.
 """
 
 from __future__ import annotations
@@ -22,43 +33,81 @@ from isqaflow.models.base import LanguageModel
 from isqaflow.models.cache import CachedModel, CallCache
 
 HF_KEYS = {"backend", "model", "revision", "dtype", "device", "batch_size", "score_batch_tokens",
-           "trust_remote_code", "adapter", "prefix_sharing", "prefix_cache_mb"}
+           "trust_remote_code", "adapter", "prefix_sharing", "prefix_cache_mb",
+           "chat_template"}
+# With serve:, the client's options join the hf keys (which fine-tuning still uses in-process).
+SERVED_KEYS = HF_KEYS | {"serve", "concurrency", "timeout", "max_retries", "backoff", "logprobs", "top_logprobs"}
 OPENAI_KEYS = {"backend", "model", "base_url", "api_key_env", "timeout", "max_retries", "backoff",
-               "concurrency"}
-# Keys that describe the entry for the workflow (conversion, resources), not the backend.
-WORKFLOW_KEYS = {"convert", "gpu", "description"}
+               "concurrency", "requests_per_minute", "tokens_per_minute", "logprobs", "top_logprobs"}
+# Keys that describe the entry for the workflow (conversion, resources, cost), not the backend.
+WORKFLOW_KEYS = {"convert", "gpu", "description", "price"}
+# hf keys a served model does not use: the server's command decides (fine-tuning uses them)
+IN_PROCESS_ONLY = {"device", "batch_size", "score_batch_tokens", "prefix_sharing", "prefix_cache_mb"}
+
+
+def _backend(spec: dict[str, Any], name: str | None) -> str:
+    backend = spec.get("backend", "hf")
+    if backend not in ("hf", "openai"):
+        raise ValueError(f"model {name}: unknown backend {backend!r} (expected hf or openai)")
+    return backend
 
 
 def build_model(spec: dict[str, Any], *, name: str | None = None, adapter: str | None = None,
                 threads: int | None = None) -> LanguageModel:
+    """The in-process backend of ``spec`` (hf weights in this process, or the API client)."""
     spec = {k: v for k, v in spec.items() if k not in WORKFLOW_KEYS}
-    backend = spec.get("backend", "hf")
+    backend = _backend(spec, name)
     if backend == "hf":
-        unknown = set(spec) - HF_KEYS
+        unknown = set(spec) - SERVED_KEYS
         if unknown:
             raise ValueError(f"model {name}: unknown hf option(s) {sorted(unknown)}")
+        if "serve" not in spec and set(spec) - HF_KEYS:
+            raise ValueError(f"model {name}: option(s) {sorted(set(spec) - HF_KEYS)} apply to a served model "
+                             "only (with serve:)")
         from isqaflow.models.hf import HFModel
 
-        kwargs = {k: v for k, v in spec.items() if k not in ("backend", "model", "adapter")}
+        kwargs = {k: v for k, v in spec.items() if k in HF_KEYS and k not in ("backend", "model", "adapter")}
         return HFModel(spec["model"], adapter=adapter or spec.get("adapter"), threads=threads,
                        name=name, **kwargs)
-    if backend == "openai":
-        unknown = set(spec) - OPENAI_KEYS
-        if unknown:
-            raise ValueError(f"model {name}: unknown openai option(s) {sorted(unknown)}")
-        if adapter:
-            raise ValueError(f"model {name}: an adapter needs a local (hf) model")
-        from isqaflow.models.openai import OpenAIModel
+    unknown = set(spec) - OPENAI_KEYS
+    if "chat_template" in unknown:
+        raise ValueError(f"model {name}: chat_template applies to local models (hf, or served with serve:); "
+                         "an API model applies its own")
+    if "serve" in unknown:
+        raise ValueError(f"model {name}: serve: starts a local model's server: use it with backend hf (the "
+                         "job then talks to the server through the openai backend)")
+    if unknown:
+        raise ValueError(f"model {name}: unknown openai option(s) {sorted(unknown)}")
+    if adapter:
+        raise ValueError(f"model {name}: an adapter needs a local (hf) model")
+    from isqaflow.models.openai import OpenAIModel
 
-        kwargs = {k: v for k, v in spec.items() if k not in ("backend", "model")}
-        return OpenAIModel(spec["model"], name=name, **kwargs)
-    raise ValueError(f"model {name}: unknown backend {backend!r} (expected hf or openai)")
+    kwargs = {k: v for k, v in spec.items() if k not in ("backend", "model")}
+    return OpenAIModel(spec["model"], name=name, **kwargs)
+
+
+def serve_model(spec: dict[str, Any], *, name: str | None = None, adapter: str | None = None,
+                threads: int | None = None) -> LanguageModel:
+    """A local model behind its managed server (``spec`` has ``serve:``)."""
+    spec = {k: v for k, v in spec.items() if k not in WORKFLOW_KEYS}
+    if _backend(spec, name) != "hf":
+        raise ValueError(f"model {name}: serve: starts a local model's server: use it with backend hf")
+    unknown = set(spec) - SERVED_KEYS
+    if unknown:
+        raise ValueError(f"model {name}: unknown option(s) for a served model {sorted(unknown)}")
+    from isqaflow.models.serve import ServedModel
+
+    kwargs = {k: v for k, v in spec.items() if k not in IN_PROCESS_ONLY | {"backend", "model", "adapter"}}
+    return ServedModel(spec["model"], adapter=adapter or spec.get("adapter"), threads=threads, name=name, **kwargs)
 
 
 def load_model(spec: dict[str, Any], *, cache: CallCache | str | Path | None = None, name: str | None = None,
                adapter: str | None = None, threads: int | None = None) -> LanguageModel:
-    """Build the backend for ``spec`` and, when a cache is given, wrap it in the call cache."""
-    model = build_model(spec, name=name, adapter=adapter, threads=threads)
+    """The model a stage uses (served when the entry has ``serve:``), behind the call cache when one is given."""
+    if spec.get("serve"):
+        model = serve_model(spec, name=name, adapter=adapter, threads=threads)
+    else:
+        model = build_model(spec, name=name, adapter=adapter, threads=threads)
     if cache is None:
         return model
     if not isinstance(cache, CallCache):

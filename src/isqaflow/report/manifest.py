@@ -9,7 +9,11 @@ Written as JSON by the last rule of the DAG:
 * every model: backend, id or path, revision, weights fingerprint, and for converted
   models the source package, its version and the GGUF file's SHA-256,
 * adapters: their fingerprints and training settings,
-* package versions, the seed, the Snakemake command, host and time.
+* package versions, the seed, the Snakemake command, host and time,
+* the models' calls as the jobs recorded them (``<output>.usage.json``, see
+  :mod:`isqaflow.models.usage`): requests and input/output tokens per model and rule,
+  the cost where the model's config entry has a ``price`` (per million tokens), and
+  the chat template each model used.
 
 Secrets never enter it: for API models only the *name* of the environment variable
 holding the key is recorded.
@@ -70,8 +74,10 @@ def package_versions() -> dict[str, str | None]:
 
 def model_record(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     record = {k: v for k, v in entry.items() if k in ("backend", "model", "revision", "dtype", "base_url",
-                                                       "api_key_env")}
+                                                       "api_key_env", "chat_template", "price")}
     record["name"] = name
+    if entry.get("serve"):
+        record["serve"] = {"engine": entry["serve"].get("engine", "other"), "command": entry["serve"]["command"]}
     path = Path(entry["model"])
     if entry.get("backend", "hf") == "hf" and path.exists():
         record["weights_sha256"] = model_fingerprint(path)
@@ -90,8 +96,46 @@ def dataset_record(label: str, path: str, downloads: dict[str, Any]) -> dict[str
     return {"dataset": label, "path": path, "sha256": file_digest(path)}
 
 
+def gather_usage(results_dir: str | Path, models: dict[str, Any]) -> dict[str, Any]:
+    """Totals of the jobs' usage records under ``results_dir``, per model and rule.
+
+    Only records beside an output that exists count (a record left by a job whose
+    outputs were since removed is stale).  ``cost`` uses the ``price`` of the config
+    entry whose ``model`` is the recorded model id (None without a price).
+    """
+    prices = {entry["model"]: entry["price"] for entry in models.values() if entry.get("price")}
+    totals: dict[tuple[str, str, str], dict[str, Any]] = {}
+    templates: dict[str, list[dict[str, Any]]] = {}
+    for path in sorted(Path(results_dir).rglob("*.usage.json")):
+        if not path.with_name(path.name.removesuffix(".usage.json")).exists():
+            continue
+        record = json.loads(path.read_text(encoding="utf-8"))
+        rule = record.get("rule") or "?"
+        for model in record.get("models", []):
+            key = (model["model"], model["backend"], rule)
+            row = totals.setdefault(key, {"model": model["model"], "backend": model["backend"], "rule": rule,
+                                          "jobs": 0, "requests": 0, "input_tokens": 0, "output_tokens": 0,
+                                          "dropped_decoding": []})
+            row["jobs"] += 1
+            for field in ("requests", "input_tokens", "output_tokens"):
+                row[field] += int(model.get(field) or 0)
+            row["dropped_decoding"] = sorted(set(row["dropped_decoding"]) | set(model.get("dropped_decoding") or ()))
+            template = model.get("chat_template")
+            if template and template not in templates.setdefault(model["model"], []):
+                templates[model["model"]].append(template)
+    rows = []
+    for row in totals.values():
+        price = prices.get(row["model"])
+        row["cost"] = (round((row["input_tokens"] * price["input_per_million"]
+                              + row["output_tokens"] * price["output_per_million"]) / 1e6, 6) if price else None)
+        row["currency"] = price.get("currency", "USD") if price else None
+        rows.append(row)
+    return {"by_model_and_rule": rows, "chat_templates": templates}
+
+
 def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict[str, list[str]],
-                   adapters: dict[str, str], code_versions: dict[str, str], workflow_dir: str | Path) -> dict:
+                   adapters: dict[str, str], code_versions: dict[str, str], workflow_dir: str | Path,
+                   results_dir: str | Path = "results") -> dict:
     manifest = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workflow": git_state(workflow_dir),
@@ -109,6 +153,7 @@ def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict
              if (Path(path) / "training_settings.json").exists() else None}
             for name, path in adapters.items()
         ],
+        "model_usage": gather_usage(results_dir, config.get("models", {})),
         "packages": package_versions(),
         "config": config,
     }

@@ -1,0 +1,673 @@
+"""A local model behind an OpenAI-compatible server that the job starts and stops itself.
+
+A local (``backend: hf``) model entry with a ``serve:`` section is not loaded into
+the job's process: the job starts the server on its own node (under SLURM inside
+the job's allocation, so the stage asks for its GPU as before) and talks to it
+through the ``openai`` backend::
+
+    vicuna-7b:
+      backend: hf
+      model: lmsys/vicuna-7b-v1.5
+      chat_template: vicuna_v1.1
+      serve:
+        engine: vllm
+        command: vllm serve {model} --host {host} --port {port} --chat-template {chat_template}
+        lora_args: --enable-lora --max-lora-rank 8 --lora-modules {adapter_name}={adapter}
+        ready_timeout: 1800
+
+``serve`` keys (``models.<name>.serve``):
+
+* ``command`` -- the command line, split like a shell would (no shell runs it), with
+  placeholders ``{model}`` (the entry's ``model``) and ``{port}`` (required: a free
+  port chosen by the job), ``{host}`` (127.0.0.1), ``{revision}``, ``{dtype}``,
+  ``{chat_template}`` (a Jinja file holding the entry's template), ``{threads}``
+  (the job's threads).  A setting that changes outputs must reach the server:
+  a configured ``chat_template``, ``revision`` or a non-auto ``dtype`` without its
+  placeholder is an error, not silently ignored.
+* ``engine`` -- ``vllm``, ``transformers`` (``transformers serve``) or ``other``:
+  which request extensions the server understands (default ``other``: the plain
+  OpenAI API).  vLLM: ``min_tokens``, ``repetition_penalty``, beam search
+  (``use_beam_search`` with ``n`` beams), the assistant prefill
+  ``continue_final_message`` and ``prompt_logprobs``; it has no n-gram blocking.
+  transformers: every decoding setting, as a ``generation_config``; no
+  log-probabilities.
+* ``unsupported_decoding`` -- ``error`` (default): a decoding setting the engine
+  cannot apply fails the first request, naming the model and the setting;
+  ``drop``: decode without it, with a warning, recorded in the job's usage record.
+* ``lora_args`` -- appended when the job uses a LoRA adapter (the adapter path comes
+  from the rule, as for the hf backend): placeholders ``{adapter}`` (its path) and
+  ``{adapter_name}`` (the name requests then ask for).  A job with an adapter and
+  no ``lora_args`` fails at start.
+* ``extra_args`` -- a list of further arguments, appended as they are.
+* ``ready_timeout`` (s, default 900), ``stop_timeout`` (s, default 20).
+
+Life cycle (:class:`ManagedServer`): the server runs in its own process group, its
+output goes line by line into the job's log (logger ``isqaflow.server``), and the
+job waits until ``GET /v1/models`` answers and a first one-token completion of the
+model succeeds (``transformers serve`` lists nothing before its first request).  A
+server that exits or does not get ready within ``ready_timeout`` fails the job with
+its last log lines (:class:`ServerStartError`).  The server is stopped -- SIGTERM
+to its process group, SIGKILL after ``stop_timeout`` -- when the job ends: normally,
+on an exception, and on SIGTERM from the scheduler (:func:`isqaflow.runtime.job`);
+outside a job, at interpreter exit.  A small watchdog process stops the group too
+if the job process dies without cleaning up (``kill -9``, the OOM killer).
+
+The client side (:class:`ServedModel`) loads the model's tokenizer -- not its
+weights -- so the chat template is checked before the server starts, token counts
+and truncation are exact, plain-text requests (a prompt string, or
+``chat_template: none``) go to the completions endpoint as the text the hf backend
+would read, and ``logprobs: prompt_logprobs`` (vLLM) scores candidates exactly as
+the hf backend does.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shlex
+import signal
+import socket
+import string
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from isqaflow import runtime
+from isqaflow.models import usage
+from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Request, flatten_messages
+from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
+from isqaflow.models.openai import LogprobsUnavailable, OpenAIModel, split_candidates
+from isqaflow.models.tokenized import TokenizedText
+
+log = logging.getLogger(__name__)
+server_log = logging.getLogger("isqaflow.server")
+
+ENGINES = ("vllm", "transformers", "other")
+PLACEHOLDERS = {"model", "port", "host", "revision", "dtype", "chat_template", "threads", "adapter", "adapter_name"}
+LOCALHOST = "127.0.0.1"
+# an environment variable nobody sets: a served model never sends a real API key
+SERVED_KEY_ENV = "ISQAFLOW_SERVED_MODEL_KEY"
+
+
+class ServerStartError(RuntimeError):
+    """The managed server could not start, or did not get ready in time."""
+
+
+@dataclass(frozen=True)
+class ServeSettings:
+    """``models.<name>.serve``; see the module docstring."""
+
+    command: str
+    engine: str = "other"
+    ready_timeout: float = 900.0
+    stop_timeout: float = 20.0
+    extra_args: tuple[str, ...] = ()
+    lora_args: str | None = None
+    unsupported_decoding: str = "error"
+
+    @classmethod
+    def from_config(cls, values: Mapping[str, Any], model_name: str) -> ServeSettings:
+        where = f"models.{model_name}.serve"
+        if not isinstance(values, Mapping):
+            raise ValueError(f"{where} must be a mapping with at least a command, got {values!r}")
+        unknown = set(values) - {"command", "engine", "ready_timeout", "stop_timeout", "extra_args", "lora_args",
+                                 "unsupported_decoding"}
+        if unknown:
+            raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
+        command = values.get("command")
+        if not isinstance(command, str) or not command.strip():
+            raise ValueError(f"{where}.command must be the server's command line, got {command!r}")
+        engine = values.get("engine", "other")
+        if engine not in ENGINES:
+            raise ValueError(f"{where}.engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+        policy = values.get("unsupported_decoding", "error")
+        if policy not in ("error", "drop"):
+            raise ValueError(f"{where}.unsupported_decoding must be error or drop, got {policy!r}")
+        timeouts = {}
+        for key, default in (("ready_timeout", 900.0), ("stop_timeout", 20.0)):
+            value = values.get(key, default)
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{where}.{key} must be a positive number of seconds, got {value!r}")
+            timeouts[key] = float(value)
+        extra = values.get("extra_args", ())
+        if isinstance(extra, str) or not all(isinstance(a, str) for a in extra):
+            raise ValueError(f"{where}.extra_args must be a list of strings, got {extra!r}")
+        lora = values.get("lora_args")
+        if lora is not None and not isinstance(lora, str):
+            raise ValueError(f"{where}.lora_args must be a string, got {lora!r}")
+        settings = cls(command=command, engine=engine, extra_args=tuple(extra), lora_args=lora,
+                       unsupported_decoding=policy, **timeouts)
+        fields = settings.placeholders()
+        unknown_fields = fields - PLACEHOLDERS
+        if unknown_fields:
+            raise ValueError(f"{where}: unknown placeholder(s) {sorted(unknown_fields)} "
+                             f"(known: {', '.join(sorted(PLACEHOLDERS))})")
+        missing = {"model", "port"} - _fields(shlex.split(command))
+        if missing:
+            raise ValueError(f"{where}.command must contain {{model}} and {{port}}; it lacks "
+                             f"{', '.join('{' + m + '}' for m in sorted(missing))}")
+        return settings
+
+    def placeholders(self, with_lora: bool = True) -> set[str]:
+        return _fields(self.argv_template(with_lora))
+
+    def argv_template(self, with_lora: bool) -> list[str]:
+        argv = shlex.split(self.command) + list(self.extra_args)
+        if with_lora and self.lora_args:
+            argv += shlex.split(self.lora_args)
+        return argv
+
+    def argv(self, values: Mapping[str, Any], with_lora: bool) -> list[str]:
+        """The command line with every placeholder filled (each argument formatted on its own)."""
+        return [arg.format(**values) for arg in self.argv_template(with_lora)]
+
+    def record(self, with_lora: bool) -> dict[str, Any]:
+        """What identifies the server (for the cache identity and the usage record): no port."""
+        return {"engine": self.engine, "command": self.argv_template(with_lora)}
+
+
+def _fields(args: Sequence[str]) -> set[str]:
+    return {field for arg in args for _, field, _, _ in string.Formatter().parse(arg) if field is not None}
+
+
+def free_port(host: str = LOCALHOST) -> int:
+    """A port nothing listens on now (the server binds it a moment later)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+# Stops the server's process group when the job process is gone without having
+# stopped it (SIGKILL, OOM): it polls its parent and exits when the group is gone.
+WATCHDOG = """
+import os, signal, sys, time
+parent, pgid, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+def alive():
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stats = [open(f"/proc/{p}/stat").read() for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return True
+    for stat in stats:
+        fields = stat.rsplit(")", 1)[-1].split()
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+            return True
+    return False
+while os.getppid() == parent:
+    if not alive():
+        sys.exit(0)
+    time.sleep(0.5)
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        sys.exit(0)
+    end = time.monotonic() + grace
+    while time.monotonic() < end and alive():
+        time.sleep(0.2)
+"""
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc (Linux)."""
+    members = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[-1].split()
+        except OSError:  # exited meanwhile
+            continue
+        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(entry))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    """Whether a process group still has a live member (zombies, which an init that does not
+    reap may keep around, do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a process of another user took the id: not ours
+        return False
+    if not os.path.isdir("/proc"):
+        return True
+    return bool(group_members(pgid))
+
+
+class ManagedServer:
+    """One server process group: start, wait until ready, stop (idempotent)."""
+
+    def __init__(self, argv: list[str], *, name: str, port: int, probe_model: str, host: str = LOCALHOST,
+                 ready_timeout: float = 900.0, stop_timeout: float = 20.0, env: Mapping[str, str] | None = None,
+                 log_lines: int = 60) -> None:
+        self.argv, self.name, self.host, self.port = argv, name, host, port
+        self.probe_model = probe_model
+        self.ready_timeout, self.stop_timeout = ready_timeout, stop_timeout
+        self.env = dict(os.environ if env is None else env)
+        self.env.setdefault("PYTHONUNBUFFERED", "1")
+        self.last_lines: deque[str] = deque(maxlen=log_lines)
+        self.proc: subprocess.Popen | None = None
+        self.watchdog: subprocess.Popen | None = None
+        self._reader: threading.Thread | None = None
+        self._stop_lock = threading.Lock()
+        self.stopped = False
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def pgid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def start(self) -> ManagedServer:
+        log.info("%s: starting %s", self.name, shlex.join(self.argv))
+        try:
+            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                         stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+        except OSError as err:
+            raise ServerStartError(f"model {self.name}: cannot start the server {self.argv[0]!r}: {err}") from err
+        runtime.at_job_exit(self.stop)
+        self._reader = threading.Thread(target=self._read_output, name=f"server-log-{self.name}", daemon=True)
+        self._reader.start()
+        self.watchdog = subprocess.Popen(
+            [sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.proc.pid), str(self.stop_timeout)],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        return self
+
+    def _read_output(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in iter(self.proc.stdout.readline, b""):
+            line = raw.decode("utf-8", errors="replace").rstrip()
+            self.last_lines.append(line)
+            server_log.info("[%s] %s", self.name, line)
+
+    def wait_ready(self) -> ManagedServer:
+        """Block until the model answers; on failure stop the server and raise with its last lines."""
+        started = time.monotonic()
+        deadline = started + self.ready_timeout
+        listed = False
+        problem = "no answer"
+        while time.monotonic() < deadline:
+            if self.proc is None or self.proc.poll() is not None:
+                self._fail(f"the server exited with status {self.proc.returncode if self.proc else None} "
+                           "before it was ready")
+            try:
+                if not listed:
+                    _http_json("GET", f"{self.base_url}/models", timeout=5)
+                    listed = True
+                remaining = max(deadline - time.monotonic(), 1.0)
+                _http_json("POST", f"{self.base_url}/completions", timeout=remaining,
+                           body={"model": self.probe_model, "prompt": "Hello", "max_tokens": 1, "temperature": 0})
+                log.info("%s: server ready at %s after %.1fs", self.name, self.base_url, time.monotonic() - started)
+                return self
+            except urllib.error.HTTPError as err:
+                detail = err.read().decode("utf-8", errors="replace")[:500]
+                if 400 <= err.code < 500 and err.code not in (404, 408, 425, 429) or (err.code == 404 and listed
+                                                                                         and "model" in detail):
+                    self._fail(f"the server refused the first request for {self.probe_model!r}: "
+                               f"HTTP {err.code} {detail}")
+                problem = f"HTTP {err.code} {detail}"
+            except (OSError, ValueError) as err:  # not listening yet, reset while loading
+                problem = f"{type(err).__name__}: {err}"
+            time.sleep(0.5)
+        self._fail(f"the server was not ready within {self.ready_timeout:.0f} s (last: {problem})")
+        return self  # unreachable
+
+    def _fail(self, reason: str) -> None:
+        self.stop()
+        tail = "\n".join(self.last_lines) or "(no output)"
+        raise ServerStartError(f"model {self.name}: {reason}\ncommand: {shlex.join(self.argv)}\n"
+                               f"--- last lines of the server's output ---\n{tail}")
+
+    def stop(self) -> None:
+        """SIGTERM to the process group, SIGKILL after ``stop_timeout``; safe to call twice."""
+        with self._stop_lock:
+            if self.stopped or self.proc is None:
+                self.stopped = True
+                return
+            self.stopped = True
+            pgid = self.proc.pid
+            for sig, wait in ((signal.SIGTERM, self.stop_timeout), (signal.SIGKILL, 10.0)):
+                try:
+                    os.killpg(pgid, sig)
+                except ProcessLookupError:
+                    break
+                end = time.monotonic() + wait
+                while time.monotonic() < end:
+                    self.proc.poll()  # reap the leader, so only live members keep the group
+                    if not group_alive(pgid):
+                        break
+                    time.sleep(0.1)
+                else:
+                    if sig == signal.SIGTERM:
+                        log.warning("%s: server still running %.0f s after SIGTERM; killing it", self.name, wait)
+                    continue
+                break
+            self.proc.wait(timeout=10)
+            if self.watchdog is not None and self.watchdog.poll() is None:
+                self.watchdog.terminate()
+                self.watchdog.wait(timeout=10)
+            if self._reader is not None:
+                self._reader.join(timeout=5)
+            log.info("%s: server stopped (exit status %s)", self.name, self.proc.returncode)
+
+
+def _http_json(method: str, url: str, timeout: float, body: Mapping[str, Any] | None = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(url, data=data, method=method,
+                                     headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the job's own server)
+        return json.loads(response.read().decode("utf-8") or "null")
+
+
+class ServedModel(TokenizedText, OpenAIModel):
+    """A local model served by a :class:`ManagedServer` for this job; see the module docstring."""
+
+    backend = "served"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        serve: Mapping[str, Any],
+        adapter: str | None = None,
+        revision: str | None = None,
+        dtype: str = "auto",
+        chat_template: str | None = None,
+        trust_remote_code: bool = False,
+        logprobs: str = "top_logprobs",
+        top_logprobs: int = 20,
+        concurrency: int = 64,
+        timeout: float = 600.0,
+        max_retries: int = 2,
+        backoff: float = 1.0,
+        threads: int | None = None,
+        name: str | None = None,
+    ) -> None:
+        from transformers import AutoConfig, AutoTokenizer
+
+        from isqaflow.models.hf import chat_template_for
+
+        self.name = name or model
+        self.settings = ServeSettings.from_config(serve, self.name)
+        self.model_path = model
+        self.adapter_path = adapter
+        where = f"models.{self.name}"
+        if logprobs == "prompt_logprobs" and self.settings.engine != "vllm":
+            raise LogprobsUnavailable(f"model {self.name}: logprobs: prompt_logprobs is a vLLM extension; "
+                                      f"{where}.serve.engine is {self.settings.engine}")
+        # The tokenizer, not the weights: the template is checked before any server starts.
+        config = AutoConfig.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
+        self.is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
+        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
+        self.chat_template = chat_template_for(self.tokenizer, chat_template, self.name, self.is_seq2seq)
+        self.has_chat_template = not self.chat_template.plain_text
+        fields = self.settings.placeholders(with_lora=adapter is not None)
+        configured_template = chat_template is not None and self.chat_template.text is not None
+        if configured_template != ("chat_template" in fields):
+            raise ValueError(
+                f"model {self.name}: {where}.serve.command "
+                + ("must pass the configured chat_template to the server: add {chat_template} (vLLM: "
+                   "--chat-template {chat_template})" if configured_template else
+                   "has {chat_template}, but the entry configures no chat template file or name")
+            )
+        if revision and "revision" not in fields:
+            raise ValueError(f"model {self.name}: revision {revision} is pinned, but {where}.serve.command "
+                             "does not pass it: add {revision} (vLLM: --revision {revision})")
+        if dtype != "auto" and "dtype" not in fields:
+            raise ValueError(f"model {self.name}: dtype {dtype} is set, but {where}.serve.command does not "
+                             "pass it: add {dtype} (vLLM: --dtype {dtype})")
+        if adapter is not None and not self.settings.lora_args:
+            raise ValueError(f"model {self.name}: the job uses the LoRA adapter {adapter}, but {where}.serve "
+                             "has no lora_args (vLLM: --enable-lora --lora-modules {adapter_name}={adapter})")
+        adapter_name = f"{self.name}-adapter"
+        local = Path(model).exists()
+        self._identity = {
+            "backend": self.backend,
+            "model": Path(model).name if local else model,
+            "revision": revision or getattr(config, "_commit_hash", None),
+            "weights": model_fingerprint(model) if local else None,
+            "adapter": adapter_fingerprint(adapter) if adapter else None,
+            "chat_template": self.chat_template.sha256 or self.chat_template.source,
+            "server": self.settings.record(adapter is not None),
+        }
+        port = free_port()
+        template_file = self._template_file() if configured_template else None
+        values = {"model": model, "port": port, "host": LOCALHOST, "revision": revision or "", "dtype": dtype,
+                  "chat_template": template_file or "", "threads": threads or 1,
+                  "adapter": os.path.abspath(adapter) if adapter else "", "adapter_name": adapter_name}
+        request_name = adapter_name if adapter else model
+        super().__init__(request_name, base_url=f"http://{LOCALHOST}:{port}/v1", api_key_env=SERVED_KEY_ENV,
+                         timeout=timeout, max_retries=max_retries, backoff=backoff, concurrency=concurrency,
+                         logprobs=logprobs, top_logprobs=top_logprobs, name=self.name)
+        self.server = ManagedServer(self.settings.argv(values, with_lora=adapter is not None), name=self.name,
+                                    port=port, probe_model=request_name, ready_timeout=self.settings.ready_timeout,
+                                    stop_timeout=self.settings.stop_timeout)
+        self.server.start().wait_ready()
+
+    def _template_file(self) -> str:
+        """A file holding the configured template, for the server's {chat_template}."""
+        source = self.chat_template.source
+        if source.startswith("file:"):
+            return os.path.abspath(source.removeprefix("file:"))
+        from isqaflow.models.templates import NAMED, TEMPLATE_DIR
+
+        return str(TEMPLATE_DIR / NAMED[source.removeprefix("named:")])
+
+    # ------------------------------------------------------------ OpenAIModel hooks
+    def _check_logprob_mode(self, mode: str) -> None:
+        return None  # prompt_logprobs is possible here (checked against the engine above)
+
+    def _register_usage(self) -> usage.ModelUsage:
+        return usage.register(self.name, self.backend, self._identity["model"],
+                              chat_template=self.chat_template.record(),
+                              server=self.settings.record(self.adapter_path is not None))
+
+    def identity(self) -> dict[str, Any]:
+        return dict(self._identity)
+
+    def _plain_text(self, request: Request) -> str | None:
+        if isinstance(request, str):
+            return request
+        return None if self.has_chat_template else flatten_messages(request)
+
+    def _decoding_extras(self, params: GenerationParams) -> dict[str, Any]:
+        engine = self.settings.engine
+        if engine == "transformers":  # every setting, as the in-process backend would use it
+            config: dict[str, Any] = {"max_new_tokens": params.max_new_tokens, "num_beams": params.num_beams,
+                                      "do_sample": params.do_sample}
+            if params.do_sample:
+                config.update(temperature=params.temperature, top_p=params.top_p)
+            for key, default in (("min_new_tokens", 0), ("no_repeat_ngram_size", 0), ("repetition_penalty", 1.0)):
+                if getattr(params, key) != default:
+                    config[key] = getattr(params, key)
+            return {"generation_config": json.dumps(config, sort_keys=True)}
+        extras: dict[str, Any] = {}
+        unsupported: list[str] = []
+        if engine == "vllm":
+            if params.min_new_tokens:
+                extras["min_tokens"] = params.min_new_tokens
+            if params.repetition_penalty != 1.0:
+                extras["repetition_penalty"] = params.repetition_penalty
+            if params.num_beams > 1:
+                extras.update(use_beam_search=True, n=params.num_beams)  # choices come best first
+            if params.max_input_tokens:
+                extras["truncate_prompt_tokens"] = params.max_input_tokens  # keeps the end, as the hf backend
+        else:
+            unsupported += [f"{key}={value}" for key, value, default in (
+                ("min_new_tokens", params.min_new_tokens, 0), ("repetition_penalty", params.repetition_penalty, 1.0),
+                ("num_beams", params.num_beams, 1)) if value != default]
+        if params.no_repeat_ngram_size:
+            unsupported.append(f"no_repeat_ngram_size={params.no_repeat_ngram_size}")
+        self._unsupported(unsupported)
+        return extras
+
+    def _unsupported(self, settings: list[str]) -> None:
+        """Apply ``serve.unsupported_decoding`` to settings the engine cannot apply."""
+        if not settings:
+            return
+        engine = self.settings.engine
+        if self.settings.unsupported_decoding == "error":
+            raise ValueError(
+                f"model {self.name}: the {engine} server cannot apply {', '.join(settings)}; set "
+                f"models.{self.name}.serve.unsupported_decoding: drop to decode without "
+                f"{'them' if len(settings) > 1 else 'it'} (recorded in the job's usage record), "
+                "or run the model with the hf backend (no serve:)"
+            )
+        new = [setting for setting in settings if setting not in self.usage.dropped_decoding]
+        if new:
+            log.warning("%s: the %s server cannot apply %s; decoding without (unsupported_decoding: drop)",
+                        self.name, engine, ", ".join(new))
+            self.usage.note_dropped(new)
+
+    def _prefill_fields(self) -> dict[str, Any] | None:
+        if self.settings.engine == "vllm":
+            return {"continue_final_message": True, "add_generation_prompt": False}
+        return None
+
+    # ------------------------------------------------------------------ scoring
+    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
+                    on_batch: BatchCallback | None = None) -> list[list[float]]:
+        if self.settings.engine == "transformers" and self.logprobs != "none":
+            raise LogprobsUnavailable(
+                f"model {self.name}: `transformers serve` returns no log-probabilities (it ignores "
+                f"logprobs/top_logprobs), so logprobs: {self.logprobs} cannot score candidates; use a "
+                "text-mode judge, serve.engine vllm, or the hf backend (no serve:)"
+            )
+        if self.logprobs != "prompt_logprobs":
+            return super().score_batch(items, on_batch)
+        rows = [(i, ids, cand) for i, (context, candidates) in enumerate(items)
+                for ids, cand in self._candidate_rows(context, candidates)]
+        scores = self._map(lambda row: self._prompt_logprob(row[1], row[2]), rows)
+        out: list[list[float]] = [[] for _ in items]
+        for (i, _, _), score in zip(rows, scores, strict=True):
+            out[i].append(score)
+        self.usage.add_scoring(items=len(items))
+        if on_batch is not None:  # one request per candidate: the items are reported together
+            on_batch(list(enumerate(out)))
+        return out
+
+    def _plan_scoring(self, context: Request, candidates: Sequence[str]) -> tuple[Any, str, list[str]]:
+        """As the API's, plus: a plain-text model continues the raw text (no prefill needed), and each
+        candidate's rest must be one token after the prefix for this tokenizer."""
+        prefix, rests = split_candidates(list(candidates))
+        text = self._plain_text(context)
+        if text is None:
+            self._check_prefill(prefix)
+            payload: Any = self._messages(context)
+            head, templated = self.render(context)[0] + prefix, True
+        else:
+            payload, head, templated = text, text + prefix, False
+        base = self._encode(head, templated)
+        for rest in rests:
+            ids = self._encode(head + rest, templated)
+            if ids[: len(base)] != base or len(ids) != len(base) + 1:
+                raise LogprobsUnavailable(
+                    f"model {self.name}: candidate {prefix + rest!r} is not one token after {prefix!r} for this "
+                    "tokenizer, so logprobs: top_logprobs cannot score it; use logprobs: prompt_logprobs (vLLM)"
+                )
+        return payload, prefix, rests
+
+    def _score_planned(self, payload: Any, prefix: str, rests: list[str]) -> list[float]:
+        if not isinstance(payload, str):
+            return super()._score_planned(payload, prefix, rests)
+        response = self._send(self.client.completions.create, self.count_tokens(payload) + 1, model=self.model,
+                              prompt=payload + prefix, max_tokens=1, temperature=0.0, logprobs=self.top_logprobs)
+        choice = response.choices[0]
+        tops = getattr(choice.logprobs, "top_logprobs", None) if choice.logprobs else None
+        if not tops or not tops[0]:
+            raise LogprobsUnavailable(
+                f"model {self.name}: the server returned no log-probabilities for a completion with "
+                f"logprobs={self.top_logprobs} (logprobs: top_logprobs); use mode text, or a server that "
+                "returns them (vLLM)"
+            )
+        return self._read_top(list(tops[0].items()), rests, prefix)
+
+    def _candidate_rows(self, context: Request, candidates: Sequence[str]) -> list[tuple[list[int], list[int]]]:
+        """(prompt ids, candidate ids) per candidate, split exactly as the hf backend splits them."""
+        text, templated = self.render(context)
+        prompt_ids = self._encode(text, templated)
+        if prompt_ids and prompt_ids[-1] == self.tokenizer.eos_token_id and not templated:
+            prompt_ids = prompt_ids[:-1]
+        rows = []
+        for candidate in candidates:
+            if not candidate:
+                raise ValueError("cannot score an empty candidate")
+            full = self._encode(text + candidate, templated)
+            if not templated and full and full[-1] == self.tokenizer.eos_token_id:
+                full = full[:-1]
+            if full[: len(prompt_ids)] == prompt_ids and len(full) > len(prompt_ids):
+                cand_ids = full[len(prompt_ids):]
+            else:
+                cand_ids = self.tokenizer(candidate, add_special_tokens=False)["input_ids"]
+            rows.append((prompt_ids, cand_ids))
+        return rows
+
+    def _prompt_logprob(self, prompt_ids: list[int], cand_ids: list[int]) -> float:
+        ids = prompt_ids + cand_ids
+        response = self._send(self.client.completions.create, len(ids) + 1, model=self.model, prompt=ids,
+                              max_tokens=1, temperature=0.0, extra_body={"prompt_logprobs": 0})
+        choice = response.choices[0]
+        table = getattr(choice, "prompt_logprobs", None)
+        if table is None and getattr(choice, "model_extra", None):
+            table = choice.model_extra.get("prompt_logprobs")
+        if not table or len(table) != len(ids):
+            raise LogprobsUnavailable(
+                f"model {self.name}: the server returned no prompt log-probabilities for a completion with "
+                "prompt_logprobs=0 (logprobs: prompt_logprobs); that is a vLLM extension"
+            )
+        total = 0.0
+        for position, token in zip(range(len(prompt_ids), len(ids)), cand_ids, strict=True):
+            entry = (table[position] or {}).get(str(token))
+            if entry is None:
+                raise LogprobsUnavailable(f"model {self.name}: prompt log-probabilities lack token {token} at "
+                                          f"position {position}")
+            total += float(entry["logprob"] if isinstance(entry, Mapping) else entry)
+        return total if math.isfinite(total) else -math.inf
+
+    def generate(self, requests: Sequence[Request], params: GenerationParams,
+                 on_batch: BatchCallback | None = None) -> list[Generation]:
+        over: list[int] = []
+        if params.max_input_tokens:
+            over = [max(0, len(self.encode_request(r)) - params.max_input_tokens) for r in requests]
+            if any(over) and self.settings.engine != "vllm":  # vLLM cuts them (truncate_prompt_tokens)
+                self._unsupported([f"max_input_tokens={params.max_input_tokens} (a longer request)"])
+        cuts = over if any(over) and self.settings.engine == "vllm" else []
+
+        def report(done: list[tuple[int, Generation]]) -> None:
+            for i, generation in done:
+                if cuts:
+                    generation.truncated_tokens = cuts[i]
+            if on_batch is not None:
+                on_batch(done)
+
+        results = super().generate(requests, params, report)
+        for generation, cut in zip(results, cuts, strict=False):
+            generation.truncated_tokens = cut
+        return results
+
+    def close(self) -> None:
+        try:
+            super().close()
+        finally:
+            self.server.stop()
