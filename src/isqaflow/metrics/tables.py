@@ -31,7 +31,7 @@ import pandas as pd
 
 from isqaflow.io import read_jsonl
 from isqaflow.isqa.prompts import BASELINE_PROMPTS, PREHOC_PROMPTS
-from isqaflow.stats import bootstrap_ci, paired_bootstrap, wilcoxon_signed_rank
+from isqaflow.stats import bootstrap_ci, paired_bootstrap, sign_flip_test, wilcoxon_signed_rank
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 
@@ -75,9 +75,10 @@ def compare(df: pd.DataFrame, system: str, baseline: str, metric: str, rounds: i
     b = df[df["system"] == system].set_index("paper_id")[metric]
     common = a.index.intersection(b.index)
     boot = paired_bootstrap(a[common].to_numpy(float), b[common].to_numpy(float), rounds=rounds, seed=seed)
+    flips = sign_flip_test(a[common].to_numpy(float), b[common].to_numpy(float), rounds=rounds, seed=seed)
     wil = wilcoxon_signed_rank(a[common].to_numpy(float), b[common].to_numpy(float))
     return {"diff": boot["mean_diff"], "diff_lower": boot["lower"], "diff_upper": boot["upper"],
-            "p_bootstrap": boot["p_value"], "p_wilcoxon": wil["p_value"], "n_paired": boot["n"]}
+            "p_sign_flip": flips["p_value"], "p_wilcoxon": wil["p_value"], "n_paired": boot["n"]}
 
 
 def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
