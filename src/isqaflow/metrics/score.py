@@ -16,7 +16,7 @@ from isqaflow.data.schema import Paper
 from isqaflow.io import read_records, write_jsonl
 from isqaflow.isqa.summarize import SummaryRecord
 from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
-from isqaflow.qa.answering import ExtractiveQA, QuestionAnswerer
+from isqaflow.qa.answering import DEFAULT_SPACY_PIPELINE, ExtractiveQA, QuestionAnswerer
 from isqaflow.qa.generation import QuestionGenerator
 from isqaflow.text.rouge import rouge
 from isqaflow.models.base import GenerationParams
@@ -25,8 +25,15 @@ from isqaflow.models.cache import CallCache
 log = logging.getLogger(__name__)
 
 
-def build_scorers(qg: dict[str, Any], qa: dict[str, Any], cache: CallCache, threads: int | None):
-    """The QG and QA models of the config (one model is loaded once when both use it)."""
+def build_scorers(qg: dict[str, Any], qa: dict[str, Any], cache: CallCache, threads: int | None,
+                  spacy_pipeline: str = DEFAULT_SPACY_PIPELINE):
+    """The QG and QA models of the config (one model is loaded once when both use it).
+
+    ``qa`` holds ``model``, ``mode`` and optionally ``window_tokens``, ``generation``,
+    ``spans``, ``snap_max_words`` and ``likelihood_shortlist`` (see
+    :class:`QuestionAnswerer`); the answer
+    candidates of ``spans: likelihood`` come from ``spacy_pipeline``.
+    """
     from isqaflow.models.registry import load_model
 
     qg_model = load_model(qg["model"], cache=cache, name="question-generator", threads=threads)
@@ -38,7 +45,9 @@ def build_scorers(qg: dict[str, Any], qa: dict[str, Any], cache: CallCache, thre
     else:
         qa_backend = load_model(qa["model"], cache=cache, name="question-answerer", threads=threads)
     answerer = QuestionAnswerer(qa_backend, qa["mode"], GenerationParams.from_dict(qa.get("generation")),
-                                window_tokens=qa.get("window_tokens", 384))
+                                window_tokens=qa.get("window_tokens", 384), spans=qa.get("spans", "likelihood"),
+                                snap_max_words=qa.get("snap_max_words", 10), spacy_pipeline=spacy_pipeline,
+                                likelihood_shortlist=qa.get("likelihood_shortlist", 4))
     return generator, answerer
 
 
@@ -51,9 +60,10 @@ def run_scoring(papers_path, summary_paths, scores_out, details_out, qg: dict[st
         raise ValueError(f"summaries of papers not in {papers_path}: {unknown[:5]}")
     unique = list(dict.fromkeys((r.paper_id, r.summary) for r in rows))
     log.info("%d summary records, %d distinct summaries", len(rows), len(unique))
-    generator, answerer = build_scorers(qg, qa, CallCache(cache_path), threads)
+    metric_settings = QAMetricSettings.from_dict(settings)
+    generator, answerer = build_scorers(qg, qa, CallCache(cache_path), threads, metric_settings.spacy_pipeline)
     scores = score_summaries([(text, papers[pid].body()) for pid, text in unique], generator, answerer,
-                             QAMetricSettings.from_dict(settings))
+                             metric_settings)
     by_text = {}
     details = []
     for (pid, text), score in zip(unique, scores, strict=True):
