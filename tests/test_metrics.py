@@ -1110,3 +1110,111 @@ def test_score_summaries_weights_the_source_questions_once(scripted_candidates):
     # summary 1: answerability 0.9 (weight 0.5) and 0.6 (weight 1)
     assert s1.questeval_recall == pytest.approx((0.5 * 0.9 + 0.6) / 1.5)
     assert [q["weight"] for q in s2.details["source_questions"]] == [0.5, 1.0]
+
+
+# ----------------------------------------------------------------------------- known-answer controls
+
+def _paper(pid: str, abstract: str, body: str = "Body text."):
+    from isqaflow.data.schema import Paper
+
+    return Paper(id=pid, dataset="qasper", title=pid, abstract=abstract,
+                 sections=[{"name": "Intro", "paragraphs": [f"{body} ({pid})"]}] if body else [])
+
+
+def test_derangement_has_no_fixed_points_and_is_seeded():
+    import numpy as np
+
+    from isqaflow.metrics.controls import derangement
+
+    for n in (2, 3, 7):
+        for seed in range(20):
+            perm = derangement(n, np.random.default_rng(seed))
+            assert sorted(perm) == list(range(n)) and all(i != p for i, p in enumerate(perm))
+    assert derangement(5, np.random.default_rng(3)) == derangement(5, np.random.default_rng(3))
+    with pytest.raises(ValueError, match="at least 2"):
+        derangement(1, np.random.default_rng(0))
+
+
+def test_control_pairs_are_deterministic_and_capped():
+    from isqaflow.metrics.controls import control_pairs
+
+    papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(6)] + [_paper("blank", " "), _paper("nobody", "A.", "")]
+    pairs = control_pairs(papers, seed=13, scope="qasper")
+    assert [p.id for p, _ in pairs] == [f"p{i}" for i in range(6)]  # no abstract or no body: left out
+    assert all(p.id != o.id for p, o in pairs) and sorted(o.id for _, o in pairs) == [f"p{i}" for i in range(6)]
+    assert [(p.id, o.id) for p, o in control_pairs(papers[::-1], seed=13, scope="qasper")] == [
+        (p.id, o.id) for p, o in pairs]  # same seed, same pairs, whatever the input order
+    capped = control_pairs(papers, seed=13, max_papers=3, scope="qasper")
+    assert len(capped) == 3 and {o.id for _, o in capped} == {p.id for p, _ in capped}
+    with pytest.raises(ValueError, match="at least 2 papers"):
+        control_pairs(papers[:1], seed=13, scope="qasper")
+    with pytest.raises(ValueError, match="at least 2"):
+        control_pairs(papers, seed=13, max_papers=1, scope="qasper")
+
+
+class WordOverlapMetric:
+    """A stand-in for score_summaries: the score is the share of the summary's words found in the source."""
+
+    def __init__(self, undefined: str | None = None):
+        self.items, self.undefined = [], undefined
+
+    def __call__(self, items, generator, answerer, settings, weighter=None):
+        from isqaflow.metrics.qa_metrics import SummaryScore
+
+        self.items += list(items)
+        out = []
+        for summary, source in items:
+            words = summary.lower().split()
+            share = sum(w in source.lower() for w in words) / len(words)
+            qags = NAN if self.undefined and self.undefined in summary else share
+            out.append(SummaryScore(qags=qags, qags_questions=0 if qags != qags else 2, questeval=share,
+                                    questeval_precision=share, questeval_recall=share, questeval_v024=0.5,
+                                    precision_answerability=1.0, recall_f1=share, questions_generated=3))
+        return out
+
+
+def test_metric_control_records(monkeypatch):
+    from isqaflow.metrics import controls
+
+    metric = WordOverlapMetric(undefined="gamma")
+    monkeypatch.setattr(controls, "score_summaries", metric)
+    papers = [_paper("a", "alpha words", "alpha words here"), _paper("b", "beta words", "beta words here"),
+              _paper("c", "gamma words", "gamma words here")]
+    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=13)
+    pairs = controls.control_pairs(papers, 13, scope="qasper")
+    # exactly the real scoring path: own and other abstract against the paper's body
+    assert metric.items == [(t, p.body()) for p, o in pairs for t in (p.abstract, o.abstract)]
+    assert len(records) == 3 * 3  # papers x (QAGS, QuestEval, QuestEval v0.2.4)
+    keys = {"instrument", "name", "scope", "control", "rule", "item", "expected", "outcome", "correct", "chance",
+            "baseline_correct", "detail"}
+    assert all(set(r) == keys for r in records)
+    by = {(r["item"], r["name"]): r for r in records}
+    questeval = by[("qasper:a", "questeval")]
+    assert questeval["instrument"] == "QuestEval" and questeval["control"] == "other_abstract"
+    assert questeval["rule"] == "raw" and questeval["chance"] == 0.5 and questeval["expected"] == "own"
+    assert questeval["correct"] is True and questeval["outcome"] == "own"
+    assert questeval["detail"]["own"] == 1.0 and questeval["detail"]["other"] == 0.5  # "words" is in every body
+    # equal scores: a tie, not correct
+    tie = by[("qasper:a", "questeval_v024")]
+    assert tie["outcome"] == "tie" and tie["correct"] is False
+    # a NaN score (QAGS undefined for the gamma abstract, own or other): invalid, correct None, kept
+    gamma_items = {f"qasper:{p.id}" for p, o in pairs if "gamma" in (p.abstract + o.abstract)}
+    for item in gamma_items:
+        assert by[(item, "qags")]["correct"] is None and by[(item, "qags")]["outcome"] == "invalid"
+    assert by[("qasper:c", "qags")]["detail"]["own"] is None
+    with pytest.raises(ValueError, match="unknown metric control"):
+        controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=["swap"])
+    assert controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=[]) == []
+
+
+def test_metric_controls_score_a_blind_metric_at_or_below_chance(monkeypatch):
+    from isqaflow.metrics import controls
+    from isqaflow.metrics.qa_metrics import SummaryScore
+
+    def blind(items, *args, **kwargs):  # the same score whatever the text
+        return [SummaryScore(0.5, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1) for _ in items]
+
+    monkeypatch.setattr(controls, "score_summaries", blind)
+    papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(5)]
+    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=1)
+    assert records and all(r["correct"] is False for r in records)  # all ties: never credited
