@@ -1218,3 +1218,19 @@ def test_metric_controls_score_a_blind_metric_at_or_below_chance(monkeypatch):
     papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(5)]
     records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=1)
     assert records and all(r["correct"] is False for r in records)  # all ties: never credited
+
+
+@pytest.mark.parametrize("mode", ["questeval", "prompted"])
+def test_query_weighter_on_tiny_models(mode, tiny_causal, tiny_seq2seq, tmp_path):
+    """Real scoring: QuestEval's layout on a seq2seq model (as the released T5 weighter), a chat prompt on a causal one."""
+    from isqaflow.metrics.questeval import QueryWeighter
+    from isqaflow.models.registry import load_model
+
+    path = tiny_seq2seq if mode == "questeval" else tiny_causal
+    model = load_model({"backend": "hf", "model": str(path)}, cache=tmp_path / "calls.sqlite", threads=1)
+    weighter = QueryWeighter(model, mode, max_input_tokens=64)
+    source = "The model reads a paper and writes a summary of its results. " * 20
+    weights = weighter.weigh([("What does the model write?", "a summary", source),
+                              ("What does the model read?", "a paper", source)])
+    assert len(weights) == 2 and all(0.0 < w <= 1.0 for w in weights)
+    assert weighter.weigh([("What does the model write?", "a summary", source)]) == weights[:1]  # cached, stable

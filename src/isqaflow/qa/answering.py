@@ -11,8 +11,14 @@ Two kinds, chosen in the config:
     scored as the reply to a prompt that asks for a span copied from the text; the
     answer is the candidate with the highest log-probability, or no answer when
     "unanswerable" beats every candidate (as a SQuAD 2.0 model's null answer does).
-    Answerability is ``P(best) / (P(best) + P("unanswerable"))``.  One scoring pass
-    per question and context, no decoding.
+    Answerability is ``P(best) / (P(best) + P("unanswerable"))``.  No decoding: one
+    pass reads the first token of every candidate, and only the candidates whose
+    first token is among the ``likelihood_shortlist`` likeliest are scored in full
+    (a long source window has ~70 candidates; scoring all costs ~10x more).  The
+    log-probability of a span is that of the reply starting with it, so a candidate
+    that is a prefix of another ("Council" / "Council of Estrangement") scores at
+    least as high -- a bias towards short spans; quoting the spans to mark their end
+    was measured and kept fewer questions.
   - ``snap`` -- a generated reply, snapped to the context span with the highest
     token F1 against it (:func:`isqaflow.qa.spans.snap_to_span`).
   - ``free`` -- the generated reply as it is (the whole sentences a small chat model
@@ -24,9 +30,12 @@ Two kinds, chosen in the config:
 * ``extractive`` -- a SQuAD 2.0 span model whose null-answer score gives the
   answerability (paper scale: ``deepset/roberta-base-squad2``).
 
-Measured on the embedded run (SmolLM2-135M, 45 summaries): QAGS was defined (at
-least one question kept) for 10 summaries with ``free`` answers, 21 with ``snap``
-and 38 with ``likelihood`` at three questions per summary.
+Measured on the embedded run (SmolLM2-135M, 45 summary records, 3 questions per
+summary, QAGS's candidate filter at token F1 >= 0.5): QAGS was defined (at least one
+question kept) for 10 summaries with ``free`` answers, 21 with ``snap`` and 30 with
+``likelihood`` (38 if the null answer were not offered).  The rest is the question
+generator's doing: it writes the same question for several candidates, or
+questions whose answer is not the candidate.
 
 Long sources are answered window by window (:func:`windows`); the answer kept is the
 best answerable one over all windows, so a whole paper is read instead of its first
