@@ -238,7 +238,15 @@ def isqa_pairs():
 
 
 # ----------------------------------------------------------------------------- metrics
-ISQA_TABLES = ["table1", "table2", "table3", "table4", "oracle", "feedback_stats"]
+ISQA_TABLES = [
+    "table1",
+    "table2",
+    "table3",
+    "table4",
+    "oracle",
+    "feedback_stats",
+    "appendix_questeval_v024",
+]
 ISQA_LONG_TABLES = ["table1", "table2", "table3", "table4"]
 
 
@@ -249,14 +257,31 @@ def metric_model(role):
     return entry
 
 
+def metric_settings():
+    """QAGS/QuestEval settings with the run's seed."""
+    return {**config["metrics"]["qags"], "seed": config["seed"]}
+
+
+def metric_weighter():
+    """QuestEval's query weighter with its model entry resolved, or None (off)."""
+    entry = config["metrics"].get("questeval", {}).get("weighter")
+    if not entry:
+        return None
+    return {**entry, "model": model_spec(entry["model"])}
+
+
 def metric_model_files():
-    return sorted(
-        {
-            f
-            for role in ("qg", "qa")
-            for f in model_files(config["metrics"][role]["model"])
-        }
-    )
+    models = {config["metrics"][role]["model"] for role in ("qg", "qa")}
+    if metric_weighter():
+        models.add(config["metrics"]["questeval"]["weighter"]["model"])
+    return sorted({f for m in models for f in model_files(m)})
+
+
+def metric_validity_files():
+    """Known-answer controls of QAGS and QuestEval, one file per scored dataset."""
+    if not config["validity"]["metrics"]["controls"]:
+        return []
+    return [f"results/validity/metrics/{d}.jsonl" for d in config["isqa"]["datasets"]]
 
 
 def isqa_steps_files():
@@ -614,6 +639,7 @@ def summary_targets():
 
 def metrics_targets():
     targets = [f"results/tables/isqa_{t}.csv" for t in ISQA_TABLES]
+    targets += metric_validity_files()
     for d, s in isqa_pairs():
         targets.append(f"results/human_eval/{d}/{s}/assignment.json")
         if human_eval_filled(d, s):
@@ -639,6 +665,7 @@ STAGE_MODULES = {
     "summaries": "isqaflow.isqa.summarize",
     "refine": "isqaflow.isqa.refine",
     "metrics": "isqaflow.metrics.score",
+    "metric_controls": "isqaflow.metrics.controls",
     "isqa_tables": "isqaflow.metrics.tables",
     "drfr": "isqaflow.drfr.responses",
     "drfr_judge": "isqaflow.drfr.judge_responses",

@@ -24,13 +24,41 @@ rule score_summaries:
     params:
         qg=lambda wc: metric_model("qg"),
         qa=lambda wc: metric_model("qa"),
-        settings=lambda wc: {
-            **config["metrics"]["qags"],
-            "seed": config["seed"],
-        },
+        settings=lambda wc: metric_settings(),
+        weighter=lambda wc: metric_weighter(),
         code=code("isqaflow.metrics.score"),
     script:
         "../scripts/score_summaries.py"
+
+
+rule metric_controls:
+    input:
+        papers=lambda wc: papers_file(wc.dataset),
+        models=lambda wc: metric_model_files(),
+    output:
+        records="results/validity/metrics/{dataset}.jsonl",
+    log:
+        "logs/metric_controls/{dataset}.log",
+    benchmark:
+        "benchmarks/metric_controls/{dataset}.tsv"
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        mem_mb=mem_mb_for("generate"),
+        runtime=runtime_for("generate"),
+        gpu=gpus_for("generate"),
+    params:
+        qg=lambda wc: metric_model("qg"),
+        qa=lambda wc: metric_model("qa"),
+        settings=lambda wc: metric_settings(),
+        weighter=lambda wc: metric_weighter(),
+        controls=config["validity"]["metrics"]["controls"],
+        papers=config["validity"]["metrics"]["papers"],
+        seed=config["seed"],
+        code=code("isqaflow.metrics.controls"),
+    script:
+        "../scripts/metric_controls.py"
 
 
 rule isqa_tables:

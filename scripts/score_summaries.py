@@ -12,6 +12,7 @@ with job(snakemake) as ctx:
         qg=snakemake.params.qg,
         qa=snakemake.params.qa,
         settings=snakemake.params.settings,
+        weighter=snakemake.params.weighter,
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
     )

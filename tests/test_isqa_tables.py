@@ -1,9 +1,9 @@
 """The ISQA paper's Tables 1-4, the oracle table, the feedback statistics and Figure 3.
 
 Synthetic score rows (as isqaflow.metrics.score writes them) whose means are worked
-out by hand: paper i (0..4) of a system scores ``level + 0.02 * i + offset``, so the
-mean over papers is ``level + 0.04 + offset`` and every paired difference between two
-systems is the same on every paper.
+out by hand: paper i (0..6) of a system scores ``level + 0.02 * i + offset``, so the
+mean over papers is ``level + 0.06 + offset`` and every paired difference between two
+systems is the same on every paper (seven papers: enough for the sign-flip test).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from isqaflow.metrics.tables import (
     table1,
 )
 
-PAPERS = 5
+PAPERS = 7
 ROUNDS = 500
 SEED = 0
 # (dataset, summarizer) -> offset added to every score
@@ -197,8 +197,9 @@ def test_table1_with_isqa_is_the_final_step_with_a_paired_comparison(t1):
         # ISQA = best baseline + 0.1 on every paper: diff 10 (x100), the same in every resample
         assert row.diff == pytest.approx(10.0)
         assert row.diff_lower == pytest.approx(10.0) and row.diff_upper == pytest.approx(10.0)
-        assert row.p_bootstrap < 0.01
-        assert row.p_wilcoxon == pytest.approx(2 / 2**PAPERS)  # exact test, all 5 differences positive
+        assert row.p_sign_flip == 2 / 2**PAPERS  # exact: only the all-positive pattern and its mirror
+        assert row.test == "exact"
+        assert row.p_wilcoxon == pytest.approx(2 / 2**PAPERS)  # exact test, all differences positive
         assert row.n_paired == PAPERS
     assert long.loc[long["condition"] == "w/o ISQA", "diff"].isna().all()
 
@@ -208,10 +209,13 @@ def test_table1_wide(t1):
     assert list(wide.index.names) == ["summarizer", "condition"]
     cell = wide.loc[("smollm2", "w/ ISQA"), ("qasper", "QAGS")]
     mean = expected_mean("isqa-lora-human", "qags", "qasper", "smollm2", step=2)
-    assert cell.startswith(f"{mean:.2f} [")
-    assert re.fullmatch(r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]", cell)
-    assert wide.loc[("flan_t5", "w/o ISQA"), ("qasper", "QuestEval")].startswith(
-        f"{expected_mean('baseline_1', 'questeval', 'qasper', 'flan_t5'):.2f} [")
+    # significant vs w/o ISQA (p = 2 / 2**7): a dagger; n papers; q questions kept per summary
+    assert cell.startswith(f"{mean:.2f}\u2020 [")
+    assert re.fullmatch(r"\d+\.\d\d\u2020 \[\d+\.\d\d, \d+\.\d\d\] \(n=7, q=3\.0\)", cell)
+    # the reference row has no test, so no dagger; no q outside QAGS
+    assert wide.loc[("flan_t5", "w/o ISQA"), ("qasper", "QuestEval")] == (
+        f"{expected_mean('baseline_1', 'questeval', 'qasper', 'flan_t5'):.2f} "
+        + re.search(r"\[.*\]", wide.loc[("flan_t5", "w/o ISQA"), ("qasper", "QuestEval")]).group() + " (n=7)")
 
 
 # ----------------------------------------------------------------------------- the oracle
@@ -293,7 +297,7 @@ def test_table4_human_vs_generated_questions(scores):
             assert gen["mean"] == pytest.approx(
                 expected_mean("isqa-lora-generated", metric, dataset, summarizer, 2))
             assert human["diff"] == pytest.approx(2.0)
-            assert human["p_bootstrap"] < 0.01
+            assert human["p_sign_flip"] == 2 / 2**PAPERS
 
 
 def test_system_table_with_a_missing_system(scores):
@@ -323,7 +327,7 @@ def test_feedback_statistics_sums_counts(steps_files):
 
 # ----------------------------------------------------------------------------- the rule's outputs
 
-TABLES = ["table1", "table2", "table3", "table4", "oracle", "feedback_stats"]
+TABLES = ["table1", "table2", "table3", "table4", "oracle", "feedback_stats", "appendix_questeval_v024"]
 
 
 @pytest.fixture(scope="module")
@@ -395,7 +399,10 @@ def test_markdown_table1_cells(built):
     assert text.startswith("Table 1: without vs with ISQA")
     mean = expected_mean("isqa-lora-human", "qags", "qasper", "smollm2", 2)
     line = next(line for line in text.splitlines() if "smollm2" in line and "w/ ISQA" in line)
-    assert f"{mean:.2f} [" in line
+    assert f"{mean:.2f}\u2020 [" in line and "(n=7, q=3.0)" in line
+    # the caption names the test behind the daggers and what n and q are
+    assert "sign-flip permutation test" in text.splitlines()[0] and "no test below 6 papers" in text.splitlines()[0]
+    assert "n = papers" in text.splitlines()[0] and "q = QAGS questions kept" in text.splitlines()[0]
     header = next(line for line in text.splitlines() if line.startswith("|"))
     assert "qasper QAGS" in header and "scimrc ROUGE" in header
 
@@ -419,3 +426,75 @@ def test_markdown_marks_absent_cells_like_latex(built):
     assert tex_line.count("--") == 3  # no scimrc scores for flan_t5
     md_line = next(line for line in md.splitlines() if "flan_t5" in line and "w/o ISQA" in line)
     assert "nan" not in md_line and md_line.count("--") == 3
+
+
+# ----------------------------------------------------------------------------- n, intervals, significance
+
+def test_cell_format():
+    fmt = tables._fmt
+    assert fmt(57.1429, 42.0, 71.5, 3) == "57.14 [42.00, 71.50] (n=3)"
+    assert fmt(85.714, math.nan, math.nan, 1) == "85.71 (n=1)"  # one paper: no zero-width interval
+    assert fmt(60.0, 50.0, 70.0, 8, p_value=0.01, questions=2.25) == "60.00\u2020 [50.00, 70.00] (n=8, q=2.2)"
+    assert fmt(60.0, 50.0, 70.0, 8, p_value=0.05) == "60.00 [50.00, 70.00] (n=8)"  # p < 0.05 only
+    assert fmt(math.nan, math.nan, math.nan, 0) == "--"
+
+
+def _small_scores(values: dict[str, list[float | None]], metric: str = "qags") -> pd.DataFrame:
+    """Final rows of one (dataset, summarizer): system -> per-paper values (None = missing row)."""
+    rows = []
+    for system, per_paper in values.items():
+        for i, value in enumerate(per_paper):
+            if value is None:
+                continue
+            rows.append({"dataset": "qasper", "summarizer": "smollm2", "system": system, "paper_id": f"p{i}",
+                         "step": None, "final": True, "qags_questions": 0 if value != value else 2,
+                         **{m: 50.0 for m in ("qags", "questeval", "rouge", "questeval_v024")}, metric: value})
+    return pd.DataFrame(rows)
+
+
+def test_one_paper_cell_has_no_interval_and_few_papers_no_test():
+    scores = _small_scores({"baseline_1": [80.0, None, None], "baseline_2": [70.0, None, None],
+                            "isqa-lora-human": [90.0, None, None]})
+    long, wide = table1(scores, "isqa-lora-human", ROUNDS, SEED)
+    qags = long[long["metric"] == "QAGS"].set_index("condition")
+    assert (qags["n"] == 1).all() and qags["lower"].isna().all() and qags["upper"].isna().all()
+    assert math.isnan(qags.loc["w/ ISQA", "diff_lower"])  # nor for the one paired difference
+    assert math.isnan(qags.loc["w/ ISQA", "p_sign_flip"]) and qags.loc["w/ ISQA", "test"] == "too few pairs"
+    assert wide.loc[("smollm2", "w/o ISQA"), ("qasper", "QAGS")] == "80.00 (n=1, q=2.0)"
+    assert wide.loc[("smollm2", "w/ ISQA"), ("qasper", "QAGS")] == "90.00 (n=1, q=2.0)"
+
+
+def test_no_dagger_without_a_significant_difference():
+    # differences +1, -1, +1, -1, +1, -1, +2: mean 2/7, exact p far above 0.05
+    base = [50.0 + i for i in range(7)]
+    isqa = [b + d for b, d in zip(base, [1, -1, 1, -1, 1, -1, 2], strict=True)]
+    scores = _small_scores({"baseline_1": base, "isqa-lora-human": isqa})
+    long, wide = table1(scores, "isqa-lora-human", ROUNDS, SEED)
+    row = long[(long["metric"] == "QAGS") & (long["condition"] == "w/ ISQA")].iloc[0]
+    assert row.p_sign_flip > 0.05 and row.n_paired == 7
+    assert "\u2020" not in wide.loc[("smollm2", "w/ ISQA"), ("qasper", "QAGS")]
+
+
+def test_best_prompt_compares_prompts_scored_on_the_same_number_of_papers():
+    nan = float("nan")
+    # baseline_2 has the higher mean, but only on the one paper where QAGS is defined
+    scores = _small_scores({"baseline_1": [40.0, 50.0, 60.0], "baseline_2": [95.0, nan, nan]})
+    assert best_prompt(scores, ("baseline_1", "baseline_2"), "qags") == "baseline_1"
+    # with equal n the higher mean wins; ties keep the order given
+    scores = _small_scores({"baseline_1": [40.0, 50.0], "baseline_2": [95.0, 10.0]})
+    assert best_prompt(scores, ("baseline_1", "baseline_2"), "qags") == "baseline_2"
+    scores = _small_scores({"baseline_1": [40.0, 50.0], "baseline_2": [50.0, 40.0]})
+    assert best_prompt(scores, ("baseline_2", "baseline_1"), "qags") == "baseline_2"
+    assert best_prompt(_small_scores({"baseline_1": [nan]}), ("baseline_1",), "qags") is None
+
+
+def test_questeval_appendix_shows_both_definitions(scores):
+    appendix = tables.questeval_appendix(scores, ROUNDS, SEED)
+    assert list(appendix.index.names) == ["dataset", "summarizer", "system"]
+    assert list(appendix.columns) == list(tables.QUESTEVAL_VARIANTS.values())
+    finals = {"baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3", "generic", *ISQA}
+    assert len(appendix) == len(PAIRS) * len(finals)
+    row = appendix.loc[("qasper", "smollm2", "generic")]
+    paper = expected_mean("generic", "questeval", "qasper", "smollm2")
+    assert row.iloc[0].startswith(f"{paper:.2f} [") and row.iloc[0].endswith("(n=7)")
+    assert row.iloc[1].startswith(f"{paper - 1:.2f} [")  # the synthetic v0.2.4 score is 0.01 lower

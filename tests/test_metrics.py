@@ -156,7 +156,8 @@ def test_question_as_dict():
     q.kept = True
     assert q.as_dict() == {
         "question": "What was trained?", "candidate": "the parser", "valid": True, "duplicate": False,
-        "kept": True, "on_summary": {"answer": "Parser", "answerability": 1.0}, "on_source": None,
+        "kept": True, "round": 1, "weight": 1.0, "on_summary": {"answer": "Parser", "answerability": 1.0},
+        "on_source": None,
     }
 
 
@@ -590,7 +591,7 @@ def test_answer_long_keeps_the_best_answerable_answer_over_windows():
     }
     scores = {(qa_year, W2): (-1.0, -2.0), (qa_year, W1): (-3.0, -1.0), (qa_who, W0): (-0.5, -0.5)}
     model = ScriptedModel(replies, scores)
-    answerer = QuestionAnswerer(model, "prompted", window_tokens=10)
+    answerer = QuestionAnswerer(model, "prompted", window_tokens=10, spans="free")
     year, who, none = answerer.answer_long([qa_year, qa_who, qa_none], [DOC, DOC, DOC])
 
     assert year == QAResult("blue bird", pytest.approx(sigmoid(-1.0 - -2.0)), pytest.approx(-0.3), 2)
@@ -604,7 +605,7 @@ def test_answer_long_keeps_the_best_answerable_answer_over_windows():
 
 def test_answer_without_answerability_skips_scoring():
     model = ScriptedModel({("Who built it?", "Marta built it."): ("Marta", -1.0, 1)}, {})
-    answerer = QuestionAnswerer(model, "prompted")
+    answerer = QuestionAnswerer(model, "prompted", spans="free")
     found, missing = answerer.answer([("Who built it?", "Marta built it."), ("Why?", "Marta built it.")],
                                      answerability=False)
     assert found == QAResult("Marta", 1.0, -1.0)
@@ -654,7 +655,8 @@ def tiny_qa_model(tiny_causal):
 
 
 def test_prompted_answerer_on_the_tiny_model(tiny_qa_model):
-    answerer = QuestionAnswerer(tiny_qa_model, "prompted", GenerationParams(max_new_tokens=6), window_tokens=48)
+    answerer = QuestionAnswerer(tiny_qa_model, "prompted", GenerationParams(max_new_tokens=6), window_tokens=48,
+                                spans="free")
     items = [("What does the fox jump over?", "The quick brown fox jumps over the lazy dog."),
              ("What does the model write?", "The model reads a paper and writes a summary of its results."),
              ("Who helps the summarizer?", "Facts and non-facts help the summarizer.")]
@@ -703,7 +705,7 @@ class FixedReplyModel(LanguageModel):
 
 def test_prompted_answerability_from_the_tiny_models_scores(tiny_qa_model):
     model = FixedReplyModel(tiny_qa_model)
-    answerer = QuestionAnswerer(model, "prompted", window_tokens=48)
+    answerer = QuestionAnswerer(model, "prompted", window_tokens=48, spans="free")
     question, context = "What does the fox jump over?", "The quick brown fox jumps over the lazy dog."
     (result,) = answerer.answer([(question, context)])
     a, u = tiny_qa_model.score_batch([(answerer._answerability_request(question, context),
@@ -813,3 +815,422 @@ def test_extractive_span_search_and_null_answer(tiny_extractive):
     assert answerer.answer(ITEMS[1:])[0].answer == "lazy dog"
     long_context = "the bridge was opened in 1932 . " * 12 + ITEMS[1][1]
     assert answerer.answer_long([ITEMS[1][0]], [long_context])[0].answer == "lazy dog"
+
+
+# ----------------------------------------------------------------------------- answers as spans
+
+def test_snap_to_span_by_hand():
+    from isqaflow.qa.spans import snap_to_span
+
+    context = "The bridge was opened in 1932 by the mayor of Elmford. It crosses the river Lund."
+    # reply tokens: bridge was opened by mayor (5; "the" is dropped).  Within 4 words,
+    # "bridge was opened" has F1 2 * 3 / (3 + 5) = 0.75 ("by the mayor": 4 / 7); "The bridge
+    # was opened" reads the same tokens but is a word longer: ties go to the shortest span
+    assert snap_to_span("The bridge was opened by the mayor.", context, max_words=4) == "bridge was opened"
+    # with room for the whole clause: "bridge was opened in 1932 by the mayor", F1 2 * 5 / (6 + 5)
+    assert snap_to_span("The bridge was opened by the mayor.", context) == "bridge was opened in 1932 by the mayor"
+    assert snap_to_span("mayor of Elmford", context) == "mayor of Elmford"  # the "." after it trimmed
+    assert snap_to_span("1932", context) == "1932"
+    assert snap_to_span("the", "the cat and the dog") == ""  # articles are no tokens: nothing to match
+    assert snap_to_span("dog", "a dog chased another dog") == "dog"  # equal spans: the earliest
+    assert snap_to_span("Tokyo", context) == "" and snap_to_span("", context) == ""
+    with pytest.raises(ValueError, match="max_words"):
+        snap_to_span("x", context, max_words=0)
+
+
+def test_snap_to_span_is_the_best_token_f1_span():
+    from itertools import combinations
+
+    from isqaflow.qa.spans import snap_to_span
+    from isqaflow.text.f1 import token_f1
+
+    context = ("Marta Lind trained the parser on 3,000 annotated sentences in Oslo, and the parser "
+               "was released by the University of Elmford in 2019.")
+    words = context.split()
+    for reply in ("The parser was trained by Marta Lind in Oslo.", "released in 2019 by Elmford's university",
+                  "3,000 sentences", "the University of Elmford released it"):
+        got = snap_to_span(reply, context, max_words=6)
+        spans = [" ".join(words[i:j]) for i, j in combinations(range(len(words) + 1), 2) if j - i <= 6]
+        best = max(token_f1(span, reply) for span in spans)
+        assert token_f1(got, reply) == pytest.approx(best), reply
+        assert got in context and len(got.split()) <= 6
+        # no shorter span reaches the same F1
+        assert all(len(span.split()) >= len(got.split()) for span in spans
+                   if token_f1(span, reply) == pytest.approx(best))
+
+
+class LikelihoodModel(LanguageModel):
+    """Scores replies by a table: (question, candidate) -> log-probability; "first token" = first word."""
+
+    backend = "scripted"
+
+    def __init__(self, table: dict, unanswerable: float = -5.0):
+        self.table, self.unanswerable = table, unanswerable
+        self.score_calls: list[list[Any]] = []
+
+    def identity(self):
+        return {"backend": self.backend}
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def truncate_text(self, text: str, max_tokens: int):
+        words = text.split()
+        return " ".join(words[:max_tokens]), max(0, len(words) - max_tokens)
+
+    def generate(self, requests, params):
+        raise AssertionError("likelihood answers decode nothing")
+
+    def score_batch(self, items):
+        self.score_calls.append(list(items))
+        out = []
+        for request, candidates in items:
+            question = re.search(r"\nQuestion: (.*)$", request[-1]["content"]).group(1)
+            out.append([self.unanswerable if c == "unanswerable" else self.table.get((question, c), -20.0)
+                        for c in candidates])
+        return out
+
+
+def test_likelihood_answers_choose_the_most_likely_candidate(monkeypatch):
+    context = "Marta Lind trained the parser in Oslo."
+    monkeypatch.setattr("isqaflow.qa.answering.QuestionAnswerer.candidates",
+                        lambda self, ctx: ["Marta Lind", "parser", "Oslo"] if ctx == context else [])
+    table = {("Who trained the parser?", "Marta Lind"): -1.0, ("Who trained the parser?", "Oslo"): -3.0,
+             ("Where?", "Oslo"): -6.0}  # "unanswerable" (-5) beats every candidate
+    model = LikelihoodModel(table)
+    answerer = QuestionAnswerer(model, "prompted")  # likelihood is the default
+    who, where, empty = answerer.answer([("Who trained the parser?", context), ("Where?", context),
+                                         ("Who?", "no candidates here")])
+    assert who == QAResult("Marta Lind", pytest.approx(sigmoid(4.0)), pytest.approx(4.0))
+    assert where.answer == "" and where.answerability == pytest.approx(sigmoid(-1.0))
+    assert where.score == float("-inf")
+    assert empty == QAResult("", 0.0, float("-inf"))
+    # one scoring pass (three candidates <= the shortlist of 4) with "unanswerable" last
+    assert len(model.score_calls) == 1
+    assert [c for _, c in model.score_calls[0]] == [["Marta Lind", "parser", "Oslo", "unanswerable"]] * 2
+    assert model.score_calls[0][0][0][0]["role"] == "system"  # the span-asking prompt
+
+
+def test_likelihood_shortlist_scores_only_the_likeliest_first_tokens(monkeypatch):
+    cands = ["Marta Lind", "Marta", "Oslo", "the parser", "German text", "2019"]
+    monkeypatch.setattr("isqaflow.qa.answering.QuestionAnswerer.candidates", lambda self, ctx: cands)
+    q = "Who trained it?"
+    # first words: Marta (shared by two candidates), Oslo, the, German, 2019
+    table = {(q, "Marta"): -0.5, (q, "Oslo"): -2.0, (q, "the"): -4.0, (q, "German"): -9.0, (q, "2019"): -8.0,
+             (q, "Marta Lind"): -1.0, (q, "parser"): -1.0}
+    model = LikelihoodModel(table)
+    (result,) = QuestionAnswerer(model, "prompted", likelihood_shortlist=2).answer([(q, "ctx")])
+    first_pass, second_pass = model.score_calls
+    assert first_pass[0][1] == ["Marta", "Oslo", "the", "German", "2019"]  # distinct first tokens, once
+    # the two likeliest first tokens keep every candidate that starts with them
+    assert second_pass[0][1] == ["Marta Lind", "Marta", "Oslo", "unanswerable"]
+    assert result.answer == "Marta"  # -0.5 beats "Marta Lind" (-1.0)
+    # shortlist 0: every candidate in one pass
+    model = LikelihoodModel(table)
+    QuestionAnswerer(model, "prompted", likelihood_shortlist=0).answer([(q, "ctx")])
+    assert len(model.score_calls) == 1 and model.score_calls[0][0][1] == [*cands, "unanswerable"]
+
+
+def test_snapped_answers_from_a_scripted_model():
+    context = "The bridge was opened in 1932 by the mayor of Elmford."
+    model = ScriptedModel({("Who opened it?", context): ("It was opened by the mayor of Elmford.", -1.0, 9),
+                           ("When?", context): ("Not stated.", -1.0, 2)}, {})
+    answerer = QuestionAnswerer(model, "prompted", spans="snap", snap_max_words=4)
+    who, when = answerer.answer([("Who opened it?", context), ("When?", context)], answerability=False)
+    assert who.answer == "mayor of Elmford"  # F1 2 * 3 / (3 + 7), the best within 4 words
+    assert when == QAResult("", 0.0, float("-inf"))  # a no-answer reply is not snapped
+
+
+def test_answerer_rejects_bad_span_settings():
+    with pytest.raises(ValueError, match="span selection"):
+        QuestionAnswerer(ScriptedModel({}, {}), "prompted", spans="beam")
+    with pytest.raises(ValueError, match="snap_max_words"):
+        QuestionAnswerer(ScriptedModel({}, {}), "prompted", snap_max_words=0)
+    with pytest.raises(ValueError, match="likelihood_shortlist"):
+        QuestionAnswerer(ScriptedModel({}, {}), "prompted", likelihood_shortlist=-1)
+
+
+def test_likelihood_answers_on_the_tiny_model(tiny_qa_model):
+    answerer = QuestionAnswerer(tiny_qa_model, "prompted", window_tokens=48, likelihood_shortlist=2)
+    items = [("What does the fox jump over?", "The quick brown fox jumps over the lazy dog."),
+             ("Who helps the summarizer?", "Facts and non-facts help the summarizer.")]
+    results = answerer.answer(items)
+    for (_, context), r in zip(items, results, strict=True):
+        assert 0.0 < r.answerability < 1.0
+        assert (r.answer == "") == (r.score == float("-inf"))
+        if r.answer:
+            assert r.answer in answerer.candidates(context) and r.answer in context
+            assert r.score == pytest.approx(math.log(r.answerability / (1 - r.answerability)), rel=1e-6)
+    assert answerer.answer(items) == results
+
+
+# ----------------------------------------------------------------------------- QAGS's candidate pool
+
+def test_qags_keeps_at_most_k_passing_questions_in_order():
+    qs = [_answered(f"Question {i} here?", "x", "x" if i != 1 else "y", "x") for i in range(5)]
+    score, kept = qags_score(qs, 1.0, max_kept=3)
+    assert kept == 3 and score == 1.0
+    assert [q.kept for q in qs] == [True, False, True, True, False]
+
+
+def test_score_summaries_tries_further_candidates_for_qags(monkeypatch):
+    summary = "S"
+    first = [_cand("1932", summary), _cand("the mayor", summary)]
+    more = [_cand("Elmford", summary), _cand("bridge", summary), _cand("river", summary)]
+    monkeypatch.setattr("isqaflow.metrics.qa_metrics.candidates_for",
+                        lambda text, k, settings: first if text == summary else [])
+    calls = []
+
+    def further(text, taken, k, settings):
+        calls.append((text, list(taken), k))
+        return more[:k]
+
+    monkeypatch.setattr("isqaflow.metrics.qa_metrics.further_candidates_for", further)
+    qg = EchoQG()
+
+    class PickyQA(EchoQA):
+        """Gives back the candidate only for Elmford and river (the others fail QAGS's filter)."""
+
+        def answer(self, items, answerability=None):
+            out = super().answer(items, answerability)
+            return [r if r.answer in ("Elmford", "river") else QAResult("something", 1.0, 0.0) for r in out]
+
+        def answer_long(self, questions, documents):
+            self.asked_on_source = list(questions)
+            return super().answer(list(zip(questions, documents)))
+
+    qa = PickyQA()
+    settings = QAMetricSettings(questions_per_summary=2, source_questions=1, candidate_pool=5)
+    (score,) = score_summaries([(summary, "SRC")], qg, qa, settings)
+    # round 1 (1932, the mayor): nothing passes; round 2 (Elmford, bridge): one; round 3 (river): a second
+    assert calls == [(summary, first, 3)]
+    assert [it[1] for it in qg.items] == ["1932", "the mayor", "Elmford", "bridge", "river"]
+    assert score.qags_questions == 2 and score.qags == 1.0 and score.questions_generated == 5
+    rounds = [(q["candidate"], q["round"], q["kept"]) for q in score.details["summary_questions"]]
+    assert rounds == [("1932", 1, False), ("the mayor", 1, False), ("Elmford", 2, True), ("bridge", 2, False),
+                      ("river", 3, True)]
+    # on the source: round 1 (QuestEval precision) and the later rounds' passing questions only
+    assert qa.asked_on_source == ["Which item is 1932?", "Which item is the mayor?", "Which item is Elmford?",
+                                  "Which item is river?"]
+    # QuestEval precision uses round 1 only: F1("something"... on the source EchoQA gives the candidate back)
+    assert score.questeval_precision == 1.0
+    with pytest.raises(ValueError, match="candidate_pool"):
+        QAMetricSettings(questions_per_summary=3, candidate_pool=2)
+
+
+def test_further_candidates_are_seeded_and_disjoint():
+    from isqaflow.metrics.qa_metrics import candidates_for, further_candidates_for
+
+    text = ("Marta Lind trained the parser on 3,000 annotated sentences in Oslo. The parser was released "
+            "by the University of Elmford in 2019. It reads German and Norwegian text.")
+    settings = QAMetricSettings(questions_per_summary=2, candidate_pool=6)
+    first = candidates_for(text, 2, settings)
+    more = further_candidates_for(text, first, 4, settings)
+    assert len(more) == 4 and not set(more) & set(first)
+    assert further_candidates_for(text, first, 4, settings) == more
+
+
+# ----------------------------------------------------------------------------- QuestEval's query weights
+
+def test_questeval_recall_with_query_weights_by_hand():
+    summary_qs = _qe_summary_questions()
+    s1, s2 = _qe_source_questions()  # answerability 0.8 (F1 1) and 0.2 (F1 0)
+    s1.weight, s2.weight = 0.9, 0.3
+    got = questeval_scores(summary_qs, [s1, s2])
+    # the paper: sum(W * answerability) / sum(W)
+    assert got["questeval_recall"] == pytest.approx((0.9 * 0.8 + 0.3 * 0.2) / 1.2)
+    assert got["recall_f1"] == pytest.approx(0.9 / 1.2)
+    precision, recall = 5 / 6, (0.9 * 0.8 + 0.3 * 0.2) / 1.2
+    assert got["questeval"] == pytest.approx(2 * precision * recall / (precision + recall))
+    # v0.2.4: each recall score times W, averaged without renormalizing
+    assert got["questeval_v024"] == pytest.approx((5 / 6 + 0.7 + (0.72 + 0.06) / 2 + (0.9 + 0.0) / 2) / 4)
+    # all weights 0: recall undefined
+    s1.weight = s2.weight = 0.0
+    assert math.isnan(questeval_scores(summary_qs, [s1, s2])["questeval_recall"])
+
+
+class WeighterModel(LanguageModel):
+    backend = "scripted"
+
+    def __init__(self):
+        self.items = []
+
+    def identity(self):
+        return {}
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+    def truncate_text(self, text, max_tokens):
+        words = text.split()
+        return " ".join(words[:max_tokens]), max(0, len(words) - max_tokens)
+
+    def generate(self, requests, params):
+        raise AssertionError
+
+    def score_batch(self, items):
+        self.items += list(items)
+        return [[math.log(0.25)] if cands == ["true"] else [math.log(0.6), math.log(0.2)] for _, cands in items]
+
+
+def test_query_weighter_modes():
+    from isqaflow.metrics.questeval import QueryWeighter
+
+    model = WeighterModel()
+    released = QueryWeighter(model, "questeval", max_input_tokens=40)
+    source = " ".join(f"w{i}" for i in range(100))
+    assert released.weigh([("When was it opened?", "1932", source)]) == [pytest.approx(0.25)]
+    request, candidates = model.items[-1]
+    # QuestEval's input layout, the source cut to the budget
+    assert request.startswith("1932 </s> When was it opened? </s> w0 w1") and len(request.split()) <= 40
+    assert candidates == ["true"]
+    prompted = QueryWeighter(model, "prompted")
+    assert prompted.weigh([("When was it opened?", "1932", "The bridge opened in 1932.")]) == [pytest.approx(0.75)]
+    request, candidates = model.items[-1]
+    assert candidates == ["Yes", "No"] and "Question: When was it opened?" in request[-1]["content"]
+    assert prompted.weigh([]) == []
+    with pytest.raises(ValueError, match="query-weighter mode"):
+        QueryWeighter(model, "trained")
+
+
+def test_score_summaries_weights_the_source_questions_once(scripted_candidates):
+    class FixedWeighter:
+        def __init__(self):
+            self.calls = []
+
+        def weigh(self, items):
+            self.calls.append(list(items))
+            return [0.5 if "year" in q else 1.0 for q, _, _ in items]
+
+    weighter = FixedWeighter()
+    s1, s2 = score_summaries([(SUMMARY_1, SOURCE), (SUMMARY_2, SOURCE)], FakeGenerator(), FakeAnswerer(),
+                             QAMetricSettings(questions_per_summary=7, source_questions=5), weighter=weighter)
+    assert len(weighter.calls) == 1 and len(weighter.calls[0]) == 2  # the shared source's questions, once
+    assert weighter.calls[0][0] == ("In which year was the bridge opened?", "1932", SOURCE)
+    # summary 1: answerability 0.9 (weight 0.5) and 0.6 (weight 1)
+    assert s1.questeval_recall == pytest.approx((0.5 * 0.9 + 0.6) / 1.5)
+    assert [q["weight"] for q in s2.details["source_questions"]] == [0.5, 1.0]
+
+
+# ----------------------------------------------------------------------------- known-answer controls
+
+def _paper(pid: str, abstract: str, body: str = "Body text."):
+    from isqaflow.data.schema import Paper
+
+    return Paper(id=pid, dataset="qasper", title=pid, abstract=abstract,
+                 sections=[{"name": "Intro", "paragraphs": [f"{body} ({pid})"]}] if body else [])
+
+
+def test_derangement_has_no_fixed_points_and_is_seeded():
+    import numpy as np
+
+    from isqaflow.metrics.controls import derangement
+
+    for n in (2, 3, 7):
+        for seed in range(20):
+            perm = derangement(n, np.random.default_rng(seed))
+            assert sorted(perm) == list(range(n)) and all(i != p for i, p in enumerate(perm))
+    assert derangement(5, np.random.default_rng(3)) == derangement(5, np.random.default_rng(3))
+    with pytest.raises(ValueError, match="at least 2"):
+        derangement(1, np.random.default_rng(0))
+
+
+def test_control_pairs_are_deterministic_and_capped():
+    from isqaflow.metrics.controls import control_pairs
+
+    papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(6)] + [_paper("blank", " "), _paper("nobody", "A.", "")]
+    pairs = control_pairs(papers, seed=13, scope="qasper")
+    assert [p.id for p, _ in pairs] == [f"p{i}" for i in range(6)]  # no abstract or no body: left out
+    assert all(p.id != o.id for p, o in pairs) and sorted(o.id for _, o in pairs) == [f"p{i}" for i in range(6)]
+    assert [(p.id, o.id) for p, o in control_pairs(papers[::-1], seed=13, scope="qasper")] == [
+        (p.id, o.id) for p, o in pairs]  # same seed, same pairs, whatever the input order
+    capped = control_pairs(papers, seed=13, max_papers=3, scope="qasper")
+    assert len(capped) == 3 and {o.id for _, o in capped} == {p.id for p, _ in capped}
+    with pytest.raises(ValueError, match="at least 2 papers"):
+        control_pairs(papers[:1], seed=13, scope="qasper")
+    with pytest.raises(ValueError, match="at least 2"):
+        control_pairs(papers, seed=13, max_papers=1, scope="qasper")
+
+
+class WordOverlapMetric:
+    """A stand-in for score_summaries: the score is the share of the summary's words found in the source."""
+
+    def __init__(self, undefined: str | None = None):
+        self.items, self.undefined = [], undefined
+
+    def __call__(self, items, generator, answerer, settings, weighter=None):
+        from isqaflow.metrics.qa_metrics import SummaryScore
+
+        self.items += list(items)
+        out = []
+        for summary, source in items:
+            words = summary.lower().split()
+            share = sum(w in source.lower() for w in words) / len(words)
+            qags = NAN if self.undefined and self.undefined in summary else share
+            out.append(SummaryScore(qags=qags, qags_questions=0 if qags != qags else 2, questeval=share,
+                                    questeval_precision=share, questeval_recall=share, questeval_v024=0.5,
+                                    precision_answerability=1.0, recall_f1=share, questions_generated=3))
+        return out
+
+
+def test_metric_control_records(monkeypatch):
+    from isqaflow.metrics import controls
+
+    metric = WordOverlapMetric(undefined="gamma")
+    monkeypatch.setattr(controls, "score_summaries", metric)
+    papers = [_paper("a", "alpha words", "alpha words here"), _paper("b", "beta words", "beta words here"),
+              _paper("c", "gamma words", "gamma words here")]
+    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=13)
+    pairs = controls.control_pairs(papers, 13, scope="qasper")
+    # exactly the real scoring path: own and other abstract against the paper's body
+    assert metric.items == [(t, p.body()) for p, o in pairs for t in (p.abstract, o.abstract)]
+    assert len(records) == 3 * 3  # papers x (QAGS, QuestEval, QuestEval v0.2.4)
+    keys = {"instrument", "name", "scope", "control", "rule", "item", "expected", "outcome", "correct", "chance",
+            "baseline_correct", "detail"}
+    assert all(set(r) == keys for r in records)
+    by = {(r["item"], r["name"]): r for r in records}
+    questeval = by[("qasper:a", "questeval")]
+    assert questeval["instrument"] == "QuestEval" and questeval["control"] == "other_abstract"
+    assert questeval["rule"] == "raw" and questeval["chance"] == 0.5 and questeval["expected"] == "own"
+    assert questeval["correct"] is True and questeval["outcome"] == "own"
+    assert questeval["detail"]["own"] == 1.0 and questeval["detail"]["other"] == 0.5  # "words" is in every body
+    # equal scores: a tie, not correct
+    tie = by[("qasper:a", "questeval_v024")]
+    assert tie["outcome"] == "tie" and tie["correct"] is False
+    # a NaN score (QAGS undefined for the gamma abstract, own or other): invalid, correct None, kept
+    gamma_items = {f"qasper:{p.id}" for p, o in pairs if "gamma" in (p.abstract + o.abstract)}
+    for item in gamma_items:
+        assert by[(item, "qags")]["correct"] is None and by[(item, "qags")]["outcome"] == "invalid"
+    assert by[("qasper:c", "qags")]["detail"]["own"] is None
+    with pytest.raises(ValueError, match="unknown metric control"):
+        controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=["swap"])
+    assert controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=[]) == []
+
+
+def test_metric_controls_score_a_blind_metric_at_or_below_chance(monkeypatch):
+    from isqaflow.metrics import controls
+    from isqaflow.metrics.qa_metrics import SummaryScore
+
+    def blind(items, *args, **kwargs):  # the same score whatever the text
+        return [SummaryScore(0.5, 1, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1) for _ in items]
+
+    monkeypatch.setattr(controls, "score_summaries", blind)
+    papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(5)]
+    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=1)
+    assert records and all(r["correct"] is False for r in records)  # all ties: never credited
+
+
+@pytest.mark.parametrize("mode", ["questeval", "prompted"])
+def test_query_weighter_on_tiny_models(mode, tiny_causal, tiny_seq2seq, tmp_path):
+    """Real scoring: QuestEval's layout on a seq2seq model (as the released T5 weighter), a chat prompt on a causal one."""
+    from isqaflow.metrics.questeval import QueryWeighter
+    from isqaflow.models.registry import load_model
+
+    path = tiny_seq2seq if mode == "questeval" else tiny_causal
+    model = load_model({"backend": "hf", "model": str(path)}, cache=tmp_path / "calls.sqlite", threads=1)
+    weighter = QueryWeighter(model, mode, max_input_tokens=64)
+    source = "The model reads a paper and writes a summary of its results. " * 20
+    weights = weighter.weigh([("What does the model write?", "a summary", source),
+                              ("What does the model read?", "a paper", source)])
+    assert len(weights) == 2 and all(0.0 < w <= 1.0 for w in weights)
+    assert weighter.weigh([("What does the model write?", "a summary", source)]) == weights[:1]  # cached, stable

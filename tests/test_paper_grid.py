@@ -31,6 +31,7 @@ EXPECTED = {
     "generic_feedback": DATASETS * SUMMARIZERS,
     "isqa_refine": DATASETS * SUMMARIZERS * ISQA_RUNS,
     "score_summaries": DATASETS * SUMMARIZERS,
+    "metric_controls": DATASETS,  # QAGS/QuestEval known-answer controls, one job per dataset
     "human_eval_sheets": DATASETS * SUMMARIZERS,
     "isqa_tables": 1,
     # InFoBench: 5 responders, 1 judge; the judge also reads every ISQA summary set

@@ -6,9 +6,12 @@ import pytest
 from scipy.stats import wilcoxon
 
 from isqaflow.stats import (
+    EXACT_SIGN_FLIP_MAX_PAIRS,
+    MIN_PAIRS_FOR_TEST,
     bootstrap_ci,
     compare_systems,
     paired_bootstrap,
+    sign_flip_test,
     wilcoxon_signed_rank,
 )
 
@@ -74,33 +77,32 @@ def test_bootstrap_ci_rejects_bad_parameters():
         bootstrap_ci([1.0, 2.0], alpha=1.5)
 
 
-def test_paired_bootstrap_shifted_by_one_is_significant():
+def test_paired_bootstrap_shifted_by_one():
     a = np.linspace(0.2, 0.7, 12)
     result = paired_bootstrap(a, a + 1)
     assert result["mean_diff"] == pytest.approx(1.0)
     assert result["lower"] == pytest.approx(1.0) and result["upper"] == pytest.approx(1.0)
     assert result["mean_a"] == pytest.approx(0.45) and result["mean_b"] == pytest.approx(1.45)
-    assert result["p_value"] == 0.0
     assert result["n"] == 12 and result["n_missing"] == 0
+    # the interval only: significance is the sign-flip test's (a bootstrap p read 0 here)
+    assert "p_value" not in result
 
 
-def test_paired_bootstrap_identical_systems_have_p_one():
+def test_paired_bootstrap_identical_systems_have_a_zero_interval():
     a = [0.3, 0.5, 0.9, 0.1]
     result = paired_bootstrap(a, a)
     assert result["mean_diff"] == 0.0
     assert result["lower"] == result["upper"] == 0.0
-    assert result["p_value"] == 1.0
 
 
 def test_paired_bootstrap_mixed_differences():
-    # Differences b - a = [1, -1, 1, 1]: mean 0.5, not significant with four papers.
+    # Differences b - a = [1, -1, 1, 1]: mean 0.5, an interval reaching 0 with four papers.
     a = [0.0, 1.0, 0.0, 0.0]
     b = [1.0, 0.0, 1.0, 1.0]
     result = paired_bootstrap(a, b, seed=1)
     assert result["mean_diff"] == 0.5
     assert result["lower"] <= 0.5 <= result["upper"]
     assert result["lower"] <= 0.0
-    assert 0.05 < result["p_value"] <= 1.0
     assert result == paired_bootstrap(a, b, seed=1)
 
 
@@ -110,6 +112,102 @@ def test_paired_bootstrap_drops_pairs_with_nan():
     assert result["mean_a"] == 2.5 and result["mean_b"] == 4.0 and result["mean_diff"] == 1.5
     with pytest.raises(ValueError, match="equal lengths"):
         paired_bootstrap([1.0, 2.0], [1.0])
+
+
+# ----------------------------------------------------------------------------- sign-flip test
+
+def test_sign_flip_exact_by_hand():
+    # Six differences of size 1, five positive: |observed sum| = 4.  A pattern of flips
+    # gives sum 6 - 2m with m negative products; |6 - 2m| >= 4 for m in {0, 1, 5, 6}:
+    # 1 + 6 + 6 + 1 = 14 of the 2**6 patterns.
+    result = sign_flip_test([0.0] * 6, [1, 1, 1, 1, 1, -1])
+    assert result["p_value"] == 14 / 64
+    assert result["method"] == "exact" and result["rounds"] == 64
+    assert result["n"] == 6 and result["mean_diff"] == pytest.approx(4 / 6)
+    # all six positive: only the observed pattern and its mirror image are as extreme
+    assert sign_flip_test([0.0] * 6, [2.0] * 6)["p_value"] == 2 / 64
+    # differences 1, 2, -3, 4, 5, 6 (sum 15 of 21): |sum| >= 15 when the flipped magnitudes
+    # sum to <= 3 ({}, {1}, {2}, {3}, {1, 2}) or >= 18 (their complements): 10 of 64
+    assert sign_flip_test([0.0] * 6, [1, 2, -3, 4, 5, 6])["p_value"] == 10 / 64
+
+
+def test_sign_flip_keeps_zero_differences_in_n():
+    # five +1 and one 0: |sum| = 5 needs the five signs equal (2 ways) x the zero's sign (2 ways)
+    result = sign_flip_test([0.0] * 6, [1, 1, 1, 1, 1, 0])
+    assert result["n"] == 6 and result["p_value"] == 4 / 64
+    assert sign_flip_test([0.3] * 8, [0.3] * 8)["p_value"] == 1.0  # no difference at all
+
+
+def test_sign_flip_is_exact_brute_force_on_random_data():
+    rng = np.random.default_rng(5)
+    for n in (6, 9, 12):
+        a, b = rng.normal(size=n), rng.normal(0.4, 1.0, size=n)
+        diff = b - a
+        extreme = 0
+        for code in range(2**n):
+            signs = np.array([-1.0 if code >> i & 1 else 1.0 for i in range(n)])
+            extreme += abs(float(signs @ diff)) >= abs(float(diff.sum())) - 1e-12
+        assert sign_flip_test(a, b)["p_value"] == pytest.approx(extreme / 2**n)
+
+
+def test_sign_flip_gives_no_p_value_below_the_minimum():
+    assert MIN_PAIRS_FOR_TEST == 6
+    for n in range(MIN_PAIRS_FOR_TEST):
+        result = sign_flip_test([0.0] * n, [1.0] * n)
+        assert np.isnan(result["p_value"]) and result["method"] == "too few pairs" and result["n"] == n
+    # pairs with a NaN do not count towards the minimum
+    result = sign_flip_test([0.0] * 6, [1.0] * 5 + [np.nan])
+    assert np.isnan(result["p_value"]) and result["n"] == 5 and result["n_missing"] == 1
+    assert sign_flip_test([0.0] * 3, [1.0] * 3, min_pairs=3)["p_value"] == 2 / 8
+
+
+def test_sign_flip_monte_carlo_beyond_the_exact_limit_is_seeded_and_never_zero():
+    n = EXACT_SIGN_FLIP_MAX_PAIRS + 1
+    shifted = sign_flip_test(np.zeros(30), np.ones(30), rounds=999)
+    assert shifted["method"] == "monte carlo"
+    assert shifted["p_value"] == 1 / 1000  # (0 + 1) / (999 + 1): never 0
+    rng = np.random.default_rng(11)
+    a, b = rng.normal(size=n), rng.normal(0.3, 1.0, size=n)
+    first = sign_flip_test(a, b, rounds=20000, seed=3)
+    assert first["method"] == "monte carlo" and first["rounds"] == 20000
+    assert sign_flip_test(a, b, rounds=20000, seed=3) == first
+    assert sign_flip_test(a, b, rounds=20000, seed=4)["p_value"] != first["p_value"]
+    # the sampled p-value estimates the exact one (all 2**17 patterns)
+    exact = sign_flip_test(a, b, exact_max_pairs=n)
+    assert exact["method"] == "exact"
+    assert first["p_value"] == pytest.approx(exact["p_value"], abs=0.01)
+
+
+@pytest.mark.parametrize(("n", "rounds"), [(6, None), (10, None), (16, None), (25, 999)])
+def test_sign_flip_false_positive_rate_under_the_null(n, rounds):
+    # No true difference (normal differences): p < 0.05 in at most 5% of the data sets,
+    # up to sampling noise (3 standard errors over 1,000 data sets: 0.021).  The old
+    # paired-bootstrap p-value gave 26% at n = 3, 14% at n = 5 and 9% at n = 10.
+    sets = 1000
+    rng = np.random.default_rng(2024 + n)
+    kwargs = {} if rounds is None else {"rounds": rounds}
+    rejections = sum(
+        sign_flip_test(np.zeros(n), rng.normal(size=n), seed=i, **kwargs)["p_value"] < 0.05 for i in range(sets)
+    )
+    assert rejections / sets <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / sets)
+
+
+def test_sign_flip_detects_a_real_shift():
+    rng = np.random.default_rng(7)
+    detected = sum(sign_flip_test(np.zeros(10), rng.normal(1.5, 1.0, size=10))["p_value"] < 0.05
+                   for _ in range(200))
+    assert detected / 200 > 0.9
+
+
+def test_sign_flip_rejects_bad_parameters():
+    with pytest.raises(ValueError, match="rounds"):
+        sign_flip_test([0.0] * 20, [1.0] * 20, rounds=0)
+    with pytest.raises(ValueError, match="min_pairs"):
+        sign_flip_test([0.0] * 6, [1.0] * 6, min_pairs=0)
+    with pytest.raises(ValueError, match="exact_max_pairs"):
+        sign_flip_test([0.0] * 6, [1.0] * 6, exact_max_pairs=30)
+    with pytest.raises(ValueError, match="equal lengths"):
+        sign_flip_test([1.0, 2.0], [1.0])
 
 
 def test_wilcoxon_all_zero_differences_gives_p_one():
@@ -164,14 +262,22 @@ def test_compare_systems_on_a_tiny_long_table():
     assert better["mean_baseline"] == pytest.approx(0.5)
     assert better["mean_diff"] == pytest.approx(0.1)
     assert better["diff_lower"] == pytest.approx(0.1) and better["diff_upper"] == pytest.approx(0.1)
-    assert better["p_bootstrap"] == 0.0
+    assert np.isnan(better["p_sign_flip"])  # four papers: below the minimum for a test
     # Four positive differences: exact two-sided Wilcoxon p = 2 / 2**4.
     assert better["wilcoxon_statistic"] == 0.0
     assert better["p_wilcoxon"] == pytest.approx(0.125)
     assert partial["n_items"] == 3 and partial["n_paired"] == 3
     assert partial["mean"] == pytest.approx(0.4) and partial["mean_baseline"] == pytest.approx(0.4)
     assert partial["mean_diff"] == 0.0
-    assert partial["p_bootstrap"] == 1.0 and partial["p_wilcoxon"] == 1.0
+    assert np.isnan(partial["p_sign_flip"]) and partial["p_wilcoxon"] == 1.0
+
+
+def test_compare_systems_sign_flip_p_value_with_enough_papers():
+    papers = [f"p{i}" for i in range(7)]
+    rows = [{"paper": p, "system": "base", "score": 0.1 * i} for i, p in enumerate(papers)]
+    rows += [{"paper": p, "system": "better", "score": 0.1 * i + 0.05} for i, p in enumerate(papers)]
+    table = compare_systems(pd.DataFrame(rows), "score", "system", "paper", baseline="base", rounds=500)
+    assert table.loc["better", "p_sign_flip"] == 2 / 2**7  # every difference positive, exact
 
 
 def test_compare_systems_rejects_unknown_baseline_and_duplicates():

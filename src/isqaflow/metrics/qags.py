@@ -8,6 +8,10 @@ Per summary (the shared question pipeline is :mod:`isqaflow.metrics.qa_metrics`)
 3. filters: the question ends with "?", has at least three words, is not a
    duplicate, and the QA model on the summary gives back the candidate (token F1
    with the candidate >= ``candidate_min_f1``; 1.0 = exact after normalization);
+   like QAGS, which generates questions for 10 answer candidates with 10 beams each
+   and keeps up to K that pass, further candidates of the summary are tried, K at a
+   time, while fewer than K questions pass and the pool (``candidate_pool``
+   candidates in all) is not exhausted; at most K questions are kept;
 4. answer the kept questions on the summary and on the source (all its windows);
 5. QAGS = mean token F1 between the two answers (NaN when no question is kept);
    the corpus score is the mean over documents, x 100.
@@ -35,7 +39,9 @@ class Question:
     duplicate: bool = False
     on_summary: QAResult | None = None
     on_source: QAResult | None = None
-    kept: bool = False  # passed every QAGS filter
+    kept: bool = False  # passed every QAGS filter (and is among the first K that did)
+    round: int = 1  # 1: the K sampled candidates; 2, 3, ...: QAGS's further candidates
+    weight: float = 1.0  # QuestEval's query weight (source questions; 1 without a weighter)
 
     @property
     def usable(self) -> bool:
@@ -43,7 +49,7 @@ class Question:
 
     def as_dict(self) -> dict[str, Any]:
         out = {"question": self.question, "candidate": self.candidate, "valid": self.valid,
-               "duplicate": self.duplicate, "kept": self.kept}
+               "duplicate": self.duplicate, "kept": self.kept, "round": self.round, "weight": self.weight}
         for name in ("on_summary", "on_source"):
             r = getattr(self, name)
             out[name] = None if r is None else {"answer": r.answer, "answerability": r.answerability}
@@ -61,12 +67,21 @@ def filter_questions(questions: list[Question]) -> None:
             seen.add(key)
 
 
-def qags_score(questions: Sequence[Question], candidate_min_f1: float) -> tuple[float, int]:
-    """QAGS of one summary and the number of questions kept (its questions must be answered)."""
+def passes_filters(question: Question, candidate_min_f1: float) -> bool:
+    """Usable, answered on the summary, and the summary's answer gives back the candidate."""
+    return (question.usable and question.on_summary is not None
+            and token_f1(question.on_summary.answer, question.candidate) >= candidate_min_f1)
+
+
+def qags_score(questions: Sequence[Question], candidate_min_f1: float,
+               max_kept: int | None = None) -> tuple[float, int]:
+    """QAGS of one summary and the number of questions kept (the first ``max_kept`` that
+    pass the filters, in order; all when None).  Kept questions must be answered on
+    the source."""
+    kept = 0
     for q in questions:
-        q.kept = (q.usable and q.on_summary is not None
-                  and token_f1(q.on_summary.answer, q.candidate) >= candidate_min_f1)
-    kept = [q for q in questions if q.kept]
+        q.kept = passes_filters(q, candidate_min_f1) and (max_kept is None or kept < max_kept)
+        kept += q.kept
     if not kept:
         return NAN, 0
-    return fmean(token_f1(q.on_summary.answer, q.on_source.answer) for q in kept), len(kept)
+    return fmean(token_f1(q.on_summary.answer, q.on_source.answer) for q in questions if q.kept), kept

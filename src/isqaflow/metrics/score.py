@@ -16,34 +16,18 @@ from isqaflow.data.schema import Paper
 from isqaflow.io import read_records, write_jsonl
 from isqaflow.isqa.summarize import SummaryRecord
 from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
-from isqaflow.qa.answering import ExtractiveQA, QuestionAnswerer
-from isqaflow.qa.generation import QuestionGenerator
-from isqaflow.text.rouge import rouge
-from isqaflow.models.base import GenerationParams
+from isqaflow.metrics.scorers import build_scorers, build_weighter
 from isqaflow.models.cache import CallCache
+from isqaflow.text.rouge import rouge
 
 log = logging.getLogger(__name__)
 
 
-def build_scorers(qg: dict[str, Any], qa: dict[str, Any], cache: CallCache, threads: int | None):
-    """The QG and QA models of the config (one model is loaded once when both use it)."""
-    from isqaflow.models.registry import load_model
-
-    qg_model = load_model(qg["model"], cache=cache, name="question-generator", threads=threads)
-    generator = QuestionGenerator(qg_model, qg["mode"], GenerationParams.from_dict(qg.get("generation")))
-    if qa["mode"] == "extractive":
-        qa_backend: Any = ExtractiveQA(qa["model"], cache=cache, threads=threads)
-    elif qa["model"] == qg["model"]:
-        qa_backend = qg_model
-    else:
-        qa_backend = load_model(qa["model"], cache=cache, name="question-answerer", threads=threads)
-    answerer = QuestionAnswerer(qa_backend, qa["mode"], GenerationParams.from_dict(qa.get("generation")),
-                                window_tokens=qa.get("window_tokens", 384))
-    return generator, answerer
-
-
 def run_scoring(papers_path, summary_paths, scores_out, details_out, qg: dict[str, Any], qa: dict[str, Any],
-                settings: dict[str, Any], cache_path, threads: int | None = None) -> int:
+                settings: dict[str, Any], cache_path, threads: int | None = None,
+                weighter: dict[str, Any] | None = None) -> int:
+    """Score every summary of the files; ``weighter``: QuestEval's query weighter
+    (``{model, mode, max_input_tokens}``) or None."""
     papers = {p.id: p for p in read_records(papers_path, Paper)}
     rows = [r for path in summary_paths for r in read_records(path, SummaryRecord, id_field="paper_id")]
     unknown = sorted({r.paper_id for r in rows} - set(papers))
@@ -51,9 +35,12 @@ def run_scoring(papers_path, summary_paths, scores_out, details_out, qg: dict[st
         raise ValueError(f"summaries of papers not in {papers_path}: {unknown[:5]}")
     unique = list(dict.fromkeys((r.paper_id, r.summary) for r in rows))
     log.info("%d summary records, %d distinct summaries", len(rows), len(unique))
-    generator, answerer = build_scorers(qg, qa, CallCache(cache_path), threads)
+    metric_settings = QAMetricSettings.from_dict(settings)
+    cache = CallCache(cache_path)
+    generator, answerer = build_scorers(qg, qa, cache, threads, metric_settings.spacy_pipeline)
+    query_weighter = build_weighter(weighter, qg, generator.model, cache, threads)
     scores = score_summaries([(text, papers[pid].body()) for pid, text in unique], generator, answerer,
-                             QAMetricSettings.from_dict(settings))
+                             metric_settings, weighter=query_weighter)
     by_text = {}
     details = []
     for (pid, text), score in zip(unique, scores, strict=True):

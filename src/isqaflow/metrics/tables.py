@@ -1,8 +1,12 @@
 """The ISQA paper's Tables 1-4 and Figure 3 from the scored summaries, with what the paper lacks.
 
 All scores are x 100, as in the paper.  Every cell is a mean over papers with its
-95% bootstrap confidence interval over papers; comparisons against a baseline add a
-paired bootstrap test and a Wilcoxon signed-rank test on the same papers.
+95% bootstrap confidence interval over papers and its number of papers n (a cell of
+one paper has no interval); QAGS cells add q, the mean number of questions kept per
+summary.  Comparisons against a table's reference row add, on the papers both have,
+the mean difference with its paired-bootstrap interval, the exact sign-flip
+permutation test (its p-value marks a cell with a dagger at p < 0.05; no test below
+6 papers) and a Wilcoxon signed-rank test (also no p-value below 6 papers).
 
 * Table 1 -- summarizers x datasets x {QAGS, QuestEval, ROUGE}, without vs with
   ISQA.  "Without" is, per metric, the best of the baseline prompts (Appendix E.1),
@@ -17,6 +21,8 @@ paired bootstrap test and a Wilcoxon signed-rank test on the same papers.
   the test metric); it is reported only in its own, labelled table.
 * Feedback statistics -- what the feedback model's replies became (facts, non-facts,
   unanswerable, unparsed, near-duplicates) per run.
+* Appendix -- QuestEval as the paper defines it (harmonic mean) beside the public
+  v0.2.4 code's arithmetic variant (``questeval_v024``), for every final summary.
 """
 
 from __future__ import annotations
@@ -31,13 +37,32 @@ import pandas as pd
 
 from isqaflow.io import read_jsonl
 from isqaflow.isqa.prompts import BASELINE_PROMPTS, PREHOC_PROMPTS
-from isqaflow.stats import bootstrap_ci, paired_bootstrap, wilcoxon_signed_rank
+from isqaflow.stats import (
+    MIN_PAIRS_FOR_TEST,
+    bootstrap_ci,
+    paired_bootstrap,
+    sign_flip_test,
+    wilcoxon_signed_rank,
+)
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 
 log = logging.getLogger(__name__)
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
+QUESTEVAL_VARIANTS = {"questeval": "QuestEval (paper: harmonic mean)",
+                      "questeval_v024": "QuestEval v0.2.4 (arithmetic mean, no BERTScore)"}
+SIGNIFICANCE = 0.05
+DAGGER = "\u2020"
+CELL_NOTE = ("mean [95% bootstrap CI] over papers, x100; n = papers (one paper: no interval); "
+             "q = QAGS questions kept per summary (mean)")
+
+
+def significance_note(reference: str) -> str:
+    """The caption sentence that names the test behind the daggers."""
+    return (f"{DAGGER} p < {SIGNIFICANCE:g} vs {reference}: two-sided sign-flip permutation test of the mean "
+            f"paired difference over papers (exact up to 16 papers, Monte Carlo beyond; no test below "
+            f"{MIN_PAIRS_FOR_TEST} papers)")
 
 
 def load_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -49,14 +74,32 @@ def load_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
 
 
 def _cell(values: pd.Series, rounds: int, seed: int) -> dict[str, float]:
+    """Mean, bootstrap interval (NaN for fewer than two papers: a zero-width interval misleads) and n."""
     ci = bootstrap_ci(values.to_numpy(dtype=float), rounds=rounds, seed=seed)
+    if ci["n"] < 2:
+        return {"mean": ci["estimate"], "lower": np.nan, "upper": np.nan, "n": ci["n"]}
     return {"mean": ci["estimate"], "lower": ci["lower"], "upper": ci["upper"], "n": ci["n"]}
 
 
-def _fmt(mean: float, lower: float, upper: float) -> str:
+def _fmt(mean: float, lower: float, upper: float, n: int | None = None, p_value: float = np.nan,
+         questions: float = np.nan) -> str:
+    """``mean[dagger] [lower, upper] (n=N, q=Q)``; "--" without a mean."""
     if np.isnan(mean):
         return "--"
-    return f"{mean:.2f} [{lower:.2f}, {upper:.2f}]"
+    text = f"{mean:.2f}{DAGGER if p_value < SIGNIFICANCE else ''}"
+    if not (np.isnan(lower) or np.isnan(upper)):
+        text += f" [{lower:.2f}, {upper:.2f}]"
+    counts = [] if n is None else [f"n={int(n)}"]
+    if not np.isnan(questions):
+        counts.append(f"q={questions:.1f}")
+    return f"{text} ({', '.join(counts)})" if counts else text
+
+
+def _questions_kept(df: pd.DataFrame, system: str | None, metric: str) -> dict[str, float]:
+    """QAGS cells: the mean number of questions kept per summary of ``system`` (0 counts)."""
+    if metric != "qags" or not system or "qags_questions" not in df:
+        return {}
+    return {"questions_kept": float(df.loc[df["system"] == system, "qags_questions"].astype(float).mean())}
 
 
 def final_scores(df: pd.DataFrame) -> pd.DataFrame:
@@ -64,9 +107,18 @@ def final_scores(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def best_prompt(df: pd.DataFrame, prompts: Sequence[str], metric: str) -> str | None:
-    """The prompt with the highest mean ``metric`` (the paper's choice of baseline)."""
-    means = df[df["system"].isin(prompts)].groupby("system")[metric].mean().dropna()
-    return None if means.empty else str(means.idxmax())
+    """The prompt with the highest mean ``metric`` (the paper's choice of baseline), among
+    the prompts scored on the most papers: a metric undefined on some papers (QAGS with
+    no question kept) would otherwise compare means over different numbers of papers.
+    Ties keep the order of ``prompts``."""
+    rows = df[df["system"].isin(prompts)]
+    stats = rows.groupby("system")[metric].agg(["mean", "count"])
+    stats = stats[stats["count"] > 0]
+    if stats.empty:
+        return None
+    eligible = stats[stats["count"] == stats["count"].max()]
+    order = [p for p in prompts if p in eligible.index]
+    return max(order, key=lambda p: (eligible.loc[p, "mean"], -order.index(p)))
 
 
 def compare(df: pd.DataFrame, system: str, baseline: str, metric: str, rounds: int, seed: int) -> dict[str, Any]:
@@ -74,10 +126,15 @@ def compare(df: pd.DataFrame, system: str, baseline: str, metric: str, rounds: i
     a = df[df["system"] == baseline].set_index("paper_id")[metric]
     b = df[df["system"] == system].set_index("paper_id")[metric]
     common = a.index.intersection(b.index)
-    boot = paired_bootstrap(a[common].to_numpy(float), b[common].to_numpy(float), rounds=rounds, seed=seed)
-    wil = wilcoxon_signed_rank(a[common].to_numpy(float), b[common].to_numpy(float))
-    return {"diff": boot["mean_diff"], "diff_lower": boot["lower"], "diff_upper": boot["upper"],
-            "p_bootstrap": boot["p_value"], "p_wilcoxon": wil["p_value"], "n_paired": boot["n"]}
+    a_values, b_values = a[common].to_numpy(float), b[common].to_numpy(float)
+    boot = paired_bootstrap(a_values, b_values, rounds=rounds, seed=seed)
+    flips = sign_flip_test(a_values, b_values, rounds=rounds, seed=seed)
+    wil = wilcoxon_signed_rank(a_values, b_values)
+    n = boot["n"]
+    return {"diff": boot["mean_diff"],
+            "diff_lower": boot["lower"] if n >= 2 else np.nan, "diff_upper": boot["upper"] if n >= 2 else np.nan,
+            "p_sign_flip": flips["p_value"], "test": flips["method"],
+            "p_wilcoxon": wil["p_value"] if n >= MIN_PAIRS_FOR_TEST else np.nan, "n_paired": n}
 
 
 def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -89,7 +146,7 @@ def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tu
             for condition, system in (("w/o ISQA", base), ("w/ ISQA", main_system)):
                 values = df[df["system"] == system][metric] if system else pd.Series(dtype=float)
                 row = {"dataset": dataset, "summarizer": summarizer, "condition": condition, "metric": label,
-                       "system": system, **_cell(values, rounds, seed)}
+                       "system": system, **_cell(values, rounds, seed), **_questions_kept(df, system, metric)}
                 if condition == "w/ ISQA" and base:
                     row.update(compare(df, main_system, base, metric, rounds, seed))
                 long_rows.append(row)
@@ -101,8 +158,14 @@ def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tu
 def _wide(long: pd.DataFrame, index: list[str], columns: list[str]) -> pd.DataFrame:
     if long.empty:
         return pd.DataFrame()
-    cells = long.assign(cell=[_fmt(m, lo, hi) for m, lo, hi in zip(long["mean"], long["lower"], long["upper"],
-                                                                    strict=True)])
+    def column(name: str) -> pd.Series:
+        return long[name] if name in long else pd.Series(np.nan, index=long.index)
+
+    cells = long.assign(cell=[
+        _fmt(m, lo, hi, n, p, q) for m, lo, hi, n, p, q in zip(
+            long["mean"], long["lower"], long["upper"], long["n"], column("p_sign_flip"), column("questions_kept"),
+            strict=True)
+    ])
     wide = cells.pivot_table(index=index, columns=columns, values="cell", aggfunc="first", sort=False)
     wide.columns.names = [None] * len(columns)
     return wide.fillna("--")
@@ -122,7 +185,7 @@ def system_table(scores: pd.DataFrame, systems: dict[str, Any], baseline: str | 
             for name, system in resolved.items():
                 values = df[df["system"] == system][metric] if system else pd.Series(dtype=float)
                 row = {"dataset": dataset, "summarizer": summarizer, "row": name, "metric": label,
-                       "system": system, **_cell(values, rounds, seed)}
+                       "system": system, **_cell(values, rounds, seed), **_questions_kept(df, system, metric)}
                 if base_system and system and name != baseline and not values.empty:
                     row.update(compare(df, system, base_system, metric, rounds, seed))
                 long_rows.append(row)
@@ -139,11 +202,21 @@ def oracle_table(scores: pd.DataFrame, isqa_systems: Sequence[str], rounds: int,
             final = df[df["final"]][metric]
             oracle = df.groupby("paper_id")[metric].max()
             rows.append({"dataset": dataset, "summarizer": summarizer, "system": system, "metric": label,
-                         "ISQA (final step)": _fmt(**{k: v for k, v in _cell(final, rounds, seed).items()
-                                                      if k != "n"}),
-                         "oracle best-of-steps (not a result)": _fmt(
-                             **{k: v for k, v in _cell(oracle, rounds, seed).items() if k != "n"})})
+                         "ISQA (final step)": _fmt(**_cell(final, rounds, seed)),
+                         "oracle best-of-steps (not a result)": _fmt(**_cell(oracle, rounds, seed))})
     return pd.DataFrame(rows).set_index(["dataset", "summarizer", "system", "metric"]) if rows else pd.DataFrame()
+
+
+def questeval_appendix(scores: pd.DataFrame, rounds: int, seed: int) -> pd.DataFrame:
+    """QuestEval as the paper defines it beside the v0.2.4 code's variant, for every final summary."""
+    rows = []
+    for (dataset, summarizer, system), df in final_scores(scores).groupby(["dataset", "summarizer", "system"],
+                                                                           sort=True):
+        row = {"dataset": dataset, "summarizer": summarizer, "system": system}
+        for metric, label in QUESTEVAL_VARIANTS.items():
+            row[label] = _fmt(**_cell(df[metric], rounds, seed))
+        rows.append(row)
+    return pd.DataFrame(rows).set_index(["dataset", "summarizer", "system"]) if rows else pd.DataFrame()
 
 
 def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -205,25 +278,34 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     long, wide = table1(scores, main, rounds, seed)
     long.to_csv(out_dir / "isqa_table1_long.csv", index=False)
     write_table(wide, table_paths(out_dir / "isqa_table1"),
-                caption="Table 1: without vs with ISQA (mean [95% bootstrap CI] over papers, x100)")
+                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA')}")
     long2, wide2 = system_table(
         scores, {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
         "pre-hoc prompt", rounds, seed)
     long2.to_csv(out_dir / "isqa_table2_long.csv", index=False)
     write_table(wide2, table_paths(out_dir / "isqa_table2"),
-                caption="Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric)")
+                caption=("Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric, among the "
+                         f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt')}"))
     long3, wide3 = system_table(scores, {f: f"isqa-{f}-human" for f in feedback_models}, main_feedback, rounds,
                                 seed)
     long3.to_csv(out_dir / "isqa_table3_long.csv", index=False)
-    write_table(wide3, table_paths(out_dir / "isqa_table3"), caption="Table 3: feedback models (human questions)")
+    write_table(wide3, table_paths(out_dir / "isqa_table3"),
+                caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback)}")
     long4, wide4 = system_table(
         scores, {"model-generated": f"isqa-{main_feedback}-generated", "human-annotated": main},
         "model-generated", rounds, seed)
     long4.to_csv(out_dir / "isqa_table4_long.csv", index=False)
-    write_table(wide4, table_paths(out_dir / "isqa_table4"), caption="Table 4: source of the QA pairs")
+    write_table(wide4, table_paths(out_dir / "isqa_table4"),
+                caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated')}")
     isqa_systems = sorted(s for s in scores["system"].unique() if s.startswith("isqa-"))
     write_table(oracle_table(scores, isqa_systems, rounds, seed), table_paths(out_dir / "isqa_oracle"),
-                caption="Final step (the ISQA result) vs best-of-steps oracle (selects on the test metric)")
+                caption=("Final step (the ISQA result) vs best-of-steps oracle (selects on the test metric; "
+                         "mean [95% bootstrap CI] over papers, x100; n = papers)"))
+    write_table(questeval_appendix(scores, rounds, seed), table_paths(out_dir / "isqa_appendix_questeval_v024"),
+                caption=("Appendix: QuestEval as the paper defines it (harmonic mean of precision and recall) and "
+                         "as the public v0.2.4 code computes it (arithmetic mean of both directions' F1 and "
+                         "answerability; no BERTScore), final summaries (mean [95% bootstrap CI] over papers, "
+                         "x100; n = papers)"))
     write_table(feedback_statistics(steps_paths), table_paths(out_dir / "isqa_feedback_stats"), digits=0,
                 caption="Feedback decisions per run")
     for dataset in datasets:

@@ -1,0 +1,132 @@
+"""Known-answer controls for QAGS and QuestEval: does the metric prefer a paper's own abstract?
+
+Control ``other_abstract`` (issue 12): for each paper, its own abstract and the
+abstract of another paper of the same dataset are scored as "summaries" of the
+paper's body, through exactly the scoring code of the real summaries
+(:func:`isqaflow.metrics.qa_metrics.score_summaries`: the same question generator,
+answerer, settings, query weighter and shared source questions).  A metric that
+measures consistency with the source scores the own abstract higher.
+
+* The other paper is a seeded derangement of the (sampled) papers: every paper gets
+  another one's abstract, each abstract is used once as the other text, and the same
+  seed gives the same pairs.  ``papers`` caps the papers (a seeded sample; None: all).
+  Papers without an abstract or a body take no part.
+* One record per paper and metric (the record contract of the validity table):
+  ``correct`` is true when the own abstract scores strictly higher, false when it
+  scores lower or the same (a tie does not separate the two texts), and null when
+  either score is NaN (the metric is undefined -- e.g. no QAGS question kept -- and the
+  record is counted as invalid, never dropped).  ``chance`` is 0.5: a metric that
+  scores the two abstracts at random prefers the own one half of the time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from isqaflow.data.schema import Paper
+from isqaflow.io import read_records, write_jsonl
+from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
+from isqaflow.metrics.scorers import build_scorers, build_weighter
+from isqaflow.seeds import keyed_rng
+
+CONTROLS = ("other_abstract",)
+# metric field of the scores -> (instrument, name) of the validity records
+CONTROL_METRICS = {
+    "qags": ("QAGS", "qags"),
+    "questeval": ("QuestEval", "questeval"),
+    "questeval_v024": ("QuestEval", "questeval_v024"),
+}
+CHANCE = 0.5
+
+
+def derangement(n: int, rng) -> list[int]:
+    """A permutation of range(n) without fixed points (n >= 2), uniform over derangements."""
+    if n < 2:
+        raise ValueError(f"a derangement needs at least 2 items, got {n}")
+    while True:  # rejection sampling: about e (2.7) draws on average
+        perm = [int(i) for i in rng.permutation(n)]
+        if all(i != p for i, p in enumerate(perm)):
+            return perm
+
+
+def control_pairs(papers: Sequence[Paper], seed: int, max_papers: int | None = None,
+                  scope: str = "") -> list[tuple[Paper, Paper]]:
+    """(paper, the paper whose abstract is its "other" abstract), seeded; see the module docstring."""
+    usable = sorted((p for p in papers if p.abstract.strip() and p.body().strip()), key=lambda p: p.id)
+    if len(usable) < 2:
+        raise ValueError(
+            f"the other_abstract control of {scope or 'this dataset'} needs at least 2 papers with an abstract "
+            f"and a body, got {len(usable)}"
+        )
+    rng = keyed_rng(seed, f"metric controls:other_abstract:{scope}")
+    if max_papers is not None and max_papers < len(usable):
+        if max_papers < 2:
+            raise ValueError(f"validity.metrics.papers must be at least 2 for other_abstract, got {max_papers}")
+        chosen = sorted(int(i) for i in rng.choice(len(usable), size=max_papers, replace=False))
+        usable = [usable[i] for i in chosen]
+    perm = derangement(len(usable), rng)
+    return [(paper, usable[j]) for paper, j in zip(usable, perm, strict=True)]
+
+
+def _number(value: float) -> float | None:
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def outcome_record(instrument: str, name: str, scope: str, item: str, own: float, other: float,
+                   detail: dict[str, Any]) -> dict[str, Any]:
+    """One validity record (the brief's contract) for one paper and one metric."""
+    if math.isnan(own) or math.isnan(other):
+        outcome, correct = "invalid", None
+    elif own > other:
+        outcome, correct = "own", True
+    elif own < other:
+        outcome, correct = "other", False
+    else:
+        outcome, correct = "tie", False
+    return {
+        "instrument": instrument, "name": name, "scope": scope, "control": "other_abstract", "rule": "raw",
+        "item": item, "expected": "own", "outcome": outcome, "correct": correct, "chance": CHANCE,
+        "baseline_correct": None, "detail": {"own": _number(own), "other": _number(other), **detail},
+    }
+
+
+def run_metric_controls(papers: Sequence[Paper], generator, answerer, settings: QAMetricSettings, scope: str,
+                        seed: int, controls: Sequence[str] = CONTROLS, max_papers: int | None = None,
+                        weighter=None) -> list[dict[str, Any]]:
+    """Validity records of the metric controls for one dataset (``scope``)."""
+    unknown = sorted(set(controls) - set(CONTROLS))
+    if unknown:
+        raise ValueError(f"unknown metric control(s) {unknown}; known: {list(CONTROLS)}")
+    if "other_abstract" not in controls:
+        return []
+    pairs = control_pairs(papers, seed, max_papers, scope)
+    items = [(text, paper.body()) for paper, other in pairs for text in (paper.abstract, other.abstract)]
+    scores = score_summaries(items, generator, answerer, settings, weighter=weighter)
+    records = []
+    for k, (paper, other) in enumerate(pairs):
+        own, foreign = scores[2 * k], scores[2 * k + 1]
+        for field, (instrument, name) in CONTROL_METRICS.items():
+            detail = {"other_paper": other.id}
+            if field == "qags":
+                detail.update(own_questions=own.qags_questions, other_questions=foreign.qags_questions)
+            records.append(outcome_record(instrument, name, scope, f"{scope}:{paper.id}",
+                                          getattr(own, field), getattr(foreign, field), detail))
+    return records
+
+
+def run_controls_job(papers_path, out_path, qg: dict[str, Any], qa: dict[str, Any], settings: dict[str, Any],
+                     controls: Sequence[str], max_papers: int | None, seed: int, scope: str, cache_path,
+                     threads: int | None = None, weighter: dict[str, Any] | None = None) -> int:
+    """Entry point of rule metric_controls: the models of score_summaries, loaded once."""
+    from isqaflow.models.cache import CallCache
+
+    papers = read_records(papers_path, Paper)
+    metric_settings = QAMetricSettings.from_dict(settings)
+    cache = CallCache(cache_path)
+    generator, answerer = build_scorers(qg, qa, cache, threads, metric_settings.spacy_pipeline)
+    query_weighter = build_weighter(weighter, qg, generator.model, cache, threads)
+    records = run_metric_controls(papers, generator, answerer, metric_settings, scope, seed, controls, max_papers,
+                                  query_weighter)
+    return write_jsonl(out_path, records)
