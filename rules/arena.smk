@@ -177,6 +177,7 @@ rule arena_tables:
         recall=lambda wc: list(arena_recall_files().values()),
         human=lambda wc: arena_human_files(),
         summaries=lambda wc: arena_summary_files(),
+        controls=lambda wc: arena_validity_files(),
     output:
         tables=report(
             expand(
@@ -206,6 +207,7 @@ rule arena_tables:
         human_csv=config["datasets"]["rag"].get("human_labels"),
         elo=config["arena"]["elo"],
         rounds=config["arena"]["bootstrap_rounds"],
+        validity_rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.arena.tables"),
     script:

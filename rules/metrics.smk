@@ -67,6 +67,7 @@ rule isqa_tables:
             f"results/metrics/{d}/{s}/scores.jsonl" for d, s in isqa_pairs()
         ],
         steps=lambda wc: isqa_steps_files(),
+        controls=lambda wc: metric_validity_files() + feedback_validity_files(),
     output:
         tables=report(
             expand(
@@ -100,6 +101,7 @@ rule isqa_tables:
         feedback_models=list(config["isqa"]["feedback_models"]),
         datasets=config["isqa"]["datasets"],
         rounds=config["metrics"]["bootstrap_rounds"],
+        validity_rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.metrics.tables"),
     script:

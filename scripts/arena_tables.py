@@ -18,4 +18,6 @@ with job(snakemake):
         elo=snakemake.params.elo,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
+        control_paths=snakemake.input.controls,
+        validity_rounds=snakemake.params.validity_rounds,
     )

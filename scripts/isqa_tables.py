@@ -16,4 +16,6 @@ with job(snakemake):
         datasets=snakemake.params.datasets,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
+        control_paths=snakemake.input.controls,
+        validity_rounds=snakemake.params.validity_rounds,
     )

@@ -543,6 +543,8 @@ def test_length_batches_keep_padding_small():
     assert length_batches(order, lengths, max_tokens=200) == [[0, 1], [2], [3, 4], [5, 6]]
     # a longer row after shorter ones (the next group's) starts a batch of its own
     assert length_batches([0, 1, 2], [50, 48, 100]) == [[0, 1], [2]]
+    # generation: padding within a budget of tokens
+    assert length_batches(order, lengths, max_waste=60) == [[0, 1, 2, 3], [4, 5], [6]]
 
 
 # ----------------------------------------------------------------------------- chat templates
@@ -656,3 +658,16 @@ def test_seq2seq_without_template_is_prompted_with_plain_text(seq2seq):
 
     assert seq2seq.chat_template.source == "plain:seq2seq"
     assert seq2seq.render(CONVERSATION) == (flatten_messages(CONVERSATION), False)
+
+
+def test_candidates_read_as_a_prefix_tree_score_as_each_alone(tiny_causal):
+    """An item's candidates go into one row as a prefix tree (shared starts read once); each
+    candidate's log-probability equals scoring it on its own, without any sharing."""
+    tree = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
+    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    candidates = ["the lazy dog", "the lazy fox", "the quick brown fox", "YES", "NO NO", "lazy"]
+    items = [(r, candidates) for r in _prefix_requests()]
+    together = tree.score_batch(items)
+    for (request, cands), scores in zip(items, together, strict=True):
+        alone = [plain.score_batch([(request, [c])])[0][0] for c in cands]
+        assert scores == pytest.approx(alone, abs=1e-4)

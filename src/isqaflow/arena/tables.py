@@ -45,6 +45,7 @@ from isqaflow.arena.verdicts import position_consistency
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
+from isqaflow.report.validity import read_control_records, validity_note, validity_summary
 
 
 def _load(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -207,16 +208,23 @@ def summary_arena_table(judged: pd.DataFrame) -> pd.DataFrame:
 def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str], recall_paths: dict[str, str],
                        human_csv: str | None, human_paths: Sequence[str], summary_paths: Sequence[str],
                        out_dir: str | Path, figure_dir: str | Path, elo: dict[str, float], rounds: int,
-                       seed: int) -> None:
-    """Entry point of rule arena_tables; ``judged_paths`` maps a setting (e.g. bm25-k5.local) to its file."""
+                       seed: int, control_paths: Sequence[str | Path] = (), validity_rounds: int = 1000) -> None:
+    """Entry point of rule arena_tables; ``judged_paths`` maps a setting (e.g. bm25-k5.local) to its file.
+
+    ``control_paths`` are the arena judges' known-answer control files: every table built on
+    the judge's verdicts ends its caption with their accuracy (the numbers of
+    ``results/tables/validity.*``: same records, rounds and seed).
+    """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
+    controls = " " + validity_note(
+        validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed), "arena judge")
     judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
                        ignore_index=True)
     write_table(win_rate_table(judged, REFERENCE), table_paths(out_dir / "arena_win_rates"), digits=1,
                 caption="Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
                         "query's reference; verdicts under the judge's rule (raw: both orders must agree; "
                         "calibrated: mean label log-probability margin over both orders, a tie within "
-                        "tie_band); pairs without a valid verdict are excluded (n_invalid)")
+                        "tie_band); pairs without a valid verdict are excluded (n_invalid)" + controls)
     rating_tables, figure_data = [], {}
     for setting, df in judged.groupby("setting"):
         for column, kinds in (("A: reference pairs", ["reference"]),
@@ -236,12 +244,12 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                 caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation. "
                         "Elo: the median over the bootstrap rounds of online Elo on resampled battle sequences "
                         "(as FastChat; one online pass depends on the battles' order); Bradley-Terry: the "
-                        "maximum-likelihood fit. (A) reference pairs only, (B) plus all pairs among the models")
+                        "maximum-likelihood fit. (A) reference pairs only, (B) plus all pairs among the models" + controls)
     ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
     write_table(position_consistency_table(judged), table_paths(out_dir / "arena_position_consistency"), digits=3,
                 caption="Position consistency: share of pairs judged alike in both orders. raw: the two orders' "
                         "labels agree; calibrated: the two orders' label log-probability margins have the same "
-                        "sign (logprob judges). 'configured' marks the rule the judge's verdicts use")
+                        "sign (logprob judges). 'configured' marks the rule the judge's verdicts use" + controls)
     answers = _load(answer_paths)
     write_table(no_answer_table(answers), table_paths(out_dir / "arena_no_answer"), digits=1,
                 caption="'I couldn't find an answer.' per model (Table 9)")
@@ -252,6 +260,6 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                 caption="Retrieval: share of queries with a gold document in the top k, and gold recall")
     agreement = agreement_table(human_csv, human_paths) if human_csv else pd.DataFrame()
     write_table(agreement, table_paths(out_dir / "arena_agreement"), digits=3,
-                caption="Judge vs human majority (3 annotators; no majority = tie)")
+                caption="Judge vs human majority (3 annotators; no majority = tie)" + controls)
     write_table(summary_arena_table(_load(summary_paths)), table_paths(out_dir / "arena_summaries"), digits=1,
-                caption="ISQA summaries in the arena: against the abstract and head to head")
+                caption="ISQA summaries in the arena: against the abstract and head to head" + controls)

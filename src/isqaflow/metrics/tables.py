@@ -46,6 +46,7 @@ from isqaflow.stats import (
 )
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
+from isqaflow.report.validity import read_control_records, validity_note, validity_summary
 
 log = logging.getLogger(__name__)
 
@@ -270,44 +271,56 @@ def figure3(scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequenc
 
 def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[str | Path], out_dir: str | Path,
                       figure_dir: str | Path, main_feedback: str, feedback_models: Sequence[str],
-                      datasets: Sequence[str], rounds: int, seed: int) -> None:
-    """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk)."""
+                      datasets: Sequence[str], rounds: int, seed: int, control_paths: Sequence[str | Path] = (),
+                      validity_rounds: int = 1000) -> None:
+    """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk).
+
+    ``control_paths`` are the known-answer control files of QAGS, QuestEval and the feedback
+    models: the tables built on them end their captions with their accuracy (the numbers of
+    ``results/tables/validity.*``: same records, rounds and seed).
+    """
+    control_summary = validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed)
+    metric_controls = " " + validity_note(control_summary, "QAGS") + " " + validity_note(control_summary, "QuestEval")
+    feedback_controls = " " + validity_note(control_summary, "feedback model")
     scores = load_scores(score_paths)
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     main = f"isqa-{main_feedback}-human"
     long, wide = table1(scores, main, rounds, seed)
     long.to_csv(out_dir / "isqa_table1_long.csv", index=False)
     write_table(wide, table_paths(out_dir / "isqa_table1"),
-                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA')}")
+                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA')}" + metric_controls)
     long2, wide2 = system_table(
         scores, {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
         "pre-hoc prompt", rounds, seed)
     long2.to_csv(out_dir / "isqa_table2_long.csv", index=False)
     write_table(wide2, table_paths(out_dir / "isqa_table2"),
                 caption=("Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric, among the "
-                         f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt')}"))
+                         f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt')}")
+                + metric_controls)
     long3, wide3 = system_table(scores, {f: f"isqa-{f}-human" for f in feedback_models}, main_feedback, rounds,
                                 seed)
     long3.to_csv(out_dir / "isqa_table3_long.csv", index=False)
     write_table(wide3, table_paths(out_dir / "isqa_table3"),
-                caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback)}")
+                caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback)}"
+                + metric_controls)
     long4, wide4 = system_table(
         scores, {"model-generated": f"isqa-{main_feedback}-generated", "human-annotated": main},
         "model-generated", rounds, seed)
     long4.to_csv(out_dir / "isqa_table4_long.csv", index=False)
     write_table(wide4, table_paths(out_dir / "isqa_table4"),
-                caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated')}")
+                caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated')}"
+                + metric_controls)
     isqa_systems = sorted(s for s in scores["system"].unique() if s.startswith("isqa-"))
     write_table(oracle_table(scores, isqa_systems, rounds, seed), table_paths(out_dir / "isqa_oracle"),
                 caption=("Final step (the ISQA result) vs best-of-steps oracle (selects on the test metric; "
-                         "mean [95% bootstrap CI] over papers, x100; n = papers)"))
+                         "mean [95% bootstrap CI] over papers, x100; n = papers)") + metric_controls)
     write_table(questeval_appendix(scores, rounds, seed), table_paths(out_dir / "isqa_appendix_questeval_v024"),
                 caption=("Appendix: QuestEval as the paper defines it (harmonic mean of precision and recall) and "
                          "as the public v0.2.4 code computes it (arithmetic mean of both directions' F1 and "
                          "answerability; no BERTScore), final summaries (mean [95% bootstrap CI] over papers, "
-                         "x100; n = papers)"))
+                         "x100; n = papers)") + metric_controls)
     write_table(feedback_statistics(steps_paths), table_paths(out_dir / "isqa_feedback_stats"), digits=0,
-                caption="Feedback decisions per run")
+                caption="Feedback decisions per run." + feedback_controls)
     for dataset in datasets:
         figure3(scores, main, dataset, [figure_dir / f"isqa_figure3_{dataset}.png",
                                         figure_dir / f"isqa_figure3_{dataset}.svg"])

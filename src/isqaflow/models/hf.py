@@ -50,8 +50,12 @@ log = logging.getLogger(__name__)
 
 # A shared prefix shorter than this is not worth a separate forward pass.
 MIN_SHARED_PREFIX = 32
-# Rows batched together are at least this share of the batch's longest row (see length_batches).
+# Rows scored together are at least this share of the batch's longest row (see length_batches).
 PAD_FILL = 0.85
+# A decoding step of a batch costs about as much as this many prompt tokens (CPU, measured
+# on SmolLM2-135M: ~57 ms a step, ~275 prompt tokens/s): padding up to this many tokens per
+# new token to decode is cheaper than a further batch (see length_batches).
+DECODE_STEP_TOKENS = 16
 
 
 def common_prefix_of(sequences: list[list[int]]) -> int:
@@ -60,13 +64,16 @@ def common_prefix_of(sequences: list[list[int]]) -> int:
 
 
 def length_batches(order: Sequence[int], lengths: Sequence[int], max_rows: int | None = None,
-                   max_tokens: int | None = None) -> list[list[int]]:
+                   max_tokens: int | None = None, max_waste: int | None = None) -> list[list[int]]:
     """Consecutive batches of ``order`` (rows sorted longest first) for left-padded forward passes.
 
     A batch holds at most ``max_rows`` rows and ``max_tokens`` padded tokens, and no row
-    shorter than ``PAD_FILL`` of its first (nor longer: ``order`` may restart its descent, as
-    when rows come group by group): on a CPU a forward pass costs what its padded tokens
-    cost, so a much shorter row starts the next batch instead of being mostly padding.
+    longer than its first (``order`` may restart its descent, as when rows come group by
+    group).  On a CPU a forward pass costs what its padded tokens cost, so padding is
+    limited: without ``max_waste`` no row is shorter than ``PAD_FILL`` of the first (scoring:
+    one forward pass per batch); with it, the batch's padding stays within ``max_waste``
+    tokens (generation: a further batch costs a further run of decoding steps, worth
+    ``max_waste`` tokens of padding).
     """
     batches: list[list[int]] = []
     pos = 0
@@ -77,8 +84,14 @@ def length_batches(order: Sequence[int], lengths: Sequence[int], max_rows: int |
             limit = min(limit, max_rows)
         if max_tokens is not None:
             limit = min(limit, max(1, max_tokens // width))
-        take = 1
-        while take < limit and PAD_FILL * width <= lengths[order[pos + take]] <= width:
+        take, waste = 1, 0
+        while take < limit and lengths[order[pos + take]] <= width:
+            length = lengths[order[pos + take]]
+            if max_waste is None and length < PAD_FILL * width:
+                break
+            if max_waste is not None and waste + width - length > max_waste:
+                break
+            waste += width - length
             take += 1
         batches.append(list(order[pos : pos + take]))
         pos += take
@@ -273,7 +286,9 @@ class HFModel(TokenizedText, LanguageModel):
             self._generate_rows(encoded, params, finished)
         else:
             order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
-            for b, idx in enumerate(length_batches(order, [len(x) for x in encoded], max_rows=self.batch_size)):
+            batches = length_batches(order, [len(x) for x in encoded], max_rows=self.batch_size,
+                                     max_waste=DECODE_STEP_TOKENS * params.max_new_tokens)
+            for b, idx in enumerate(batches):
                 if params.do_sample:
                     torch.manual_seed(params.seed + b)
                 finished(idx, self._generate_batch([encoded[i] for i in idx], params))
@@ -376,16 +391,19 @@ class HFModel(TokenizedText, LanguageModel):
         for g, (length, members) in enumerate(groups):
             for i in members:
                 plen[i], group_of[i] = length, g
-        stored: dict[int, Any] = {}  # a single that starts like a stored sequence reuses it
-        for i in singles:
-            plen[i], stored[i] = self._stored_prefix(encoded[i], len(encoded[i]) - 1)
+        stored: dict[int, Any] = {}  # a row the prefix store holds more of than its group shares
+        for i in range(len(encoded)):
+            n, kv = self._stored_prefix(encoded[i], len(encoded[i]) - 1)
+            if n > plen[i]:
+                plen[i], stored[i], group_of[i] = n, kv, -1
         # longest remainder first, groups mixed: a batch's rows may continue different prefixes
         order = sorted(range(len(encoded)), key=lambda i: -(len(encoded[i]) - plen[i]))
-        remaining = [len(members) for _, members in groups]
+        remaining = [sum(group_of[i] == g for i in members) for g, (_, members) in enumerate(groups)]
         prefix_caches: dict[int, Any] = {}
         generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
         remainder = [len(x) - p for x, p in zip(encoded, plen, strict=True)]
-        for rows in length_batches(order, remainder, max_rows=self.batch_size):
+        for rows in length_batches(order, remainder, max_rows=self.batch_size,
+                                   max_waste=DECODE_STEP_TOKENS * params.max_new_tokens):
             for i in rows:
                 g = group_of[i]
                 if g >= 0 and g not in prefix_caches:
@@ -583,10 +601,12 @@ class HFModel(TokenizedText, LanguageModel):
 
     def _score_causal(self, items: Sequence[tuple[Request, Sequence[str]]],
                       on_batch: BatchCallback | None = None) -> list[list[float]]:
-        # One sequence per (item, candidate) -- or one per item when all its candidates
-        # are single tokens: then the logits after the context answer all of them.
-        sequences: list[tuple[list[int], int]] = []  # (token ids, start of the scored span)
-        plan: list[list[tuple[int, list[int]]]] = []  # per item: (sequence index, candidate ids)
+        # One sequence per item: its prompt, then its candidates as a prefix tree -- each
+        # distinct candidate prefix is one token that attends to the prompt and its own
+        # ancestors (a 4D attention mask), so shared starts ("<rating>" of "<rating>1" and
+        # "<rating>2", "the" of two spans) are read once and no candidate copies the prompt.
+        sequences: list[tuple[list[int], int, tuple[int, ...]]] = []  # (ids, start, parent of each node)
+        plan: list[list[tuple[int, list[int], list[int]]]] = []  # per item: (sequence, candidate, read at)
         for context, candidates in items:
             text, templated = self.render(context)
             prompt_ids = self._encode(text, templated)
@@ -595,25 +615,23 @@ class HFModel(TokenizedText, LanguageModel):
             cand_ids = [self._split_candidate(prompt_ids, text, templated, c) for c in candidates]
             if any(not ids for ids in cand_ids):
                 raise ValueError("cannot score an empty candidate")
-            # Candidates that differ only in their last token ("<rating>1" vs "<rating>2")
-            # share one sequence: their common start is scored once and the differing
-            # token is read from the same logits.
-            common = common_prefix_of(cand_ids)
-            if all(len(ids) == common + 1 for ids in cand_ids) or all(len(ids) == 1 for ids in cand_ids):
-                shared = cand_ids[0][:-1] if all(len(ids) == common + 1 for ids in cand_ids) else []
-                sequences.append((prompt_ids + shared, len(prompt_ids)))
-                plan.append([(len(sequences) - 1, ids) for ids in cand_ids])
-            else:
-                row = []
-                for ids in cand_ids:
-                    sequences.append((prompt_ids + ids[:-1], len(prompt_ids)))
-                    row.append((len(sequences) - 1, ids))
-                plan.append(row)
+            nodes, parents, node_of = [], [], {}
+            for ids in cand_ids:
+                for k in range(len(ids) - 1):  # a candidate's last token is only read, never input
+                    key = tuple(ids[: k + 1])
+                    if key not in node_of:
+                        node_of[key] = len(nodes)
+                        nodes.append(ids[k])
+                        parents.append(node_of[tuple(ids[:k])] if k else -1)
+            sequences.append((prompt_ids + nodes, len(prompt_ids), tuple(parents)))
+            # the logits after the prompt (table row 0) or after node j (row 1 + j) predict the next token
+            plan.append([(len(sequences) - 1, ids, [0] + [1 + node_of[tuple(ids[:k])] for k in range(1, len(ids))])
+                         for ids in cand_ids])
         logps: list[Any] = [None] * len(sequences)
         results: list[list[float] | None] = [None] * len(plan)
         # an item is scored once all its sequences are: they may fall into different batches
-        owner = {seq_index: item for item, row in enumerate(plan) for seq_index, _ in row}
-        waiting = [len({seq_index for seq_index, _ in row}) for row in plan]
+        owner = {seq_index: item for item, row in enumerate(plan) for seq_index, _, _ in row}
+        waiting = [len({seq_index for seq_index, _, _ in row}) for row in plan]
 
         def computed(seq_indices: Sequence[int], tables: list[Any]) -> None:
             ready = []
@@ -622,8 +640,8 @@ class HFModel(TokenizedText, LanguageModel):
                 item = owner[seq_index]
                 waiting[item] -= 1
                 if waiting[item] == 0:
-                    results[item] = [float(sum(logps[i][k, tok] for k, tok in enumerate(cand)))
-                                     for i, cand in plan[item]]
+                    results[item] = [float(sum(logps[i][at, tok] for at, tok in zip(read, cand, strict=True)))
+                                     for i, cand, read in plan[item]]
                     ready.append((item, results[item]))
             if ready and on_batch is not None:
                 on_batch(ready)
@@ -631,16 +649,17 @@ class HFModel(TokenizedText, LanguageModel):
         self._score_sequences(sequences, computed)
         return results  # type: ignore[return-value]
 
-    def _score_sequences(self, sequences: list[tuple[list[int], int]],
+    def _score_sequences(self, sequences: list[tuple[list[int], int, tuple[int, ...]]],
                          computed: Callable[[Sequence[int], list[Any]], None]) -> None:
-        """Log-probability tables at positions ``start-1 .. len-1`` of each ``(ids, start)``,
-        handed to ``computed(indices, tables)`` after every batch.
+        """Log-probability tables at position ``start-1`` and at every candidate-tree node of each
+        ``(ids, start, parents)`` (see :meth:`_score_rows`), handed to ``computed(indices,
+        tables)`` after every batch.
 
-        With prefix sharing, a sequence that starts like one the model has already read (a
-        conversation's earlier turn) continues from its stored keys and values; the others
-        are grouped by shared prefix, each group's prefix computed once.  Rows are batched by
-        the length of what is left to compute, within ``score_batch_tokens``, and each row's
-        context is stored for the requests that follow.
+        With prefix sharing, the sequences are grouped by shared prefix (each group's prefix
+        computed once, from what the prefix store holds of it), and a sequence that starts
+        with a longer stretch the store holds (a conversation's earlier turn) continues from
+        that instead.  Rows are batched by the length of what is left to compute, within
+        ``score_batch_tokens``, and each row's context is stored for the requests that follow.
         """
         n = len(sequences)
         plen: list[int] = [0] * n
@@ -648,24 +667,22 @@ class HFModel(TokenizedText, LanguageModel):
         group_of = [-1] * n
         groups: list[tuple[int, list[int]]] = []
         if self.prefix_sharing:
-            rest = []
-            for i, (ids, start) in enumerate(sequences):
-                plen[i], prefixes[i] = self._stored_prefix(ids, start - 1)
-                if not plen[i]:
-                    rest.append(i)
-            local, _ = prefix_groups(
-                [sequences[i][0] for i in rest], MIN_SHARED_PREFIX,
-                keep_last=[len(sequences[i][0]) - sequences[i][1] + 1 for i in rest], group_cost=16,
+            groups, _ = prefix_groups(
+                [ids for ids, _, _ in sequences], MIN_SHARED_PREFIX,
+                keep_last=[len(ids) - start + 1 for ids, start, _ in sequences], group_cost=16,
             )
-            groups = [(length, [rest[m] for m in members]) for length, members in local]
             for g, (length, members) in enumerate(groups):
                 for i in members:
                     plen[i], group_of[i] = length, g
+            for i, (ids, start, _) in enumerate(sequences):
+                stored, kv = self._stored_prefix(ids, start - 1)
+                if stored > plen[i]:  # the store holds more of this row than its group shares
+                    plen[i], prefixes[i], group_of[i] = stored, kv, -1
         # rows of a group together (its prefix is freed after them), longest remainder first
         order = sorted(range(n), key=lambda i: (group_of[i], -(len(sequences[i][0]) - plen[i])))
-        remaining = [len(members) for _, members in groups]
+        remaining = [sum(group_of[i] == g for i in members) for g, (_, members) in enumerate(groups)]
         group_prefix: dict[int, Any] = {}
-        remainder = [len(ids) - p for (ids, _), p in zip(sequences, plen, strict=True)]
+        remainder = [len(ids) - p for (ids, _, _), p in zip(sequences, plen, strict=True)]
         for idx in length_batches(order, remainder, max_tokens=self.score_batch_tokens):
             for i in idx:
                 g = group_of[i]
@@ -681,30 +698,52 @@ class HFModel(TokenizedText, LanguageModel):
                         del group_prefix[g]
             computed(idx, tables)
 
-    def _score_rows(self, rows: list[tuple[list[int], int]], prefix_lengths: list[int],
+    def _score_rows(self, rows: list[tuple[list[int], int, tuple[int, ...]]], prefix_lengths: list[int],
                     prefixes: list[Any]) -> list[Any]:
-        """Log-probabilities at positions ``start-1 .. len-1`` of each row; row ``r`` continues a
-        prefix of ``prefix_lengths[r]`` tokens whose keys and values are ``prefixes[r]``.
+        """Log-probability tables of each row ``(ids, start, parents)``: at position ``start-1``
+        (the prompt's last token), then at every candidate-tree node ``ids[start + j]``, whose
+        parent is node ``parents[j]`` (-1: the prompt).  Row ``r`` continues a prefix of
+        ``prefix_lengths[r]`` tokens whose keys and values are ``prefixes[r]``.
 
-        Each row's remainder is left-padded after its (left-padded) prefix with explicit
-        position ids, so every row's scored positions are at the end and only those logits
-        are computed (``logits_to_keep``): the vocabulary projection of a whole batch would
-        need gigabytes.  With the prefix store on, every row's context (``ids[:start]``) is
-        stored from the same forward pass.
+        Each row's remainder is left-padded after its (left-padded) prefix.  A 4D mask lets
+        the prompt's tokens attend causally and each node attend to the prompt and to its
+        own ancestors; position ids continue the prompt (a node sits at ``start`` + its
+        depth).  Only the scored positions' logits are computed (``logits_to_keep``): the
+        vocabulary projection of a whole batch would need gigabytes.  With the prefix store
+        on, every row's context (``ids[:start]``) is stored from the same forward pass.
         """
         import torch
 
         pad = self.tokenizer.pad_token_id
         p_max = max(prefix_lengths)
-        suffixes = [ids[p:] for (ids, _), p in zip(rows, prefix_lengths, strict=True)]
+        suffixes = [ids[p:] for (ids, _, _), p in zip(rows, prefix_lengths, strict=True)]
         width = max(len(x) for x in suffixes)
-        keep = max(len(ids) - start + 1 for ids, start in rows)
+        keep = max(len(ids) - start + 1 for ids, start, _ in rows)
+        allowed = torch.zeros(len(rows), width, p_max + width, dtype=torch.bool)
+        positions, valid = [], []
+        for r, ((full, start, parents), p, suffix) in enumerate(zip(rows, prefix_lengths, suffixes, strict=True)):
+            pad_s, a, m = width - len(suffix), start - p, len(parents)
+            s0 = p_max + pad_s  # where the row's own tokens begin among the keys
+            allowed[r, pad_s:, p_max - p : p_max] = True  # its prefix
+            allowed[r, pad_s : pad_s + a, s0 : s0 + a] = torch.ones(a, a, dtype=torch.bool).tril()
+            depth: list[int] = []
+            if m:
+                allowed[r, pad_s + a :, s0 : s0 + a] = True  # every node sees the whole prompt
+                ancestors = torch.zeros(m, m, dtype=torch.bool)
+                for j, parent in enumerate(parents):
+                    if parent >= 0:
+                        ancestors[j] = ancestors[parent]
+                    ancestors[j, j] = True
+                    depth.append(depth[parent] + 1 if parent >= 0 else 0)
+                allowed[r, pad_s + a :, s0 + a :] = ancestors
+            for j in range(pad_s):  # padding attends to itself only: no row is fully masked
+                allowed[r, j, p_max + j] = True
+            positions.append([p] * pad_s + list(range(p, start)) + [start + d for d in depth])
+            valid.append(list(range(p_max - p, p_max)) + list(range(s0, s0 + a)))
         ids = torch.tensor([[pad] * (width - len(x)) + x for x in suffixes], device=self.device)
-        layout = [[0] * (p_max - p) + [1] * p + [0] * (width - len(x)) + [1] * len(x)
-                  for x, p in zip(suffixes, prefix_lengths, strict=True)]
-        mask = torch.tensor(layout, device=self.device)
-        pos = torch.tensor([[p] * (width - len(x)) + list(range(p, p + len(x)))
-                            for x, p in zip(suffixes, prefix_lengths, strict=True)], device=self.device)
+        mask = torch.zeros(allowed.shape, dtype=self.net.dtype).masked_fill_(
+            ~allowed, torch.finfo(self.net.dtype).min)[:, None].to(self.device)
+        pos = torch.tensor(positions, device=self.device)
         cache = self._batch_cache(prefixes, prefix_lengths) if p_max else None
         remember = self.store is not None
         with torch.inference_mode():
@@ -713,15 +752,20 @@ class HFModel(TokenizedText, LanguageModel):
                 use_cache=remember,
             )
         tables = []
-        for row, (full, start) in enumerate(rows):
-            n = len(full) - start + 1  # positions start-1 .. len-1 are the row's last n
+        for row, (full, start, _) in enumerate(rows):
+            n = len(full) - start + 1  # position start-1 and the nodes are the row's last n
             tables.append(torch.log_softmax(out.logits[row, keep - n :].float(), dim=-1).cpu())
         if remember:
             layers = self._layers(out.cache)
-            for row, (full, start) in enumerate(rows):
-                if start < MIN_SHARED_PREFIX or start <= prefix_lengths[row]:
-                    continue  # too short to be worth keeping, or nothing new
-                where = torch.tensor([k for k, m in enumerate(layout[row]) if m][:start], device=self.device)
+            kept: set[tuple[int, ...]] = set()
+            for row, (full, start, _) in enumerate(rows):
+                context = tuple(full[:start])
+                # too short to be worth keeping; already held but for the last token (the
+                # prefix came from the store); or kept from another row already
+                if start < MIN_SHARED_PREFIX or start - prefix_lengths[row] <= 1 or context in kept:
+                    continue
+                kept.add(context)
+                where = torch.tensor(valid[row], device=self.device)
                 self._remember(full[:start], [(k[row : row + 1, :, where], v[row : row + 1, :, where])
                                               for k, v in layers])
         return tables
