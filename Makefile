@@ -31,8 +31,11 @@ run: setup
 report: run
 	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/default --cores $(CORES) --report report.html
 
+# The fast tests first, two at a time (pytest-xdist); then, one at a time, the tests that
+# share the one complete embedded run (tests/conftest.py: embedded_run) and the live cluster.
 test: setup
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n $(CORES) -m "not slow and not slurm"
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm"
 
 lint: setup
 	$(BIN)/snakemake --lint

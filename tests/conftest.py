@@ -163,3 +163,19 @@ def slurm_cluster():
     yield info
     if not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
         cluster.stop_cluster()
+
+
+@pytest.fixture(scope="session")
+def embedded_run(tmp_path_factory) -> Path:
+    """The embedded default DAG, run once to the end on a fresh copy of the repository
+    (minutes), shared by the tests that need a complete run: tests/test_workflow.py reads
+    its results and checks what a change reruns; tests/test_slurm.py runs the same DAG
+    through the scheduler, resuming from this run's call caches."""
+    from workflow_utils import copy_repo, snakemake
+
+    workdir = copy_repo(tmp_path_factory.mktemp("embedded"))
+    started = time.monotonic()
+    result = snakemake(workdir, "--profile", "profiles/default", timeout=2400)
+    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
+    print(f"\nembedded DAG: {time.monotonic() - started:.0f}s")
+    return workdir

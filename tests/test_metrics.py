@@ -117,9 +117,9 @@ def _qags_questions():
         # F1("3000 annotated sentences", "3000 sentences") = 0.8 < 1 (kept only with min 0.8);
         # against the source's "3,000 sentences" also 0.8
         _answered("How many sentences?", "3,000 sentences", "3,000 annotated sentences", "3,000 sentences"),
-        # invalid or duplicate: never kept even though the summary answer matches
+        # invalid, or the same question as one kept before: not kept though the summary answer matches
         _answered("Who", "Marta", "Marta", "Marta", valid=False),
-        _answered("What was trained again?", "the parser", "the parser", "the parser", duplicate=True),
+        _answered("What was trained?", "the parser", "the parser", "the parser", duplicate=True),
         # kept; unanswerable on the source -> F1 0
         _answered("Who trained the parser?", "Marta Lind", "Marta Lind", ""),
         # never answered on the summary: not kept
@@ -139,6 +139,20 @@ def test_qags_score_keeps_questions_whose_summary_answer_is_the_candidate():
     assert kept == 3
     assert [q.kept for q in qs] == [True, True, False, False, True, False]
     assert score == pytest.approx((2 / 3 + 0.8 + 0.0) / 3)
+
+
+def test_of_two_questions_with_one_text_the_one_that_gives_back_its_candidate_is_kept():
+    """A question asked for two candidates has one answer: the duplicate filter keeps the
+    instance whose candidate that answer is, not simply the first."""
+    from isqaflow.metrics.qags import share_duplicate_answers
+
+    first = _answered("What was the study on?", "UCL", "Latch-R", "LatchRank")
+    second = _answered("What was the study on?", "Latch-R", None, None, duplicate=True)  # never asked
+    share_duplicate_answers([first, second])
+    assert second.on_summary is first.on_summary and second.on_source is first.on_source
+    score, kept = qags_score([first, second], candidate_min_f1=1.0)
+    assert (first.kept, second.kept, kept) == (False, True, 1)
+    assert score == pytest.approx(0.0)  # "Latch-R" against the source's "LatchRank"
 
 
 def test_qags_score_is_nan_when_no_question_is_kept():
@@ -909,6 +923,17 @@ def test_likelihood_answers_choose_the_most_likely_candidate(monkeypatch):
     assert len(model.score_calls) == 1
     assert [c for _, c in model.score_calls[0]] == [["Marta Lind", "parser", "Oslo", "unanswerable"]] * 2
     assert model.score_calls[0][0][0][0]["role"] == "system"  # the span-asking prompt
+
+
+def test_without_answerability_the_likeliest_span_is_the_answer(monkeypatch):
+    """QAGS's own questions, asked of the summary they came from: no "unanswerable" on offer."""
+    context = "Marta Lind trained the parser in Oslo."
+    monkeypatch.setattr("isqaflow.qa.answering.QuestionAnswerer.candidates",
+                        lambda self, ctx: ["Marta Lind", "parser", "Oslo"] if ctx == context else [])
+    model = LikelihoodModel({("Where?", "Oslo"): -6.0, ("Where?", "parser"): -7.0})  # "unanswerable" -5
+    (where,) = QuestionAnswerer(model, "prompted").answer([("Where?", context)], answerability=False)
+    assert where == QAResult("Oslo", 1.0, -6.0)
+    assert [c for _, c in model.score_calls[0]] == [["Marta Lind", "parser", "Oslo"]]
 
 
 def test_likelihood_shortlist_scores_only_the_likeliest_first_tokens(monkeypatch):

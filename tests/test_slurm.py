@@ -1,13 +1,26 @@
 """The embedded default DAG through ``--profile profiles/slurm`` on a live SLURM cluster.
 
 The cluster is the one-node cluster of tests/slurm/ (Debian's slurmctld, slurmd,
-munge, slurmdbd + MariaDB so that ``sacct`` works, and one fake GPU).  The run uses
-the embedded default with the model stages (fine-tuning and generation) asking for
-a GPU, as they do at paper scale; every other stage is CPU-only.  The test checks
-the results and, from ``sacct``, that exactly the GPU stages' jobs requested a GPU.
-Then a model job is cancelled with ``scancel`` while it runs: the workflow must
-notice, retry it from its call cache, and end with the uncancelled run's output.
-In CI (CI=true) the test fails, never skips, when the cluster cannot start.
+munge, slurmdbd + MariaDB so that ``sacct`` works, and one fake GPU).  The run starts
+from the session's complete local run (``embedded_run`` in tests/conftest.py): a fresh
+copy of the repository with that run's converted model and every job's call cache, but
+none of its results.  Every job of the DAG is submitted to the scheduler and runs
+there -- the model stages (fine-tuning and generation) asking for a GPU, as they do at
+paper scale, every other stage CPU-only -- while finished model calls come from the
+caches, as after a resubmission on a real cluster.  Three things run for real:
+
+* the fine-tuning (it keeps no call cache);
+* one model stage through a managed server: the InFoBench responder ``smollm2`` is
+  served by ``transformers serve`` (``serve:``, standing in for vLLM) inside its job's
+  allocation, and talked to through the OpenAI-compatible API;
+* a cancelled job: the arena judge's call cache is dropped, so it computes its calls;
+  once it has committed some, it is ``scancel``-ed while it runs.  The workflow must
+  notice (squeue status: "CANCELLED", not sacct's "CANCELLED by <uid>"), retry it,
+  keep the calls committed before the cancel, and end with the local run's output.
+
+The results must equal the local run's, table for table.  From ``sacct``: exactly the
+GPU stages' jobs requested a GPU.  In CI (CI=true) the test fails, never skips, when
+the cluster cannot start.
 """
 
 from __future__ import annotations
@@ -32,78 +45,45 @@ from workflow_utils import copy_repo
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 cluster = slurm_helpers()
-RUN_TIMEOUT_S = 3600
+RUN_TIMEOUT_S = 2400
 GPU_STAGES = {"finetune", "generate"}  # resources sections that ask for the fake GPU
 GPU_RULES = {
     "finetune_feedback", "evaluate_feedback", "generate_questions", "baseline_summaries", "generic_feedback",
-    "isqa_refine", "score_summaries", "drfr_responses", "rag_answers",
+    "isqa_refine", "score_summaries", "metric_controls", "drfr_responses", "rag_answers",
 }
+SERVED_RESPONDER = "smollm2"  # drfr.responders.<this> runs through transformers serve
+CANCELLED_RULE = "arena_judge"
+CANCELLED_OUTPUT = "results/arena/judgments/bm25-k5/local.jsonl"  # one model job, many batches
+MAX_STATUS_INTERVAL_S = 180  # the plugin's longest wait between two status queries (2.8.0)
 
 
-@pytest.fixture(scope="module")
-def slurm_run(slurm_cluster, tmp_path_factory):
-    workdir = copy_repo(tmp_path_factory.mktemp("slurm-embedded"))
+def slurm_config(workdir: Path) -> str:
+    """The embedded config with GPU stages and the served responder; returns its path."""
     config = yaml.safe_load((workdir / "config/config.yaml").read_text())
     for stage in GPU_STAGES:
         config["resources"].setdefault(stage, {})["gpu"] = 1
+    served = dict(config["models"]["smollm2"])
+    transformers = Path(sys.executable).with_name("transformers")
+    served["serve"] = {
+        "engine": "transformers",
+        "command": f"{transformers} serve {{model}} --host {{host}} --port {{port}} --device cpu --dtype float32",
+        "ready_timeout": 300,
+    }
+    config["models"]["smollm2-served"] = served
+    config["drfr"]["responders"][SERVED_RESPONDER]["model"] = "smollm2-served"
     (workdir / "config/slurm_test.yaml").write_text(yaml.safe_dump(config))
-    # Jobs inherit this environment (sbatch --export=ALL): no SLURM_* of an enclosing
-    # job and no real GPU mask may leak in; partition and account feed the profile.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SLURM_", "SBATCH_", "SRUN_")) and k != "CUDA_VISIBLE_DEVICES"}
-    env.update(SLURM_PARTITION=slurm_cluster.partition, SLURM_ACCOUNT=slurm_cluster.account, HF_HUB_OFFLINE="1")
-    since = datetime.fromtimestamp(time.time() - 1).strftime("%Y-%m-%dT%H:%M:%S")
-    started = time.monotonic()
-    result = cluster.run(
-        [sys.executable, "-m", "snakemake", "--profile", "profiles/slurm", "--configfile", "config/slurm_test.yaml",
-         "--jobs", "4", "--slurm-init-seconds-before-status-checks", "2"],
-        timeout=RUN_TIMEOUT_S, cwd=workdir, env=env,
-    )
-    wall = time.monotonic() - started
-    print(f"\nembedded DAG through SLURM: exit {result.returncode} after {wall:.0f}s")
-    return {"result": result, "workdir": workdir, "since": since,
-            "partition": slurm_cluster.partition, "account": slurm_cluster.account}
+    return "config/slurm_test.yaml"
 
 
-def _context(run) -> str:
-    logs = sorted((run["workdir"] / ".snakemake" / "slurm_logs").rglob("*.log"))
-    tails = "\n".join(f"----- {p}\n{p.read_text(errors='replace')[-2000:]}" for p in logs[-5:])
-    return f"{run['result'].output[-6000:]}\n{tails}"
-
-
-def test_embedded_dag_runs_to_the_end_through_slurm(slurm_run):
-    result = slurm_run["result"]
-    assert not result.timed_out, f"killed after {RUN_TIMEOUT_S}s\n{_context(slurm_run)}"
-    assert result.returncode == 0, _context(slurm_run)
-    workdir: Path = slurm_run["workdir"]
-    for name in ("isqa_table1.csv", "drfr_table5.csv", "arena_ratings.csv", "arena_win_rates.csv"):
-        assert (workdir / "results/tables" / name).stat().st_size > 0, name
-    assert (workdir / "results/manifest.json").exists()
-    assert (workdir / "results/finetune/smollm2-hotpotqa/adapter/adapter_model.safetensors").exists()
-
-
-def test_gpu_stages_and_only_they_requested_a_gpu(slurm_run):
-    if slurm_run["result"].returncode != 0:
-        pytest.fail(f"workflow failed\n{_context(slurm_run)}", pytrace=False)
-    workdir = os.path.realpath(slurm_run["workdir"])
-    jobs = [j for j in cluster.sacct_jobs(since=slurm_run["since"], timeout=60)
-            if os.path.realpath(j["WorkDir"]) == workdir]
-    by_rule: dict[str, list[dict]] = {}
-    for job in jobs:
-        by_rule.setdefault(cluster.rule_of(job), []).append(job)
-    assert GPU_RULES <= set(by_rule), sorted(by_rule)
-    assert {"convert_papers", "retrieve", "drfr_judge", "arena_judge", "isqa_tables"} <= set(by_rule)
-    for rule, rule_jobs in by_rule.items():
-        for job in rule_jobs:
-            assert job["State"] == "COMPLETED", job
-            requested = cluster.gpu_count(job["ReqTRES"])
-            assert requested == (1 if rule in GPU_RULES else 0), (rule, job["ReqTRES"])
-
-
-# ----------------------------------------------------------------------------- a cancelled job
-CANCELLED_OUTPUT = "results/arena/judgments/bm25-k5/local.jsonl"  # arena_judge: one model job, many batches
-MAX_STATUS_INTERVAL_S = 180  # the plugin's longest wait between two status queries (2.8.0)
-CANCEL_RUN_TIMEOUT_S = 900  # one judge job and its retry; a run that never notices the cancel hangs
+def resume_from(local: Path, workdir: Path) -> None:
+    """The local run's converted model and call caches, none of its results."""
+    shutil.copytree(local / "resources", workdir / "resources", symlinks=True)
+    for cache in (local / "results").rglob("*.calls.sqlite*"):
+        target = workdir / cache.relative_to(local)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(cache, target)
+    for stale in workdir.glob(CANCELLED_OUTPUT + ".calls.sqlite*"):
+        stale.unlink()  # the judge computes its calls again, so that there is something to cancel
 
 
 def _committed_calls(cache: Path) -> dict[str, float]:
@@ -128,44 +108,53 @@ def _running_job(rule: str) -> str | None:
 
 
 @pytest.fixture(scope="module")
-def cancelled_run(slurm_run, tmp_path_factory):
-    """Rerun the arena judge of the finished run in a copy of it, ``scancel`` it once it has
-    committed calls to its call cache, and let the workflow finish."""
-    if slurm_run["result"].returncode != 0:
-        pytest.fail(f"the uncancelled run failed\n{_context(slurm_run)}", pytrace=False)
-    workdir = tmp_path_factory.mktemp("slurm-cancel") / "run"
-    shutil.copytree(slurm_run["workdir"], workdir, symlinks=True)  # mtimes kept: only the judge reruns
-    target, cache = workdir / CANCELLED_OUTPUT, workdir / (CANCELLED_OUTPUT + ".calls.sqlite")
-    uncancelled = target.read_text()
-    target.unlink()
-    for stale in workdir.glob(CANCELLED_OUTPUT + ".calls.sqlite*"):
-        stale.unlink()  # compute the calls again, so that there is something to cancel
+def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
+    workdir = copy_repo(tmp_path_factory.mktemp("slurm-embedded"))
+    resume_from(embedded_run, workdir)
+    configfile = slurm_config(workdir)
+    # Jobs inherit this environment (sbatch --export=ALL): no SLURM_* of an enclosing
+    # job and no real GPU mask may leak in; partition and account feed the profile.
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("SLURM_", "SBATCH_", "SRUN_")) and k != "CUDA_VISIBLE_DEVICES"}
-    env.update(SLURM_PARTITION=slurm_run["partition"], SLURM_ACCOUNT=slurm_run["account"], HF_HUB_OFFLINE="1")
+    env.update(SLURM_PARTITION=slurm_cluster.partition, SLURM_ACCOUNT=slurm_cluster.account, HF_HUB_OFFLINE="1")
     since = datetime.fromtimestamp(time.time() - 1).strftime("%Y-%m-%dT%H:%M:%S")
-    log = workdir / "snakemake-cancel.log"
+    cache = workdir / (CANCELLED_OUTPUT + ".calls.sqlite")
+    log = workdir / "snakemake-slurm.log"
+    started = time.monotonic()
     with open(log, "w") as out:
         run = subprocess.Popen(
-            ["timeout", "-s", "KILL", str(CANCEL_RUN_TIMEOUT_S), sys.executable, "-m", "snakemake", "--profile",
-             "profiles/slurm", "--configfile", "config/slurm_test.yaml", "--jobs", "2",
-             "--slurm-init-seconds-before-status-checks", "2", CANCELLED_OUTPUT],
+            ["timeout", "-s", "KILL", str(RUN_TIMEOUT_S), sys.executable, "-m", "snakemake", "--profile",
+             "profiles/slurm", "--configfile", configfile, "--jobs", "4",
+             "--slurm-init-seconds-before-status-checks", "2"],
             cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
         )
         job_id, committed, cancelled_at = None, {}, None
-        deadline = time.monotonic() + CANCEL_RUN_TIMEOUT_S
-        while run.poll() is None and time.monotonic() < deadline:
-            job_id = job_id or _running_job("arena_judge")
-            committed = _committed_calls(cache) if job_id else {}
-            if committed:
-                cancelled_at = time.time()
-                cluster.run(["scancel", job_id], timeout=30)
-                break
+        while run.poll() is None:  # cancel the judge once, after it has committed calls
+            if cancelled_at is None:
+                job_id = _running_job(CANCELLED_RULE)
+                committed = _committed_calls(cache) if job_id else {}
+                if committed:
+                    cancelled_at = time.time()
+                    cluster.run(["scancel", job_id], timeout=30)
             time.sleep(0.5)
-        returncode = run.wait(timeout=CANCEL_RUN_TIMEOUT_S + 60)
+        returncode = run.wait()
+    wall = time.monotonic() - started
+    print(f"\nembedded DAG through SLURM: exit {returncode} after {wall:.0f}s")
     return {"returncode": returncode, "output": log.read_text(errors="replace"), "workdir": workdir,
-            "since": since, "job_id": job_id, "committed": committed, "cancelled_at": cancelled_at,
-            "uncancelled": uncancelled, "cache": cache}
+            "local": embedded_run, "since": since, "job_id": job_id, "committed": committed,
+            "cancelled_at": cancelled_at, "cache": cache}
+
+
+def _context(run) -> str:
+    logs = sorted((run["workdir"] / ".snakemake" / "slurm_logs").rglob("*.log"))
+    tails = "\n".join(f"----- {p}\n{p.read_text(errors='replace')[-2000:]}" for p in logs[-5:])
+    return f"{run['output'][-6000:]}\n{tails}"
+
+
+def _jobs(run) -> list[dict[str, str]]:
+    workdir = os.path.realpath(run["workdir"])
+    return [j for j in cluster.sacct_jobs(since=run["since"], timeout=60)
+            if os.path.realpath(j["WorkDir"]) == workdir]
 
 
 def _same_records(a: str, b: str) -> None:
@@ -191,23 +180,61 @@ def _same_records(a: str, b: str) -> None:
         same(json.loads(x), json.loads(y), f"line {n}")
 
 
-def test_a_cancelled_model_job_is_noticed_retried_from_its_cache_and_gives_the_same_output(cancelled_run):
-    run = cancelled_run
+def test_embedded_dag_runs_through_slurm_to_the_local_runs_tables(slurm_run):
+    assert slurm_run["returncode"] == 0, _context(slurm_run)
+    workdir, local = slurm_run["workdir"], slurm_run["local"]
+    tables = sorted(p.relative_to(local) for p in (local / "results/tables").iterdir())
+    assert len(tables) > 60
+    for table in tables:
+        assert (workdir / table).read_bytes() == (local / table).read_bytes(), table
+    assert (workdir / "results/manifest.json").exists()
+    assert (workdir / "results/finetune/smollm2-hotpotqa/adapter/adapter_model.safetensors").exists()
+
+
+def test_gpu_stages_and_only_they_requested_a_gpu(slurm_run):
+    if slurm_run["returncode"] != 0:
+        pytest.fail(f"workflow failed\n{_context(slurm_run)}", pytrace=False)
+    by_rule: dict[str, list[dict]] = {}
+    for job in _jobs(slurm_run):
+        by_rule.setdefault(cluster.rule_of(job), []).append(job)
+    assert GPU_RULES <= set(by_rule), sorted(by_rule)
+    assert {"convert_papers", "retrieve", "drfr_judge", "arena_judge", "isqa_tables", "validity_table"} <= set(by_rule)
+    for rule, rule_jobs in by_rule.items():
+        for job in rule_jobs:
+            assert job["State"].split()[0] in (("CANCELLED", "COMPLETED") if rule == CANCELLED_RULE
+                                               else ("COMPLETED",)), job
+            requested = cluster.gpu_count(job["ReqTRES"])
+            assert requested == (1 if rule in GPU_RULES else 0), (rule, job["ReqTRES"])
+
+
+def test_a_served_model_stage_runs_in_its_jobs_allocation(slurm_run):
+    """The served responder: a server started and stopped inside its SLURM job, its usage recorded."""
+    if slurm_run["returncode"] != 0:
+        pytest.fail(f"workflow failed\n{_context(slurm_run)}", pytrace=False)
+    workdir = slurm_run["workdir"]
+    log = (workdir / f"logs/drfr_responses/infobench/{SERVED_RESPONDER}.log").read_text()
+    assert "server ready" in log and "server stopped" in log, log[-3000:]
+    usage = yaml.safe_load((workdir / f"results/drfr/responses/infobench/{SERVED_RESPONDER}.jsonl.usage.json")
+                           .read_text())
+    (entry,) = usage["models"]
+    assert entry["backend"] == "served" and entry["server"]["engine"] == "transformers" and entry["requests"] > 0
+
+
+def test_a_cancelled_model_job_is_noticed_retried_from_its_cache_and_gives_the_same_output(slurm_run):
+    run = slurm_run
     assert run["cancelled_at"] is not None, f"the arena judge was never seen running\n{run['output'][-6000:]}"
     assert run["returncode"] == 0, run["output"][-6000:]
     # noticed: with sacct as the status query the plugin reads "CANCELLED by 0" and waits forever
-    match = re.search(r"\[(\w{3} \w{3} +\d+ [\d:]+ \d{4})\]\nError in rule arena_judge:\n\s+message: SLURM-job "
-                      rf"'{run['job_id']}' failed, SLURM status is: 'CANCELLED'", run["output"])
+    match = re.search(rf"\[(\w{{3}} \w{{3}} +\d+ [\d:]+ \d{{4}})\]\nError in rule {CANCELLED_RULE}:\n\s+message: "
+                      rf"SLURM-job '{run['job_id']}' failed, SLURM status is: 'CANCELLED'", run["output"])
     assert match, run["output"][-6000:]
     noticed_at = datetime.strptime(match.group(1), "%a %b %d %H:%M:%S %Y").timestamp()
     assert noticed_at - run["cancelled_at"] <= MAX_STATUS_INTERVAL_S + 10, (noticed_at, run["cancelled_at"])
-    # retried: a second arena_judge job that completed
-    jobs = [j for j in cluster.sacct_jobs(since=run["since"], timeout=60)
-            if os.path.realpath(j["WorkDir"]) == os.path.realpath(run["workdir"])
-            and cluster.rule_of(j) == "arena_judge"]
+    # retried: a second job of the rule that completed
+    jobs = [j for j in _jobs(run) if cluster.rule_of(j) == CANCELLED_RULE]
     assert [j["State"].split()[0] for j in jobs] == ["CANCELLED", "COMPLETED"], jobs
     # the calls committed before the cancel were kept and not computed again (same creation time)
     after = _committed_calls(run["cache"])
     assert run["committed"] and all(after.get(k) == t for k, t in run["committed"].items())
-    # and the judge wrote what the uncancelled run wrote
-    _same_records((run["workdir"] / CANCELLED_OUTPUT).read_text(), run["uncancelled"])
+    # and the judge wrote what the uncancelled local run wrote
+    _same_records((run["workdir"] / CANCELLED_OUTPUT).read_text(), (run["local"] / CANCELLED_OUTPUT).read_text())

@@ -320,3 +320,24 @@ def test_validity_category_comes_first_in_the_report_menu():
     }
     assert others and validity not in others
     assert all(validity.casefold() < other.casefold() for other in others), sorted(others)
+
+
+def test_a_control_with_chance_100_percent_is_a_consistency_check():
+    """The arena's answer against itself in both orders: every deterministic judge ties, so the
+    control cannot show separation; it is reported but neither raises nor clears the flag."""
+    from isqaflow.report.validity import validity_note
+
+    selfish = [
+        {"instrument": "arena judge", "name": "local", "scope": "d", "control": "self", "rule": "raw",
+         "item": f"s{k}", "expected": "tie", "outcome": "tie", "correct": True, "chance": 1.0,
+         "baseline_correct": None, "detail": {}}
+        for k in range(4)
+    ]
+    winning = [
+        {**r, "control": "no_answer", "item": f"n{k}", "expected": "a", "outcome": "a", "chance": 0.5}
+        for k, r in enumerate(selfish * 2)
+    ]
+    summary = validity_summary(selfish + winning, rounds=300, seed=1)
+    rows = {g["control"]: g for g in summary["groups"]}
+    assert rows["self"]["no_evidence"] is None and rows["no_answer"]["no_evidence"] is False
+    assert "NO EVIDENCE" not in validity_note(summary, "arena judge")

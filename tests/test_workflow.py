@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_utils import copy_repo, dry_run_jobs, snakemake
+from workflow_utils import dry_run_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -30,11 +30,9 @@ FIGURES = ["isqa_figure3_qasper", "drfr_constraints", "arena_ratings"]
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory) -> Path:
-    workdir = copy_repo(tmp_path_factory.mktemp("embedded"))
-    result = snakemake(workdir, "--profile", "profiles/default", timeout=2400)
-    assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
-    return workdir
+def run(embedded_run) -> Path:
+    """The session's one complete embedded run (tests/conftest.py)."""
+    return embedded_run
 
 
 def with_config(run: Path, name: str, change) -> str:

@@ -20,9 +20,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from isqaflow.metrics.qags import Question, filter_questions, passes_filters, qags_score
+from isqaflow.metrics.qags import Question, filter_questions, passes_filters, qags_score, share_duplicate_answers
 from isqaflow.metrics.questeval import questeval_scores
 from isqaflow.seeds import keyed_rng
+from isqaflow.text.f1 import normalize_answer
 from isqaflow.settings import from_mapping
 from isqaflow.text.candidates import Candidate, extract_candidates, sample_candidates
 
@@ -116,6 +117,8 @@ def score_summaries(items: Sequence[tuple[str, str]], qg, qa, settings: QAMetric
         filter_questions(qs)
     _answer_on_summaries(qa, [(q, summary) for qs, (summary, _) in zip(summary_qs, items, strict=True)
                               for q in qs if q.usable])
+    for qs in summary_qs:
+        share_duplicate_answers(qs)
 
     # QAGS: further candidates, K per round, for summaries with fewer than K passing questions
     further = [further_candidates_for(summary, first[i], settings.pool - len(first[i]), settings)
@@ -135,6 +138,8 @@ def score_summaries(items: Sequence[tuple[str, str]], qg, qa, settings: QAMetric
             filter_questions(summary_qs[i])
         _answer_on_summaries(qa, [(q, items[i][0]) for i in short for q in summary_qs[i]
                                   if q.round == round_ and q.usable])
+        for i in short:
+            share_duplicate_answers(summary_qs[i])
 
     # questions about each source (shared by all summaries of that source)
     sources = list(dict.fromkeys(src for _, src in items))
@@ -165,11 +170,20 @@ def score_summaries(items: Sequence[tuple[str, str]], qg, qa, settings: QAMetric
     # answers on the source, window by window: round 1 (QuestEval precision, QAGS) and the
     # later rounds' questions that pass QAGS's filters
     on_source = [(q, src) for qs, (_, src) in zip(summary_qs, items, strict=True) for q in qs
-                 if q.usable and (q.round == 1 or passes_filters(q, settings.candidate_min_f1))]
+                 if q.usable and (q.round == 1 or _passes_as_any(q, qs, settings.candidate_min_f1))]
     answers = qa.answer_long([q.question for q, _ in on_source], [src for _, src in on_source])
     for (q, _), result in zip(on_source, answers, strict=True):
         q.on_source = result
+    for qs in summary_qs:
+        share_duplicate_answers(qs)
     return [aggregate(summary_qs[i], per_item_source[i], settings.candidate_min_f1, k) for i in range(len(items))]
+
+
+def _passes_as_any(question: Question, questions: Sequence[Question], candidate_min_f1: float) -> bool:
+    """Whether the question, or a duplicate of it (same text, another candidate), passes QAGS's filters."""
+    key = normalize_answer(question.question)
+    return any(normalize_answer(q.question) == key and passes_filters(q, candidate_min_f1)
+               for q in questions if q.valid)
 
 
 def _answer_on_summaries(qa, jobs: Sequence[tuple[Question, str]]) -> None:

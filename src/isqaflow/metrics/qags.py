@@ -5,9 +5,12 @@ Per summary (the shared question pipeline is :mod:`isqaflow.metrics.qa_metrics`)
 1. answer candidates from the summary (spaCy entities and noun chunks), K sampled
    with a seed derived from the summary text;
 2. a question for each candidate;
-3. filters: the question ends with "?", has at least three words, is not a
-   duplicate, and the QA model on the summary gives back the candidate (token F1
-   with the candidate >= ``candidate_min_f1``; 1.0 = exact after normalization);
+3. filters: the question ends with "?", has at least three words, the QA model on
+   the summary gives back the candidate (token F1 with the candidate >=
+   ``candidate_min_f1``; 1.0 = exact after normalization), and no question with the
+   same text was kept before (a question asked for two candidates has one answer, so
+   it can give back at most one of them: the duplicate filter keeps that one, not
+   simply the first);
    like QAGS, which generates questions for 10 answer candidates with 10 beams each
    and keeps up to K that pass, further candidates of the summary are tried, K at a
    time, while fewer than K questions pass and the pool (``candidate_pool``
@@ -67,20 +70,41 @@ def filter_questions(questions: list[Question]) -> None:
             seen.add(key)
 
 
+def share_duplicate_answers(questions: Sequence[Question]) -> None:
+    """Give each duplicate question the answers of the first question with the same text
+    (the same question about the same text has the same answer; only the first is asked)."""
+    first: dict[str, Question] = {}
+    for q in questions:
+        key = normalize_answer(q.question)
+        if not q.valid:
+            continue
+        if not q.duplicate:
+            first.setdefault(key, q)
+        elif key in first:
+            q.on_summary = first[key].on_summary
+            q.on_source = first[key].on_source
+
+
 def passes_filters(question: Question, candidate_min_f1: float) -> bool:
-    """Usable, answered on the summary, and the summary's answer gives back the candidate."""
-    return (question.usable and question.on_summary is not None
+    """Valid, answered on the summary, and the summary's answer gives back the candidate
+    (the duplicate filter is applied among the questions that pass: :func:`qags_score`)."""
+    return (question.valid and question.on_summary is not None
             and token_f1(question.on_summary.answer, question.candidate) >= candidate_min_f1)
 
 
 def qags_score(questions: Sequence[Question], candidate_min_f1: float,
                max_kept: int | None = None) -> tuple[float, int]:
-    """QAGS of one summary and the number of questions kept (the first ``max_kept`` that
-    pass the filters, in order; all when None).  Kept questions must be answered on
-    the source."""
+    """QAGS of one summary and the number of questions kept: those that pass the filters
+    and whose text was not kept before, the first ``max_kept`` in order (all when None).
+    Kept questions must be answered on the source."""
     kept = 0
+    seen: set[str] = set()
     for q in questions:
-        q.kept = passes_filters(q, candidate_min_f1) and (max_kept is None or kept < max_kept)
+        key = normalize_answer(q.question)
+        q.kept = (passes_filters(q, candidate_min_f1) and key not in seen
+                  and (max_kept is None or kept < max_kept))
+        if q.kept:
+            seen.add(key)
         kept += q.kept
     if not kept:
         return NAN, 0

@@ -140,16 +140,19 @@ class QuestionAnswerer:
     def answer(self, items: Sequence[tuple[str, str]], answerability: bool | None = None) -> list[QAResult]:
         """Answer ``(question, context)`` pairs, each context read as it is.
 
-        ``answerability=False`` skips the answerability estimate of generated
-        answers (1.0 is reported), which costs a second pass; QAGS needs only the
-        answers.  Likelihood-chosen spans get it from their one pass anyway.
+        ``answerability=False`` skips the answerability estimate (1.0 is reported): for
+        generated answers it would cost a second pass; likelihood-chosen spans are then
+        chosen among the context's spans only, without "unanswerable" -- QAGS asks its own
+        questions of the text they were generated from, to check that the reader gives
+        back the candidate, and needs only the answers.
         """
         if not items:
             return []
         if self.mode == "extractive":
             return self.model.answer(items)
         if self.spans == "likelihood":
-            return self._answer_by_likelihood(items)
+            return self._answer_by_likelihood(
+                items, self.with_answerability if answerability is None else answerability)
         requests = [
             fit_document(
                 self.model, lambda ctx, q=q: [{"role": "user", "content": QA_INSTRUCTION.format(context=ctx, question=q)}],
@@ -214,17 +217,26 @@ class QuestionAnswerer:
             out[i] = [c for c, first in zip(candidate_lists[i], firsts[i], strict=True) if first in top]
         return out
 
-    def _answer_by_likelihood(self, items: Sequence[tuple[str, str]]) -> list[QAResult]:
+    def _answer_by_likelihood(self, items: Sequence[tuple[str, str]], answerability: bool = True) -> list[QAResult]:
         """The context's most likely candidate span, or no answer when "unanswerable" is likelier.
 
         Candidates are shortlisted by their first token (:meth:`shortlist`), then the
         shortlist and "unanswerable" are scored in full.  ``score`` is the log-odds of
         the chosen span against "unanswerable", so answers from different windows of a
         document compare by how sure the model is that the window answers the question.
+        ``answerability=False``: "unanswerable" is not offered; the likeliest span is the
+        answer (answerability 1.0, ``score`` its log-probability).
         """
         todo = [i for i, (_, c) in enumerate(items) if self.candidates(c)]
         requests = [self._answerability_request(*items[i]) for i in todo]
         candidate_lists = self.shortlist(requests, [self.candidates(items[i][1]) for i in todo])
+        if not answerability:
+            scored = self.model.score_batch(list(zip(requests, candidate_lists, strict=True)))
+            results = [QAResult("", 0.0, float("-inf"))] * len(items)
+            for i, cands, scores in zip(todo, candidate_lists, scored, strict=True):
+                best = max(range(len(scores)), key=lambda k: scores[k])  # ties: the first candidate
+                results[i] = QAResult(cands[best], 1.0, scores[best])
+            return results
         scored = self.model.score_batch(
             [(request, [*cands, UNANSWERABLE_REPLY]) for request, cands in zip(requests, candidate_lists, strict=True)]
         )

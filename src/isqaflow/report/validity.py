@@ -19,7 +19,11 @@ then there is no evidence that the instrument separates better from worse.  The
 chance level is the mean of ``baseline_correct`` (null counted as not correct, like
 ``correct``) when any record of the group has one -- the feedback-model control's
 outcome without the inserted evidence -- and otherwise the mean of ``chance`` (what
-a content-blind instrument gets, e.g. 0.5 for a YES/NO question).
+a content-blind instrument gets, e.g. 0.5 for a YES/NO question).  A control whose
+fixed chance level is 100% -- the arena's answer against itself, judged in both orders:
+any deterministic judge ties there, so it checks how the orders are combined and
+cannot show separation -- is a consistency check: ``no_evidence`` is None for it, and
+it neither raises nor clears the flag of its instrument.
 
 Each group's bootstrap draws from ``keyed_rng(seed, <group key>)`` over its records
 in item order: a group's interval depends only on its own records and the seed (not
@@ -149,10 +153,12 @@ def validity_summary(
         group_seed = int(keyed_rng(seed, "validity:" + "\x1f".join(key)).integers(2**63))
         interval = bootstrap_ci(correct, rounds=rounds, alpha=ALPHA, seed=group_seed)
         baselines = [r["baseline_correct"] for r in members]
+        consistency_check = False
         if any(b is not None for b in baselines):
             chance = sum(b is True for b in baselines) / len(baselines)
         else:
             chance = sum(float(r["chance"]) for r in members) / len(members)
+            consistency_check = chance >= 1.0
         rows.append(
             {
                 **dict(zip(GROUP_KEYS, key, strict=True)),
@@ -163,7 +169,7 @@ def validity_summary(
                 "lower": interval["lower"],
                 "upper": interval["upper"],
                 "chance": chance,
-                "no_evidence": not interval["lower"] > chance,
+                "no_evidence": None if consistency_check else not interval["lower"] > chance,
             }
         )
     rows.sort(key=_sort_key)
@@ -202,7 +208,8 @@ def _shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
             ],
             "chance (%)": 100 * frame["chance"],
             "verdict": [
-                NO_EVIDENCE.upper() if flag else "separates (CI above chance)"
+                "consistency check (chance 100%: shows no separation)" if flag is None
+                else NO_EVIDENCE.upper() if flag else "separates (CI above chance)"
                 for flag in frame["no_evidence"]
             ],
         },
@@ -243,7 +250,7 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
                 f"chance {_percent(r['chance'])}%{invalid})"
             )
         text = f"{instrument} {row_name} on {scope}, {rule}: " + "; ".join(shown)
-        if any(r["no_evidence"] for r in members):
+        if any(r["no_evidence"] is True for r in members):
             text += " -- " + NO_EVIDENCE.upper()
         parts.append(text)
     return "Controls (known answers; share correct, 95% bootstrap CI): " + ". ".join(parts) + "."
