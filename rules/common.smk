@@ -204,15 +204,26 @@ def isqa_runs():
                 yield dataset, summarizer, run["feedback"], run["questions"]
 
 
+def feedback_control_settings(questions):
+    """The feedback-model control of an ISQA run: with the human QA pairs only (their
+    annotated evidence sentences); a run with model-generated questions asks the same
+    feedback model again, so it runs none."""
+    settings = config["validity"]["feedback"]
+    return settings if questions == "human" else {**settings, "controls": []}
+
+
 def feedback_validity_files():
     """The feedback models' known-answer control records (results/validity/feedback/...),
-    written by isqa_refine, one per ISQA run; none when validity.feedback runs no control.
+    written by isqa_refine, one per ISQA run with human questions; none when
+    validity.feedback runs no control.
     """
     settings = config["validity"]["feedback"]
     if not settings["controls"] or not settings["per_paper"]:
         return []
     return [
-        f"results/validity/feedback/{d}/{s}/{f}-{q}.jsonl" for d, s, f, q in isqa_runs()
+        f"results/validity/feedback/{d}/{s}/{f}-{q}.jsonl"
+        for d, s, f, q in isqa_runs()
+        if feedback_control_settings(q)["controls"]
     ]
 
 

@@ -74,6 +74,8 @@ rule convert_qa_train:
         examples="results/data/qa/{dataset}.{split}.jsonl",
     log:
         "logs/convert_qa_train/{dataset}.{split}.log",
+    # on the critical path: training data -> fine-tuning
+    priority: 90
     conda:
         "../envs/data.yaml"
     threads: 1

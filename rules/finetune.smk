@@ -19,6 +19,8 @@ rule finetune_feedback:
         "logs/finetune_feedback/{adapter}.log",
     benchmark:
         "benchmarks/finetune_feedback/{adapter}.tsv"
+    # on the critical path: adapter -> ISQA runs and responders -> scoring -> tables
+    priority: 90
     conda:
         "../envs/torch.yaml"
     threads: threads_for("finetune")

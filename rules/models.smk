@@ -9,6 +9,8 @@ rule convert_gguf_model:
         "logs/convert_gguf_model/{model}.log",
     benchmark:
         "benchmarks/convert_gguf_model/{model}.tsv"
+    # the root of every model job
+    priority: 100
     conda:
         "../envs/torch.yaml"
     threads: threads_for("convert")

@@ -115,7 +115,7 @@ rule isqa_refine:
         settings=lambda wc: refine_settings(wc.feedback),
         summary_generation=config["isqa"]["summary_generation"],
         feedback_generation=config["isqa"]["feedback_generation"],
-        validity=config["validity"]["feedback"],
+        validity=lambda wc: feedback_control_settings(wc.questions),
         code=code("isqaflow.isqa.refine"),
     script:
         "../scripts/isqa_refine.py"
