@@ -53,6 +53,8 @@ rule convert_papers:
         papers="results/data/papers/{dataset}.jsonl",
     log:
         "logs/convert_papers/{dataset}.log",
+    # the ISQA chain (summaries -> refinement -> scoring) is the longest
+    priority: 80
     conda:
         "../envs/data.yaml"
     threads: 1

@@ -14,6 +14,8 @@ rule score_summaries:
         "logs/score_summaries/{dataset}/{summarizer}.log",
     benchmark:
         "benchmarks/score_summaries/{dataset}/{summarizer}.tsv"
+    # the ISQA chain: the last model job before the tables
+    priority: 60
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")

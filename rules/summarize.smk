@@ -13,6 +13,8 @@ rule generate_questions:
         "logs/generate_questions/{dataset}.log",
     benchmark:
         "benchmarks/generate_questions/{dataset}.tsv"
+    # the ISQA chain: the run with generated questions
+    priority: 70
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -42,6 +44,8 @@ rule baseline_summaries:
         "logs/baseline_summaries/{dataset}/{summarizer}.log",
     benchmark:
         "benchmarks/baseline_summaries/{dataset}/{summarizer}.tsv"
+    # the ISQA chain: its first summaries
+    priority: 80
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -99,6 +103,8 @@ rule isqa_refine:
         "logs/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.log",
     benchmark:
         "benchmarks/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.tsv"
+    # the ISQA chain
+    priority: 70
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")

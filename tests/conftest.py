@@ -170,9 +170,14 @@ def embedded_run(tmp_path_factory) -> Path:
     """The embedded default DAG, run once to the end on a fresh copy of the repository
     (minutes), shared by the tests that need a complete run: tests/test_workflow.py reads
     its results and checks what a change reruns; tests/test_slurm.py runs the same DAG
-    through the scheduler, resuming from this run's call caches."""
+    through the scheduler, resuming from this run's call caches.
+
+    ISQAFLOW_EMBEDDED_RUN=<dir> uses a complete run made before instead (developers: to
+    iterate on these tests; the tests write a few config files and a report into it)."""
     from workflow_utils import copy_repo, snakemake
 
+    if os.environ.get("ISQAFLOW_EMBEDDED_RUN"):
+        return Path(os.environ["ISQAFLOW_EMBEDDED_RUN"])
     workdir = copy_repo(tmp_path_factory.mktemp("embedded"))
     started = time.monotonic()
     result = snakemake(workdir, "--profile", "profiles/default", timeout=2400)

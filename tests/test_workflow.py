@@ -10,9 +10,11 @@ summarizer's decoding reruns summarization and everything downstream; editing
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 from workflow_utils import dry_run_jobs, snakemake
@@ -20,7 +22,8 @@ from workflow_utils import dry_run_jobs, snakemake
 pytestmark = pytest.mark.slow
 
 TABLES = [
-    *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats")),
+    *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats",
+                            "appendix_questeval_v024")),
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
     *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "no_answer", "retrieval",
                               "agreement", "summaries")),
@@ -60,6 +63,45 @@ def test_every_table_and_figure_is_made_from_real_scores(run):
     assert manifest["adapters"][0]["sha256"] and manifest["packages"]["snakemake"]
 
 
+JUDGED_TABLES = [
+    *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats",
+                            "appendix_questeval_v024")),
+    *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
+    *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "agreement", "summaries")),
+]
+
+
+def test_every_judge_and_metric_shows_its_known_answer_controls(run):
+    validity = pd.read_csv(run / "results/tables/validity.csv")
+    assert set(validity["instrument"]) == {"arena judge", "DRFR judge", "QAGS", "QuestEval", "feedback model"}
+    assert set(validity[validity["instrument"].isin(["arena judge", "DRFR judge"])]["rule"]) == {"raw", "calibrated"}
+    for table in JUDGED_TABLES:
+        caption = (run / f"results/tables/{table}.md").read_text().split("\n\n", 1)[0]
+        assert "Controls (known answers" in caption, table
+
+
+def test_qags_is_defined_for_nearly_every_summary(run):
+    scores = pd.read_json(run / "results/metrics/qasper/smollm2/scores.jsonl", lines=True)
+    assert scores["qags"].notna().mean() >= 0.9
+    assert (scores.loc[scores["qags"].notna(), "qags_questions"] >= 1).all()
+
+
+def test_the_calibrated_arena_ratings_are_not_all_equal(run):
+    ratings = pd.read_csv(run / "results/tables/arena_ratings.csv", header=[0, 1], index_col=0)
+    elo = ratings[("Elo", "rating")]
+    assert elo.nunique() > 1
+
+
+def test_results_are_readable_by_collaborators(run):
+    """Written with the process umask (0644 by default), not the temporary files' 0600."""
+    umask = os.umask(0)
+    os.umask(umask)
+    files = [p for p in (run / "results").rglob("*") if p.is_file() and ".calls.sqlite" not in p.name]
+    assert files
+    for path in files:
+        assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
+
+
 def test_every_isqa_step_is_recorded_for_every_paper(run):
     config = yaml.safe_load((run / "config/config.yaml").read_text())
     steps = config["isqa"]["refine"]["steps"]
@@ -69,11 +111,13 @@ def test_every_isqa_step_is_recorded_for_every_paper(run):
         records = [json.loads(line) for line in open(path)]
         assert [r["paper_id"] for r in records] == papers
         for record in records:
-            assert [s["step"] for s in record["steps"]] == list(range(steps + 1))
+            # Algorithm 1 as printed: N summaries s_1..s_N, feedback on each
+            assert [s["step"] for s in record["steps"]] == list(range(1, steps + 1))
             assert record["final_summary"] == record["steps"][-1]["summary"]
-            for step in record["steps"][1:]:
+            for step in record["steps"]:
                 assert len(step["feedback"]) == config["isqa"]["refine"]["batch_size"]
-                assert all({"raw", "answer", "evidence", "f1", "decision"} <= set(f) for f in step["feedback"])
+                assert all({"raw", "status", "answer", "evidence", "f1", "decision", "finish_reason",
+                            "input_tokens", "new_tokens"} <= set(f) for f in step["feedback"])
 
 
 def test_nothing_to_do_after_a_complete_run(run):
@@ -99,10 +143,11 @@ def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
         config["arena"]["judges"]["local"]["tie_band"] = 0.25
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "tie_band", change))
-    assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "manifest", "all"}
+    assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "validity_table",
+                         "manifest", "all"}
 
     def change_drfr(config):
-        config["drfr"]["judges"]["local"]["mode"] = "text"
+        config["drfr"]["judges"]["local"].update(mode="text", rule="raw")
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "drfr_text", change_drfr))
     assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "validity_table", "manifest", "all"}
@@ -114,9 +159,9 @@ def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "longer_summaries", change))
     assert jobs.pop("isqa_refine") == 3
-    assert set(jobs) == {
+    assert set(jobs) == {  # validity: the feedback-model control reads the first summaries
         "baseline_summaries", "generic_feedback", "score_summaries", "isqa_tables", "human_eval_sheets",
-        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "manifest", "all",
+        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "manifest", "all",
     }
 
 
@@ -131,9 +176,33 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
     assert jobs.pop("isqa_refine") == 3
     assert set(jobs) == {
         "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_summaries", "drfr_tables",
-        "arena_summaries", "arena_tables", "manifest", "all",
+        "arena_summaries", "arena_tables", "validity_table", "manifest", "all",
     }
     assert dry_run_jobs(run) == {}
+
+
+def test_editing_the_job_runtime_reruns_every_job(run):
+    """Every script runs isqaflow.runtime (logging, threads, the call-cache path): it is in
+    every rule's code hash."""
+    runtime = run / "src/isqaflow/runtime.py"
+    original = runtime.read_text()
+    try:
+        runtime.write_text(original + "\n# an edit\n")
+        jobs = dry_run_jobs(run)
+    finally:
+        runtime.write_text(original)
+    rules = {line.split()[1].rstrip(":") for path in (run / "rules").glob("*.smk")
+             for line in path.read_text().splitlines() if line.startswith("rule ")}
+    assert set(jobs) == (rules | {"all"}) - {"download", "extract", "human_eval_results"}
+    assert dry_run_jobs(run) == {}
+
+
+def test_a_moved_checkout_reruns_nothing(run, tmp_path):
+    """No parameter holds the checkout's absolute path (the manifest finds its workflow
+    from the script), so the same results in another directory are up to date."""
+    moved = tmp_path / "moved"
+    shutil.copytree(run, moved, symlinks=True)
+    assert dry_run_jobs(moved) == {}
 
 
 def test_report_gathers_every_table_and_figure(run, tmp_path):
