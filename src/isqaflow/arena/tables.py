@@ -216,7 +216,7 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
     ``results/tables/validity.*``: same records, rounds and seed).
     """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
-    controls = " " + validity_note(
+    controls = ". " + validity_note(
         validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed), "arena judge")
     judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
                        ignore_index=True)

@@ -148,6 +148,62 @@ def resolve_dtype(dtype: str, device: str):
         raise ValueError(f"unknown dtype {dtype!r}; expected auto, float32, bfloat16 or float16") from None
 
 
+class SharedPrefixes:
+    """Which prefix each row of a call continues, and that prefix's keys and values.
+
+    Rows are grouped by shared token prefix (:func:`~.prefix.prefix_groups`, each group's
+    prefix computed once); a row whose longer start the model's prefix store holds (a
+    conversation's earlier turn) continues from that instead.  ``limits[i]`` is the longest
+    prefix row ``i`` may take: the positions after it must be computed (their logits are
+    read).  A group's keys and values are computed when its first batch needs them and freed
+    after its last row (:meth:`release`).
+    """
+
+    def __init__(self, model: HFModel, sequences: Sequence[Sequence[int]], limits: Sequence[int]) -> None:
+        self.model, self.sequences = model, sequences
+        # a group costs one extra forward pass over its prefix (~16 tokens of overhead)
+        self.groups, _ = prefix_groups(sequences, MIN_SHARED_PREFIX, group_cost=16,
+                                       keep_last=[len(s) - limit for s, limit in zip(sequences, limits, strict=True)])
+        self.length = [0] * len(sequences)
+        self.group_of = [-1] * len(sequences)
+        for g, (length, members) in enumerate(self.groups):
+            for i in members:
+                self.length[i], self.group_of[i] = length, g
+        self.stored: dict[int, Any] = {}
+        for i, (ids, limit) in enumerate(zip(sequences, limits, strict=True)):
+            n, kv = model._stored_prefix(list(ids), limit)
+            if n > self.length[i]:  # the store holds more of this row than its group shares
+                self.length[i], self.stored[i], self.group_of[i] = n, kv, -1
+        self.remaining = [sum(self.group_of[i] == g for i in members) for g, (_, members) in enumerate(self.groups)]
+        self.computed: dict[int, Any] = {}
+
+    def remainder(self, i: int) -> int:
+        """Tokens of row ``i`` after its prefix."""
+        return len(self.sequences[i]) - self.length[i]
+
+    def keys_values(self, rows: Sequence[int]) -> list[Any]:
+        """The prefix keys and values of each row (None: no prefix)."""
+        out = []
+        for i in rows:
+            g = self.group_of[i]
+            if g < 0:
+                out.append(self.stored.get(i))
+                continue
+            if g not in self.computed:
+                length, members = self.groups[g]
+                self.computed[g] = self.model._prefix_kv(list(self.sequences[members[0]][:length]))
+            out.append(self.computed[g])
+        return out
+
+    def release(self, rows: Sequence[int]) -> None:
+        for i in rows:
+            g = self.group_of[i]
+            if g >= 0:
+                self.remaining[g] -= 1
+                if self.remaining[g] == 0:
+                    self.computed.pop(g, None)
+
+
 def chat_template_for(tokenizer: Any, configured: str | None, name: str, is_seq2seq: bool) -> ChatTemplate:
     """The template chat requests of this model use (see :mod:`.templates`).
 
@@ -384,42 +440,16 @@ class HFModel(TokenizedText, LanguageModel):
         """
         import torch
 
-        # a group costs one extra forward pass over its prefix (~16 tokens of overhead)
-        groups, singles = prefix_groups(encoded, MIN_SHARED_PREFIX, group_cost=16)
-        plen = [0] * len(encoded)
-        group_of = [-1] * len(encoded)
-        for g, (length, members) in enumerate(groups):
-            for i in members:
-                plen[i], group_of[i] = length, g
-        stored: dict[int, Any] = {}  # a row the prefix store holds more of than its group shares
-        for i in range(len(encoded)):
-            n, kv = self._stored_prefix(encoded[i], len(encoded[i]) - 1)
-            if n > plen[i]:
-                plen[i], stored[i], group_of[i] = n, kv, -1
+        prefixes = SharedPrefixes(self, encoded, [len(x) - 1 for x in encoded])
         # longest remainder first, groups mixed: a batch's rows may continue different prefixes
-        order = sorted(range(len(encoded)), key=lambda i: -(len(encoded[i]) - plen[i]))
-        remaining = [sum(group_of[i] == g for i in members) for g, (_, members) in enumerate(groups)]
-        prefix_caches: dict[int, Any] = {}
+        order = sorted(range(len(encoded)), key=lambda i: -prefixes.remainder(i))
         generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
-        remainder = [len(x) - p for x, p in zip(encoded, plen, strict=True)]
-        for rows in length_batches(order, remainder, max_rows=self.batch_size,
-                                   max_waste=DECODE_STEP_TOKENS * params.max_new_tokens):
-            for i in rows:
-                g = group_of[i]
-                if g >= 0 and g not in prefix_caches:
-                    prefix_caches[g] = self._prefix_kv(encoded[groups[g][1][0]][: groups[g][0]])
-            outs = self._decode_rows(
-                [encoded[i][plen[i] :] for i in rows],
-                [plen[i] for i in rows],
-                [prefix_caches[group_of[i]] if group_of[i] >= 0 else stored.get(i) for i in rows],
-                params, generator,
-            )
-            for i in rows:
-                g = group_of[i]
-                if g >= 0:
-                    remaining[g] -= 1
-                    if remaining[g] == 0:
-                        del prefix_caches[g]
+        for rows in length_batches(order, [prefixes.remainder(i) for i in range(len(encoded))],
+                                   max_rows=self.batch_size, max_waste=DECODE_STEP_TOKENS * params.max_new_tokens):
+            lengths = [prefixes.length[i] for i in rows]
+            outs = self._decode_rows([encoded[i][p:] for i, p in zip(rows, lengths, strict=True)], lengths,
+                                     prefixes.keys_values(rows), params, generator)
+            prefixes.release(rows)
             finished(rows, outs)
 
     def _decode_rows(self, suffixes: list[list[int]], prefix_lengths: list[int], prefix_caches: list[Any],
@@ -661,41 +691,22 @@ class HFModel(TokenizedText, LanguageModel):
         that instead.  Rows are batched by the length of what is left to compute, within
         ``score_batch_tokens``, and each row's context is stored for the requests that follow.
         """
-        n = len(sequences)
-        plen: list[int] = [0] * n
-        prefixes: list[Any] = [None] * n
-        group_of = [-1] * n
-        groups: list[tuple[int, list[int]]] = []
         if self.prefix_sharing:
-            groups, _ = prefix_groups(
-                [ids for ids, _, _ in sequences], MIN_SHARED_PREFIX,
-                keep_last=[len(ids) - start + 1 for ids, start, _ in sequences], group_cost=16,
-            )
-            for g, (length, members) in enumerate(groups):
-                for i in members:
-                    plen[i], group_of[i] = length, g
-            for i, (ids, start, _) in enumerate(sequences):
-                stored, kv = self._stored_prefix(ids, start - 1)
-                if stored > plen[i]:  # the store holds more of this row than its group shares
-                    plen[i], prefixes[i], group_of[i] = stored, kv, -1
-        # rows of a group together (its prefix is freed after them), longest remainder first
-        order = sorted(range(n), key=lambda i: (group_of[i], -(len(sequences[i][0]) - plen[i])))
-        remaining = [sum(group_of[i] == g for i in members) for g, (_, members) in enumerate(groups)]
-        group_prefix: dict[int, Any] = {}
-        remainder = [len(ids) - p for (ids, _, _), p in zip(sequences, plen, strict=True)]
+            prefixes = SharedPrefixes(self, [ids for ids, _, _ in sequences], [start - 1 for _, start, _ in sequences])
+            # rows of a group together (its prefix is freed after them), longest remainder first
+            order = sorted(range(len(sequences)), key=lambda i: (prefixes.group_of[i], -prefixes.remainder(i)))
+            remainder = [prefixes.remainder(i) for i in range(len(sequences))]
+        else:
+            prefixes = None
+            order = sorted(range(len(sequences)), key=lambda i: -len(sequences[i][0]))
+            remainder = [len(ids) for ids, _, _ in sequences]
         for idx in length_batches(order, remainder, max_tokens=self.score_batch_tokens):
-            for i in idx:
-                g = group_of[i]
-                if g >= 0 and g not in group_prefix:
-                    group_prefix[g] = self._prefix_kv(sequences[groups[g][1][0]][0][: groups[g][0]])
-            rows_prefix = [group_prefix[group_of[i]] if group_of[i] >= 0 else prefixes[i] for i in idx]
-            tables = self._score_rows([sequences[i] for i in idx], [plen[i] for i in idx], rows_prefix)
-            for i in idx:
-                g = group_of[i]
-                if g >= 0:
-                    remaining[g] -= 1
-                    if remaining[g] == 0:
-                        del group_prefix[g]
+            if prefixes is None:
+                tables = self._score_rows([sequences[i] for i in idx], [0] * len(idx), [None] * len(idx))
+            else:
+                tables = self._score_rows([sequences[i] for i in idx], [prefixes.length[i] for i in idx],
+                                          prefixes.keys_values(idx))
+                prefixes.release(idx)
             computed(idx, tables)
 
     def _score_rows(self, rows: list[tuple[list[int], int, tuple[int, ...]]], prefix_lengths: list[int],
