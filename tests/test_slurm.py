@@ -1,7 +1,7 @@
 """The embedded default DAG through ``--profile profiles/slurm`` on a live SLURM cluster.
 
 The cluster is the one-node cluster of tests/slurm/ (Debian's slurmctld, slurmd,
-munge, slurmdbd + MariaDB so that ``sacct`` works, and one fake GPU).  The run starts
+munge, slurmdbd + MariaDB so that ``sacct`` works, and two fake GPUs).  The run starts
 from the session's complete local run (``embedded_run`` in tests/conftest.py): a fresh
 copy of the repository with that run's converted model and every job's call cache, but
 none of its results.  Every job of the DAG is submitted to the scheduler and runs

@@ -10,7 +10,7 @@
 #   mariadbd  (port 3307)       accounting database, private datadir under $BASE
 #   slurmdbd  (port 6819)       accounting daemon -> `sacct` works
 #   slurmctld (port 6817)       controller, partition $PARTITION
-#   slurmd    (port 6818)       the single node, with one fake GPU (gpu:fake:1)
+#   slurmd    (port 6818)       the single node, with two fake GPUs (gpu:fake:2)
 #
 # Environment (all optional):
 #   ISQAFLOW_SLURM_BASE       configs, state, logs   (default ${TMPDIR:-/tmp}/isqaflow-slurm)
@@ -195,16 +195,17 @@ AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
 # finished jobs stay visible to squeue/scontrol for an hour
 MinJobAge=3600
-# one fake GPU: gres.conf backs it with /dev/null
+# two fake GPUs (two model jobs at a time, one per CPU): gres.conf backs them with /dev/null and /dev/zero
 GresTypes=gpu
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus $layout RealMemory=$mem Gres=gpu:fake:1 State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus $layout RealMemory=$mem Gres=gpu:fake:2 State=UNKNOWN
 PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
 
 # slurmd drops a GPU without a device file ("Removing file-less GPU") and the
-# node then fails its GRES check, so the fake GPU points at /dev/null.
+# node then fails its GRES check, so each fake GPU points at a character device.
 write_if_changed "$BASE/etc/gres.conf" <<EOF && conf_changed=1 || true
-NodeName=$NODE Name=gpu Type=fake File=/dev/null Count=1
+NodeName=$NODE Name=gpu Type=fake File=/dev/null
+NodeName=$NODE Name=gpu Type=fake File=/dev/zero
 EOF
 
 write_if_changed "$BASE/etc/slurmdbd.conf" <<EOF || true
@@ -232,7 +233,7 @@ for f in slurm.conf gres.conf slurmdbd.conf; do
   fi
   ln -sfn "$BASE/etc/$f" "/etc/slurm/$f"
 done
-log "config written: $NODE CPUs=$cpus $layout RealMemory=$mem Gres=gpu:fake:1"
+log "config written: $NODE CPUs=$cpus $layout RealMemory=$mem Gres=gpu:fake:2"
 phase_done config
 
 # --------------------------------------------------------------------------- munge
