@@ -51,6 +51,8 @@ rule rag_answers:
         "logs/rag_answers/{retriever}-k{k}/{answerer}.log",
     benchmark:
         "benchmarks/rag_answers/{retriever}-k{k}/{answerer}.tsv"
+    # the arena chain: answers -> the longest judge job, started early so short jobs end the DAG
+    priority: 50
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -83,6 +85,8 @@ rule arena_judge:
         "logs/arena_judge/{retriever}-k{k}/{judge}.log",
     benchmark:
         "benchmarks/arena_judge/{retriever}-k{k}/{judge}.tsv"
+    # the longest judge job: early, so short jobs end the DAG
+    priority: 50
     conda:
         "../envs/torch.yaml"
     threads: threads_for("judge")

@@ -72,6 +72,8 @@ rule generic_feedback:
         "logs/generic_feedback/{dataset}/{summarizer}.log",
     benchmark:
         "benchmarks/generic_feedback/{dataset}/{summarizer}.tsv"
+    # the ISQA chain: scoring waits for it
+    priority: 70
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
