@@ -13,10 +13,11 @@ import isqaflow.finetune.lora as lora
 from isqaflow.data.schema import UNANSWERABLE, ContextParagraph, QAExample
 from isqaflow.finetune.evaluate import score_outputs
 from isqaflow.finetune.formats import ParsedFeedback, example_request, format_target, parse_feedback
-from isqaflow.finetune.lora import LOG_FIELDS, LoraSettings, train, training_items
+from isqaflow.finetune.lora import LOG_FIELDS, LoraSettings, canonical_adapter_config, train, training_items
 from isqaflow.io import write_jsonl
 from isqaflow.finetune.formats import feedback_request
 from isqaflow.models.base import GenerationParams
+from isqaflow.models.identity import adapter_fingerprint
 from isqaflow.models.registry import load_model
 from isqaflow.text.f1 import token_f1
 
@@ -264,7 +265,7 @@ def test_train_writes_adapter_and_log(tiny_causal, train_file, tmp_path):
     assert (out["adapter"] / "adapter_model.safetensors").is_file()
     config = json.loads((out["adapter"] / "adapter_config.json").read_text())
     assert config["r"] == 8 and config["lora_alpha"] == 16  # Table 6
-    assert set(config["target_modules"]) == {"q_proj", "v_proj"} and config["task_type"] == "CAUSAL_LM"
+    assert config["target_modules"] == ["q_proj", "v_proj"] and config["task_type"] == "CAUSAL_LM"
     assert json.loads((out["adapter"] / "training_settings.json").read_text())["learning_rate"] == 3e-4
     assert not out["ckpt"].exists()  # checkpoints are removed once the adapter is written
     assert not (tmp_path / "a" / "adapter.partial").exists()
@@ -287,6 +288,22 @@ def test_train_writes_adapter_and_log(tiny_causal, train_file, tmp_path):
     model = load_model(base_spec(tiny_causal), adapter=str(out["adapter"]), threads=1)
     (gen,) = model.generate([feedback_request("Who?", "The fox.")], GenerationParams(max_new_tokens=3))
     assert gen.n_new_tokens <= 3 and model.identity()["adapter"] is not None
+
+
+def test_adapter_config_is_the_same_file_whatever_the_set_order(tmp_path):
+    """peft writes target_modules in a set's order, which follows PYTHONHASHSEED: sorted, the
+    files of bitwise-equal trainings are equal, and so are their fingerprints (cache keys)."""
+    dirs = []
+    for name, modules in (("a", ["v_proj", "q_proj"]), ("b", ["q_proj", "v_proj"])):
+        adapter = tmp_path / name
+        adapter.mkdir()
+        (adapter / "adapter_model.safetensors").write_bytes(b"same weights")
+        (adapter / "adapter_config.json").write_text(json.dumps({"r": 8, "target_modules": modules}))
+        canonical_adapter_config(adapter / "adapter_config.json")
+        dirs.append(adapter)
+    a, b = ((d / "adapter_config.json").read_text() for d in dirs)
+    assert a == b and json.loads(a) == {"r": 8, "target_modules": ["q_proj", "v_proj"]}
+    assert adapter_fingerprint(dirs[0]) == adapter_fingerprint(dirs[1])
 
 
 def test_train_loss_decreases_with_a_higher_learning_rate(tiny_causal, train_file, tmp_path):

@@ -134,6 +134,20 @@ def _fingerprint(settings: LoraSettings, base_identity: dict[str, Any], items: l
     return digest.hexdigest()
 
 
+def canonical_adapter_config(path: Path) -> None:
+    """Sort the set-valued entries of peft's adapter_config.json in place.
+
+    peft keeps ``target_modules`` as a set and writes it in the set's iteration order,
+    which follows the process's string-hash seed: bitwise-equal trainings would write
+    different files, so the adapter's fingerprint -- part of every cached call's key --
+    and with it the call caches of the adapter's users would differ from run to run."""
+    config = json.loads(path.read_text())
+    for key in ("target_modules", "modules_to_save"):
+        if isinstance(config.get(key), list):
+            config[key] = sorted(config[key], key=str)
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
 def train(
     base: dict[str, Any],
     train_path: str | os.PathLike,
@@ -271,6 +285,7 @@ def train(
     tmp_dir = adapter_dir.with_name(adapter_dir.name + ".partial")
     shutil.rmtree(tmp_dir, ignore_errors=True)
     net.save_pretrained(tmp_dir)
+    canonical_adapter_config(tmp_dir / "adapter_config.json")
     (tmp_dir / "training_settings.json").write_text(json.dumps(asdict(settings), indent=2, default=str))
     apply_umask(tmp_dir)  # safetensors writes its files 0600
     if adapter_dir.exists():
