@@ -122,9 +122,11 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
     log = workdir / "snakemake-slurm.log"
     started = time.monotonic()
     with open(log, "w") as out:
+        # six jobs at once: the test cluster shares its CPUs (tests/slurm/start_slurm.sh) and
+        # most jobs wait on the scheduler; the two fake GPUs hold model jobs to two at a time
         run = subprocess.Popen(
             ["timeout", "-s", "KILL", str(RUN_TIMEOUT_S), sys.executable, "-m", "snakemake", "--profile",
-             "profiles/slurm", "--configfile", configfile, "--jobs", "4",
+             "profiles/slurm", "--configfile", configfile, "--jobs", "6",
              "--slurm-init-seconds-before-status-checks", "2"],
             cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
         )

@@ -177,7 +177,10 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
+# memory is the consumable, the two CPUs are shared: the test's jobs mostly wait on the
+# scheduler and start-up, so more than two run at once; the two fake GPUs still limit
+# the model jobs to two at a time
+SelectTypeParameters=CR_Memory
 SchedulerType=sched/backfill
 DefMemPerCPU=500
 MpiDefault=none
