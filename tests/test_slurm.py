@@ -1,7 +1,7 @@
 """The embedded default DAG through ``--profile profiles/slurm`` on a live SLURM cluster.
 
 The cluster is the one-node cluster of tests/slurm/ (Debian's slurmctld, slurmd,
-munge, slurmdbd + MariaDB so that ``sacct`` works, and two fake GPUs).  The run starts
+munge, slurmdbd + MariaDB so that ``sacct`` works, and four fake GPUs).  The run starts
 from the session's complete local run (``embedded_run`` in tests/conftest.py): a fresh
 copy of the repository with that run's converted model and every job's call cache, but
 none of its results.  Every job of the DAG is submitted to the scheduler and runs
@@ -122,8 +122,8 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
     log = workdir / "snakemake-slurm.log"
     started = time.monotonic()
     with open(log, "w") as out:
-        # six jobs at once: the test cluster shares its CPUs (tests/slurm/start_slurm.sh) and
-        # most jobs wait on the scheduler; the two fake GPUs hold model jobs to two at a time
+        # six jobs at once: the test cluster shares its CPUs and has four fake GPUs
+        # (tests/slurm/start_slurm.sh); most jobs resume from call caches and wait on the scheduler
         run = subprocess.Popen(
             ["timeout", "-s", "KILL", str(RUN_TIMEOUT_S), sys.executable, "-m", "snakemake", "--profile",
              "profiles/slurm", "--configfile", configfile, "--jobs", "6",

@@ -10,7 +10,7 @@
 #   mariadbd  (port 3307)       accounting database, private datadir under $BASE
 #   slurmdbd  (port 6819)       accounting daemon -> `sacct` works
 #   slurmctld (port 6817)       controller, partition $PARTITION
-#   slurmd    (port 6818)       the single node, with two fake GPUs (gpu:fake:2)
+#   slurmd    (port 6818)       the single node, with four fake GPUs (gpu:fake:4)
 #
 # Environment (all optional):
 #   ISQAFLOW_SLURM_BASE       configs, state, logs   (default ${TMPDIR:-/tmp}/isqaflow-slurm)
@@ -177,10 +177,7 @@ ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
-# memory is the consumable, the two CPUs are shared: the test's jobs mostly wait on the
-# scheduler and start-up, so more than two run at once; the two fake GPUs still limit
-# the model jobs to two at a time
-SelectTypeParameters=CR_Memory
+SelectTypeParameters=CR_Core_Memory
 SchedulerType=sched/backfill
 DefMemPerCPU=500
 MpiDefault=none
@@ -198,10 +195,12 @@ AccountingStoreFlags=job_comment
 JobCompType=jobcomp/none
 # finished jobs stay visible to squeue/scontrol for an hour
 MinJobAge=3600
-# two fake GPUs (two model jobs at a time, one per CPU): gres.conf backs them with /dev/null and /dev/zero
+# four fake GPUs (four model jobs at a time): gres.conf backs them with character devices
 GresTypes=gpu
-NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus $layout RealMemory=$mem Gres=gpu:fake:2 State=UNKNOWN
-PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus $layout RealMemory=$mem Gres=gpu:fake:4 State=UNKNOWN
+# each core shared by up to three jobs: most of the test's jobs resume from call caches and
+# wait on the scheduler and their start-up, so more of them than CPUs run at once
+PartitionName=$PARTITION Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:3
 EOF
 
 # slurmd drops a GPU without a device file ("Removing file-less GPU") and the
@@ -209,6 +208,8 @@ EOF
 write_if_changed "$BASE/etc/gres.conf" <<EOF && conf_changed=1 || true
 NodeName=$NODE Name=gpu Type=fake File=/dev/null
 NodeName=$NODE Name=gpu Type=fake File=/dev/zero
+NodeName=$NODE Name=gpu Type=fake File=/dev/full
+NodeName=$NODE Name=gpu Type=fake File=/dev/urandom
 EOF
 
 write_if_changed "$BASE/etc/slurmdbd.conf" <<EOF || true
@@ -236,7 +237,7 @@ for f in slurm.conf gres.conf slurmdbd.conf; do
   fi
   ln -sfn "$BASE/etc/$f" "/etc/slurm/$f"
 done
-log "config written: $NODE CPUs=$cpus $layout RealMemory=$mem Gres=gpu:fake:2"
+log "config written: $NODE CPUs=$cpus $layout RealMemory=$mem Gres=gpu:fake:4"
 phase_done config
 
 # --------------------------------------------------------------------------- munge
