@@ -20,6 +20,9 @@ PACKAGE = "isqaflow"
 ROOT = Path(__file__).resolve().parent
 
 
+# The source does not change while Snakemake builds its DAG; one parse per module (the
+# rules ask for ~50 versions over the same ~60 modules).
+@functools.cache
 def module_path(module: str) -> Path:
     parts = module.split(".")
     if parts[0] != PACKAGE:
@@ -32,7 +35,8 @@ def module_path(module: str) -> Path:
     raise ModuleNotFoundError(module)
 
 
-def _imports(module: str) -> set[str]:
+@functools.cache
+def _imports(module: str) -> frozenset[str]:
     path = module_path(module)
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_package = path.name == "__init__.py"
@@ -54,9 +58,10 @@ def _imports(module: str) -> set[str]:
         for name in names:
             if name == PACKAGE or name.startswith(PACKAGE + "."):
                 found.add(name)
-    return found
+    return frozenset(found)
 
 
+@functools.cache
 def _resolve(name: str) -> str | None:
     """The module an import names (``a.b.func`` -> ``a.b``), or None."""
     parts = name.split(".")
