@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,10 +31,28 @@ def copy_repo(dest: Path) -> Path:
     return dest
 
 
+def _failing_scontrol() -> str:
+    """A directory whose ``scontrol`` fails at once (made once per test process)."""
+    stub = Path(tempfile.gettempdir()) / f"isqaflow-no-scontrol-{os.getpid()}"
+    if not (stub / "scontrol").exists():
+        stub.mkdir(exist_ok=True)
+        (stub / "scontrol").write_text("#!/bin/sh\nexit 1\n")
+        (stub / "scontrol").chmod(0o755)
+    return str(stub)
+
+
 def env() -> dict[str, str]:
+    """The environment of the local (non-SLURM) Snakemake runs of the tests.
+
+    snakemake-executor-plugin-slurm runs ``scontrol show config`` whenever Snakemake loads
+    its plugins (for a help text).  On a machine with Slurm's client tools but no reachable
+    controller -- the test machines between the live-cluster tests -- that waits 10 s per
+    Snakemake start; these runs never use SLURM, so they see an ``scontrol`` that fails at
+    once, as on a machine without Slurm."""
     e = dict(os.environ)
     e["HF_HUB_OFFLINE"] = "1"
     e.pop("ISQAFLOW_SNAKEMAKE_COMMAND", None)
+    e["PATH"] = _failing_scontrol() + os.pathsep + e.get("PATH", "")
     return e
 
 
