@@ -26,10 +26,10 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 
 run: setup
-	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/default --cores $(CORES)
+	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/local --cores $(CORES)
 
 report: run
-	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/default --cores $(CORES) --report report.html
+	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/local --cores $(CORES) --report report.html
 
 # The fast tests first, two at a time (pytest-xdist); then, one at a time, the tests that
 # share the one complete embedded run (tests/conftest.py: embedded_run) and the live cluster.

@@ -180,7 +180,7 @@ def embedded_run(tmp_path_factory) -> Path:
         return Path(os.environ["ISQAFLOW_EMBEDDED_RUN"])
     workdir = copy_repo(tmp_path_factory.mktemp("embedded"))
     started = time.monotonic()
-    result = snakemake(workdir, "--profile", "profiles/default", timeout=2400)
+    result = snakemake(workdir, "--profile", "profiles/local", timeout=2400)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-5000:]
     print(f"\nembedded DAG: {time.monotonic() - started:.0f}s")
     return workdir

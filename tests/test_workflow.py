@@ -206,7 +206,7 @@ def test_a_moved_checkout_reruns_nothing(run, tmp_path):
 
 
 def test_report_gathers_every_table_and_figure(run, tmp_path):
-    result = snakemake(run, "--profile", "profiles/default", "--report", "report.zip", timeout=600)
+    result = snakemake(run, "--profile", "profiles/local", "--report", "report.zip", timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     shutil.unpack_archive(run / "report.zip", tmp_path)
     names = {p.name for p in tmp_path.rglob("*")}

@@ -63,8 +63,9 @@ def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.Compl
 
 
 def dry_run_jobs(workdir: Path, *args: str) -> dict[str, int]:
-    """Jobs a dry run would execute, as {rule: count} (empty when there is nothing to do)."""
-    result = snakemake(workdir, "-n", "--cores", "2", *args, timeout=300)
+    """Jobs a dry run would execute, as {rule: count} (empty when there is nothing to do),
+    with the local profile (the settings of `make run`)."""
+    result = snakemake(workdir, "-n", "--profile", "profiles/local", "--cores", "2", *args, timeout=300)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     text = result.stdout + result.stderr
     if "Nothing to be done" in text:

@@ -36,6 +36,13 @@ FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 COMMAND_ENV = "ISQAFLOW_SNAKEMAKE_COMMAND"
+# "1" when the run may reach the Hugging Face Hub (it was not started with HF_HUB_OFFLINE=1):
+# only the jobs that fetch (downloads, rule fetch_weights) use it; every other job is offline.
+HUB_ONLINE_ENV = "ISQAFLOW_HUB_ONLINE"
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
 def export_workflow_environment(src: str, argv: list[str]) -> None:
@@ -44,11 +51,30 @@ def export_workflow_environment(src: str, argv: list[str]) -> None:
     * ``PYTHONPATH`` starts with the workflow's own ``src/``, so a job runs the code
       of the checkout it belongs to, whatever else is installed in its environment;
     * the command that started the run, for the provenance manifest (an environment
-      variable rather than a rule parameter, so that it never triggers a rerun).
+      variable rather than a rule parameter, so that it never triggers a rerun);
+    * ``HF_HUB_OFFLINE=1``: jobs load Hub weights from the cache that rule
+      ``fetch_weights`` filled (:mod:`isqaflow.models.weights`), never from the network;
+      whether the run itself may reach the Hub is kept in ``ISQAFLOW_HUB_ONLINE`` for the
+      jobs that fetch (:func:`allow_hub`).
     """
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != src]
     os.environ["PYTHONPATH"] = os.pathsep.join([src, *paths])
     os.environ.setdefault(COMMAND_ENV, " ".join(argv))
+    os.environ.setdefault(HUB_ONLINE_ENV, "0" if _truthy(os.environ.get("HF_HUB_OFFLINE")) else "1")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+
+
+def allow_hub() -> bool:
+    """In a job that fetches from the Hub: lift the workflow's ``HF_HUB_OFFLINE=1`` unless
+    the run was started offline.  Call it before huggingface_hub is imported (it reads the
+    variable at import; an already imported module is updated too).  Returns whether the
+    Hub may be reached."""
+    online = os.environ.get(HUB_ONLINE_ENV, "0" if _truthy(os.environ.get("HF_HUB_OFFLINE")) else "1") == "1"
+    os.environ["HF_HUB_OFFLINE"] = "0" if online else "1"
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HUB_OFFLINE = not online
+    return online
 
 
 def setup_logging(log_file: str | os.PathLike | None = None, level: int = logging.INFO) -> None:

@@ -10,8 +10,9 @@ parsers turn them into structured prompts for the judges' request builders
   ``run_evaluation``: the first user turn with and without an input, and each later
   question.  The file is read with :mod:`ast` -- never imported or executed -- and
   the three f-strings become templates with the fields ``{system}``, ``{input}``,
-  ``{response}`` and ``{question}``; the text is kept verbatim, typos included
-  ("Ouestions", "NOchoice": the prompt GPT-4 saw).
+  ``{response}`` and ``{question}``; the text is kept verbatim.  ``config/paper.yaml``
+  pins commit ``d47415ef`` ("fix the typos in the SYS MSG"): the earlier ``d72abac``
+  has OCR-garbled words in ``SYS_MSG`` ("Ouestions", "NOchoice", "Howevernote").
 * **RAG-QA Arena** (``awslabs/rag-qa-arena``, ``templates/``): the system text
   (``pairwise_lfrqa_system.txt``, the whole file), the user template
   (``templateStr`` of ``pairwise_lfrqa.cfg``, a ConfigObj triple-quoted value with

@@ -1,0 +1,129 @@
+"""Hub weights fetched once, where the network is, before any job that loads them.
+
+At paper scale the local models are Hugging Face Hub repositories (``models.<name>.model``
+such as ``meta-llama/Llama-2-7b-chat-hf``).  Rule ``fetch_weights`` downloads each one
+with :func:`huggingface_hub.snapshot_download` at its configured ``revision`` into the
+shared cache (``weights.cache_dir``, else Hugging Face's own: ``$HF_HUB_CACHE`` /
+``$HF_HOME/hub``), on the submit host by default (compute nodes often have no internet),
+and writes a record: the repository, the revision asked for, the commit it resolved to,
+the files and a fingerprint of their contents.  Every job that loads the model depends on
+that record and runs with ``HF_HUB_OFFLINE=1`` (:mod:`isqaflow.runtime`), so no job
+downloads tens of GB itself or races others on the cache.
+
+Gated repositories (Llama-2, Llama-3, Mistral) need an account that accepted the licence
+and its token in ``HF_TOKEN``: it is read from the environment and never logged or
+recorded.  A gated, private or missing repository fails its fetch job with
+:class:`WeightsError` naming the repository and what to do.
+
+The fingerprint needs no second read of the weights: the cache stores each file as a
+blob named by its content hash (SHA-256 for LFS files, the git blob id otherwise), so
+the sorted (path, size, blob) triples identify the snapshot's contents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "HF_TOKEN"
+
+
+class WeightsError(RuntimeError):
+    """A repository's weights cannot be fetched; the message says why and what to do."""
+
+
+def is_hub_id(model: str) -> bool:
+    """``owner/name`` on the Hub, not a path on disk."""
+    parts = model.split("/")
+    return (len(parts) == 2 and all(parts) and not model.startswith((".", "~"))
+            and not Path(model).exists())
+
+
+def hub_models(models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The ``models:`` entries whose weights come from the Hub: local backends (not API
+    models), not converted from a package, ``model`` a Hub id."""
+    return {
+        name: {"repo": spec["model"], "revision": spec.get("revision")}
+        for name, spec in models.items()
+        if spec.get("backend", "hf") != "openai" and "convert" not in spec
+        and isinstance(spec.get("model"), str) and is_hub_id(spec["model"])
+    }
+
+
+def fingerprint(snapshot: Path) -> tuple[str, list[dict[str, Any]]]:
+    """sha256 over the snapshot's sorted (path, size, blob name) triples, and the triples."""
+    files = []
+    for path in sorted(p for p in snapshot.rglob("*") if p.is_file()):
+        blob = path.resolve()
+        files.append({"path": path.relative_to(snapshot).as_posix(), "size": blob.stat().st_size,
+                      "blob": blob.name})
+    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
+    return f"sha256:{digest}", files
+
+
+def _advice(repo: str, error: Exception) -> str:
+    from huggingface_hub.errors import (
+        GatedRepoError,
+        LocalEntryNotFoundError,
+        RepositoryNotFoundError,
+        RevisionNotFoundError,
+    )
+
+    has_token = bool(os.environ.get(TOKEN_ENV))
+    page = f"https://huggingface.co/{repo}"
+    if isinstance(error, GatedRepoError):
+        if has_token:
+            return (f"{repo} is a gated repository and the account of $HF_TOKEN has no access: "
+                    f"accept its licence at {page} with that account, then rerun")
+        return (f"{repo} is a gated repository: accept its licence at {page} with your Hugging Face "
+                f"account, create a read token (https://huggingface.co/settings/tokens) and "
+                f"export {TOKEN_ENV}=<token> before the run")
+    if isinstance(error, RevisionNotFoundError):
+        return f"{repo} has no revision like this one: check the model's revision in the config"
+    if isinstance(error, RepositoryNotFoundError):
+        return (f"{repo} was not found on the Hub (or is private"
+                + ("" if has_token else f" and {TOKEN_ENV} is not set")
+                + "): check the model's name in the config"
+                + ("" if has_token else f", or export {TOKEN_ENV}=<token> of an account with access"))
+    if isinstance(error, LocalEntryNotFoundError):
+        return (f"{repo} is not in the cache and the Hub cannot be reached (HF_HUB_OFFLINE=1 or no "
+                f"network): run the fetch where the network is, or fill the cache")
+    return f"{repo}: {type(error).__name__}"
+
+
+def fetch(repo: str, revision: str | None, record: str | os.PathLike, cache_dir: str | None = None,
+          name: str | None = None) -> dict[str, Any]:
+    """Download ``repo`` at ``revision`` (default: the main branch) and write its record."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    token = os.environ.get(TOKEN_ENV) or None  # never logged
+    log.info("fetching %s at %s into %s (token: %s)", repo, revision or "main", cache_dir or "the HF cache",
+             "set" if token else "none")
+    try:
+        path = snapshot_download(repo, revision=revision, cache_dir=cache_dir, token=token)
+    except (HfHubHTTPError, LocalEntryNotFoundError) as error:
+        where = f"model {name!r} ({repo})" if name else repo
+        raise WeightsError(f"{where}: {_advice(repo, error)}") from None
+    snapshot = Path(path)
+    digest, files = fingerprint(snapshot)
+    result = {
+        "model": name, "repo": repo, "revision": revision, "commit": snapshot.name,
+        "fingerprint": digest, "files": files, "bytes": sum(f["size"] for f in files),
+        "cache_dir": str(cache_dir) if cache_dir else None,
+    }
+    out = Path(record)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
+    tmp.replace(out)
+    log.info("%s at commit %s: %d files, %.1f GB, %s", repo, snapshot.name, len(files), result["bytes"] / 1e9,
+             digest)
+    return result
