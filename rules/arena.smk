@@ -21,11 +21,9 @@ rule retrieve:
         "benchmarks/retrieve/{domain}/{retriever}.tsv"
     conda:
         "../envs/torch.yaml"
-    threads: 1
+    threads: threads_for("retrieve")
     resources:
-        mem_mb=mem_mb_for("retrieve"),
-        runtime=runtime_for("retrieve"),
-        gpu=lambda wc: retriever_gpus(wc.retriever),
+        **cluster_resources("retrieve", gpu=lambda wc: retriever_gpus(wc.retriever)),
     params:
         backend=lambda wc: config["arena"]["retrievers"][wc.retriever]["backend"],
         options=lambda wc: retriever_options(wc.retriever),
@@ -57,9 +55,10 @@ rule rag_answers:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=lambda wc: gpus_for("generate", answerer_entry(wc.answerer)["model"]),
+        **cluster_resources(
+            "generate",
+            gpu=lambda wc: gpus_for("generate", answerer_entry(wc.answerer)["model"]),
+        ),
     params:
         model=lambda wc: model_spec(answerer_entry(wc.answerer)["model"]),
         adapter=lambda wc: answerer_adapter_dir(wc.answerer),
@@ -91,9 +90,10 @@ rule arena_judge:
         "../envs/torch.yaml"
     threads: threads_for("judge")
     resources:
-        mem_mb=mem_mb_for("judge"),
-        runtime=runtime_for("judge"),
-        gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+        **cluster_resources(
+            "judge",
+            gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+        ),
     params:
         model=lambda wc: model_spec(arena_judge_entry(wc.judge)["model"]),
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
@@ -124,9 +124,10 @@ rule arena_judge_checks:
         "../envs/torch.yaml"
     threads: threads_for("judge")
     resources:
-        mem_mb=mem_mb_for("judge"),
-        runtime=runtime_for("judge"),
-        gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+        **cluster_resources(
+            "judge",
+            gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+        ),
     params:
         model=lambda wc: model_spec(arena_judge_entry(wc.judge)["model"]),
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
@@ -157,9 +158,10 @@ rule arena_summaries:
         "../envs/torch.yaml"
     threads: threads_for("judge")
     resources:
-        mem_mb=mem_mb_for("judge"),
-        runtime=runtime_for("judge"),
-        gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+        **cluster_resources(
+            "judge",
+            gpu=lambda wc: gpus_for("judge", arena_judge_entry(wc.judge)["model"]),
+        ),
     params:
         systems=lambda wc: judged_summary_systems(wc.dataset, wc.summarizer),
         baseline=config["isqa"]["refine"].get("initial_prompt", "baseline_2"),
@@ -201,10 +203,9 @@ rule arena_tables:
         "logs/arena_tables.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("tables")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("tables", gpu=0),
     params:
         judged=lambda wc: arena_judged_files(),
         recall=lambda wc: arena_recall_files(),

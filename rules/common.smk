@@ -10,9 +10,14 @@ if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
 from isqaflow.arena import verdicts  # noqa: E402
+from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
-from isqaflow.runtime import export_workflow_environment  # noqa: E402
+from isqaflow.models.weights import hub_models  # noqa: E402
+from isqaflow.runtime import (
+    export_workflow_environment,
+    use_weights_cache,
+)  # noqa: E402
 
 # Jobs import this workflow's src/ first (locally and inside SLURM jobs, which
 # re-read this file), and the manifest records the command that started the run.
@@ -77,14 +82,44 @@ def threads_for(stage):
     return int(stage_resources(stage)["threads"])
 
 
+def cluster_resources(stage, gpu=None):
+    """Every resource of a stage's jobs (isqaflow.cluster): mem_mb and runtime growing with
+    each retry up to the partition's caps (above a cap: an error at DAG build naming the
+    stage), gpu (an int or a function of the wildcards; default the stage's), the partition
+    (GPU jobs to the GPU partition, all others to the CPU one), and gpu_model, constraint,
+    slurm_extra where the stage or its partition sets them.  Use as `resources: **...`.
+    """
+    if gpu is None:
+        gpu = int(stage_resources(stage).get("gpu", 0))
+    count = gpu if callable(gpu) else (lambda wildcards: gpu)
+
+    def request(wildcards, attempt=1):
+        return job_request(config["resources"], stage, int(count(wildcards)), attempt)
+
+    values = {
+        "mem_mb": lambda wildcards, attempt: request(wildcards, attempt)["mem_mb"],
+        "runtime": lambda wildcards, attempt: request(wildcards, attempt)["runtime"],
+        "gpu": gpu,
+        "slurm_partition": lambda wildcards: request(wildcards)["slurm_partition"]
+        or None,
+    }
+    for key in ("gpu_model", "constraint", "slurm_extra"):
+        values[key] = lambda wildcards, key=key: request(wildcards).get(key)
+    return values
+
+
 def mem_mb_for(stage):
-    """Memory that grows with each retry of a job (attempt 1, 2, ...)."""
-    base = int(stage_resources(stage)["mem_mb"])
-    return lambda wildcards, attempt: base * attempt
+    """Memory of a CPU job of the stage, growing with each retry up to the cap."""
+    return cluster_resources(stage, gpu=0)["mem_mb"]
 
 
 def runtime_for(stage):
-    return stage_resources(stage)["runtime"]
+    return cluster_resources(stage, gpu=0)["runtime"]
+
+
+def local_stage(stage):
+    """Whether the stage's jobs run on the submit host (localrules; resources.<stage>.local)."""
+    return is_local(config["resources"], stage)
 
 
 def gpus_for(stage, *models):
@@ -94,10 +129,6 @@ def gpus_for(stage, *models):
     ):
         return 0
     return int(stage_resources(stage).get("gpu", 0))
-
-
-def slurm_extra_for(stage):
-    return stage_resources(stage).get("slurm_extra", "")
 
 
 def model_spec(name):
@@ -123,13 +154,28 @@ def converted_model(dirname):
     raise ValueError(f"no model in config converts into resources/models/{dirname}")
 
 
+# Local models whose weights come from the Hub: rule fetch_weights fetches each once.
+HUB_MODELS = hub_models(config["models"])
+# the jobs (and the servers they start) read the weights from the configured shared cache
+use_weights_cache(config.get("weights", {}).get("cache_dir"))
+
+
 def model_files(name):
-    """Files a model job must wait for: the converted checkpoint of a local model."""
+    """Files a model job must wait for: the converted checkpoint of a local model, or the
+    fetch record of a Hub model (its weights in the cache; the job runs offline)."""
     entry = config["models"][name]
     if "convert" in entry:
         root = entry["model"]
         return [f"{root}/model.safetensors", f"{root}/config.json"]
+    if name in HUB_MODELS:
+        return [f"resources/weights/{name}.json"]
     return []
+
+
+def weight_records():
+    """model name -> fetch record of every Hub model in the config (the manifest reads those
+    that the run fetched)."""
+    return {m: f"resources/weights/{m}.json" for m in HUB_MODELS}
 
 
 def adapter_dir(adapter):

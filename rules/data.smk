@@ -1,6 +1,14 @@
 """Datasets: pinned downloads verified by checksum, archive members, and converters
 from each raw format to the normalized records under results/data/."""
 
+# Downloads and archive extraction need the network or only move bytes: on the submit host
+# (compute nodes often have no internet), unless resources.download.local is false.
+if local_stage("download"):
+
+    localrules:
+        download,
+        extract,
+
 
 rule download:
     output:
@@ -12,10 +20,9 @@ rule download:
     retries: 2
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("download")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("download"),
+        **cluster_resources("download", gpu=0),
     params:
         url=lambda wc: config["downloads"][wc.download]["url"],
         checksum=lambda wc: config["downloads"][wc.download]["checksum"],
@@ -35,10 +42,9 @@ rule extract:
         member=".+",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("download")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("download", gpu=0),
     params:
         member=lambda wc: wc.member,
         code=code("isqaflow.data.download"),
@@ -57,10 +63,9 @@ rule convert_papers:
     priority: 80
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("data")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("data", gpu=0),
     params:
         format=lambda wc: papers_entry(wc.dataset)["format"],
         max_papers=lambda wc: papers_entry(wc.dataset).get("max_papers"),
@@ -80,10 +85,9 @@ rule convert_qa_train:
     priority: 90
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("data")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("data", gpu=0),
     params:
         lenient=lambda wc: qa_entry(wc.dataset).get("lenient", False),
         code=code("isqaflow.data.convert"),
@@ -102,10 +106,9 @@ rule convert_instructions:
         "logs/convert_instructions/{dataset}.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("data")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("data", gpu=0),
     params:
         code=code("isqaflow.data.convert"),
     script:
@@ -123,10 +126,9 @@ rule convert_rag:
         "logs/convert_rag/{domain}.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("data")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("data", gpu=0),
     params:
         corpus_format=lambda wc: rag_domain(wc.domain)["corpus_format"],
         passage_words=config["datasets"]["rag"]["passage_words"],

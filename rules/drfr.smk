@@ -18,9 +18,12 @@ rule drfr_responses:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=lambda wc: gpus_for("generate", responder_entry(wc.responder)["model"]),
+        **cluster_resources(
+            "generate",
+            gpu=lambda wc: gpus_for(
+                "generate", responder_entry(wc.responder)["model"]
+            ),
+        ),
     params:
         model=lambda wc: model_spec(responder_entry(wc.responder)["model"]),
         adapter=lambda wc: responder_adapter_dir(wc.responder),
@@ -52,9 +55,9 @@ rule drfr_judge:
         "../envs/torch.yaml"
     threads: threads_for("judge")
     resources:
-        mem_mb=mem_mb_for("judge"),
-        runtime=runtime_for("judge"),
-        gpu=lambda wc: gpus_for("judge", judge_entry(wc.judge)["model"]),
+        **cluster_resources(
+            "judge", gpu=lambda wc: gpus_for("judge", judge_entry(wc.judge)["model"])
+        ),
     params:
         model=lambda wc: model_spec(judge_entry(wc.judge)["model"]),
         mode=lambda wc: judge_entry(wc.judge)["mode"],
@@ -83,9 +86,9 @@ rule drfr_summaries:
         "../envs/torch.yaml"
     threads: threads_for("judge")
     resources:
-        mem_mb=mem_mb_for("judge"),
-        runtime=runtime_for("judge"),
-        gpu=lambda wc: gpus_for("judge", judge_entry(wc.judge)["model"]),
+        **cluster_resources(
+            "judge", gpu=lambda wc: gpus_for("judge", judge_entry(wc.judge)["model"])
+        ),
     params:
         systems=lambda wc: judged_summary_systems(wc.dataset, wc.summarizer),
         model=lambda wc: model_spec(judge_entry(wc.judge)["model"]),
@@ -124,10 +127,9 @@ rule drfr_tables:
         "logs/drfr_tables.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("tables")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("tables", gpu=0),
     params:
         rounds=config["drfr"]["bootstrap_rounds"],
         validity_rounds=config["validity"]["bootstrap_rounds"],

@@ -25,9 +25,7 @@ rule finetune_feedback:
         "../envs/torch.yaml"
     threads: threads_for("finetune")
     resources:
-        mem_mb=mem_mb_for("finetune"),
-        runtime=runtime_for("finetune"),
-        gpu=gpus_for("finetune"),
+        **cluster_resources("finetune", gpu=gpus_for("finetune")),
     params:
         base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
         settings=lambda wc: finetune_settings(wc.adapter),
@@ -53,9 +51,7 @@ rule evaluate_feedback:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
+        **cluster_resources("generate", gpu=gpus_for("generate")),
     params:
         base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
         adapter_dir=lambda wc: adapter_dir(wc.adapter),

@@ -20,9 +20,7 @@ rule score_summaries:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
+        **cluster_resources("generate", gpu=gpus_for("generate")),
     params:
         qg=lambda wc: metric_model("qg"),
         qa=lambda wc: metric_model("qa"),
@@ -47,9 +45,7 @@ rule metric_controls:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
+        **cluster_resources("generate", gpu=gpus_for("generate")),
     params:
         qg=lambda wc: metric_model("qg"),
         qa=lambda wc: metric_model("qa"),
@@ -94,10 +90,9 @@ rule isqa_tables:
         "logs/isqa_tables.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("tables")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("tables", gpu=0),
     params:
         main_feedback=config["metrics"]["main_feedback"],
         feedback_models=list(config["isqa"]["feedback_models"]),
@@ -124,10 +119,9 @@ rule human_eval_sheets:
         "logs/human_eval_sheets/{dataset}/{summarizer}.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("tables")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("tables", gpu=0),
     params:
         systems=config["human_eval"]["systems"],
         papers=config["human_eval"]["papers"],
@@ -155,10 +149,9 @@ rule human_eval_results:
         "logs/human_eval_results/{dataset}/{summarizer}.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("tables")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("tables", gpu=0),
     params:
         annotators=lambda wc: list(human_eval_filled(wc.dataset, wc.summarizer)),
         seed=config["seed"],

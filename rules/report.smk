@@ -21,14 +21,14 @@ rule manifest:
         "logs/manifest.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("tables")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("tables", gpu=0),
     params:
         config=config,
         raw=lambda wc: raw_dataset_files(),
         adapters=lambda wc: {a: adapter_dir(a) for a in config["finetune"]},
+        weights=weight_records(),
         code_versions=lambda wc: stage_code_versions(),
         code=code("isqaflow.report.manifest"),
     script:

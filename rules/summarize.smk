@@ -19,9 +19,7 @@ rule generate_questions:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
+        **cluster_resources("generate", gpu=gpus_for("generate")),
     params:
         model=lambda wc: model_spec(question_source("generated")["model"]),
         mode=lambda wc: question_source("generated")["mode"],
@@ -50,9 +48,7 @@ rule baseline_summaries:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
+        **cluster_resources("generate", gpu=gpus_for("generate")),
     params:
         model=lambda wc: model_spec(wc.summarizer),
         prompts=config["isqa"]["prompts"],
@@ -78,9 +74,7 @@ rule generic_feedback:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=gpus_for("generate"),
+        **cluster_resources("generate", gpu=gpus_for("generate")),
     params:
         model=lambda wc: model_spec(wc.summarizer),
         generation=config["isqa"]["summary_generation"],
@@ -111,10 +105,11 @@ rule isqa_refine:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        mem_mb=mem_mb_for("generate"),
-        runtime=runtime_for("generate"),
-        gpu=lambda wc: gpus_for(
-            "generate", wc.summarizer, feedback_entry(wc.feedback)["model"]
+        **cluster_resources(
+            "generate",
+            gpu=lambda wc: gpus_for(
+                "generate", wc.summarizer, feedback_entry(wc.feedback)["model"]
+            ),
         ),
     params:
         summarizer=lambda wc: model_spec(wc.summarizer),

@@ -16,10 +16,9 @@ rule validity_table:
         "logs/validity_table.log",
     conda:
         "../envs/data.yaml"
-    threads: 1
+    threads: threads_for("tables")
     resources:
-        mem_mb=mem_mb_for("default"),
-        runtime=runtime_for("default"),
+        **cluster_resources("tables", gpu=0),
     params:
         rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],

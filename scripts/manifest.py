@@ -11,6 +11,7 @@ with job(snakemake):
         config=snakemake.params.config,
         raw_files=snakemake.params.raw,
         adapters=snakemake.params.adapters,
+        weights=snakemake.params.weights,
         code_versions=snakemake.params.code_versions,
         # the checkout this script belongs to: a moved checkout is the same workflow
         workflow_dir=Path(snakemake.scriptdir).parent,

@@ -164,8 +164,10 @@ def test_an_unset_api_key_variable_names_the_model_and_the_variable():
 
 def test_the_paper_config_without_its_key_names_every_api_model_it_uses():
     problems = check_config(PAPER, REPO, {})
-    assert {p.path for p in problems} == {f"models.{m}.api_key_env" for m in ("gpt35", "gpt4o", "gpt4-0314",
-                                                                              "gpt4-0125")}
+    # the paper's API models: ISQA's GPT-3.5, InFoBench's two responders and GPT-4 judge, the
+    # arena's three GPT-4 answerers (one of them its judge)
+    assert {p.path for p in problems} == {f"models.{m}.api_key_env" for m in (
+        "gpt35", "gpt4o", "gpt4-0314", "gpt4-0125", "gpt35-1106", "gpt4-1106", "gpt4-turbo")}
     assert all("OPENAI_API_KEY" in p.message for p in problems)
 
 

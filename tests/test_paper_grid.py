@@ -22,6 +22,10 @@ EXPECTED = {
     "convert_qa_train": 2,
     "convert_instructions": 1,
     "convert_rag": DOMAINS,
+    # Hub weights, one fetch per local model the run uses: the 3 ISQA summarizers (Vicuna-7B
+    # also the feedback model's base), the QG and QA metric models, the 2 InFoBench-only
+    # responders and the arena's 8 open answerers (the QuestEval weighter is off)
+    "fetch_weights": 15,
     # feedback model
     "finetune_feedback": 1,
     "evaluate_feedback": 1,
@@ -34,14 +38,15 @@ EXPECTED = {
     "metric_controls": DATASETS,  # QAGS/QuestEval known-answer controls, one job per dataset
     "human_eval_sheets": DATASETS * SUMMARIZERS,
     "isqa_tables": 1,
-    # InFoBench: 5 responders, 1 judge; the judge also reads every ISQA summary set
-    "drfr_responses": 5,
+    # InFoBench: 8 responders (the paper's 4 that are not retired or closed elsewhere + 4), 1 judge;
+    # the judge also reads every ISQA summary set
+    "drfr_responses": 8,
     "drfr_judge": 1,
     "drfr_summaries": DATASETS * SUMMARIZERS,
     "drfr_tables": 1,
-    # RAG-QA Arena: 6 domains x 2 retrievers; answers: 5 (bm25, k5) + 2 (bm25, k10) + 5 (dense, k5)
+    # RAG-QA Arena: 6 domains x 2 retrievers; answers: the paper's 11 (bm25, k5) + 3 (bm25, k10) + 4 (dense, k5)
     "retrieve": DOMAINS * RETRIEVERS,
-    "rag_answers": 5 + 2 + 5,
+    "rag_answers": 11 + 3 + 4,
     "arena_judge": 3,
     "arena_judge_checks": 1,  # the GPT-4 judge's known-answer controls
     "arena_summaries": DATASETS * SUMMARIZERS,

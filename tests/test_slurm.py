@@ -47,6 +47,10 @@ pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 cluster = slurm_helpers()
 RUN_TIMEOUT_S = 2400
 GPU_STAGES = {"finetune", "generate"}  # resources sections that ask for the fake GPU
+# A CPU stage with two threads (conversion: pure Python, so its outputs do not depend on them):
+# its jobs must be submitted with --cpus-per-task=2 and get two CPUs.
+MULTI_THREAD_STAGE, MULTI_THREAD_THREADS = "data", 2
+MULTI_THREAD_RULES = {"convert_papers", "convert_qa_train", "convert_instructions", "convert_rag"}
 GPU_RULES = {
     "finetune_feedback", "evaluate_feedback", "generate_questions", "baseline_summaries", "generic_feedback",
     "isqa_refine", "score_summaries", "metric_controls", "drfr_responses", "rag_answers",
@@ -62,6 +66,7 @@ def slurm_config(workdir: Path) -> str:
     config = yaml.safe_load((workdir / "config/config.yaml").read_text())
     for stage in GPU_STAGES:
         config["resources"].setdefault(stage, {})["gpu"] = 1
+    config["resources"].setdefault(MULTI_THREAD_STAGE, {})["threads"] = MULTI_THREAD_THREADS
     served = dict(config["models"]["smollm2"])
     transformers = Path(sys.executable).with_name("transformers")
     served["serve"] = {
@@ -207,6 +212,17 @@ def test_gpu_stages_and_only_they_requested_a_gpu(slurm_run):
                                                else ("COMPLETED",)), job
             requested = cluster.gpu_count(job["ReqTRES"])
             assert requested == (1 if rule in GPU_RULES else 0), (rule, job["ReqTRES"])
+
+
+def test_a_multi_thread_job_asked_for_and_got_its_cpus(slurm_run):
+    if slurm_run["returncode"] != 0:
+        pytest.fail(f"workflow failed\n{_context(slurm_run)}", pytrace=False)
+    jobs = [j for j in _jobs(slurm_run) if cluster.rule_of(j) in MULTI_THREAD_RULES]
+    assert jobs, "no job of the two-thread stage in sacct"
+    for job in jobs:
+        # ReqCPUS: --cpus-per-task x --ntasks (1); AllocCPUS may round up to whole cores
+        assert int(job["ReqCPUS"]) == MULTI_THREAD_THREADS, job
+        assert int(job["AllocCPUS"]) >= MULTI_THREAD_THREADS, job
 
 
 def test_a_served_model_stage_runs_in_its_jobs_allocation(slurm_run):

@@ -64,6 +64,14 @@ def export_workflow_environment(src: str, argv: list[str]) -> None:
     os.environ["HF_HUB_OFFLINE"] = "1"
 
 
+def use_weights_cache(cache_dir: str | os.PathLike | None) -> None:
+    """Called when the workflow is parsed: with ``weights.cache_dir`` set, every job (and the
+    model servers it starts) reads Hub weights from there (``HF_HUB_CACHE``), where rule
+    ``fetch_weights`` put them."""
+    if cache_dir:
+        os.environ["HF_HUB_CACHE"] = str(Path(cache_dir).resolve())
+
+
 def allow_hub() -> bool:
     """In a job that fetches from the Hub: lift the workflow's ``HF_HUB_OFFLINE=1`` unless
     the run was started offline.  Call it before huggingface_hub is imported (it reads the

@@ -32,6 +32,8 @@ SACCT_FIELDS = (
     "Submit",
     "AllocTRES",
     "ReqTRES",
+    "ReqCPUS",
+    "AllocCPUS",
     "WorkDir",
     "Comment",
 )

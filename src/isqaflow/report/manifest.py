@@ -6,8 +6,10 @@ Written as JSON by the last rule of the DAG:
 * the SHA-256 of the configuration (and the configuration itself),
 * the code version of every stage (see :mod:`isqaflow.codehash`),
 * checksums of the raw datasets: SHA-256 of local files, the verified pins of downloads,
-* every model: backend, id or path, revision, weights fingerprint, and for converted
-  models the source package, its version and the GGUF file's SHA-256,
+* every model: backend, id or path, revision, weights fingerprint, for converted
+  models the source package, its version and the GGUF file's SHA-256, and for Hub
+  models the commit their revision resolved to and the fingerprint of the fetched
+  weights (rule fetch_weights, :mod:`isqaflow.models.weights`),
 * adapters: their fingerprints and training settings,
 * package versions, the seed, the Snakemake command, host and time,
 * the models' calls as the jobs recorded them (``<output>.usage.json``, see
@@ -72,10 +74,14 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def model_record(name: str, entry: dict[str, Any]) -> dict[str, Any]:
+def model_record(name: str, entry: dict[str, Any], weights: str | Path | None = None) -> dict[str, Any]:
+    """A model's identity; ``weights``: its fetch record (rule fetch_weights), when it has one."""
     record = {k: v for k, v in entry.items() if k in ("backend", "model", "revision", "dtype", "base_url",
                                                        "api_key_env", "chat_template", "price")}
     record["name"] = name
+    if weights is not None and Path(weights).exists():
+        fetched = json.loads(Path(weights).read_text())
+        record["hub"] = {k: fetched.get(k) for k in ("repo", "revision", "commit", "fingerprint", "bytes")}
     if entry.get("serve"):
         record["serve"] = {"engine": entry["serve"].get("engine", "other"), "command": entry["serve"]["command"]}
     path = Path(entry["model"])
@@ -135,7 +141,9 @@ def gather_usage(results_dir: str | Path, models: dict[str, Any]) -> dict[str, A
 
 def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict[str, list[str]],
                    adapters: dict[str, str], code_versions: dict[str, str], workflow_dir: str | Path,
-                   results_dir: str | Path = "results") -> dict:
+                   results_dir: str | Path = "results", weights: dict[str, str] | None = None) -> dict:
+    """The run's manifest; ``weights`` maps a Hub model to its fetch record (commit and
+    weights fingerprint; a model the run did not use has none)."""
     manifest = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workflow": git_state(workflow_dir),
@@ -146,7 +154,8 @@ def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict
         "code_versions": code_versions,
         "datasets": [dataset_record(label, path, config.get("downloads", {}))
                      for label, paths in raw_files.items() for path in paths],
-        "models": [model_record(name, entry) for name, entry in config.get("models", {}).items()],
+        "models": [model_record(name, entry, (weights or {}).get(name))
+                   for name, entry in config.get("models", {}).items()],
         "adapters": [
             {"name": name, "path": path, "sha256": adapter_fingerprint(path),
              "training_settings": json.loads((Path(path) / "training_settings.json").read_text())
