@@ -7,7 +7,7 @@ Run from the repository root:
 
 Each stage runs the workflow's own entry point (the function its script calls) in a fresh
 Python process on inputs built here, at each fraction of ``--scale`` x the papers' sizes, so
-the growth is visible; a process's peak resident memory (``ru_maxrss``) is its stage's.
+the growth is visible; that process's peak resident memory (``VmHWM``) is its stage's.
 Full size (scale 1):
 
 * ``convert_papers``: QASPER train + dev, 1,169 papers (~3,500 words, ~3 questions each);
@@ -263,12 +263,24 @@ def run_stage(stage: str, inputs: dict, folder: Path, rounds: int, seed: int) ->
     raise ValueError(stage)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory since it started (VmHWM: reset by exec, unlike
+    ru_maxrss, which keeps the peak of the process it was forked from)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 def child(args) -> None:
     inputs = json.loads(args.inputs)
     start = time.perf_counter()
     info = run_stage(args.child, inputs, Path(args.folder), args.rounds, args.seed)
     info["wall_s"] = time.perf_counter() - start
-    info["peak_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    info["peak_mb"] = peak_rss_mb()
     print("RESULT " + json.dumps(info))
 
 

@@ -150,3 +150,37 @@ def test_hub_models_of_the_paper_config():
     assert not any(models[name].get("backend") == "openai" for name in hub)
     embedded = yaml.safe_load((REPO / "config/config.yaml").read_text())["models"]
     assert hub_models(embedded) == {}  # the embedded default converts its model from a package
+
+
+# ------------------------------------------------------------------ offline jobs, online fetches
+RUNTIME_CHECK = """
+import json, os, sys
+from isqaflow.runtime import allow_hub, export_workflow_environment
+export_workflow_environment("src", ["snakemake"])
+job_env = os.environ["HF_HUB_OFFLINE"]
+online = allow_hub()
+print(json.dumps({"job": job_env, "fetch": os.environ["HF_HUB_OFFLINE"], "online": online}))
+"""
+
+
+@pytest.mark.parametrize(("started_offline", "fetch"), [(False, "0"), (True, "1")])
+def test_jobs_run_offline_and_fetches_online_unless_the_run_was_started_offline(started_offline, fetch):
+    env = {k: v for k, v in os.environ.items() if k not in ("HF_HUB_OFFLINE", "ISQAFLOW_HUB_ONLINE")}
+    if started_offline:
+        env["HF_HUB_OFFLINE"] = "1"
+    out = subprocess.run([sys.executable, "-c", RUNTIME_CHECK], env=env, capture_output=True, text=True, check=True)
+    result = json.loads(out.stdout)
+    assert result == {"job": "1", "fetch": fetch, "online": not started_offline}
+
+
+def test_the_manifest_records_the_fetched_commit_and_fingerprint(tmp_path):
+    from isqaflow.report.manifest import model_record
+
+    record = tmp_path / "vicuna.json"
+    record.write_text(json.dumps({"repo": "lmsys/vicuna-7b-v1.5", "revision": None, "commit": "c" * 40,
+                                  "fingerprint": "sha256:" + "f" * 64, "bytes": 10, "files": []}))
+    entry = {"backend": "hf", "model": "lmsys/vicuna-7b-v1.5"}
+    assert model_record("vicuna-7b", entry, record)["hub"] == {
+        "repo": "lmsys/vicuna-7b-v1.5", "revision": None, "commit": "c" * 40,
+        "fingerprint": "sha256:" + "f" * 64, "bytes": 10}
+    assert "hub" not in model_record("vicuna-7b", entry, tmp_path / "not-fetched.json")
