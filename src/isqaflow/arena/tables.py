@@ -208,16 +208,16 @@ def summary_arena_table(judged: pd.DataFrame) -> pd.DataFrame:
 def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str], recall_paths: dict[str, str],
                        human_csv: str | None, human_paths: Sequence[str], summary_paths: Sequence[str],
                        out_dir: str | Path, figure_dir: str | Path, elo: dict[str, float], rounds: int,
-                       seed: int, control_paths: Sequence[str | Path] = (), validity_rounds: int = 1000) -> None:
+                       seed: int, control_paths: Sequence[str | Path] = ()) -> None:
     """Entry point of rule arena_tables; ``judged_paths`` maps a setting (e.g. bm25-k5.local) to its file.
 
     ``control_paths`` are the arena judges' known-answer control files: every table built on
     the judge's verdicts ends its caption with their accuracy (the numbers of
-    ``results/tables/validity.*``: same records, rounds and seed).
+    ``results/tables/validity.*``: same records, same exact tests).
     """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     controls = ". " + validity_note(
-        validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed), "arena judge")
+        validity_summary(read_control_records(control_paths)), "arena judge")
     judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
                        ignore_index=True)
     write_table(win_rate_table(judged, REFERENCE), table_paths(out_dir / "arena_win_rates"), digits=1,
