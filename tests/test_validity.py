@@ -407,3 +407,20 @@ def test_a_control_with_chance_100_percent_is_a_consistency_check():
     rows = {g["control"]: g for g in summary["groups"]}
     assert rows["self"]["no_evidence"] is None and rows["no_answer"]["no_evidence"] is False
     assert "NO EVIDENCE" not in validity_note(summary, "arena judge")
+
+
+def test_table_shows_the_mcnemar_counts_as_integers(tmp_path):
+    pairs = [(True, False)] * 5 + [(False, False)]
+    records = [
+        record(f"q{k}", after, instrument="feedback model", name="lora", control="gold_evidence",
+               chance=float(before), baseline=before)
+        for k, (after, before) in enumerate(pairs)
+    ]
+    records += [record(f"i{k}", True) for k in range(3)]  # a group without McNemar counts
+    path = tmp_path / "controls.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md")]
+    build_validity_table([path], tables, tmp_path / "summary.json")
+    md = tables[1].read_text()
+    assert "separates (exact McNemar p = 0.031: 5 gained, 0 lost)" in md
+    assert "too few to show it: a perfect instrument needs 5 items)" in md

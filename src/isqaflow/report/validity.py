@@ -257,14 +257,16 @@ def verdict_text(row: Mapping[str, Any]) -> str:
         return f"cannot test this rule ({row['untestable']}): counts neither way"
     if row["verdict"] == "consistency check":
         return "consistency check (chance 100%: shows no separation)"
+    min_n = int(row["min_n"])  # a table's integer columns with gaps come back as floats
     if row["test"] == "mcnemar":
-        test = f"exact McNemar p = {_p(row['p_value'])}: {row['n_gained']} gained, {row['n_lost']} lost"
-        short = (row["n_gained"] + row["n_lost"]) < row["min_n"]
-        need = f"{row['min_n']} discordant items"
+        gained, lost = int(row["n_gained"]), int(row["n_lost"])
+        test = f"exact McNemar p = {_p(row['p_value'])}: {gained} gained, {lost} lost"
+        short = gained + lost < min_n
+        need = f"{min_n} discordant items"
     else:
         test = f"exact binomial p = {_p(row['p_value'])}"
-        short = row["n"] < row["min_n"]
-        need = f"{row['min_n']} items"
+        short = row["n"] < min_n
+        need = f"{min_n} items"
     if row["verdict"] == "separates":
         return f"separates ({test})"
     if short:
