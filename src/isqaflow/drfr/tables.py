@@ -7,7 +7,7 @@ column of every table.  Answers are read under each judge's configured verdict r
 (raw or calibrated, :mod:`isqaflow.drfr.judge`), which every caption names, and
 every caption ends with the judges' known-answer controls
 (:func:`isqaflow.report.validity.validity_note`, computed from the DRFR control
-files with the same seeded bootstrap as ``results/tables/validity.*``).
+files with the same exact tests as ``results/tables/validity.*``).
 """
 
 from __future__ import annotations
