@@ -406,7 +406,7 @@ class ServedModel(TokenizedText, OpenAIModel):
     ) -> None:
         from transformers import AutoConfig, AutoTokenizer
 
-        from isqaflow.models.hf import chat_template_for
+        from isqaflow.models.hf_loading import chat_template_for
 
         self.name = name or model
         self.settings = ServeSettings.from_config(serve, self.name)
