@@ -30,8 +30,9 @@ def test_imports_point_down_the_floors():
     above its own, the paper stages and the floor below them import nothing from each other, and
     every top-level module of the package is placed on a floor."""
     lint_imports = Path(sys.executable).with_name("lint-imports")
-    environ = dict(env(), PYTHONPATH=os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")])))
-    result = subprocess.run([str(lint_imports)], cwd=REPO, capture_output=True, text=True, timeout=120, env=environ)
+    path = os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))
+    result = subprocess.run([str(lint_imports)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                            env=dict(env(), PYTHONPATH=path))
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert ", 0 broken." in output, output[-3000:]
