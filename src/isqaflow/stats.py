@@ -338,7 +338,9 @@ def share_test(n_correct: int, n: int, chance: float, alpha: float = 0.05) -> di
         return {"n": 0, "n_correct": 0, "share": np.nan, "lower": np.nan, "upper": np.nan,
                 "chance": float(chance), "p_value": np.nan, "separates": False}
     test = binomtest(int(n_correct), int(n), p=float(chance), alternative="greater")
-    interval = binomtest(int(n_correct), int(n)).proportion_ci(confidence_level=1 - alpha, method="exact")
+    interval = binomtest(int(n_correct), int(n)).proportion_ci(
+        confidence_level=1 - alpha, method="exact"
+    )
     p_value = 1.0 if chance >= 1.0 else float(test.pvalue)
     return {
         "n": int(n),
@@ -373,7 +375,11 @@ def mcnemar_test(after: ArrayLike, before: ArrayLike, alpha: float = 0.05) -> di
     gained = int(np.count_nonzero(after & ~before))
     lost = int(np.count_nonzero(~after & before))
     discordant = gained + lost
-    p_value = 1.0 if discordant == 0 else float(binomtest(gained, discordant, 0.5, alternative="greater").pvalue)
+    p_value = (
+        1.0
+        if discordant == 0
+        else float(binomtest(gained, discordant, 0.5, alternative="greater").pvalue)
+    )
     return {"n": int(after.size), "gained": gained, "lost": lost, "p_value": p_value,
             "separates": bool(p_value < alpha)}
 

@@ -146,7 +146,11 @@ def fit_tie_band(margins: Iterable[float], human: Iterable[int]) -> dict[str, An
     these pairs.  Returns ``tie_band``, ``n`` (pairs used), ``n_human_ties`` and
     ``n_judge_ties`` (pairs within the band).
     """
-    pairs = [(abs(float(m)), int(h)) for m, h in zip(margins, human, strict=True) if not math.isnan(float(m))]
+    pairs = [
+        (abs(float(m)), int(h))
+        for m, h in zip(margins, human, strict=True)
+        if not math.isnan(float(m))
+    ]
     for _, label in pairs:
         if label not in (1, 0, -1):
             raise ValueError(f"human labels must be +1, 0 or -1, got {label!r}")

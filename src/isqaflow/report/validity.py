@@ -147,7 +147,9 @@ def _sort_key(row: Mapping[str, Any]) -> tuple:
     )
 
 
-def _verdict(test: Mapping[str, Any], untestable: str | None, consistency_check: bool) -> tuple[str, bool | None]:
+def _verdict(
+    test: Mapping[str, Any], untestable: str | None, consistency_check: bool
+) -> tuple[str, bool | None]:
     """(verdict, no_evidence) of a group."""
     if untestable:
         return "cannot test this rule", None
@@ -185,7 +187,8 @@ def validity_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
             mcnemar = mcnemar_test(correct, [b is True for b in baselines], alpha=ALPHA)
             test = {**share_test(n_correct, n, chance, alpha=ALPHA), "p_value": mcnemar["p_value"],
                     "separates": mcnemar["separates"]}
-            gained, lost, min_n = mcnemar["gained"], mcnemar["lost"], min_items_to_separate(0.5, ALPHA)
+            gained, lost = mcnemar["gained"], mcnemar["lost"]
+            min_n = min_items_to_separate(0.5, ALPHA)
         else:
             chance = sum(float(r["chance"]) for r in members) / n
             test = share_test(n_correct, n, min(chance, 1.0), alpha=ALPHA)
@@ -252,7 +255,8 @@ def _p(value: float) -> str:
 
 
 def verdict_text(row: Mapping[str, Any]) -> str:
-    """A summary row's verdict in words: the test, its p-value and, below ``min_n``, why it cannot pass."""
+    """A summary row's verdict in words: the test, its p-value and, below ``min_n``, why it
+    cannot pass."""
     if row["verdict"] == "cannot test this rule":
         return f"cannot test this rule ({row['untestable']}): counts neither way"
     if row["verdict"] == "consistency check":
@@ -338,7 +342,8 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
             elif r["verdict"] == "consistency check":
                 test = ", consistency check"
             else:
-                test = f", {'McNemar' if r['test'] == 'mcnemar' else 'binomial'} p = {_p(r['p_value'])}"
+                kind = "McNemar" if r["test"] == "mcnemar" else "binomial"
+                test = f", {kind} p = {_p(r['p_value'])}"
             shown.append(
                 f"{r['control']} {r['n_correct']}/{r['n']} correct ({_percent(r['correct'])}% "
                 f"[{_percent(r['lower'])}, {_percent(r['upper'])}], "
@@ -348,8 +353,10 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
         if any(r["no_evidence"] is True for r in members):
             text += " -- " + NO_EVIDENCE.upper()
         parts.append(text)
-    return ("Controls (known answers; share correct, exact 95% CI, one-sided exact test against chance): "
-            + ". ".join(parts) + ".")
+    return (
+        "Controls (known answers; share correct, exact 95% CI, one-sided exact test against "
+        "chance): " + ". ".join(parts) + "."
+    )
 
 
 def build_validity_table(
