@@ -100,8 +100,8 @@ def test_interval_is_clopper_pearson_and_the_test_the_one_sided_exact_binomial()
 
 @pytest.mark.parametrize(
     ("n_correct", "n", "separates"),
-    [(1, 1, False), (2, 2, False), (3, 3, False), (4, 4, False), (5, 5, True), (6, 6, True),
-     (6, 7, False), (7, 8, True), (8, 10, False)],
+    [(1, 1, False), (2, 2, False), (3, 3, False), (4, 4, False), (5, 5, False), (6, 6, True),
+     (6, 7, False), (7, 8, False), (8, 8, True), (8, 10, False), (9, 10, True)],
 )
 def test_separates_only_when_the_exact_test_passes(n_correct, n, separates):
     """An all-correct group of 3 had a bootstrap interval of [100, 100] and "separated"."""
@@ -109,7 +109,7 @@ def test_separates_only_when_the_exact_test_passes(n_correct, n, separates):
     group = validity_summary(records)["groups"][0]
     assert group["no_evidence"] is (not separates)
     assert (group["verdict"] == "separates") is separates
-    assert group["min_n"] == 5
+    assert group["min_n"] == 6
 
 
 def test_too_few_items_are_named_in_the_verdict():
@@ -118,32 +118,32 @@ def test_too_few_items_are_named_in_the_verdict():
     few = validity_summary([record(f"i{k}", True) for k in range(3)])["groups"][0]
     assert verdict_text(few) == (
         "NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE (exact binomial p = 0.125; "
-        "too few to show it: a perfect instrument needs 5 items)"
+        "too few to show it: a perfect instrument needs 6 items)"
     )
     enough = validity_summary([record(f"i{k}", True) for k in range(6)])["groups"][0]
     assert verdict_text(enough) == "separates (exact binomial p = 0.016)"
 
 
 def test_paired_control_is_tested_by_exact_mcnemar_against_its_baseline():
-    # 7 items: 5 gained (wrong without the evidence, right with it), 1 lost, 1 right both times
-    pairs = [(True, False)] * 5 + [(False, True)] + [(True, True)]
+    # 8 items: 6 gained (wrong without the evidence, right with it), 1 lost, 1 right both times
+    pairs = [(True, False)] * 6 + [(False, True)] + [(True, True)]
     records = [
         record(f"q{k}", after, instrument="feedback model", name="lora", control="gold_evidence",
                chance=float(before), baseline=before)
         for k, (after, before) in enumerate(pairs)
     ]
     group = validity_summary(records)["groups"][0]
-    assert group["test"] == "mcnemar" and (group["n_gained"], group["n_lost"]) == (5, 1)
-    assert group["chance"] == pytest.approx(2 / 7)  # the baseline's share correct
-    assert group["p_value"] == pytest.approx(7 / 64)  # P(X >= 5), X ~ Binomial(6, 1/2)
+    assert group["test"] == "mcnemar" and (group["n_gained"], group["n_lost"]) == (6, 1)
+    assert group["chance"] == pytest.approx(2 / 8)  # the baseline's share correct
+    assert group["p_value"] == pytest.approx(8 / 128)  # P(X >= 6), X ~ Binomial(7, 1/2)
     assert group["no_evidence"] is True
-    # a binomial test against the baseline's share would have passed: 6/7 at chance 2/7
+    # a binomial test against the baseline's share would have passed: 7/8 at chance 2/8
     from isqaflow.stats import share_test
 
-    assert share_test(6, 7, 2 / 7)["separates"]
+    assert share_test(7, 8, 2 / 8, alpha=0.025)["separates"]
     gained_only = [r for r in records if r["baseline_correct"] is False]
     group = validity_summary(gained_only + records[-1:])["groups"][0]
-    assert (group["n_gained"], group["n_lost"], group["p_value"]) == (5, 0, 0.5**5)
+    assert (group["n_gained"], group["n_lost"], group["p_value"]) == (6, 0, 0.5**6)
     assert group["verdict"] == "separates"
 
 
@@ -288,7 +288,7 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
     assert list(csv["n_invalid"]) == [0, 0, 2]
     md = tables[1].read_text()
     assert md.startswith("Known-answer controls of every judge and metric")
-    assert "a perfect instrument needs 5 items at chance 50% to pass" in md
+    assert "a perfect instrument needs 6 items at chance 50% to pass" in md
     assert list(csv["p_value"]) == pytest.approx([1.0, 0.5**8, 0.65625])  # P(X >= 3 | 6, 1/2)
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in md.splitlines()[4:]]
     assert rows[1] == [
@@ -410,7 +410,7 @@ def test_a_control_with_chance_100_percent_is_a_consistency_check():
 
 
 def test_table_shows_the_mcnemar_counts_as_integers(tmp_path):
-    pairs = [(True, False)] * 5 + [(False, False)]
+    pairs = [(True, False)] * 6 + [(False, False)]
     records = [
         record(f"q{k}", after, instrument="feedback model", name="lora", control="gold_evidence",
                chance=float(before), baseline=before)
@@ -422,5 +422,5 @@ def test_table_shows_the_mcnemar_counts_as_integers(tmp_path):
     tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md")]
     build_validity_table([path], tables, tmp_path / "summary.json")
     md = tables[1].read_text()
-    assert "separates (exact McNemar p = 0.031: 5 gained, 0 lost)" in md
-    assert "too few to show it: a perfect instrument needs 5 items)" in md
+    assert "separates (exact McNemar p = 0.016: 6 gained, 0 lost)" in md
+    assert "too few to show it: a perfect instrument needs 6 items)" in md

@@ -314,10 +314,11 @@ def compare_systems(
     return pd.DataFrame(rows, columns=[system, *_COMPARISON_COLUMNS]).set_index(system)
 
 
-def share_test(n_correct: int, n: int, chance: float, alpha: float = 0.05) -> dict:
+def share_test(n_correct: int, n: int, chance: float, alpha: float = 0.05,
+               confidence: float = 0.95) -> dict:
     """Share correct with its exact interval and the one-sided exact binomial test against chance.
 
-    ``share`` = n_correct / n; ``lower``/``upper`` the two-sided ``1 - alpha``
+    ``share`` = n_correct / n; ``lower``/``upper`` the two-sided ``confidence``
     Clopper-Pearson interval (``scipy.stats.binomtest(...).proportion_ci(method="exact")``);
     ``p_value`` the one-sided exact binomial test of "the share exceeds ``chance``"
     (``alternative="greater"``: P(X >= n_correct) for X ~ Binomial(n, chance)).
@@ -339,7 +340,7 @@ def share_test(n_correct: int, n: int, chance: float, alpha: float = 0.05) -> di
                 "chance": float(chance), "p_value": np.nan, "separates": False}
     test = binomtest(int(n_correct), int(n), p=float(chance), alternative="greater")
     interval = binomtest(int(n_correct), int(n)).proportion_ci(
-        confidence_level=1 - alpha, method="exact"
+        confidence_level=confidence, method="exact"
     )
     p_value = 1.0 if chance >= 1.0 else float(test.pvalue)
     return {

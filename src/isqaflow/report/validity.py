@@ -30,10 +30,10 @@ interval, the chance level, an exact one-sided test and ``no_evidence``
   items gained among the discordant ones; null baselines count as not correct, like
   ``correct``).  Its chance column is the baseline's share correct.
 
-"separates" only when the test's p < 0.05; otherwise ``no_evidence`` is true -- there is
+"separates" only when the test's one-sided p < 0.025 (:data:`ALPHA`: exactly when the exact
+two-sided 95% interval lies above chance); otherwise ``no_evidence`` is true -- there is
 no evidence that the instrument separates better from worse.  A perfect instrument
-needs :func:`isqaflow.stats.min_items_to_separate` items (5 at chance 50%; the
-two-sided 95% interval clears 50% from 6 on), reported per row as ``min_n``: fewer
+needs :func:`isqaflow.stats.min_items_to_separate` items (6 at chance 50%), reported per row as ``min_n``: fewer
 items cannot show separation whatever the instrument.  A control whose fixed chance
 level is 100% -- the arena's answer against itself, judged in both orders: any
 deterministic judge ties there, so it checks how the orders are combined and cannot
@@ -77,7 +77,10 @@ INSTRUMENTS = ("arena judge", "DRFR judge", "QAGS", "QuestEval", "feedback model
 VERDICT_RULES = ("raw", "calibrated")
 GROUP_KEYS = ("instrument", "name", "scope", "control", "rule")
 NO_EVIDENCE = "no evidence that this judge separates better from worse"
-ALPHA = 0.05
+# One-sided at 2.5%: a group "separates" exactly when its exact two-sided 95% interval lies
+# above chance, so the verdict and the interval printed beside it never disagree (at 5%, 5/5
+# would pass with an interval of [47.8, 100]); a perfect instrument then needs 6 items at 50%.
+ALPHA = 0.025
 
 _TEXT_FIELDS = ("name", "scope", "control", "item")
 
@@ -300,10 +303,10 @@ CAPTION = (
     "Known-answer controls of every judge and metric: share of control items judged correctly "
     "(exact 95% Clopper-Pearson interval; unparseable replies count as not correct) against the "
     "chance level. \"separates\" when the one-sided exact binomial test against chance gives "
-    "p < 0.05 (a paired control, the feedback model with and without the evidence: the one-sided "
+    "p < 0.025, i.e. exactly when that interval lies above chance (a paired control, the feedback model with and without the evidence: the one-sided "
     "exact McNemar test against its baseline, the same items without the evidence); a perfect "
     f"instrument needs {min_items_to_separate(0.5, ALPHA)} items at chance 50% to pass (n/n has "
-    "p = 0.5**n; its two-sided 95% interval clears 50% from 6 on), and fewer cannot show "
+    "p = 0.5**n), and fewer cannot show "
     "separation. "
     f"{NO_EVIDENCE.upper()} marks a control whose test does not pass; \"cannot test this rule\" "
     "a control that cannot show separation under that verdict rule (counted neither way)."
