@@ -10,6 +10,10 @@ if local_stage("download"):
         extract,
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/data.smk"
+
+
 rule download:
     output:
         file="resources/downloads/{download}/{filename}",

@@ -4,6 +4,10 @@ the DRFR of the ISQA summaries (QA pairs as requirements).
 """
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/drfr.smk"
+
+
 rule drfr_responses:
     input:
         instructions=lambda wc: instructions_file(wc.dataset),
@@ -132,7 +136,6 @@ rule drfr_tables:
         **cluster_resources("tables", gpu=0),
     params:
         rounds=config["drfr"]["bootstrap_rounds"],
-        validity_rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.drfr.tables"),
     script:

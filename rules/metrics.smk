@@ -2,6 +2,10 @@
 Tables 1-4 and Figure 3 with confidence intervals, and human-evaluation sheets."""
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/metrics.smk"
+
+
 rule score_summaries:
     input:
         papers=lambda wc: papers_file(wc.dataset),
@@ -53,6 +57,7 @@ rule metric_controls:
         weighter=lambda wc: metric_weighter(),
         controls=config["validity"]["metrics"]["controls"],
         papers=config["validity"]["metrics"]["papers"],
+        others=config["validity"]["metrics"].get("others", 1),
         seed=config["seed"],
         code=code("isqaflow.metrics.controls"),
     script:
@@ -98,7 +103,6 @@ rule isqa_tables:
         feedback_models=list(config["isqa"]["feedback_models"]),
         datasets=config["isqa"]["datasets"],
         rounds=config["metrics"]["bootstrap_rounds"],
-        validity_rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.metrics.tables"),
     script:

@@ -9,6 +9,10 @@ if local_stage("download"):
         fetch_weights,
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/models.smk"
+
+
 rule convert_gguf_model:
     output:
         weights="resources/models/{model}/model.safetensors",

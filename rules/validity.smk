@@ -2,6 +2,10 @@
 table (results/tables/validity.*), shown first in the report."""
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/validity.smk"
+
+
 rule validity_table:
     input:
         controls=lambda wc: validity_control_files(),
@@ -20,8 +24,6 @@ rule validity_table:
     resources:
         **cluster_resources("tables", gpu=0),
     params:
-        rounds=config["validity"]["bootstrap_rounds"],
-        seed=config["seed"],
         code=code("isqaflow.report.validity"),
     script:
         "../scripts/validity_table.py"
