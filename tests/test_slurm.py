@@ -19,7 +19,8 @@ caches, as after a resubmission on a real cluster.  Three things run for real:
   keep the calls committed before the cancel, and end with the local run's output.
 
 The results must equal the local run's, table for table.  From ``sacct``: exactly the
-GPU stages' jobs requested a GPU.  In CI (CI=true) the test fails, never skips, when
+GPU stages' jobs requested a GPU, and the conversion jobs, given two threads, asked for and
+got two CPUs (``ReqCPUS``, ``AllocCPUS``).  In CI (CI=true) the test fails, never skips, when
 the cluster cannot start.
 """
 
