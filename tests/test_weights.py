@@ -184,3 +184,15 @@ def test_the_manifest_records_the_fetched_commit_and_fingerprint(tmp_path):
         "repo": "lmsys/vicuna-7b-v1.5", "revision": None, "commit": "c" * 40,
         "fingerprint": "sha256:" + "f" * 64, "bytes": 10}
     assert "hub" not in model_record("vicuna-7b", entry, tmp_path / "not-fetched.json")
+
+
+@pytest.mark.parametrize(("model", "hub"), [
+    ("meta-llama/Llama-2-7b-chat-hf", True), ("lmsys/vicuna-7b-v1.5", True),
+    ("resources/models/smollm2-135m-instruct", False), ("resources/x", False),  # local folders
+    ("/abs/path", False), ("./model", False), ("gpt2", True), ("a/b/c", False),
+])
+def test_is_hub_id(model, hub, tmp_path):
+    from isqaflow.models.weights import is_hub_id
+
+    (tmp_path / "resources").mkdir()
+    assert is_hub_id(model, tmp_path) is hub

@@ -26,6 +26,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,11 +40,15 @@ class WeightsError(RuntimeError):
     """A repository's weights cannot be fetched; the message says why and what to do."""
 
 
-def is_hub_id(model: str) -> bool:
-    """``owner/name`` on the Hub, not a path on disk."""
-    parts = model.split("/")
-    return (len(parts) == 2 and all(parts) and not model.startswith((".", "~"))
-            and not Path(model).exists())
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
+
+
+def is_hub_id(model: str, workdir: str | os.PathLike = ".") -> bool:
+    """``owner/name`` on the Hub, not a path on disk (as the config check reads it: a path
+    that exists, or whose first folder exists here, such as ``resources/x``, is local)."""
+    root = Path(workdir)
+    return (bool(_HUB_ID.match(model)) and not (root / model).exists()
+            and not (root / model.split("/", 1)[0]).is_dir())
 
 
 def hub_models(models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
