@@ -1,6 +1,6 @@
 """isqaflow: ISQA, InFoBench/DRFR and RAG-QA Arena in one DAG.
 
-snakemake --profile profiles/local                       # embedded default, offline
+snakemake --profile profiles/local                                  # embedded default, offline
 snakemake --profile profiles/slurm --configfile config/paper.yaml   # paper scale
 """
 
