@@ -2,6 +2,15 @@
 Tables 1-4 and Figure 3 with confidence intervals, and human-evaluation sheets."""
 
 
+def qa_metric_settings():
+    """QAGS's settings with the run's seed and QuestEval's options (its weighter apart)."""
+    questeval = config["metrics"].get("questeval") or {}
+    return {
+        **metric_settings(),
+        "questeval": {k: v for k, v in questeval.items() if k != "weighter"},
+    }
+
+
 rule score_summaries:
     input:
         papers=lambda wc: papers_file(wc.dataset),
@@ -26,7 +35,7 @@ rule score_summaries:
     params:
         qg=lambda wc: metric_model("qg"),
         qa=lambda wc: metric_model("qa"),
-        settings=lambda wc: metric_settings(),
+        settings=lambda wc: qa_metric_settings(),
         weighter=lambda wc: metric_weighter(),
         code=code("isqaflow.metrics.score"),
     script:
@@ -53,7 +62,7 @@ rule metric_controls:
     params:
         qg=lambda wc: metric_model("qg"),
         qa=lambda wc: metric_model("qa"),
-        settings=lambda wc: metric_settings(),
+        settings=lambda wc: qa_metric_settings(),
         weighter=lambda wc: metric_weighter(),
         controls=config["validity"]["metrics"]["controls"],
         papers=config["validity"]["metrics"]["papers"],

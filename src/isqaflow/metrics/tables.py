@@ -59,6 +59,25 @@ CELL_NOTE = ("mean [95% bootstrap CI] over papers, x100; n = papers (one paper: 
              "q = QAGS questions kept per summary (mean)")
 
 
+def qa_metric_note(scores: pd.DataFrame) -> str:
+    """What QAGS and QuestEval withheld and padded, and the spread of QAGS's source answerability
+    (per summary, the mean over its questions): a reader saturated near 1 cannot tell texts apart."""
+    if scores.empty or "qags_copies_excluded" not in scores:
+        return ""
+    numeric = lambda column: pd.to_numeric(scores[column], errors="coerce")  # noqa: E731
+    parts = [f"answers withheld as spans of their own question: QAGS {int(numeric('qags_copies_excluded').sum())}, "
+             f"QuestEval {int(numeric('questeval_copies_excluded').sum())} over {len(scores)} summary records"]
+    if "qags_padded" in scores:
+        parts.append(f"QAGS questions padded to K: {int(numeric('qags_padded').sum())}")
+    answerability = numeric("qags_source_answerability").dropna()
+    if len(answerability):
+        q1, median, q3 = answerability.quantile([0.25, 0.5, 0.75])
+        parts.append(f"QAGS source answerability per summary: median {median:.2f} [IQR {q1:.2f}-{q3:.2f}], "
+                     f"min {answerability.min():.2f}, {int((answerability < 0.5).sum())} of {len(answerability)} "
+                     "below 0.5")
+    return " " + "; ".join(parts) + "."
+
+
 def significance_note(reference: str) -> str:
     """The caption sentence that names the test behind the daggers."""
     return (f"{DAGGER} p < {SIGNIFICANCE:g} vs {reference}: two-sided sign-flip permutation test of the mean "
@@ -288,7 +307,8 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     long, wide = table1(scores, main, rounds, seed)
     long.to_csv(out_dir / "isqa_table1_long.csv", index=False)
     write_table(wide, table_paths(out_dir / "isqa_table1"),
-                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA')}" + metric_controls)
+                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA')}" + metric_controls
+                + qa_metric_note(scores))
     long2, wide2 = system_table(
         scores, {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
         "pre-hoc prompt", rounds, seed)

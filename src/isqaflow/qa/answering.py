@@ -273,6 +273,8 @@ class QuestionAnswerer:
             withheld.append(len(spans) - len(kept))
         todo = [i for i in range(len(items)) if offered[i]]
         none = [QAResult("", 0.0, float("-inf"), copies_excluded=n) for n in withheld]
+        if not todo:
+            return none
         requests = [self._answerability_request(*items[i]) for i in todo]
         candidate_lists = self.shortlist(requests, [offered[i] for i in todo])
         if not answerability:
