@@ -2,15 +2,6 @@
 Tables 1-4 and Figure 3 with confidence intervals, and human-evaluation sheets."""
 
 
-def qa_metric_settings():
-    """QAGS's settings with the run's seed and QuestEval's options (its weighter apart)."""
-    questeval = config["metrics"].get("questeval") or {}
-    return {
-        **metric_settings(),
-        "questeval": {k: v for k, v in questeval.items() if k != "weighter"},
-    }
-
-
 rule score_summaries:
     input:
         papers=lambda wc: papers_file(wc.dataset),
@@ -35,7 +26,7 @@ rule score_summaries:
     params:
         qg=lambda wc: metric_model("qg"),
         qa=lambda wc: metric_model("qa"),
-        settings=lambda wc: qa_metric_settings(),
+        settings=lambda wc: metric_settings(),
         weighter=lambda wc: metric_weighter(),
         code=code("isqaflow.metrics.score"),
     script:
@@ -62,7 +53,7 @@ rule metric_controls:
     params:
         qg=lambda wc: metric_model("qg"),
         qa=lambda wc: metric_model("qa"),
-        settings=lambda wc: qa_metric_settings(),
+        settings=lambda wc: metric_settings(),
         weighter=lambda wc: metric_weighter(),
         controls=config["validity"]["metrics"]["controls"],
         papers=config["validity"]["metrics"]["papers"],
@@ -113,6 +104,7 @@ rule isqa_tables:
         datasets=config["isqa"]["datasets"],
         rounds=config["metrics"]["bootstrap_rounds"],
         validity_rounds=config["validity"]["bootstrap_rounds"],
+        zero_papers=config["metrics"].get("zero_papers", "keep"),
         seed=config["seed"],
         code=code("isqaflow.metrics.tables"),
     script:

@@ -303,3 +303,22 @@ def test_table_note_reports_copies_padding_and_answerability():
     assert "QAGS 4, QuestEval 2 over 3 summary records" in note and "padded to K: 3" in note
     assert "median 0.55" in note and "min 0.20" in note and "1 of 2 below 0.5" in note
     assert qa_metric_note(pd.DataFrame({"qags": [1.0]})) == ""
+
+
+def test_zero_scoring_papers_kept_or_dropped(tmp_path):
+    import json
+
+    from isqaflow.metrics.tables import load_scores
+
+    path = tmp_path / "scores.jsonl"
+    metrics = {"qags": 0.0, "questeval": 0.5, "rouge": 0.2, "questeval_v024": 0.0, "rouge1": 0.1, "rouge2": 0.0,
+               "rougeL": 0.3}
+    path.write_text("\n".join(json.dumps({"paper_id": p, **metrics, "qags": q}) for p, q in (("a", 0.0), ("b", 0.6)))
+                    + "\n")
+    kept = load_scores([path])
+    assert kept["qags"].tolist() == [0.0, 60.0] and kept["qags"].mean() == 30.0
+    dropped = load_scores([path], "drop")
+    assert math.isnan(dropped["qags"][0]) and dropped["qags"].mean() == 60.0  # the authors' evaluation
+    assert dropped["questeval"].tolist() == [50.0, 50.0]
+    with pytest.raises(ValueError, match="zero_papers"):
+        load_scores([path], "ignore")

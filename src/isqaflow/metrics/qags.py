@@ -21,7 +21,7 @@ Per summary (the shared question pipeline is :mod:`isqaflow.metrics.qa_metrics`)
    candidates' order);
 4. fewer than K kept: QAGS pads to exactly K with questions sampled from all the
    summary's generated questions, filtered or not (``pad_to_k``, ``qa_utils.py``
-   L172-175: ``random.sample(qsts, n_qsts - n_clean_qsts)``; seeded here); without
+   L172-176: ``random.sample(qsts, n_qsts - n_clean_qsts)``; seeded here); without
    padding QAGS is the mean over the kept questions, NaN when none is kept;
 5. answer the kept (and padding) questions on the summary and on the source (all its
    windows); an answer that is a span of its question is not given

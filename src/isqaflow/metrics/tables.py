@@ -85,11 +85,22 @@ def significance_note(reference: str) -> str:
             f"{MIN_PAIRS_FOR_TEST} papers)")
 
 
-def load_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
+ZERO_PAPERS = ("keep", "drop")
+
+
+def load_scores(paths: Sequence[str | Path], zero_papers: str = "keep") -> pd.DataFrame:
+    """Every score record, metrics x 100.  ``zero_papers``: ``keep`` a score of 0 (the paper
+    reports means over the dataset's papers), or ``drop`` it from that metric's mean and
+    paired tests, as the ISQA authors' evaluation does (``metrics.py`` L108,
+    ``if cur_fact_score > 0``)."""
+    if zero_papers not in ZERO_PAPERS:
+        raise ValueError(f"metrics.zero_papers must be one of {list(ZERO_PAPERS)}, got {zero_papers!r}")
     rows = [obj for path in paths for _, obj in read_jsonl(path)]
     df = pd.DataFrame(rows)
     for metric in (*METRICS, "questeval_v024", "rouge1", "rouge2", "rougeL"):
         df[metric] = df[metric].astype(float) * 100
+        if zero_papers == "drop":
+            df.loc[df[metric] == 0, metric] = np.nan
     return df
 
 
@@ -291,8 +302,9 @@ def figure3(scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequenc
 def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[str | Path], out_dir: str | Path,
                       figure_dir: str | Path, main_feedback: str, feedback_models: Sequence[str],
                       datasets: Sequence[str], rounds: int, seed: int, control_paths: Sequence[str | Path] = (),
-                      validity_rounds: int = 1000) -> None:
-    """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk).
+                      validity_rounds: int = 1000, zero_papers: str = "keep") -> None:
+    """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk);
+    ``zero_papers``: see :func:`load_scores`.
 
     ``control_paths`` are the known-answer control files of QAGS, QuestEval and the feedback
     models: the tables built on them end their captions with their accuracy (the numbers of
@@ -301,7 +313,7 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     control_summary = validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed)
     metric_controls = " " + validity_note(control_summary, "QAGS") + " " + validity_note(control_summary, "QuestEval")
     feedback_controls = " " + validity_note(control_summary, "feedback model")
-    scores = load_scores(score_paths)
+    scores = load_scores(score_paths, zero_papers)
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     main = f"isqa-{main_feedback}-human"
     long, wide = table1(scores, main, rounds, seed)
