@@ -298,9 +298,11 @@ def test_table_note_reports_copies_padding_and_answerability():
     from isqaflow.metrics.tables import qa_metric_note
 
     scores = pd.DataFrame({"qags_copies_excluded": [3, 1, 0], "questeval_copies_excluded": [2, 0, 0],
+                           "qags_questions": [0, 2, 1],
                            "qags_padded": [1, 0, 2], "qags_source_answerability": [0.2, 0.9, float("nan")]})
     note = qa_metric_note(scores)
     assert "QAGS 4, QuestEval 2 over 3 summary records" in note and "padded to K: 3" in note
+    assert "passed its filters for 2 of 3" in note
     assert "median 0.55" in note and "min 0.20" in note and "1 of 2 below 0.5" in note
     assert qa_metric_note(pd.DataFrame({"qags": [1.0]})) == ""
 

@@ -67,6 +67,9 @@ def qa_metric_note(scores: pd.DataFrame) -> str:
     numeric = lambda column: pd.to_numeric(scores[column], errors="coerce")  # noqa: E731
     parts = [f"answers withheld as spans of their own question: QAGS {int(numeric('qags_copies_excluded').sum())}, "
              f"QuestEval {int(numeric('questeval_copies_excluded').sum())} over {len(scores)} summary records"]
+    if "qags_questions" in scores:
+        parts.append(f"QAGS kept a question that passed its filters for {int((numeric('qags_questions') > 0).sum())} "
+                     f"of {len(scores)}")
     if "qags_padded" in scores:
         parts.append(f"QAGS questions padded to K: {int(numeric('qags_padded').sum())}")
     answerability = numeric("qags_source_answerability").dropna()
