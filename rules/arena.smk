@@ -8,6 +8,18 @@ for _judge in config["arena"]["judges"]:
     arena_verdict_rule(_judge)
 
 
+# Retrievers by rule: ColBERT's (colbert_index, retrieve_colbert) and the rest (retrieve).
+_colbert = {
+    name
+    for name, entry in config["arena"]["retrievers"].items()
+    if entry["backend"] == "colbert"
+}
+COLBERT_RETRIEVERS = "|".join(sorted(_colbert)) or "(?!)"
+OTHER_RETRIEVERS = (
+    "|".join(sorted(set(config["arena"]["retrievers"]) - _colbert)) or "(?!)"
+)
+
+
 rule retrieve:
     input:
         queries="results/data/rag/{domain}/queries.jsonl",
@@ -19,6 +31,8 @@ rule retrieve:
         "logs/retrieve/{domain}/{retriever}.log",
     benchmark:
         "benchmarks/retrieve/{domain}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=OTHER_RETRIEVERS,
     conda:
         "../envs/torch.yaml"
     threads: 1
@@ -34,6 +48,64 @@ rule retrieve:
         code=code("isqaflow.arena.retrieval"),
     script:
         "../scripts/retrieve.py"
+
+
+# ColBERTv2 (the paper's retriever) through PyLate, in its own environment: a PLAID index
+# per domain, built once, then the same hits and recall files as rule retrieve.
+rule colbert_index:
+    input:
+        passages="results/data/rag/{domain}/passages.jsonl",
+    output:
+        meta="resources/indexes/{domain}/{retriever}/colbert/meta.json",
+    log:
+        "logs/colbert_index/{domain}/{retriever}.log",
+    benchmark:
+        "benchmarks/colbert_index/{domain}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=COLBERT_RETRIEVERS,
+    conda:
+        "../envs/colbert.yaml"
+    threads: threads_for("retrieve")
+    resources:
+        mem_mb=mem_mb_for("retrieve"),
+        runtime=runtime_for("retrieve"),
+        gpu=lambda wc: retriever_gpus(wc.retriever),
+    params:
+        options=lambda wc: retriever_options(wc.retriever),
+        index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
+        code=code("isqaflow.arena.colbert"),
+    script:
+        "../scripts/colbert_index.py"
+
+
+rule retrieve_colbert:
+    input:
+        queries="results/data/rag/{domain}/queries.jsonl",
+        passages="results/data/rag/{domain}/passages.jsonl",
+        index="resources/indexes/{domain}/{retriever}/colbert/meta.json",
+    output:
+        hits="results/arena/retrieval/{domain}/{retriever}.jsonl",
+        recall="results/arena/retrieval/{domain}/{retriever}.recall.json",
+    log:
+        "logs/retrieve/{domain}/{retriever}.log",
+    benchmark:
+        "benchmarks/retrieve/{domain}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=COLBERT_RETRIEVERS,
+    conda:
+        "../envs/colbert.yaml"
+    threads: threads_for("retrieve")
+    resources:
+        mem_mb=mem_mb_for("retrieve"),
+        runtime=runtime_for("retrieve"),
+        gpu=lambda wc: retriever_gpus(wc.retriever),
+    params:
+        options=lambda wc: retriever_options(wc.retriever),
+        ks=config["arena"]["k"],
+        index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
+        code=code("isqaflow.arena.colbert"),
+    script:
+        "../scripts/retrieve_colbert.py"
 
 
 rule rag_answers:
