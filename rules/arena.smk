@@ -13,18 +13,6 @@ for _judge in config["arena"]["judges"]:
     arena_verdict_rule(_judge)
 
 
-# Retrievers by rule: ColBERT's (colbert_index, retrieve_colbert) and the rest (retrieve).
-_colbert = {
-    name
-    for name, entry in config["arena"]["retrievers"].items()
-    if entry["backend"] == "colbert"
-}
-COLBERT_RETRIEVERS = "|".join(sorted(_colbert)) or "(?!)"
-OTHER_RETRIEVERS = (
-    "|".join(sorted(set(config["arena"]["retrievers"]) - _colbert)) or "(?!)"
-)
-
-
 rule retrieve:
     input:
         queries="results/data/rag/{domain}/queries.jsonl",
@@ -37,7 +25,7 @@ rule retrieve:
     benchmark:
         "benchmarks/retrieve/{domain}/{retriever}.tsv"
     wildcard_constraints:
-        retriever=OTHER_RETRIEVERS,
+        retriever=retrievers_served_by("retrieve"),
     conda:
         "../envs/torch.yaml"
     threads: 1
@@ -67,7 +55,7 @@ rule colbert_index:
     benchmark:
         "benchmarks/colbert_index/{domain}/{retriever}.tsv"
     wildcard_constraints:
-        retriever=COLBERT_RETRIEVERS,
+        retriever=retrievers_served_by("colbert"),
     conda:
         "../envs/colbert.yaml"
     threads: threads_for("retrieve")
@@ -96,7 +84,7 @@ rule retrieve_colbert:
     benchmark:
         "benchmarks/retrieve/{domain}/{retriever}.tsv"
     wildcard_constraints:
-        retriever=COLBERT_RETRIEVERS,
+        retriever=retrievers_served_by("colbert"),
     conda:
         "../envs/colbert.yaml"
     threads: threads_for("retrieve")

@@ -22,6 +22,9 @@ Checked:
   human evaluation see, ``metrics.main_feedback``, ``isqa.refine.initial_prompt``,
   the arena runs' retrieval depth;
 * an adapter is used with the model it was fine-tuned from, and with a local model;
+* values of different sections that contradict each other (:mod:`.samples`): the human
+  evaluation's shared papers within its sample, sample sizes within a dataset's
+  ``max_papers``, retriever options their backend reads;
 * every local model the run uses exists, or is made by a rule of this run (a
   ``convert:`` entry, which writes ``resources/models/<name>``);
 * every API model the run uses (``backend: openai`` without ``base_url`` or ``serve``)
@@ -42,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.configcheck.references import ConfigProblem, References
+from isqaflow.configcheck.samples import check_samples
 from isqaflow.configcheck.sections import (
     CONVERTED_MODELS,
     DEFAULT_INITIAL_PROMPT,
@@ -58,7 +62,7 @@ __all__ = ["ConfigProblem", "check_config", "format_problems", "exit_on_problems
 
 ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
-SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_models)
+SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_samples, check_models)
 
 
 def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",
