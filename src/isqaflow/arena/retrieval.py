@@ -28,17 +28,16 @@ Rankings are deterministic: scores sort descending and ties break by passage id,
 the same inputs give identical results whether the index was just built or read back.
 
 :func:`run_retrieval` is the job of rule ``retrieve``: one domain, one retriever, and
-the recall of the gold documents at every k.
+the recall of the gold documents at every k (:mod:`isqaflow.arena.hits`: what every
+backend's job shares).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import shutil
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -46,7 +45,9 @@ from typing import Any
 import numpy as np
 
 from isqaflow.arena.hits import check_inputs as _check_inputs
-from isqaflow.arena.hits import corpus_hash, query_pairs as _query_pairs, recall_at_k, write_retrieval
+from isqaflow.arena.hits import corpus_hash, write_retrieval
+from isqaflow.arena.hits import query_pairs as _query_pairs
+from isqaflow.arena.hits import recall_at_k  # noqa: F401  (part of this module's interface)
 from isqaflow.data.schema import Passage, RagQuery
 from isqaflow.io import atomic_open, read_json, read_records, write_json
 from isqaflow.text.embeddings import DEFAULT_MODEL, load_encoder, resolve_model
