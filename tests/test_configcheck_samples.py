@@ -59,3 +59,24 @@ def test_colbert_options_are_read():
 
     assert problems_of(change, base=PAPER, environ=KEY) == []
     assert problems_of(lambda c: None, base=EMBEDDED) == []
+
+
+def test_a_key_written_twice_in_a_config_file(tmp_path, capsys):
+    from test_configcheck import REPO
+
+    from isqaflow.configcheck import exit_on_problems
+    from isqaflow.configcheck.files import duplicate_keys
+
+    assert duplicate_keys([REPO / "config/config.yaml", REPO / "config/paper.yaml"]) == []
+    text = (REPO / "config/config.yaml").read_text()
+    anchor = "    bm25: {backend: bm25}\n"
+    assert anchor in text
+    twice = tmp_path / "twice.yaml"
+    twice.write_text(text.replace(anchor, anchor + "    bm25: {backend: bm25, k1: 0.9}\n", 1))
+    line = text[: text.index(anchor)].count("\n") + 1
+    (problem,) = duplicate_keys([twice])
+    assert problem.path == "arena.retrievers.bm25"
+    assert f"twice.yaml (lines {line} and {line + 1})" in problem.message and "keeps only the last" in problem.message
+    with pytest.raises(SystemExit):
+        exit_on_problems(EMBEDDED, [str(twice)], workdir=REPO)
+    assert "arena.retrievers.bm25: written twice" in capsys.readouterr().err
