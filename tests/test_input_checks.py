@@ -329,3 +329,17 @@ def test_a_qa_training_example_with_nothing_to_learn(tmp_path, change, field, ma
     bad = edit_json(HOTPOT, tmp_path / HOTPOT.name, change)
     record = json.loads(HOTPOT.read_text())[0]["_id"] if field != "_id" else ""
     fails(tmp_path, qa_train, bad, record=record, field=field, match=match)
+
+
+def test_a_dev_example_that_is_also_a_training_example(tmp_path):
+    """The feedback model is evaluated on the dev split: an example it was trained on is named."""
+    train = tmp_path / "hotpotqa.train.jsonl"
+    convert.write_qa_examples([HOTPOT], train)
+    dev_raw = EMBEDDED / "hotpotqa" / "hotpot_dev_embedded.json"
+    assert convert.write_qa_examples([dev_raw], tmp_path / "dev.jsonl", held_out_from=[train]) == 8
+    leaked = json.loads(HOTPOT.read_text())[5]
+    bad = tmp_path / "hotpot_dev.json"
+    bad.write_text(json.dumps([*json.loads(dev_raw.read_text()), leaked]))
+    run = lambda path, out: convert.write_qa_examples([path], out, held_out_from=[train])  # noqa: E731
+    err = fails(tmp_path, run, bad, record=leaked["_id"], field="_id", match="occurs twice")
+    assert f"{train}, line 6" in str(err)

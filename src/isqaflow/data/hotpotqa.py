@@ -8,7 +8,9 @@ file, the record and the field; with ``lenient=True`` (config
 same, and the example keeps its other evidence.  A record left with no evidence at
 all is an error either way, and so is an id that occurs twice (in one file or across
 the files), an empty answer, and a supporting fact naming a paragraph title that the
-context holds twice (it could point at either).
+context holds twice (it could point at either).  The dev split is converted against the
+converted train split (``held_out_from``): an example in both would be evaluated on
+what the feedback model was trained on.
 """
 
 from __future__ import annotations
@@ -19,13 +21,22 @@ from pathlib import Path
 
 from isqaflow.data.raw import Raw, build, iter_json_records, once
 from isqaflow.data.schema import ContextParagraph, QAExample
+from isqaflow.io import read_jsonl
 
 log = logging.getLogger(__name__)
 
 
-def convert_hotpotqa(paths: Iterable[str | Path], lenient: bool = False) -> list[QAExample]:
+def training_ids(path: str | Path) -> dict[str, str]:
+    """Example id -> where it is, of a converted (normalized) training split."""
+    return {str(obj.get("id")): f"{path}, line {line}" for line, obj in read_jsonl(path)}
+
+
+def convert_hotpotqa(paths: Iterable[str | Path], lenient: bool = False,
+                     held_out_from: Iterable[str | Path] = ()) -> list[QAExample]:
     examples: list[QAExample] = []
     ids: dict[str, str] = {}
+    for train in held_out_from:
+        ids.update(training_ids(train))
     skipped_facts = 0
     for path in paths:
         for rid, obj, line in iter_json_records(path, "_id", shape="list"):
