@@ -1213,7 +1213,9 @@ def test_metric_control_records(monkeypatch):
     keys = {"instrument", "name", "scope", "control", "rule", "item", "expected", "outcome", "correct", "chance",
             "baseline_correct", "detail"}
     assert all(set(r) == keys for r in records)
-    by = {(r["item"], r["name"]): r for r in records}
+    other_of = {p.id: o.id for p, o in pairs}
+    by = {(r["item"].rsplit(":", 1)[0], r["name"]): r for r in records}
+    assert {r["item"] for r in records} == {f"qasper:{p}:{o}" for p, o in other_of.items()}
     questeval = by[("qasper:a", "questeval")]
     assert questeval["instrument"] == "QuestEval" and questeval["control"] == "other_abstract"
     assert questeval["rule"] == "raw" and questeval["chance"] == 0.5 and questeval["expected"] == "own"
@@ -1230,6 +1232,34 @@ def test_metric_control_records(monkeypatch):
     with pytest.raises(ValueError, match="unknown metric control"):
         controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=["swap"])
     assert controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=[]) == []
+
+
+def test_every_ordered_pair_scores_each_own_abstract_once(monkeypatch):
+    """others=None: 3 papers give 6 (paper, other) items, enough for the exact test to pass."""
+    from isqaflow.metrics import controls
+
+    metric = WordOverlapMetric()
+    monkeypatch.setattr(controls, "score_summaries", metric)
+    papers = [_paper(x, f"{x}lpha words", f"{x}lpha words here") for x in "abc"]
+    pairs = controls.control_pairs(papers, 13, scope="qasper", others=None)
+    assert sorted((p.id, o.id) for p, o in pairs) == [(p, o) for p in "abc" for o in "abc" if p != o]
+    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=13, others=None)
+    assert len(records) == 6 * 3
+    assert len(metric.items) == 3 + 6  # own abstracts once each, then every other abstract
+    assert sorted(metric.items) == sorted({(p.abstract, p.body()) for p in papers}
+                                          | {(o.abstract, p.body()) for p, o in pairs})
+    assert all(r["correct"] is True for r in records if r["name"] != "questeval_v024")
+    # k others per paper: k distinct others, each abstract used k times, seeded
+    many = [_paper(f"p{i}", f"Abstract {i}.") for i in range(6)]
+    two = controls.control_pairs(many, 13, scope="qasper", others=2)
+    assert two == controls.control_pairs(many[::-1], 13, scope="qasper", others=2)
+    assert all(p.id != o.id for p, o in two) and len({(p.id, o.id) for p, o in two}) == 12
+    from collections import Counter
+
+    assert set(Counter(o.id for _, o in two).values()) == {2}
+    assert len(controls.control_pairs(many, 13, scope="qasper", others=99)) == 6 * 5  # capped: all
+    with pytest.raises(ValueError, match="at least 1"):
+        controls.control_pairs(many, 13, scope="qasper", others=0)
 
 
 def test_metric_controls_score_a_blind_metric_at_or_below_chance(monkeypatch):

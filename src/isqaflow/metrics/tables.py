@@ -271,15 +271,14 @@ def figure3(scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequenc
 
 def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[str | Path], out_dir: str | Path,
                       figure_dir: str | Path, main_feedback: str, feedback_models: Sequence[str],
-                      datasets: Sequence[str], rounds: int, seed: int, control_paths: Sequence[str | Path] = (),
-                      validity_rounds: int = 1000) -> None:
+                      datasets: Sequence[str], rounds: int, seed: int, control_paths: Sequence[str | Path] = ()) -> None:
     """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk).
 
     ``control_paths`` are the known-answer control files of QAGS, QuestEval and the feedback
     models: the tables built on them end their captions with their accuracy (the numbers of
-    ``results/tables/validity.*``: same records, rounds and seed).
+    ``results/tables/validity.*``: same records, same exact tests).
     """
-    control_summary = validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed)
+    control_summary = validity_summary(read_control_records(control_paths))
     metric_controls = " " + validity_note(control_summary, "QAGS") + " " + validity_note(control_summary, "QuestEval")
     feedback_controls = " " + validity_note(control_summary, "feedback model")
     scores = load_scores(score_paths)
