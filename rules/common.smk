@@ -145,7 +145,7 @@ def model_spec(name):
 
 
 # Local models whose weights come from the Hub: rule fetch_weights fetches each once.
-HUB_MODELS = hub_models(config["models"])
+HUB_MODELS = hub_models(config["models"], config["arena"]["retrievers"])
 # the jobs (and the servers they start) read the weights from the configured shared cache
 use_weights_cache(config.get("weights", {}).get("cache_dir"))
 
@@ -160,6 +160,12 @@ def model_files(name):
     if name in HUB_MODELS:
         return [f"resources/weights/{name}.json"]
     return []
+
+
+def retriever_weight_files(retriever):
+    """The fetch record of a retriever's Hub encoder (ColBERTv2), or none."""
+    name = f"retriever-{retriever}"
+    return [f"resources/weights/{name}.json"] if name in HUB_MODELS else []
 
 
 def weight_records():

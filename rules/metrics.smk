@@ -103,6 +103,7 @@ rule isqa_tables:
         feedback_models=list(config["isqa"]["feedback_models"]),
         datasets=config["isqa"]["datasets"],
         rounds=config["metrics"]["bootstrap_rounds"],
+        zero_papers=config["metrics"].get("zero_papers", "keep"),
         seed=config["seed"],
         code=code("isqaflow.metrics.tables"),
     script:

@@ -17,4 +17,5 @@ with job(snakemake):
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
         control_paths=snakemake.input.controls,
+        zero_papers=snakemake.params.zero_papers,
     )

@@ -245,8 +245,9 @@ def test_downloads_extraction_and_weight_fetches_are_local_jobs(paper_dry_run):
     from isqaflow.models.weights import hub_models
 
     fetched = sorted(j["wildcards"].removeprefix("model=") for j in jobs if j["rule"] == "fetch_weights")
-    used = hub_models(PAPER["models"])
+    used = hub_models(PAPER["models"], PAPER["arena"]["retrievers"])
     assert fetched and set(fetched) <= set(used) and len(fetched) == len(set(fetched))
+    assert "retriever-colbert" in fetched  # ColBERTv2's encoder
 
 
 def test_sbatch_arguments_of_a_cpu_a_gpu_and_a_download_job(paper_dry_run):

@@ -148,8 +148,13 @@ def test_hub_models_of_the_paper_config():
     hub = hub_models(models)
     assert "meta-llama/Llama-2-7b-chat-hf" in {m["repo"] for m in hub.values()}
     assert not any(models[name].get("backend") == "openai" for name in hub)
-    embedded = yaml.safe_load((REPO / "config/config.yaml").read_text())["models"]
-    assert hub_models(embedded) == {}  # the embedded default converts its model from a package
+    retrievers = yaml.safe_load((REPO / "config/paper.yaml").read_text())["arena"]["retrievers"]
+    with_retrievers = hub_models(models, retrievers)
+    assert with_retrievers["retriever-colbert"] == {"repo": "colbert-ir/colbertv2.0", "revision": None}
+    assert "retriever-dense" not in with_retrievers  # all-MiniLM-L6-v2: the packaged model
+    embedded = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    # the embedded default converts its model from a package
+    assert hub_models(embedded["models"], embedded["arena"]["retrievers"]) == {}
 
 
 # ------------------------------------------------------------------ offline jobs, online fetches

@@ -111,10 +111,10 @@ def _outcome(item: FeedbackItem) -> str:
 
 def run_feedback_control(feedback_model: LanguageModel, items: Sequence[dict[str, Any]], params: GenerationParams,
                          epsilon: float, zero_f1: str, style: str, evidence_mode: str, name: str,
-                         scope: str) -> list[dict[str, Any]]:
+                         scope: str, gold_reading: str = "mean_positive") -> list[dict[str, Any]]:
     """Ask every control item without and with its evidence (one batch); one record per item."""
     questions = [(c["qa"], c["summary"]) for c in items] + [(c["qa"], c["with_evidence"]) for c in items]
-    asked = ask_feedback(feedback_model, questions, params, epsilon, zero_f1, style, evidence_mode)
+    asked = ask_feedback(feedback_model, questions, params, epsilon, zero_f1, style, evidence_mode, gold_reading)
     without, with_evidence = asked[: len(items)], asked[len(items):]
     records = []
     for control, plain, helped in zip(items, without, with_evidence, strict=True):

@@ -51,15 +51,26 @@ def is_hub_id(model: str, workdir: str | os.PathLike = ".") -> bool:
             and not (root / model.split("/", 1)[0]).is_dir())
 
 
-def hub_models(models: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The ``models:`` entries whose weights come from the Hub: local backends (not API
-    models), not converted from a package, ``model`` a Hub id."""
-    return {
+RETRIEVER_PREFIX = "retriever-"
+
+
+def hub_models(models: Mapping[str, Mapping[str, Any]],
+               retrievers: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """What rule fetch_weights fetches, by name: the ``models:`` entries whose weights come
+    from the Hub (local backends, not converted from a package, ``model`` a Hub id), and the
+    arena retrievers whose encoder is an ``owner/name`` Hub repository (ColBERTv2), as
+    ``retriever-<name>`` (a bare name such as ``all-MiniLM-L6-v2`` is a packaged model)."""
+    found = {
         name: {"repo": spec["model"], "revision": spec.get("revision")}
         for name, spec in models.items()
         if spec.get("backend", "hf") != "openai" and "convert" not in spec
         and isinstance(spec.get("model"), str) and is_hub_id(spec["model"])
     }
+    for name, spec in (retrievers or {}).items():
+        model = spec.get("model")
+        if spec.get("backend") != "bm25" and isinstance(model, str) and "/" in model and is_hub_id(model):
+            found[RETRIEVER_PREFIX + name] = {"repo": model, "revision": spec.get("revision")}
+    return found
 
 
 def fingerprint(snapshot: Path) -> tuple[str, list[dict[str, Any]]]:

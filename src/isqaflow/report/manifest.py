@@ -156,6 +156,10 @@ def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict
                      for label, paths in raw_files.items() for path in paths],
         "models": [model_record(name, entry, (weights or {}).get(name))
                    for name, entry in config.get("models", {}).items()],
+        # the retrievers' Hub encoders (ColBERTv2), fetched as retriever-<name>
+        "retriever_weights": [{"name": name, **model_record(name, {}, path).get("hub", {})}
+                              for name, path in sorted((weights or {}).items())
+                              if name.startswith("retriever-") and Path(path).exists()],
         "adapters": [
             {"name": name, "path": path, "sha256": adapter_fingerprint(path),
              "training_settings": json.loads((Path(path) / "training_settings.json").read_text())
