@@ -38,7 +38,9 @@ include: "rules/summarize.smk"
 include: "rules/metrics.smk"
 include: "rules/drfr.smk"
 include: "rules/arena.smk"
+include: "rules/systems.smk"
 include: "rules/validity.smk"
+include: "rules/leaderboard.smk"
 include: "rules/report.smk"
 
 

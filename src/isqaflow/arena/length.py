@@ -37,7 +37,7 @@ import pandas as pd
 from isqaflow.seeds import keyed_rng
 
 PREFERENCE = {"1": 1.0, "tie": 0.5, "2": 0.0}  # verdict of system_a -> its preference
-RIDGE = 1e-3  # penalty of the per-system fits: keeps a separated system finite
+RIDGE = 1e-2  # penalty of the per-system fits: keeps a separated system finite
 QUERY_RIDGE = 1.0  # penalty of the query effects (a query met by few systems stays near 0)
 
 
@@ -46,20 +46,21 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def fit_logistic(X: np.ndarray, y: np.ndarray, penalty: np.ndarray | float = RIDGE,
-                 iterations: int = 100) -> np.ndarray:
+                 iterations: int = 100, start: np.ndarray | None = None) -> np.ndarray:
     """Coefficients of a logistic regression with soft labels ``y`` in [0, 1] and an L2 ``penalty``
-    (per coefficient, or one for all), by Newton's method; no intercept is added."""
+    (per coefficient, or one for all), by Newton's method from ``start`` (zeros); no intercept
+    is added."""
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
     lam = np.broadcast_to(np.asarray(penalty, dtype=float), (X.shape[1],))
-    beta = np.zeros(X.shape[1])
+    beta = np.zeros(X.shape[1]) if start is None else np.array(start, dtype=float)
     for _ in range(iterations):
         p = _sigmoid(X @ beta)
         gradient = X.T @ (p - y) + lam * beta
         hessian = (X * (p * (1 - p))[:, None]).T @ X + np.diag(lam)
         step = np.linalg.solve(hessian, gradient)
         beta -= step
-        if np.max(np.abs(step)) < 1e-10:
+        if np.max(np.abs(step)) < 1e-9:
             break
     return beta
 
@@ -100,13 +101,16 @@ def _design(pairs: pd.DataFrame, gamma: pd.Series) -> np.ndarray:
                             pairs["query"].map(gamma).to_numpy(dtype=float)])
 
 
+def _lc(X: np.ndarray, y: np.ndarray, start: np.ndarray | None = None) -> tuple[float, np.ndarray]:
+    beta = fit_logistic(X, y, start=start)
+    X0 = X.copy()
+    X0[:, 1] = 0.0  # the length term at zero
+    return float(100 * _sigmoid(X0 @ beta).mean()), beta
+
+
 def lc_win_rate(pairs: pd.DataFrame, gamma: pd.Series) -> tuple[float, np.ndarray]:
     """(LC win rate in %, coefficients [theta, phi, psi]) of one system's pairs."""
-    X = _design(pairs, gamma)
-    beta = fit_logistic(X, pairs["preference"].to_numpy())
-    X0 = X.copy()
-    X0[:, 1] = 0.0
-    return float(100 * _sigmoid(X0 @ beta).mean()), beta
+    return _lc(_design(pairs, gamma), pairs["preference"].to_numpy(dtype=float))
 
 
 def preferences(records: pd.DataFrame) -> pd.DataFrame:
@@ -123,21 +127,22 @@ def preferences(records: pd.DataFrame) -> pd.DataFrame:
 
 def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.DataFrame:
     """Per (system, baseline): n, the raw win rate (ties half), the LC win rate with its 95%
-    bootstrap interval over queries, and the length coefficient phi."""
+    bootstrap interval over queries (each pair keeps its standardized length term), and the
+    length coefficient phi."""
     rows = []
     for baseline, group in prefs.groupby("baseline", sort=True):
         gamma = query_difficulty(group)
         for system, mine in group.groupby("system", sort=True):
             mine = mine.reset_index(drop=True)
-            lc, beta = lc_win_rate(mine, gamma)
-            queries = mine["query"].unique()
+            X, y = _design(mine, gamma), mine["preference"].to_numpy(dtype=float)
+            lc, beta = _lc(X, y)
             rng = keyed_rng(seed, f"lc:{key}:{system}|{baseline}")
-            by_query = {q: idx for q, idx in mine.groupby("query").indices.items()}
+            rows_of = list(mine.groupby("query", sort=True).indices.values())
             draws = []
             for _ in range(rounds):
-                chosen = rng.choice(queries, size=len(queries), replace=True)
-                sample = mine.iloc[np.concatenate([by_query[q] for q in chosen])]
-                draws.append(lc_win_rate(sample, gamma)[0])
+                chosen = rng.integers(0, len(rows_of), size=len(rows_of))
+                idx = np.concatenate([rows_of[q] for q in chosen])
+                draws.append(_lc(X[idx], y[idx], start=beta)[0])  # from the full fit: fewer steps
             lower, upper = (np.percentile(draws, [2.5, 97.5]) if draws else (np.nan, np.nan))
             rows.append({"system": system, "baseline": baseline, "n": len(mine),
                          "win rate (ties half) %": 100 * mine["preference"].mean(),

@@ -279,6 +279,8 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                         "difficulty (fit over the systems meeting the same baseline); LC: the modelled win rate "
                         "with the length term at zero, ties half a win, 95% bootstrap CI over queries; beside "
                         "it the raw win rate with ties half; n: judged pairs with a valid verdict" + controls)
+    if not bias.empty:  # p as read (three significant digits), not to the table's one decimal
+        bias["p"] = bias["p"].map(lambda p: f"{p:.3g}")
     write_table(bias, table_paths(out_dir / "arena_length_bias"), digits=1,
                 caption="The judge's length bias: share of decided pairs (no tie, valid verdict) of unequal "
                         "length that the longer answer wins, exact (Clopper-Pearson) 95% CI, two-sided exact "

@@ -343,3 +343,16 @@ def instruction_items(instructions: Iterable[Any]) -> list[Item]:
 
 def paper_items(papers: Iterable[Any]) -> list[Item]:
     return [Item(key=p.id, id=p.id, texts=(p.title,)) for p in papers]
+
+
+def merge_checks(check_paths: Sequence[str | Path], out_path: str | Path) -> dict[str, dict[str, Any]]:
+    """Entry point of rule check_systems: the check record of every file-based system,
+    as ``{system: {suite: record}}`` (what the leaderboard's source column shows)."""
+    from isqaflow.io import read_json, write_json
+
+    merged: dict[str, dict[str, Any]] = {}
+    for path in check_paths:
+        record = read_json(path)
+        merged.setdefault(record["system"], {})[record["suite"]] = record
+    write_json(out_path, merged)
+    return merged

@@ -28,7 +28,7 @@ from isqaflow.report.validity import validity_note
 from isqaflow.stats import bootstrap_ci
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
-REFERENCE = "LFRQA"
+REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
 ABSTRACT = "abstract"
 
 
@@ -82,12 +82,12 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
     for row in overall.to_dict("records"):
         tag = _suffix(row["setting"], settings)
         n = row["n_valid"]
-        board.put(row["model"], f"arena win % vs {REFERENCE}{tag}", _cell(row["win_rate"], n=n),
+        board.put(row["model"], f"arena win % vs LFRQA{tag}", _cell(row["win_rate"], n=n),
                   value=row["win_rate"], n=n)
-        board.put(row["model"], f"arena win+tie % vs {REFERENCE}{tag}", _cell(row["win_tie_rate"], n=n),
+        board.put(row["model"], f"arena win+tie % vs LFRQA{tag}", _cell(row["win_tie_rate"], n=n),
                   value=row["win_tie_rate"], n=n)
         if "LC win rate %" in row and not pd.isna(row["LC win rate %"]):
-            board.put(row["model"], f"arena LC win % vs {REFERENCE}{tag}",
+            board.put(row["model"], f"arena LC win % vs LFRQA{tag}",
                       _cell(row["LC win rate %"], row["LC lower"], row["LC upper"], n),
                       value=row["LC win rate %"], lower=row["LC lower"], upper=row["LC upper"], n=n)
     if ratings.empty:
@@ -173,10 +173,12 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                       arena_win_rates: str | Path | None, arena_ratings: str | Path | None,
                       arena_summaries: str | Path | None, score_paths: Sequence[str | Path],
                       summary_systems: Mapping[str, Sequence[str]], validity_summary_path: str | Path,
-                      file_systems: Mapping[str, Mapping[str, Any]], rounds: int, seed: int) -> pd.DataFrame:
+                      systems_path: str | Path, rounds: int, seed: int) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``summary_systems``: ``"<dataset>/<summarizer>"`` -> the judged
-    systems; ``file_systems``: system -> {suite: its check record} for the source column."""
+    systems; ``systems_path``: results/systems/checked.json (system -> {suite: its check
+    record}), for the source column."""
+    file_systems = read_json(systems_path)
     board = _Board()
     drfr_columns(board, _read_csv(drfr_table5))
     arena_columns(board, _read_csv(arena_win_rates), read_ratings(arena_ratings))
@@ -210,5 +212,6 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                "overlap, not a judge). " + " ".join(notes))
     stem = Path(out_stem)
     write_table(table, table_paths(stem), digits=1, caption=caption)
-    write_table(pd.DataFrame(board.numbers), [stem.with_name(stem.name + "_long.csv")])
+    long = pd.DataFrame(board.numbers)
+    write_table(long.set_index(["system", "column"]) if not long.empty else long, [stem.with_name(stem.name + "_long.csv")])
     return table
