@@ -78,6 +78,7 @@ rule arena_judge:
             for a in arena_run(wc.retriever, wc.k)["answerers"]
         ],
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
         judged="results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
@@ -111,6 +112,7 @@ rule arena_judge_checks:
     input:
         queries=lambda wc: arena_files("queries"),
         human=config["datasets"]["rag"].get("human_labels") or [],
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
@@ -146,6 +148,7 @@ rule arena_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
         judged="results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",

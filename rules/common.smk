@@ -229,6 +229,10 @@ def feedback_validity_files():
 
 def summary_files(dataset, summarizer):
     """Every summaries file of a (dataset, summarizer): baselines, generic feedback, ISQA runs."""
+    if (
+        summarizer in file_summary_entries()
+    ):  # a summarizer read from a file (rules/systems.smk)
+        return [file_summary_path(dataset, summarizer)]
     root = f"results/summaries/{dataset}/{summarizer}"
     files = [f"{root}/baseline.jsonl", f"{root}/generic.jsonl"]
     files += [
@@ -348,8 +352,13 @@ def judged_summary_systems(dataset, summarizer):
     """The final summaries the DRFR judge and the arena judge see: isqa.judged_systems, or
     by default the initial prompt (without ISQA), generic feedback and every ISQA run.
     """
+    if (
+        summarizer in file_summary_entries()
+    ):  # a summarizer read from a file: its one system
+        return [summarizer]
     if config["isqa"].get("judged_systems"):
-        return list(config["isqa"]["judged_systems"])
+        files = set(file_summary_entries())
+        return [s for s in config["isqa"]["judged_systems"] if s not in files]
     systems = [config["isqa"]["refine"].get("initial_prompt", "baseline_2"), "generic"]
     systems += [
         f"isqa-{f}-{q}" for d, s, f, q in isqa_runs() if (d, s) == (dataset, summarizer)
@@ -368,7 +377,7 @@ def drfr_judgment_files():
 def drfr_summary_judgment_files():
     return [
         f"results/drfr/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs()
+        for d, s in isqa_pairs() + judged_file_summary_pairs()
         for j in config["drfr"]["judges"]
     ]
 
@@ -382,6 +391,8 @@ ARENA_TABLES = [
     "retrieval",
     "agreement",
     "summaries",
+    "length_controlled",
+    "length_bias",
 ]
 
 
@@ -513,7 +524,7 @@ def arena_validity_files():
 def arena_summary_files():
     return [
         f"results/arena/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs()
+        for d, s in isqa_pairs() + judged_file_summary_pairs()
         for j in config["arena"]["judges"]
     ]
 
@@ -689,6 +700,11 @@ STAGE_MODULES = {
     "arena_summaries": "isqaflow.arena.summaries",
     "arena_tables": "isqaflow.arena.tables",
     "validity_table": "isqaflow.report.validity",
+    "file_answers": "isqaflow.arena.file_answers",
+    "file_responses": "isqaflow.drfr.file_responses",
+    "file_summaries": "isqaflow.isqa.file_summaries",
+    "check_systems": "isqaflow.data.outputs",
+    "leaderboard": "isqaflow.report.leaderboard",
 }
 
 
@@ -710,6 +726,7 @@ def raw_dataset_files():
         files[f"rag/{d}"] = raw_paths(e["annotations"]) + [raw_path(e["corpus"])]
     if datasets["rag"].get("human_labels"):
         files["rag/human_labels"] = [datasets["rag"]["human_labels"]]
+    files.update(system_files())  # one's own systems' outputs files (rules/systems.smk)
     return files
 
 
@@ -722,6 +739,7 @@ def result_targets():
         + drfr_targets()
         + arena_targets()
         + validity_targets()
+        + [LEADERBOARD[0], SYSTEMS_CHECKED]
     )
 
 

@@ -214,7 +214,8 @@ class _Checker:
             for pair in systems:
                 if pair[0] in run_datasets and pair[1] in run_summarizers:
                     systems[pair].append(f"isqa-{feedback}-{run.get('questions')}")
-        self._systems("isqa.judged_systems", isqa.get("judged_systems"), systems)
+        files = self.file_summaries(isqa, datasets, summarizers)
+        self._systems("isqa.judged_systems", isqa.get("judged_systems"), systems, files)
         self._systems("human_eval.systems", self.section("human_eval").get("systems"), systems)
         for key in self.section("human_eval", "filled"):
             self.ref(f"human_eval.filled.{key}", key, [f"{d}/{s}" for d, s in systems],
@@ -229,22 +230,48 @@ class _Checker:
         for role in ("qg", "qa"):  # used when there are summaries to score
             self.model_ref(f"metrics.{role}.model", self.section("metrics", role).get("model"), used=bool(systems))
 
-    def _systems(self, path: str, wanted: Any, systems: dict[tuple[str, str], list[str]]) -> None:
-        """Every wanted system must have summaries for every (dataset, summarizer) pair."""
-        every = sorted({s for names in systems.values() for s in names})
+    def _systems(self, path: str, wanted: Any, systems: dict[tuple[str, str], list[str]],
+                 files: Sequence[str] = ()) -> None:
+        """Every wanted system must have summaries for every (dataset, summarizer) pair; a
+        summarizer read from a file (``files``) has its own dataset."""
+        every = sorted({s for names in systems.values() for s in names} | set(files))
         for i, system in enumerate(wanted or []):
             if not self.ref(f"{path}[{i}]", system, every, "system", "the run's summaries"):
+                continue
+            if system in files:
                 continue
             lacking = [f"{d}/{s}" for (d, s), names in systems.items() if system not in names]
             if lacking:
                 self.problem(f"{path}[{i}]", f"system {system!r} has no summaries for {', '.join(lacking)} "
                                              "(its ISQA run is restricted to other datasets or summarizers)")
 
+    def system_file(self, path: str, entry: dict) -> None:
+        """A system read from a file: the file must exist (its records are checked against the
+        dataset by the workflow's first jobs, isqaflow.data.outputs)."""
+        if not Path(str(entry.get("file"))).is_file():
+            self.problem(f"{path}.file", f"{entry.get('file')!r}: no such file (the system's outputs)")
+
+    def file_summaries(self, isqa: dict, datasets: Any, summarizers: Any) -> list[str]:
+        """isqa.file_summaries: each file exists, its dataset is a paper dataset, its name is its own."""
+        entries = isqa.get("file_summaries") or {}
+        for name, entry in entries.items():
+            path = f"isqa.file_summaries.{name}"
+            self.system_file(path, entry)
+            self.ref(f"{path}.dataset", entry.get("dataset"), self.section("datasets", "papers"), "paper dataset",
+                     "datasets.papers")
+            if name in (summarizers or []):
+                self.problem(path, f"{name!r} is also in isqa.summarizers; a summarizer read from a file "
+                                   "needs a name of its own")
+        return list(entries)
+
     def drfr(self) -> None:
         drfr = self.section("drfr")
         self.names("drfr.datasets", drfr.get("datasets"), self.section("datasets", "instructions"),
                    "instruction dataset", "datasets.instructions")
         for name, entry in self.section("drfr", "responders").items():
+            if "file" in entry:
+                self.system_file(f"drfr.responders.{name}", entry)
+                continue
             self.model_ref(f"drfr.responders.{name}.model", entry.get("model"))
             if entry.get("adapter") is not None:
                 self.adapter_ref(f"drfr.responders.{name}.adapter", entry["adapter"], entry.get("model"))
@@ -257,6 +284,9 @@ class _Checker:
                    "domain", "datasets.rag.domains")
         answerers = self.section("arena", "answerers")
         for name, entry in answerers.items():
+            if "file" in entry:
+                self.system_file(f"arena.answerers.{name}", entry)
+                continue
             self.model_ref(f"arena.answerers.{name}.model", entry.get("model"), used=False)
             if entry.get("adapter") is not None:
                 self.adapter_ref(f"arena.answerers.{name}.adapter", entry["adapter"], entry.get("model"))
