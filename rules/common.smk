@@ -739,7 +739,8 @@ def result_targets():
         + drfr_targets()
         + arena_targets()
         + validity_targets()
-        + [LEADERBOARD[0], SYSTEMS_CHECKED]
+        + [LEADERBOARD[0]]
+        + systems_targets()
     )
 
 

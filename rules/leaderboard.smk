@@ -16,7 +16,7 @@ rule leaderboard:
         arena_summaries="results/tables/arena_summaries.csv",
         scores=lambda wc: leaderboard_score_files(),
         validity="results/validity/summary.json",
-        systems=SYSTEMS_CHECKED,
+        systems=lambda wc: systems_targets(),
     output:
         tables=report(
             LEADERBOARD,

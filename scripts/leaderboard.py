@@ -16,7 +16,7 @@ with job(snakemake):
         score_paths=snakemake.input.scores,
         summary_systems=snakemake.params.summary_systems,
         validity_summary_path=snakemake.input.validity,
-        systems_path=snakemake.input.systems,
+        systems_path=snakemake.input.systems[0] if snakemake.input.systems else None,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
     )

@@ -70,8 +70,13 @@ SYSTEMS_CHECKED = "results/systems/checked.json"
 
 def systems_checked():
     """What every judge and scorer waits for: the check of every file-based system.  Ancient:
-    a system's edited file reruns the jobs that read its outputs, not every judge."""
-    return ancient(SYSTEMS_CHECKED)
+    a system's edited file reruns the jobs that read its outputs, not every judge.  Nothing
+    when the run has no file-based system."""
+    return ancient(SYSTEMS_CHECKED) if system_check_files() else []
+
+
+def systems_targets():
+    return [SYSTEMS_CHECKED] if system_check_files() else []
 
 
 def system_files():

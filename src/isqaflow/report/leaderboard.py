@@ -173,12 +173,12 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                       arena_win_rates: str | Path | None, arena_ratings: str | Path | None,
                       arena_summaries: str | Path | None, score_paths: Sequence[str | Path],
                       summary_systems: Mapping[str, Sequence[str]], validity_summary_path: str | Path,
-                      systems_path: str | Path, rounds: int, seed: int) -> pd.DataFrame:
+                      systems_path: str | Path | None, rounds: int, seed: int) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``summary_systems``: ``"<dataset>/<summarizer>"`` -> the judged
     systems; ``systems_path``: results/systems/checked.json (system -> {suite: its check
-    record}), for the source column."""
-    file_systems = read_json(systems_path)
+    record}, none when the run has no file-based system), for the source column."""
+    file_systems = read_json(systems_path) if systems_path else {}
     board = _Board()
     drfr_columns(board, _read_csv(drfr_table5))
     arena_columns(board, _read_csv(arena_win_rates), read_ratings(arena_ratings))
