@@ -4,6 +4,10 @@ the DRFR of the ISQA summaries (QA pairs as requirements).
 """
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/drfr.smk"
+
+
 rule drfr_responses:
     input:
         instructions=lambda wc: instructions_file(wc.dataset),
@@ -14,6 +18,8 @@ rule drfr_responses:
         "logs/drfr_responses/{dataset}/{responder}.log",
     benchmark:
         "benchmarks/drfr_responses/{dataset}/{responder}.tsv"
+    wildcard_constraints:
+        responder=names_pattern(model_responders()),  # file-based ones: rule file_responses
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")

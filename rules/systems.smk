@@ -13,10 +13,8 @@ localrules:
     check_systems,
 
 
-# A file-based answerer or responder is written by these rules (each constrained to the
-# file-based names), a model's outputs by rag_answers and drfr_responses.
-ruleorder: file_answers > rag_answers
-ruleorder: file_responses > drfr_responses
+# A file-based answerer or responder is written by these rules, a model's outputs by
+# rag_answers and drfr_responses: each rule is constrained to its own names.
 
 
 rule file_answers:

@@ -11,6 +11,14 @@ def file_answerers():
     return [a for a, e in config["arena"]["answerers"].items() if is_file_system(e)]
 
 
+def model_answerers():
+    return [a for a, e in config["arena"]["answerers"].items() if not is_file_system(e)]
+
+
+def model_responders():
+    return [r for r, e in config["drfr"]["responders"].items() if not is_file_system(e)]
+
+
 def file_responders():
     return [r for r, e in config["drfr"]["responders"].items() if is_file_system(e)]
 
