@@ -138,7 +138,8 @@ def _systems(refs: References, path: str, wanted: Any, systems: dict[tuple[str, 
 def _system_file(refs: References, path: str, entry: Mapping[str, Any]) -> None:
     """A system read from a file: the file must exist (its records are checked against the
     dataset by the workflow's first jobs, isqaflow.data.outputs)."""
-    if not Path(str(entry.get("file"))).is_file():
+    path_ = Path(str(entry.get("file")))
+    if not (path_ if path_.is_absolute() else refs.workdir / path_).is_file():
         refs.problem(f"{path}.file", f"{entry.get('file')!r}: no such file (the system's outputs)")
 
 
