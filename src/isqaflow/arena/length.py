@@ -171,7 +171,8 @@ def length_bias(records: pd.DataFrame) -> dict[str, float]:
 
 
 def length_tables(judged: pd.DataFrame, rounds: int, seed: int,
-                  kinds: Sequence[str] = ("reference", "all_pairs", "head_to_head")) -> tuple[pd.DataFrame, pd.DataFrame]:
+                  kinds: Sequence[str] = ("reference", "all_pairs", "head_to_head"),
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """LC win rates and length bias per setting and kind of pair, from judged records
     (columns setting, kind, domain, qid, system_a/b, answer_a/b, verdict)."""
     lc_parts, bias_rows = [], []

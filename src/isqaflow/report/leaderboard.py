@@ -213,5 +213,6 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
     stem = Path(out_stem)
     write_table(table, table_paths(stem), digits=1, caption=caption)
     long = pd.DataFrame(board.numbers)
-    write_table(long.set_index(["system", "column"]) if not long.empty else long, [stem.with_name(stem.name + "_long.csv")])
+    write_table(long.set_index(["system", "column"]) if not long.empty else long,
+                [stem.with_name(stem.name + "_long.csv")])
     return table
