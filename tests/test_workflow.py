@@ -70,7 +70,9 @@ JUDGED_TABLES = [
     *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats",
                             "appendix_questeval_v024")),
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
-    *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "agreement", "summaries")),
+    *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "agreement", "summaries",
+                              "length_controlled", "length_bias")),
+    "leaderboard",
 ]
 
 
