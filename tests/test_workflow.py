@@ -212,52 +212,58 @@ def test_editing_a_systems_file_reruns_only_its_jobs_and_the_tables(run, name):
     assert set(jobs) == SYSTEM_FILE_RERUNS[name] | {"leaderboard", "manifest", "all"}
 
 
-# (file-based system, suite key, the file's content, what the error must say)
+# name -> (suite, the file's content, what the error must say)
 MALFORMED = {
-    "unknown id": ("arena", '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n'
+    "unknown_id": ("arena", '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n'
                             '{"domain": "fiqa", "query_id": "9999", "answer": "No such query."}\n',
-                   r"broken\.jsonl, line 2, id '9999': not in the dataset"),
+                   r"unknown_id\.jsonl, line 2, id '9999': not in the dataset"),
     "duplicate": ("drfr", '{"instruction_id": "user_oriented_task_1", "response": "Yes."}\n'
                           '{"instruction_id": "user_oriented_task_1", "response": "Again."}\n',
-                  r"broken\.jsonl, line 2, id 'user_oriented_task_1': duplicate"),
+                  r"duplicate\.jsonl, line 2, id 'user_oriented_task_1': duplicate"),
     "empty": ("isqa", '{"paper_id": "2101.00417", "summary": "   "}\n',
-              r"broken\.jsonl, line 1, id '2101.00417': empty output"),
-    "not UTF-8": ("isqa", b'{"paper_id": "2101.00417", "summary": "caf\xe9"}\n',
-                  r"broken\.jsonl, line 1, id '2101.00417': not UTF-8"),
-    "missing ids": ("arena", '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n',
-                    r"broken\.jsonl: 14 of 15 dataset ids missing, first \['fiqa:4187'"),
+              r"empty\.jsonl, line 1, id '2101.00417': empty output"),
+    "not_utf8": ("isqa", b'{"paper_id": "2101.00417", "summary": "caf\xe9"}\n',
+                 r"not_utf8\.jsonl, line 1, id '2101.00417': not UTF-8"),
+    "missing_ids": ("arena", '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n',
+                    r"missing_ids\.jsonl: 14 of 15 dataset ids missing, first \['fiqa:4187'"),
 }
 JUDGES = ("arena_judge", "arena_judge_checks", "arena_summaries", "drfr_judge", "drfr_summaries",
           "score_summaries", "metric_controls")
 
 
-@pytest.mark.parametrize("case", sorted(MALFORMED))
-def test_a_malformed_systems_file_stops_the_run_before_any_judge(run, case):
+def test_a_malformed_systems_file_stops_the_run_before_any_judge(run):
+    """Five malformed files, one run (--keep-going: each import job fails on its own): every
+    error names the file, the line and the id, and no judge or scorer starts."""
     import re
 
-    suite, content, message = MALFORMED[case]
-    path = run / "data/embedded/systems/broken.jsonl"
-    (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+    folder = run / "data/embedded/systems/broken"
+    folder.mkdir()
+    for name, (_, content, _) in MALFORMED.items():
+        path = folder / f"{name}.jsonl"
+        (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
 
     def change(config):
-        entry = {"file": "data/embedded/systems/broken.jsonl", "format": "jsonl"}
-        if suite == "arena":
-            config["arena"]["answerers"]["broken"] = entry
-        elif suite == "drfr":
-            config["drfr"]["responders"]["broken"] = {**entry, "coverage": "partial"}
-        else:
-            config["isqa"]["file_summaries"]["broken"] = {**entry, "dataset": "qasper", "coverage": "partial"}
+        for name, (suite, _, _) in MALFORMED.items():
+            entry = {"file": f"data/embedded/systems/broken/{name}.jsonl", "format": "jsonl"}
+            if suite == "arena":
+                config["arena"]["answerers"][name] = entry
+            elif suite == "drfr":
+                config["drfr"]["responders"][name] = {**entry, "coverage": "partial"}
+            else:
+                config["isqa"]["file_summaries"][name] = {**entry, "dataset": "qasper", "coverage": "partial"}
 
     try:
-        result = snakemake(run, "--profile", "profiles/default", "--configfile",
-                           with_config(run, f"broken_{suite}", change), timeout=600)
+        result = snakemake(run, "--profile", "profiles/default", "--keep-going", "--configfile",
+                           with_config(run, "broken", change), timeout=600)
     finally:
-        path.unlink()
+        shutil.rmtree(folder)
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert re.search(message, output), output[-3000:]
+    for name, (_, _, message) in MALFORMED.items():
+        assert re.search(message, output), (name, output[-3000:])
     started = set(re.findall(r"^(?:local)?rule (\w+):", output, flags=re.MULTILINE))
-    assert started and not started & set(JUDGES), started
+    assert {"file_answers", "file_responses", "file_summaries"} <= started
+    assert not started & {*JUDGES, "check_systems"}, started
     assert dry_run_jobs(run) == {}  # the complete run is untouched
 
 
