@@ -9,7 +9,11 @@ so a malformed file stops the run before any of them."""
 include: "inputs/systems.smk"
 
 
+# Seconds each, right after the data conversion: on the submitting host, not in a queue.
 localrules:
+    file_answers,
+    file_responses,
+    file_summaries,
     check_systems,
 
 
