@@ -169,9 +169,8 @@ def feedback_validity_files():
 
 def summary_files(dataset, summarizer):
     """Every summaries file of a (dataset, summarizer): baselines, generic feedback, ISQA runs."""
-    if (
-        summarizer in file_summary_entries()
-    ):  # a summarizer read from a file (rules/systems.smk)
+    # a summarizer read from a file (rules/systems.smk): its one file
+    if summarizer in file_summary_entries():
         return [file_summary_path(dataset, summarizer)]
     root = f"results/summaries/{dataset}/{summarizer}"
     files = [f"{root}/baseline.jsonl", f"{root}/generic.jsonl"]
@@ -225,9 +224,9 @@ def judged_summary_systems(dataset, summarizer):
     """The final summaries the DRFR judge and the arena judge see: isqa.judged_systems, or
     by default the initial prompt (without ISQA), generic feedback and every ISQA run.
     """
-    if (
-        summarizer in file_summary_entries()
-    ):  # a summarizer read from a file: its one system
+    # a summarizer read from a file: its one system (judged when in judged_systems, see
+    # judged_file_summary_pairs)
+    if summarizer in file_summary_entries():
         return [summarizer]
     if config["isqa"].get("judged_systems"):
         files = set(file_summary_entries())
