@@ -11,6 +11,13 @@ from isqaflow.data.outputs import merge_checks
 from isqaflow.io import write_json
 from isqaflow.report.leaderboard import build_leaderboard, read_ratings
 from isqaflow.report.tables import write_table
+from isqaflow.report.validity import validity_note
+
+
+# the validity summary (results/validity/summary.json): one DRFR judge control, nothing else
+SUMMARY = {"groups": [{"instrument": "DRFR judge", "name": "local", "scope": "infobench", "control": "empty_response",
+                       "rule": "raw", "n": 7, "n_invalid": 0, "n_correct": 6, "correct": 6 / 7, "lower": 0.57,
+                       "upper": 1.0, "chance": 0.5, "no_evidence": False}]}
 
 
 @pytest.fixture
@@ -53,7 +60,7 @@ def tables(tmp_path):
               for p, s, sys_, q in (("p1", "mine", "mine", 0.5), ("p2", "mine", "mine", 0.7),
                                     ("p1", "smollm2", "baseline_2", 0.1), ("p1", "smollm2", "baseline_1", 0.9))]
     (t / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in scores))
-    write_json(t / "summary.json", {"groups": []})
+    write_json(t / "summary.json", SUMMARY)
     for suite, n, total in (("arena", 3, 15), ("drfr", 4, 12), ("isqa", 2, 3)):
         write_json(t / f"{suite}.json", {"suite": suite, "system": "mine", "n": n, "n_dataset": total,
                                          "coverage": "partial", "sha256": "0" * 64})
@@ -84,8 +91,9 @@ def test_one_row_per_system_with_n_per_cell(tables):
     assert smollm2["QAGS"] == "" and board.loc["smollm2 baseline_2", "QAGS"] == "10.0 [10.0, 10.0] (n=1)"
     assert "lfrqa" not in board.index and "smollm2 baseline_1" not in board.index  # not a judged system
     caption = (t / "leaderboard.md").read_text().split("\n\n")[0]
-    for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):
-        assert f"Controls: none recorded for {instrument}" in caption
+    for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):  # each column's instrument
+        assert validity_note(SUMMARY, instrument) in caption
+    assert "empty_response 6/7 correct" in caption
     long = pd.read_csv(t / "leaderboard_long.csv")
     row = long[(long["system"] == "mine") & (long["column"] == "DRFR overall")].iloc[0]
     assert (row["value"], row["n"]) == (pytest.approx(70.0), 4)
