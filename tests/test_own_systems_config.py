@@ -26,16 +26,17 @@ def test_the_embedded_config_has_a_file_based_system_in_every_suite():
     assert check_config(EMBEDDED, REPO, {}) == []
 
 
-def test_a_missing_file_is_named_with_its_config_path():
-    def change(config):
-        config["arena"]["answerers"]["handwritten"]["file"] = "data/nowhere.jsonl"
-        config["drfr"]["responders"]["handwritten"]["file"] = "data/nowhere.json"
-        config["isqa"]["file_summaries"]["handwritten"]["file"] = "data/none.jsonl"
+def test_a_missing_file_stops_the_dag_naming_it(tmp_path):
+    """Like a dataset's raw file: Snakemake's missing input, when the DAG is built."""
+    from workflow_utils import snakemake
 
-    problems = problems_of(change)
-    assert [p for p, _ in problems] == ["isqa.file_summaries.handwritten.file",
-                                        "drfr.responders.handwritten.file", "arena.answerers.handwritten.file"]
-    assert "'data/nowhere.jsonl': no such file" in problems[2][1]
+    repo = copy_repo(tmp_path / "repo")
+    config = copy.deepcopy(EMBEDDED)
+    config["arena"]["answerers"]["handwritten"]["file"] = "data/nowhere.jsonl"
+    (repo / "config/missing.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(repo, "-n", "--configfile", "config/missing.yaml", timeout=300)
+    assert result.returncode != 0
+    assert "data/nowhere.jsonl" in result.stdout + result.stderr
 
 
 def test_file_summaries_need_a_paper_dataset_and_their_own_name():

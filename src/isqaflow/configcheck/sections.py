@@ -135,20 +135,12 @@ def _systems(refs: References, path: str, wanted: Any, systems: dict[tuple[str, 
                                          "(its ISQA run is restricted to other datasets or summarizers)")
 
 
-def _system_file(refs: References, path: str, entry: Mapping[str, Any]) -> None:
-    """A system read from a file: the file must exist (its records are checked against the
-    dataset by the workflow's first jobs, isqaflow.data.outputs)."""
-    path_ = Path(str(entry.get("file")))
-    if not (path_ if path_.is_absolute() else refs.workdir / path_).is_file():
-        refs.problem(f"{path}.file", f"{entry.get('file')!r}: no such file (the system's outputs)")
-
-
 def _file_summaries(refs: References, isqa: Mapping[str, Any], summarizers: Sequence[str]) -> list[str]:
-    """isqa.file_summaries: each file exists, its dataset is a paper dataset, its name is its own."""
+    """isqa.file_summaries: its dataset is a paper dataset, its name is its own (a missing file is
+    Snakemake's missing input, named when the DAG is built, like a dataset's raw files)."""
     entries = isqa.get("file_summaries") or {}
     for name, entry in entries.items():
         path = f"isqa.file_summaries.{name}"
-        _system_file(refs, path, entry)
         refs.ref(f"{path}.dataset", entry.get("dataset"), refs.section("datasets", "papers"), "paper dataset",
                  "datasets.papers")
         if name in summarizers:
@@ -163,8 +155,7 @@ def check_drfr(refs: References) -> None:
     refs.names("drfr.datasets", drfr.get("datasets"), refs.section("datasets", "instructions"),
                "instruction dataset", "datasets.instructions")
     for name, entry in refs.section("drfr", "responders").items():
-        if "file" in entry:  # a system read from a file
-            _system_file(refs, f"drfr.responders.{name}", entry)
+        if "file" in entry:  # a system read from a file: no model
             continue
         refs.model_ref(f"drfr.responders.{name}.model", entry.get("model"))
         if entry.get("adapter") is not None:
@@ -180,8 +171,7 @@ def check_arena(refs: References) -> None:
                "domain", "datasets.rag.domains")
     answerers = refs.section("arena", "answerers")
     for name, entry in answerers.items():
-        if "file" in entry:  # a system read from a file
-            _system_file(refs, f"arena.answerers.{name}", entry)
+        if "file" in entry:  # a system read from a file: no model
             continue
         refs.model_ref(f"arena.answerers.{name}.model", entry.get("model"), used=False)
         if entry.get("adapter") is not None:
