@@ -221,7 +221,6 @@ rule arena_tables:
         human_csv=config["datasets"]["rag"].get("human_labels"),
         elo=config["arena"]["elo"],
         rounds=config["arena"]["bootstrap_rounds"],
-        validity_rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.arena.tables"),
     script:

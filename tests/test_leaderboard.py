@@ -11,13 +11,15 @@ from isqaflow.data.outputs import merge_checks
 from isqaflow.io import write_json
 from isqaflow.report.leaderboard import build_leaderboard, read_ratings
 from isqaflow.report.tables import write_table
-from isqaflow.report.validity import validity_note
+from isqaflow.report.validity import validity_note, validity_summary
 
 
-# the validity summary (results/validity/summary.json): one DRFR judge control, nothing else
-SUMMARY = {"groups": [{"instrument": "DRFR judge", "name": "local", "scope": "infobench", "control": "empty_response",
-                       "rule": "raw", "n": 7, "n_invalid": 0, "n_correct": 6, "correct": 6 / 7, "lower": 0.57,
-                       "upper": 1.0, "chance": 0.5, "no_evidence": False}]}
+# the validity summary (results/validity/summary.json) of one DRFR judge control, 7 items, 6 correct
+SUMMARY = validity_summary([
+    {"instrument": "DRFR judge", "name": "local", "scope": "infobench", "control": "empty_response",
+     "item": f"i{i}", "rule": "raw", "expected": "NO", "outcome": "NO" if i else "YES", "correct": bool(i),
+     "baseline_correct": None, "chance": 0.5}
+    for i in range(7)])
 
 
 @pytest.fixture
