@@ -31,6 +31,7 @@ exit_on_config_problems()
 report: "report/workflow.rst"
 
 
+include: "rules/systems.smk"  # first: the model rules of answers and responses use its constraints
 include: "rules/data.smk"
 include: "rules/models.smk"
 include: "rules/finetune.smk"
@@ -39,6 +40,7 @@ include: "rules/metrics.smk"
 include: "rules/drfr.smk"
 include: "rules/arena.smk"
 include: "rules/validity.smk"
+include: "rules/leaderboard.smk"
 include: "rules/report.smk"
 
 

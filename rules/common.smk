@@ -169,6 +169,9 @@ def feedback_validity_files():
 
 def summary_files(dataset, summarizer):
     """Every summaries file of a (dataset, summarizer): baselines, generic feedback, ISQA runs."""
+    # a summarizer read from a file (rules/systems.smk): its one file
+    if summarizer in file_summary_entries():
+        return [file_summary_path(dataset, summarizer)]
     root = f"results/summaries/{dataset}/{summarizer}"
     files = [f"{root}/baseline.jsonl", f"{root}/generic.jsonl"]
     files += [
@@ -221,8 +224,13 @@ def judged_summary_systems(dataset, summarizer):
     """The final summaries the DRFR judge and the arena judge see: isqa.judged_systems, or
     by default the initial prompt (without ISQA), generic feedback and every ISQA run.
     """
+    # a summarizer read from a file: its one system (judged when in judged_systems, see
+    # judged_file_summary_pairs)
+    if summarizer in file_summary_entries():
+        return [summarizer]
     if config["isqa"].get("judged_systems"):
-        return list(config["isqa"]["judged_systems"])
+        files = set(file_summary_entries())
+        return [s for s in config["isqa"]["judged_systems"] if s not in files]
     systems = [config["isqa"]["refine"].get("initial_prompt", "baseline_2"), "generic"]
     systems += [
         f"isqa-{f}-{q}" for d, s, f, q in isqa_runs() if (d, s) == (dataset, summarizer)
@@ -239,6 +247,8 @@ ARENA_TABLES = [
     "retrieval",
     "agreement",
     "summaries",
+    "length_controlled",
+    "length_bias",
 ]
 
 
@@ -378,6 +388,8 @@ def result_targets():
         + drfr_targets()
         + arena_targets()
         + validity_targets()
+        + [LEADERBOARD[0]]
+        + systems_targets()
     )
 
 

@@ -18,6 +18,8 @@ rule drfr_responses:
         "logs/drfr_responses/{dataset}/{responder}.log",
     benchmark:
         "benchmarks/drfr_responses/{dataset}/{responder}.tsv"
+    wildcard_constraints:
+        responder=names_pattern(model_responders()),  # file-based ones: rule file_responses
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -43,6 +45,7 @@ rule drfr_judge:
             responder=config["drfr"]["responders"],
         ),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
     output:
         # first: the job's call cache is named after it
@@ -76,6 +79,7 @@ rule drfr_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
     output:
         judgments="results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",
