@@ -18,9 +18,16 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
   job's usage record (:mod:`.usage`); calls answered from the call cache are not
   sent and not counted.
 * **Decoding** the chat API cannot apply -- beams, ``min_new_tokens``, n-gram
-  blocking, a repetition penalty -- is dropped with a warning (once per setting)
-  and listed in the usage record's ``dropped_decoding``.  Served local models
-  (:mod:`.serve`) pass them to the engine instead, or fail.
+  blocking, a repetition penalty, ``max_input_tokens`` -- is refused at config check
+  (:mod:`.servecheck`) unless the entry says ``unsupported_decoding: drop``; then it is
+  dropped with a warning (once per setting) and listed in the usage record's
+  ``dropped_decoding``.  What each generation setting became (honoured, emulated,
+  dropped: :mod:`.capabilities`) is the usage record's ``decoding``.  Served local
+  models (:mod:`.serve`) pass them to the engine instead, or fail.
+* **The model is checked first**: a model on OpenAI's endpoint (no ``base_url``), or
+  any with ``check_model: true``, is looked up in the endpoint's model list (one
+  ``GET /models``) when the job builds it, so a retired snapshot fails before any
+  request, naming the model, the endpoint and the config entry.
 * **Log-probabilities** (``logprobs``, for logprob-mode judges):
 
   - ``top_logprobs`` (default): one generated token with ``logprobs`` and
@@ -62,7 +69,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow.models import usage
+from isqaflow.models import capabilities, usage
 from isqaflow.models.base import (
     BatchCallback,
     Generation,
@@ -168,6 +175,7 @@ class OpenAIModel(LanguageModel):
         logprobs: str = "top_logprobs",
         top_logprobs: int = MAX_TOP_LOGPROBS,
         name: str | None = None,
+        check_model: bool | None = None,
     ) -> None:
         import openai
 
@@ -206,6 +214,26 @@ class OpenAIModel(LanguageModel):
             openai.InternalServerError,
         )
         self.usage = self._register_usage()
+        self._noted_decoding: set[GenerationParams] = set()
+        if check_model if check_model is not None else base_url is None:
+            self.check_model()
+
+    def check_model(self) -> None:
+        """Fail unless the endpoint lists this model (one ``GET /models``, before any request)."""
+        endpoint = self.base_url or "https://api.openai.com/v1"
+        try:
+            listed = sorted(m.id for m in self.client.models.list())
+        except self._retryable as err:
+            raise RuntimeError(f"model {self.name}: cannot list the models of {endpoint} to check that it serves "
+                               f"{self.model!r}: {type(err).__name__}") from err
+        if self.model not in listed:
+            near = [m for m in listed if m.split("-")[:2] == self.model.split("-")[:2]][:8]
+            raise RuntimeError(
+                f"model {self.name}: the endpoint {endpoint} does not serve {self.model!r} (the `model` of its "
+                f"config entry under models:, used here as {self.name}); set that key to a model the endpoint "
+                f"lists{' such as ' + ', '.join(near) if near else ''} -- a substitute judge is checked against "
+                "the validity table (docs/validity.md) before its verdicts are read as the paper's")
+        log.info("%s: %s lists %s", self.name, endpoint, self.model)
 
     # ------------------------------------------------------------ hooks for served models
     def _check_logprob_mode(self, mode: str) -> None:
@@ -224,7 +252,8 @@ class OpenAIModel(LanguageModel):
         dropped = [f"{key}={value}" for key, value, default in (
             ("num_beams", params.num_beams, 1), ("min_new_tokens", params.min_new_tokens, 0),
             ("no_repeat_ngram_size", params.no_repeat_ngram_size, 0),
-            ("repetition_penalty", params.repetition_penalty, 1.0)) if value != default]
+            ("repetition_penalty", params.repetition_penalty, 1.0),
+            ("max_input_tokens", params.max_input_tokens, None)) if value != default]
         new = [d for d in dropped if d not in self.usage.dropped_decoding]
         if new:
             log.warning("%s: the API cannot apply %s; decoding without %s", self.name, ", ".join(new),
@@ -285,7 +314,16 @@ class OpenAIModel(LanguageModel):
         extra = self._decoding_extras(params)
         if extra:
             kwargs["extra_body"] = extra
+        if params not in self._noted_decoding:
+            self._noted_decoding.add(params)
+            settings = {k: v for k, v in params.as_dict().items() if k != "return_logprobs"}
+            self.usage.note_decoding(settings, capabilities.applied(settings, self._capability_backend(),
+                                                                    self.usage.dropped_decoding))
         return kwargs
+
+    def _capability_backend(self) -> str:
+        """The column of :data:`.capabilities.TABLE` this backend follows."""
+        return "openai"
 
     def _call(self, request: Request, params: GenerationParams) -> Generation:
         text = self._plain_text(request)
