@@ -101,7 +101,7 @@ def tserve_spec(model: Path, **serve) -> dict:
 
 
 def double_spec(model: Path | str, *, log: Path | None = None, engine: str = "vllm", **extra) -> dict:
-    command = f"{sys.executable} {DOUBLE} --model {{model}} --host {{host}} --port {{port}}"
+    command = f"{sys.executable} {DOUBLE} serve {{model}} --host {{host}} --port {{port}}"
     if log is not None:
         command += f" --log {log}"
     serve = {"engine": engine, "command": command, "ready_timeout": 120, **extra.pop("serve", {})}
@@ -439,13 +439,28 @@ def test_vllm_decoding_extensions_and_unsupported_settings(tiny_causal, tmp_path
     model = load_model(double_spec(tiny_causal, log=requests_log), name="summ")
     try:
         usage.reset()
-        model.generate([CHAT], GenerationParams(max_new_tokens=3, min_new_tokens=2, num_beams=2,
-                                                repetition_penalty=1.2, max_input_tokens=512))
+        # greedy: min_tokens and repetition_penalty are vLLM sampling fields; the cut keeps the end
+        model.generate([CHAT], GenerationParams(max_new_tokens=3, min_new_tokens=2, repetition_penalty=1.2,
+                                                max_input_tokens=512))
         body = logged(requests_log)[-1]["body"]
-        assert {k: body[k] for k in ("min_tokens", "use_beam_search", "n", "repetition_penalty",
-                                     "truncate_prompt_tokens", "temperature")} == {
-            "min_tokens": 2, "use_beam_search": True, "n": 2, "repetition_penalty": 1.2,
-            "truncate_prompt_tokens": 512, "temperature": 0.0}
+        assert {k: body[k] for k in ("min_tokens", "repetition_penalty", "truncate_prompt_tokens",
+                                     "truncation_side", "temperature")} == {
+            "min_tokens": 2, "repetition_penalty": 1.2, "truncate_prompt_tokens": 512, "truncation_side": "left",
+            "temperature": 0.0}
+        assert "use_beam_search" not in body
+        # beam search: vLLM's BeamSearchParams has no min_tokens, so it is refused before any request
+        n_before = len(logged(requests_log))
+        with pytest.raises(ValueError, match=r"model summ: the vllm server cannot apply min_new_tokens=2 \(ignored by "
+                                             r"vLLM's beam search\)"):
+            model.generate([CHAT], GenerationParams(max_new_tokens=3, min_new_tokens=2, num_beams=2))
+        assert len(logged(requests_log)) == n_before
+        # beams alone: n choices come back, usage adds them up; the best beam's own tokens are counted
+        (out,) = model.generate(["Question: the lazy dog"], GenerationParams(max_new_tokens=3, num_beams=2))
+        body = logged(requests_log)[-1]["body"]
+        assert {k: body[k] for k in ("use_beam_search", "n", "return_token_ids")} == {
+            "use_beam_search": True, "n": 2, "return_token_ids": True}
+        assert "min_tokens" not in body and out.n_new_tokens == 3
+        assert model.usage.output_tokens == 3 + 3  # the greedy request's 3 and the best beam's 3, not 3 x 2
         n_before = len(logged(requests_log))
         with pytest.raises(ValueError, match=r"model summ: the vllm server cannot apply no_repeat_ngram_size=3; "
                                              r"set models\.summ\.serve\.unsupported_decoding: drop"):
@@ -468,14 +483,15 @@ def test_lora_adapter_is_requested_by_its_served_name(tiny_causal, tmp_path):
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text("{}")
     requests_log = tmp_path / "requests.jsonl"
-    spec = double_spec(tiny_causal, log=requests_log, serve={"lora_args": "--lora {adapter_name}={adapter}"})
+    spec = double_spec(tiny_causal, log=requests_log,
+                       serve={"lora_args": "--enable-lora --lora-modules {adapter_name}={adapter}"})
     model = load_model(spec, name="feedback", adapter=str(adapter))
     try:
         model.generate(["Question: the lazy dog"], GenerationParams(max_new_tokens=2))
         assert {r["body"]["model"] for r in logged(requests_log)} == {"feedback-adapter"}
         assert f"feedback-adapter={adapter}" in model.server.argv
         assert model.identity()["adapter"] is not None
-        assert model.identity()["server"]["command"][-2:] == ["--lora", "{adapter_name}={adapter}"]
+        assert model.identity()["server"]["command"][-2:] == ["--lora-modules", "{adapter_name}={adapter}"]
     finally:
         model.close()
 

@@ -296,11 +296,15 @@ class OpenAIModel(LanguageModel):
                 time.sleep(delay)
         used = response.usage
         n_in = getattr(used, "prompt_tokens", 0) or 0
-        n_out = getattr(used, "completion_tokens", 0) or 0
+        n_out = self._output_tokens(response)
         if booking is not None and (n_in or n_out):
             self.limiter.settle(booking, n_in + n_out)
         self.usage.add(1, n_in, n_out)
         return response
+
+    def _output_tokens(self, response: Any) -> int:
+        """New tokens of the answer the job keeps (a served model with beams overrides this)."""
+        return getattr(getattr(response, "usage", None), "completion_tokens", 0) or 0
 
     def _sampling(self, params: GenerationParams) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(
@@ -342,7 +346,7 @@ class OpenAIModel(LanguageModel):
         return Generation(
             text=(choice.message.content or "").strip(),
             n_input_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
-            n_new_tokens=getattr(response.usage, "completion_tokens", 0) or 0,
+            n_new_tokens=self._output_tokens(response),
             logprob=logprob,
             finish_reason=choice.finish_reason,
         )
@@ -361,7 +365,7 @@ class OpenAIModel(LanguageModel):
         return Generation(
             text=(choice.text or "").strip(),
             n_input_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
-            n_new_tokens=getattr(response.usage, "completion_tokens", 0) or 0,
+            n_new_tokens=self._output_tokens(response),
             logprob=logprob,
             finish_reason=choice.finish_reason,
         )
@@ -441,7 +445,8 @@ class OpenAIModel(LanguageModel):
         """Each rest's log-probability from the returned (token, log-probability) list."""
         best: dict[str, float] = {}
         for token, logprob in top:  # several token ids may spell the same text: keep the likeliest
-            best[token] = max(best.get(token, -math.inf), float(logprob))
+            value = float(logprob) if float(logprob) > -9999.0 else -math.inf  # vLLM's floor for -inf
+            best[token] = max(best.get(token, -math.inf), value)
         floor = min(best.values())
         scores = [best.get(rest, floor) for rest in rests]
         absent = [rest for rest in rests if rest not in best]

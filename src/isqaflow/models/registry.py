@@ -36,7 +36,8 @@ HF_KEYS = {"backend", "model", "revision", "dtype", "device", "batch_size", "sco
            "trust_remote_code", "adapter", "prefix_sharing", "prefix_cache_mb",
            "chat_template"}
 # With serve:, the client's options join the hf keys (which fine-tuning still uses in-process).
-SERVED_KEYS = HF_KEYS | {"serve", "concurrency", "timeout", "max_retries", "backoff", "logprobs", "top_logprobs"}
+SERVED_KEYS = HF_KEYS | {"serve", "concurrency", "timeout", "max_retries", "backoff", "logprobs", "top_logprobs",
+                        "server_plan"}
 OPENAI_KEYS = {"backend", "model", "base_url", "api_key_env", "timeout", "max_retries", "backoff",
                "concurrency", "requests_per_minute", "tokens_per_minute", "logprobs", "top_logprobs", "check_model"}
 # Keys that describe the entry for the workflow (conversion, resources, cost), not the backend.
