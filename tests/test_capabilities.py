@@ -78,7 +78,7 @@ def test_a_stage_vllm_cannot_honour_fails_at_config_check_with_the_choices(paper
     config["models"]["vicuna-7b"] = served(config["models"]["vicuna-7b"], drop=False)
     problems = dict(check_serving(config))
     message = problems["isqa.feedback_generation"]
-    assert message.startswith("isqa.feedback_generation: model vicuna-7b (vllm) cannot honour no_repeat_ngram_size=3, "
+    assert message.startswith("model vicuna-7b (vllm) cannot honour no_repeat_ngram_size=3, "
                               "min_new_tokens=10 (with num_beams=2: vLLM's beam search ignores min_tokens)")
     assert "run model vicuna-7b with the hf backend for this stage (no serve:)" in message
     assert "drop min_new_tokens, no_repeat_ngram_size from isqa.feedback_generation" in message

@@ -341,7 +341,10 @@ def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",
     checker.drfr()
     checker.arena()
     checker.models()
-    return checker.problems
+    # how each stage's models run: decoding honoured or refused, served dtypes, the GPU plan
+    from isqaflow.models.servecheck import check_serving
+
+    return checker.problems + [ConfigProblem(path, message) for path, message in check_serving(config)]
 
 
 def format_problems(problems: Sequence[ConfigProblem], config_files: Sequence[str] = ()) -> str:

@@ -126,7 +126,7 @@ def choices(stage: str, model: str, backend: str, refused: list[str]) -> str:
     if backend == "vllm":
         options.append(f"set models.{model}.serve.unsupported_decoding: drop to decode without "
                        f"{'them' if len(keys) > 1 else 'it'} (recorded in the records and the manifest)")
-    return (f"{stage}: model {model} ({backend}) cannot honour {', '.join(refused)}; choices: "
+    return (f"model {model} ({backend}) cannot honour {', '.join(refused)}; choices: "
             + "; or ".join(options))
 
 

@@ -325,12 +325,12 @@ def job_uses(config: Mapping[str, Any], rule: str, **wildcards: str) -> list[Mod
                      feedback.get("adapter"))]
     if rule == "drfr_responses":
         drfr = config["drfr"]
-        return [_use(config, rule, "responder", drfr["responders"][wildcards["responder"]]["model"],
-                     drfr.get("generation"))]
+        responder = drfr["responders"][wildcards["responder"]]
+        return [_use(config, rule, "responder", responder["model"], drfr.get("generation"), responder.get("adapter"))]
     if rule == "rag_answers":
         arena = config["arena"]
-        return [_use(config, rule, "answerer", arena["answerers"][wildcards["answerer"]]["model"],
-                     arena.get("generation"))]
+        answerer = arena["answerers"][wildcards["answerer"]]
+        return [_use(config, rule, "answerer", answerer["model"], arena.get("generation"), answerer.get("adapter"))]
     if rule in ("drfr_judge", "drfr_summaries"):
         return [_use(config, rule, "judge", config["drfr"]["judges"][wildcards["judge"]]["model"], None)]
     if rule in ("arena_judge", "arena_judge_checks", "arena_summaries"):
