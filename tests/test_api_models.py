@@ -66,7 +66,7 @@ def test_a_model_the_endpoint_does_not_serve_fails_before_any_request(endpoint, 
             "check_model": True}
     with pytest.raises(RuntimeError, match=r"model gpt4o: the endpoint http://127\.0\.0\.1:\d+/v1 does not serve "
                                            r"'gpt-4o-2024-05-13' \(the `model` of its config entry under models:.*"
-                                           r"such as gpt-4o-2024-08-06, gpt-4o.*docs/validity\.md"):
+                                           r"such as gpt-4o, gpt-4o-2024-08-06 .*docs/validity\.md"):
         load_model(spec, name="gpt4o")
     assert endpoint.requests == ["GET /v1/models"]  # one listing, no generation request
 
