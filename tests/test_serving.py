@@ -443,10 +443,8 @@ def test_vllm_decoding_extensions_and_unsupported_settings(tiny_causal, tmp_path
         model.generate([CHAT], GenerationParams(max_new_tokens=3, min_new_tokens=2, repetition_penalty=1.2,
                                                 max_input_tokens=512))
         body = logged(requests_log)[-1]["body"]
-        assert {k: body[k] for k in ("min_tokens", "repetition_penalty", "truncate_prompt_tokens",
-                                     "truncation_side", "temperature")} == {
-            "min_tokens": 2, "repetition_penalty": 1.2, "truncate_prompt_tokens": 512, "truncation_side": "left",
-            "temperature": 0.0}
+        assert {k: body[k] for k in ("min_tokens", "repetition_penalty", "truncate_prompt_tokens", "temperature")} == {
+            "min_tokens": 2, "repetition_penalty": 1.2, "truncate_prompt_tokens": 512, "temperature": 0.0}
         assert "use_beam_search" not in body
         # beam search: vLLM's BeamSearchParams has no min_tokens, so it is refused before any request
         n_before = len(logged(requests_log))

@@ -45,7 +45,9 @@ def test_the_fixture_is_vllm_0_33_0():
     assert {"min_tokens", "stop", "repetition_penalty"}.isdisjoint(FIXTURE["beam_search_params"])
 
 
-def test_every_flag_of_the_paper_serve_commands_exists():
+@pytest.mark.parametrize("fixture", ["vllm-0.33.0-interface.json", "vllm-0.11.0-interface.json"])
+def test_every_flag_of_the_paper_serve_commands_exists(fixture):
+    FLAGS = set(json.loads((REPO / "tests/fixtures" / fixture).read_text())["cli_flags"])  # noqa: N806
     served = {name: entry for name, entry in PAPER["models"].items() if (entry.get("serve") or {}).get("engine") == "vllm"}
     assert set(served) == {"llama2-7b-chat", "vicuna-7b", "llama3-8b", "mixtral-8x7b", "qwen15-32b"}
     for name, entry in served.items():
@@ -81,8 +83,11 @@ PARAMS = [GenerationParams(), GenerationParams(max_new_tokens=200, min_new_token
                            min_new_tokens=10)]
 
 
+@pytest.mark.parametrize("fixture", ["vllm-0.33.0-interface.json", "vllm-0.11.0-interface.json"])
 @pytest.mark.parametrize("params", PARAMS, ids=["greedy", "sampling", "table5"])
-def test_every_request_field_the_client_sends_exists(params):
+def test_every_request_field_the_client_sends_exists(params, fixture):
+    """In vLLM 0.33.0 (envs/serving.yaml) and 0.11.0 (the CUDA-12 alternative, envs/serving-cuda12.yaml)."""
+    FIXTURE = json.loads((REPO / "tests/fixtures" / fixture).read_text())  # noqa: N806
     model = bare_served_model()
     kwargs = model._sampling(params)
     extra = kwargs.pop("extra_body", {})

@@ -46,6 +46,12 @@ FILES = {
     "cache": "vllm/config/cache.py",
     "model": "vllm/config/model.py",
 }
+# older wheels (e.g. 0.11.0, the CUDA-12 alternative): the same definitions at other paths
+FALLBACKS = {
+    "frontend_args": "vllm/entrypoints/openai/cli_args.py",
+    "chat": "vllm/entrypoints/openai/protocol.py",
+    "completion": "vllm/entrypoints/openai/protocol.py",
+}
 REQUEST_CLASSES = {"ChatCompletionRequest": "chat", "CompletionRequest": "completion"}
 FRONTEND_CLASSES = ("BaseFrontendArgs", "FrontendArgs")
 
@@ -108,10 +114,11 @@ def method(cls: ast.ClassDef, name: str) -> ast.FunctionDef:
 def read_interface(wheel: Path) -> dict:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        missing = [path for path in FILES.values() if path not in names]
+        paths = {key: path if path in names else FALLBACKS.get(key, path) for key, path in FILES.items()}
+        missing = [path for path in paths.values() if path not in names]
         if missing:
             raise SystemExit(f"{wheel}: the wheel lacks {missing}; the layout moved, update FILES")
-        trees = {key: ast.parse(archive.read(path).decode("utf-8"), filename=path) for key, path in FILES.items()}
+        trees = {key: ast.parse(archive.read(path).decode("utf-8"), filename=path) for key, path in paths.items()}
         metadata_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
         metadata = archive.read(metadata_name).decode("utf-8")
         cudart = set()
@@ -125,7 +132,7 @@ def read_interface(wheel: Path) -> dict:
     flags = literal_flags(trees["engine_args"]) | literal_flags(trees["frontend_args"])
     frontend = _classes(trees["frontend_args"])
     boolean = set()
-    for class_name in FRONTEND_CLASSES:
+    for class_name in (c for c in FRONTEND_CLASSES if c in frontend):  # 0.11.0: FrontendArgs only
         for field, annotation in class_fields(frontend[class_name]).items():
             flags.add("--" + field.replace("_", "-"))
             if annotation == "bool":

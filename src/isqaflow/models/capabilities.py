@@ -50,7 +50,7 @@ TABLE: dict[str, dict[str, tuple[str, str]]] = {
                                               "num_beams > 1)"),
                            "openai": (REFUSED, "no such API field (frequency_penalty is another formula)")},
     "max_input_tokens": {"hf": (HONOURED, "a longer request is cut from the left (keeps the end)"),
-                         "vllm": (HONOURED, "truncate_prompt_tokens + truncation_side left (keeps the end)"),
+                         "vllm": (HONOURED, "truncate_prompt_tokens (vLLM truncates from the left: keeps the end)"),
                          "openai": (REFUSED, "the API cannot cut a prompt; a request within the limit is sent")},
     "stop": {"hf": (HONOURED, "stop_strings"),
              "vllm": (HONOURED, "stop (ignored by beam search: refused with num_beams > 1)"),

@@ -579,8 +579,9 @@ class ServedModel(TokenizedText, OpenAIModel):
                 if params.repetition_penalty != 1.0:
                     extras["repetition_penalty"] = params.repetition_penalty
             if params.max_input_tokens:
-                # keeps the end, as the hf backend: vLLM's default side is the tokenizer's (often the right)
-                extras.update(truncate_prompt_tokens=params.max_input_tokens, truncation_side="left")
+                # keeps the end, as the hf backend: vLLM loads a generating model's tokenizer with
+                # truncation_side left (0.33.0: vllm/tokenizers/registry.py; 0.11.0: transformers_utils/tokenizer.py)
+                extras["truncate_prompt_tokens"] = params.max_input_tokens
         else:
             unsupported += [f"{key}={value}" for key, value, default in (
                 ("min_new_tokens", params.min_new_tokens, 0), ("repetition_penalty", params.repetition_penalty, 1.0),
