@@ -40,6 +40,7 @@ test: setup
 lint: setup
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/
+	PYTHONPATH=src $(BIN)/lint-imports
 
 clean:
 	rm -rf results logs benchmarks/*/ .snakemake report.html

@@ -3,6 +3,11 @@ and between models, win rates, Elo and Bradley-Terry with bootstrap intervals,
 judge-human agreement, known-answer controls of every judge, and the ISQA summaries in
 the same arena."""
 
+
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/arena.smk"
+
+
 # Every judge's verdict rule is checked when the workflow is built, before any job.
 for _judge in config["arena"]["judges"]:
     arena_verdict_rule(_judge)

@@ -1,4 +1,6 @@
-"""Input functions, config lookups and targets shared by the rule files (no rules here)."""
+"""Config access, resources, model lookups, targets and the input functions several stages
+share (no rules here); each stage's own input functions are in rules/inputs/<stage>.smk,
+included at the top of its rule file."""
 
 import sys
 from pathlib import Path, PurePosixPath
@@ -13,6 +15,7 @@ from isqaflow.arena import verdicts  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow.models import gpu_plan  # noqa: E402
+from isqaflow.models.servecheck import check_serving  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 
 # Jobs import this workflow's src/ first (locally and inside SLURM jobs, which
@@ -58,7 +61,7 @@ def exit_on_config_problems():
     """Stop with one message listing every cross-reference problem of the config (names,
     local model paths, API key variables; see isqaflow.configcheck), before any job."""
     config_files = workflow.overwrite_configfiles or ["config/config.yaml"]
-    exit_on_problems(config, config_files)
+    exit_on_problems(config, config_files, extra=check_serving(config))
     print_gpu_plan()
 
 
@@ -160,16 +163,6 @@ def model_spec(name):
     return spec
 
 
-def converted_model(dirname):
-    """The config entry of the model converted into resources/models/<dirname>."""
-    for entry in config["models"].values():
-        if "convert" in entry and Path(entry["model"]) == Path(
-            "resources/models", dirname
-        ):
-            return entry
-    raise ValueError(f"no model in config converts into resources/models/{dirname}")
-
-
 def model_files(name):
     """Files a model job must wait for: the converted checkpoint of a local model."""
     entry = config["models"][name]
@@ -190,59 +183,7 @@ def adapter_files(adapter):
     ]
 
 
-def finetune_entry(adapter):
-    return config["finetune"][adapter]
-
-
-def finetune_settings(adapter):
-    """Fine-tuning settings with the run's seed (part of the params, so a new seed retrains)."""
-    return {"seed": config["seed"], **finetune_entry(adapter)["settings"]}
-
-
 # ----------------------------------------------------------------------------- ISQA
-def question_source(name):
-    return config["isqa"]["questions"][name]
-
-
-def isqa_papers(dataset, questions):
-    """The papers with their QA pairs: the dataset's human ones, or model-generated ones."""
-    if questions == "human":
-        return papers_file(dataset)
-    return f"results/questions/{dataset}/generated.jsonl"
-
-
-def feedback_entry(feedback):
-    return config["isqa"]["feedback_models"][feedback]
-
-
-def feedback_adapter_dir(feedback):
-    adapter = feedback_entry(feedback).get("adapter")
-    return adapter_dir(adapter) if adapter else None
-
-
-def feedback_files(feedback):
-    entry = feedback_entry(feedback)
-    files = model_files(entry["model"])
-    if entry.get("adapter"):
-        files += adapter_files(entry["adapter"])
-    return files
-
-
-def refine_settings(feedback):
-    """Algorithm 1's settings for one feedback model (the prompt style is the model's)."""
-    refine = dict(config["isqa"]["refine"])
-    dedup = refine.pop("dedup")
-    return {
-        **refine,
-        "dedup_method": dedup["method"],
-        "dedup_threshold": dedup["threshold"],
-        "dedup_model": dedup["model"],
-        "dedup_scope": dedup.get("scope", "within"),
-        "feedback_style": feedback_entry(feedback).get("style", "isqa"),
-        "seed": config["seed"],
-    }
-
-
 def isqa_runs():
     """(dataset, summarizer, feedback, questions) of every ISQA run in the config."""
     for run in config["isqa"]["runs"]:
@@ -308,45 +249,11 @@ ISQA_TABLES = [
 ISQA_LONG_TABLES = ["table1", "table2", "table3", "table4"]
 
 
-def metric_model(role):
-    """The QG or QA model of the metrics, with its model entry resolved for params."""
-    entry = dict(config["metrics"][role])
-    entry["model"] = model_spec(entry["model"])
-    return entry
-
-
-def metric_settings():
-    """QAGS/QuestEval settings with the run's seed."""
-    return {**config["metrics"]["qags"], "seed": config["seed"]}
-
-
-def metric_weighter():
-    """QuestEval's query weighter with its model entry resolved, or None (off)."""
-    entry = config["metrics"].get("questeval", {}).get("weighter")
-    if not entry:
-        return None
-    return {**entry, "model": model_spec(entry["model"])}
-
-
-def metric_model_files():
-    models = {config["metrics"][role]["model"] for role in ("qg", "qa")}
-    if metric_weighter():
-        models.add(config["metrics"]["questeval"]["weighter"]["model"])
-    return sorted({f for m in models for f in model_files(m)})
-
-
 def metric_validity_files():
     """Known-answer controls of QAGS and QuestEval, one file per scored dataset."""
     if not config["validity"]["metrics"]["controls"]:
         return []
     return [f"results/validity/metrics/{d}.jsonl" for d in config["isqa"]["datasets"]]
-
-
-def isqa_steps_files():
-    return [
-        f"results/summaries/{d}/{s}/isqa-{f}-{q}.steps.jsonl"
-        for d, s, f, q in isqa_runs()
-    ]
 
 
 def human_eval_filled(dataset, summarizer):
@@ -356,39 +263,6 @@ def human_eval_filled(dataset, summarizer):
 
 # ----------------------------------------------------------------------------- DRFR
 DRFR_TABLES = ["table5", "by_constraint", "by_category", "summaries"]
-
-
-def responder_entry(responder):
-    return config["drfr"]["responders"][responder]
-
-
-def responder_adapter_dir(responder):
-    adapter = responder_entry(responder).get("adapter")
-    return adapter_dir(adapter) if adapter else None
-
-
-def responder_files(responder):
-    entry = responder_entry(responder)
-    files = model_files(entry["model"])
-    if entry.get("adapter"):
-        files += adapter_files(entry["adapter"])
-    return files
-
-
-def judge_entry(judge):
-    return config["drfr"]["judges"][judge]
-
-
-def drfr_judge_rule(judge):
-    """How a DRFR judge's verdict is read (raw by default); calibrated needs log-probabilities."""
-    entry = judge_entry(judge)
-    reading = entry.get("rule", "raw")
-    if (reading, entry["mode"]) == ("calibrated", "text"):
-        raise ValueError(
-            f"drfr.judges.{judge}: rule 'calibrated' needs mode 'logprob' (it compares "
-            f"YES/NO log-probabilities), got mode {entry['mode']!r}; use rule 'raw'"
-        )
-    return reading
 
 
 def judged_summary_systems(dataset, summarizer):
@@ -404,22 +278,6 @@ def judged_summary_systems(dataset, summarizer):
     return systems
 
 
-def drfr_judgment_files():
-    return [
-        f"results/drfr/judgments/{d}/{j}.jsonl"
-        for d in config["drfr"]["datasets"]
-        for j in config["drfr"]["judges"]
-    ]
-
-
-def drfr_summary_judgment_files():
-    return [
-        f"results/drfr/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs()
-        for j in config["drfr"]["judges"]
-    ]
-
-
 # ----------------------------------------------------------------------------- arena
 ARENA_TABLES = [
     "win_rates",
@@ -432,122 +290,6 @@ ARENA_TABLES = [
 ]
 
 
-def retriever_options(retriever):
-    return {
-        k: v
-        for k, v in config["arena"]["retrievers"][retriever].items()
-        if k != "backend"
-    }
-
-
-def retriever_gpus(retriever):
-    """Only dense retrieval embeds the corpus on a GPU."""
-    if config["arena"]["retrievers"][retriever]["backend"] == "bm25":
-        return 0
-    return gpus_for("retrieve")
-
-
-def arena_files(kind):
-    return [rag_files(d)[kind] for d in config["arena"]["domains"]]
-
-
-def answerer_entry(answerer):
-    return config["arena"]["answerers"][answerer]
-
-
-def answerer_adapter_dir(answerer):
-    adapter = answerer_entry(answerer).get("adapter")
-    return adapter_dir(adapter) if adapter else None
-
-
-def answerer_files(answerer):
-    entry = answerer_entry(answerer)
-    files = model_files(entry["model"])
-    if entry.get("adapter"):
-        files += adapter_files(entry["adapter"])
-    return files
-
-
-def arena_runs():
-    """Retrieval settings answers are generated from, with their answerers."""
-    for run in config["arena"]["runs"]:
-        yield {
-            "retriever": run["retriever"],
-            "k": run["k"],
-            "answerers": run.get("answerers", list(config["arena"]["answerers"])),
-            "all_pairs_per_domain": run.get("all_pairs_per_domain", 0),
-        }
-
-
-def arena_run(retriever, k):
-    for run in arena_runs():
-        if run["retriever"] == retriever and str(run["k"]) == str(k):
-            return run
-    raise ValueError(f"no arena run with retriever {retriever} and k {k}")
-
-
-def arena_judge_entry(judge):
-    return config["arena"]["judges"][judge]
-
-
-def arena_verdict_rule(judge):
-    """An arena judge's verdict settings {"rule", "tie_band"} (defaults raw and 0.0), checked
-    when the workflow is built: calibrated verdicts without the log-probabilities of both
-    orders fail, naming arena.judges.<judge>."""
-    entry = arena_judge_entry(judge)
-    verdict = {
-        "rule": entry.get("rule", "raw"),
-        "tie_band": float(entry.get("tie_band", 0.0)),
-    }
-    verdicts.check_verdict_rule(
-        f"arena.judges.{judge}",
-        entry["mode"],
-        orders=config["arena"]["orders"],
-        **verdict,
-    )
-    return verdict
-
-
-def arena_judged_files():
-    """setting label -> judged pairs file, for every run and judge."""
-    return {
-        f"{run['retriever']}-k{run['k']}.{j}": f"results/arena/judgments/{run['retriever']}-k{run['k']}/{j}.jsonl"
-        for run in arena_runs()
-        for j in config["arena"]["judges"]
-    }
-
-
-def arena_answer_files():
-    return [
-        f"results/arena/answers/{run['retriever']}-k{run['k']}/{a}.jsonl"
-        for run in arena_runs()
-        for a in run["answerers"]
-    ]
-
-
-def arena_recall_files():
-    return {
-        f"{r}/{d}": f"results/arena/retrieval/{d}/{r}.recall.json"
-        for r in config["arena"]["retrievers"]
-        for d in config["arena"]["domains"]
-    }
-
-
-def arena_human_files():
-    if not config["datasets"]["rag"].get("human_labels"):
-        return []
-    return [f"results/arena/agreement/{j}.jsonl" for j in config["arena"]["judges"]]
-
-
-def arena_check_outputs():
-    """What the arena_judge_checks job writes: the control records, and the judged
-    human-labelled pairs when the config has human labels."""
-    outputs = {"validity": "results/validity/arena/{judge}.jsonl"}
-    if config["datasets"]["rag"].get("human_labels"):
-        outputs["agreement"] = "results/arena/agreement/{judge}.jsonl"
-    return outputs
-
-
 def arena_validity_files():
     """The arena judges' known-answer control records (results/validity/arena/<judge>.jsonl),
     one file per judge; none when validity.arena runs no control."""
@@ -555,14 +297,6 @@ def arena_validity_files():
     if not settings["controls"] or not settings["per_domain"]:
         return []
     return [f"results/validity/arena/{j}.jsonl" for j in config["arena"]["judges"]]
-
-
-def arena_summary_files():
-    return [
-        f"results/arena/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs()
-        for j in config["arena"]["judges"]
-    ]
 
 
 # ----------------------------------------------------------------------------- validity
@@ -573,25 +307,6 @@ def drfr_validity_files():
         for d in config["drfr"]["datasets"]
         for j in config["drfr"]["judges"]
     ]
-
-
-# Each judge or metric stage adds its control-file function to this section.
-VALIDITY_FILE_FUNCTIONS = [
-    "drfr_validity_files",
-    "arena_validity_files",
-    "metric_validity_files",
-    "feedback_validity_files",
-]
-
-
-def validity_control_files():
-    """Every control file of the run: the concatenation of the functions above that exist."""
-    files = []
-    for name in VALIDITY_FILE_FUNCTIONS:
-        function = globals().get(name)
-        if function is not None:
-            files += function()
-    return files
 
 
 VALIDITY_TABLE = [f"results/tables/validity.{ext}" for ext in ("csv", "md", "tex")]
@@ -637,18 +352,6 @@ def raw_path(spec):
 
 def raw_paths(specs):
     return [raw_path(s) for s in specs]
-
-
-def papers_entry(dataset):
-    return config["datasets"]["papers"][dataset]
-
-
-def qa_entry(dataset):
-    return config["datasets"]["qa_train"][dataset]
-
-
-def rag_domain(domain):
-    return config["datasets"]["rag"]["domains"][domain]
 
 
 def papers_file(dataset):
@@ -712,52 +415,6 @@ def drfr_targets():
 def arena_targets():
     tables = [f"results/tables/arena_{t}.csv" for t in ARENA_TABLES]
     return tables + arena_validity_files()
-
-
-STAGE_MODULES = {
-    "data": "isqaflow.data.convert",
-    "model_conversion": "isqaflow.models.convert",
-    "finetune": "isqaflow.finetune.lora",
-    "finetune_eval": "isqaflow.finetune.evaluate",
-    "questions": "isqaflow.isqa.questions",
-    "summaries": "isqaflow.isqa.summarize",
-    "refine": "isqaflow.isqa.refine",
-    "metrics": "isqaflow.metrics.score",
-    "metric_controls": "isqaflow.metrics.controls",
-    "isqa_tables": "isqaflow.metrics.tables",
-    "drfr": "isqaflow.drfr.responses",
-    "drfr_judge": "isqaflow.drfr.judge_responses",
-    "drfr_summaries": "isqaflow.drfr.summaries",
-    "drfr_tables": "isqaflow.drfr.tables",
-    "retrieval": "isqaflow.arena.retrieval",
-    "rag_answers": "isqaflow.arena.answers",
-    "arena_judge": "isqaflow.arena.battles",
-    "arena_judge_checks": "isqaflow.arena.checks",
-    "arena_summaries": "isqaflow.arena.summaries",
-    "arena_tables": "isqaflow.arena.tables",
-    "validity_table": "isqaflow.report.validity",
-}
-
-
-def stage_code_versions():
-    return {stage: code(module) for stage, module in STAGE_MODULES.items()}
-
-
-def raw_dataset_files():
-    """dataset label -> its raw files, for the manifest's checksums."""
-    datasets = config["datasets"]
-    files = {
-        f"papers/{d}": raw_paths(e["files"]) for d, e in datasets["papers"].items()
-    }
-    for d, e in datasets["qa_train"].items():
-        files[f"qa_train/{d}"] = raw_paths(e["train"]) + raw_paths(e["dev"])
-    for d, e in datasets["instructions"].items():
-        files[f"instructions/{d}"] = raw_paths(e["files"])
-    for d, e in datasets["rag"]["domains"].items():
-        files[f"rag/{d}"] = raw_paths(e["annotations"]) + [raw_path(e["corpus"])]
-    if datasets["rag"].get("human_labels"):
-        files["rag/human_labels"] = [datasets["rag"]["human_labels"]]
-    return files
 
 
 def result_targets():

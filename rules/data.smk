@@ -2,6 +2,10 @@
 from each raw format to the normalized records under results/data/."""
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/data.smk"
+
+
 rule download:
     output:
         file="resources/downloads/{download}/{filename}",

@@ -4,6 +4,10 @@ the DRFR of the ISQA summaries (QA pairs as requirements).
 """
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/drfr.smk"
+
+
 rule drfr_responses:
     input:
         instructions=lambda wc: instructions_file(wc.dataset),

@@ -2,6 +2,10 @@
 before and after fine-tuning (consistency, answer and evidence ROUGE)."""
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/finetune.smk"
+
+
 rule finetune_feedback:
     input:
         train=lambda wc: qa_file(finetune_entry(wc.adapter)["data"], "train"),

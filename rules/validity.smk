@@ -2,6 +2,10 @@
 table (results/tables/validity.*), shown first in the report."""
 
 
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/validity.smk"
+
+
 rule validity_table:
     input:
         controls=lambda wc: validity_control_files(),

@@ -1,9 +1,12 @@
-"""The workflow passes Snakemake's linter and snakefmt, as the project holds itself to."""
+"""The workflow passes Snakemake's linter and snakefmt, and the library its floors contract
+(import-linter, pyproject.toml), as the project holds itself to."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 from workflow_utils import REPO, env
 
@@ -20,3 +23,16 @@ def test_snakefmt_check_is_clean():
     result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules/"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_imports_point_down_the_floors():
+    """The layers contract of pyproject.toml ([tool.importlinter]): no module imports from a floor
+    above its own, the paper stages and the floor below them import nothing from each other, and
+    every top-level module of the package is placed on a floor."""
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    path = os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))
+    result = subprocess.run([str(lint_imports)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                            env=dict(env(), PYTHONPATH=path))
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-3000:]
+    assert ", 0 broken." in output, output[-3000:]

@@ -15,42 +15,7 @@ through the ``openai`` backend::
         lora_args: --enable-lora --max-lora-rank 8 --lora-modules {adapter_name}={adapter}
         ready_timeout: 1800
 
-``serve`` keys (``models.<name>.serve``):
-
-* ``command`` -- the command line, split like a shell would (no shell runs it), with
-  placeholders ``{model}`` (the entry's ``model``) and ``{port}`` (required: a free
-  port chosen by the job), ``{host}`` (127.0.0.1), ``{revision}``, ``{dtype}``,
-  ``{chat_template}`` (a Jinja file holding the entry's template), ``{threads}``
-  (the job's threads).  A setting that changes outputs must reach the server:
-  a configured ``chat_template``, ``revision`` or a non-auto ``dtype`` without its
-  placeholder is an error, not silently ignored.
-* ``engine`` -- ``vllm``, ``transformers`` (``transformers serve``) or ``other``:
-  which request extensions the server understands (default ``other``: the plain
-  OpenAI API).  vLLM: ``min_tokens``, ``repetition_penalty``, beam search
-  (``use_beam_search`` with ``n`` beams), the assistant prefill
-  ``continue_final_message`` and ``prompt_logprobs``; it has no n-gram blocking.
-  transformers: every decoding setting, as a ``generation_config``; no
-  log-probabilities.
-* ``unsupported_decoding`` -- ``error`` (default): a decoding setting the engine
-  cannot apply fails the first request, naming the model and the setting;
-  ``drop``: decode without it, with a warning, recorded in the job's usage record.
-* ``lora_args`` -- appended when the job uses a LoRA adapter (the adapter path comes
-  from the rule, as for the hf backend): placeholders ``{adapter}`` (its path) and
-  ``{adapter_name}`` (the name requests then ask for).  A job with an adapter and
-  no ``lora_args`` fails at start.
-* ``extra_args`` -- a list of further arguments, appended as they are.
-* ``ready_timeout`` (s, default 900), ``stop_timeout`` (s, default 20).
-
-Life cycle (:class:`ManagedServer`): the server runs in its own process group, its
-output goes line by line into the job's log (logger ``isqaflow.server``), and the
-job waits until ``GET /v1/models`` answers and a first one-token completion of the
-model succeeds (``transformers serve`` lists nothing before its first request).  A
-server that exits or does not get ready within ``ready_timeout`` fails the job with
-its last log lines (:class:`ServerStartError`).  The server is stopped -- SIGTERM
-to its process group, SIGKILL after ``stop_timeout`` -- when the job ends: normally,
-on an exception, and on SIGTERM from the scheduler (:func:`isqaflow.runtime.job`);
-outside a job, at interpreter exit.  A small watchdog process stops the group too
-if the job process dies without cleaning up (``kill -9``, the OOM killer).
+``serve`` keys: :mod:`.serve_settings`; the server's life cycle: :mod:`.serve_process`.
 
 The client side (:class:`ServedModel`) loads the model's tokenizer -- not its
 weights -- so the chat template is checked before the server starts, token counts
@@ -66,322 +31,28 @@ import json
 import logging
 import math
 import os
-import shlex
-import signal
-import socket
-import string
-import subprocess
-import sys
-import threading
-import time
-import urllib.error
-import urllib.request
-from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from isqaflow import runtime
 from isqaflow.models import usage
 from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Request, flatten_messages
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
 from isqaflow.models.openai import LogprobsUnavailable, OpenAIModel, split_candidates
+from isqaflow.models.serve_process import ManagedServer, ServerStartError, group_alive, group_members
+from isqaflow.models.serve_settings import ENGINES, LOCALHOST, PLACEHOLDERS, SERVED_KEY_ENV, ServeSettings, free_port
 from isqaflow.models.tokenized import TokenizedText
 
-log = logging.getLogger(__name__)
-server_log = logging.getLogger("isqaflow.server")
+__all__ = [
+    "ENGINES", "LOCALHOST", "PLACEHOLDERS", "SERVED_KEY_ENV", "ManagedServer", "ServeSettings", "ServedModel",
+    "ServerStartError", "free_port", "group_alive", "group_members",
+]
 
-ENGINES = ("vllm", "transformers", "other")
-PLACEHOLDERS = {"model", "port", "host", "revision", "dtype", "chat_template", "threads", "adapter", "adapter_name"}
-LOCALHOST = "127.0.0.1"
-# an environment variable nobody sets: a served model never sends a real API key
-SERVED_KEY_ENV = "ISQAFLOW_SERVED_MODEL_KEY"
+log = logging.getLogger(__name__)
 # vLLM's floor for log-probabilities: -inf comes back as -9999.0 (tests/fixtures/vllm-0.33.0-interface.json)
 LOGPROB_FLOOR = -9999.0
 # servers shared by several models of this job (the GPU plan's ``server`` key) -> (server, its models)
 _SHARED: dict[str, tuple[Any, list[Any]]] = {}
-
-
-class ServerStartError(RuntimeError):
-    """The managed server could not start, or did not get ready in time."""
-
-
-@dataclass(frozen=True)
-class ServeSettings:
-    """``models.<name>.serve``; see the module docstring."""
-
-    command: str
-    engine: str = "other"
-    ready_timeout: float = 900.0
-    stop_timeout: float = 20.0
-    extra_args: tuple[str, ...] = ()
-    lora_args: str | None = None
-    unsupported_decoding: str = "error"
-
-    @classmethod
-    def from_config(cls, values: Mapping[str, Any], model_name: str) -> ServeSettings:
-        where = f"models.{model_name}.serve"
-        if not isinstance(values, Mapping):
-            raise ValueError(f"{where} must be a mapping with at least a command, got {values!r}")
-        unknown = set(values) - {"command", "engine", "ready_timeout", "stop_timeout", "extra_args", "lora_args",
-                                 "unsupported_decoding"}
-        if unknown:
-            raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
-        command = values.get("command")
-        if not isinstance(command, str) or not command.strip():
-            raise ValueError(f"{where}.command must be the server's command line, got {command!r}")
-        engine = values.get("engine", "other")
-        if engine not in ENGINES:
-            raise ValueError(f"{where}.engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-        policy = values.get("unsupported_decoding", "error")
-        if policy not in ("error", "drop"):
-            raise ValueError(f"{where}.unsupported_decoding must be error or drop, got {policy!r}")
-        timeouts = {}
-        for key, default in (("ready_timeout", 900.0), ("stop_timeout", 20.0)):
-            value = values.get(key, default)
-            if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{where}.{key} must be a positive number of seconds, got {value!r}")
-            timeouts[key] = float(value)
-        extra = values.get("extra_args", ())
-        if isinstance(extra, str) or not all(isinstance(a, str) for a in extra):
-            raise ValueError(f"{where}.extra_args must be a list of strings, got {extra!r}")
-        lora = values.get("lora_args")
-        if lora is not None and not isinstance(lora, str):
-            raise ValueError(f"{where}.lora_args must be a string, got {lora!r}")
-        settings = cls(command=command, engine=engine, extra_args=tuple(extra), lora_args=lora,
-                       unsupported_decoding=policy, **timeouts)
-        fields = settings.placeholders()
-        unknown_fields = fields - PLACEHOLDERS
-        if unknown_fields:
-            raise ValueError(f"{where}: unknown placeholder(s) {sorted(unknown_fields)} "
-                             f"(known: {', '.join(sorted(PLACEHOLDERS))})")
-        missing = {"model", "port"} - _fields(shlex.split(command))
-        if missing:
-            raise ValueError(f"{where}.command must contain {{model}} and {{port}}; it lacks "
-                             f"{', '.join('{' + m + '}' for m in sorted(missing))}")
-        return settings
-
-    def placeholders(self, with_lora: bool = True) -> set[str]:
-        return _fields(self.argv_template(with_lora))
-
-    def argv_template(self, with_lora: bool) -> list[str]:
-        argv = shlex.split(self.command) + list(self.extra_args)
-        if with_lora and self.lora_args:
-            argv += shlex.split(self.lora_args)
-        return argv
-
-    def argv(self, values: Mapping[str, Any], with_lora: bool) -> list[str]:
-        """The command line with every placeholder filled (each argument formatted on its own)."""
-        return [arg.format(**values) for arg in self.argv_template(with_lora)]
-
-    def record(self, with_lora: bool) -> dict[str, Any]:
-        """What identifies the server (for the cache identity and the usage record): no port."""
-        return {"engine": self.engine, "command": self.argv_template(with_lora)}
-
-
-def _fields(args: Sequence[str]) -> set[str]:
-    return {field for arg in args for _, field, _, _ in string.Formatter().parse(arg) if field is not None}
-
-
-def free_port(host: str = LOCALHOST) -> int:
-    """A port nothing listens on now (the server binds it a moment later)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
-
-
-# Stops the server's process group when the job process is gone without having
-# stopped it (SIGKILL, OOM): it polls its parent and exits when the group is gone.
-WATCHDOG = """
-import os, signal, sys, time
-parent, pgid, grace = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-def alive():
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        stats = [open(f"/proc/{p}/stat").read() for p in os.listdir("/proc") if p.isdigit()]
-    except OSError:
-        return True
-    for stat in stats:
-        fields = stat.rsplit(")", 1)[-1].split()
-        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
-            return True
-    return False
-while os.getppid() == parent:
-    if not alive():
-        sys.exit(0)
-    time.sleep(0.5)
-for sig in (signal.SIGTERM, signal.SIGKILL):
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        sys.exit(0)
-    end = time.monotonic() + grace
-    while time.monotonic() < end and alive():
-        time.sleep(0.2)
-"""
-
-
-def group_members(pgid: int) -> list[int]:
-    """Live (not zombie) processes of a process group, from /proc (Linux)."""
-    members = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="utf-8", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[-1].split()
-        except OSError:  # exited meanwhile
-            continue
-        if fields and fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(entry))
-    return members
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether a process group still has a live member (zombies, which an init that does not
-    reap may keep around, do not count)."""
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # a process of another user took the id: not ours
-        return False
-    if not os.path.isdir("/proc"):
-        return True
-    return bool(group_members(pgid))
-
-
-class ManagedServer:
-    """One server process group: start, wait until ready, stop (idempotent)."""
-
-    def __init__(self, argv: list[str], *, name: str, port: int, probe_model: str, host: str = LOCALHOST,
-                 ready_timeout: float = 900.0, stop_timeout: float = 20.0, env: Mapping[str, str] | None = None,
-                 log_lines: int = 60) -> None:
-        self.argv, self.name, self.host, self.port = argv, name, host, port
-        self.probe_model = probe_model
-        self.ready_timeout, self.stop_timeout = ready_timeout, stop_timeout
-        self.env = dict(os.environ if env is None else env)
-        self.env.setdefault("PYTHONUNBUFFERED", "1")
-        self.last_lines: deque[str] = deque(maxlen=log_lines)
-        self.proc: subprocess.Popen | None = None
-        self.watchdog: subprocess.Popen | None = None
-        self._reader: threading.Thread | None = None
-        self._stop_lock = threading.Lock()
-        self.stopped = False
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
-
-    @property
-    def pgid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
-
-    def start(self) -> ManagedServer:
-        log.info("%s: starting %s", self.name, shlex.join(self.argv))
-        try:
-            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
-        except OSError as err:
-            raise ServerStartError(f"model {self.name}: cannot start the server {self.argv[0]!r}: {err}") from err
-        runtime.at_job_exit(self.stop)
-        self._reader = threading.Thread(target=self._read_output, name=f"server-log-{self.name}", daemon=True)
-        self._reader.start()
-        self.watchdog = subprocess.Popen(
-            [sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.proc.pid), str(self.stop_timeout)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        return self
-
-    def _read_output(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for raw in iter(self.proc.stdout.readline, b""):
-            line = raw.decode("utf-8", errors="replace").rstrip()
-            self.last_lines.append(line)
-            server_log.info("[%s] %s", self.name, line)
-
-    def wait_ready(self) -> ManagedServer:
-        """Block until the model answers; on failure stop the server and raise with its last lines."""
-        started = time.monotonic()
-        deadline = started + self.ready_timeout
-        listed = False
-        problem = "no answer"
-        while time.monotonic() < deadline:
-            if self.proc is None or self.proc.poll() is not None:
-                self._fail(f"the server exited with status {self.proc.returncode if self.proc else None} "
-                           "before it was ready")
-            try:
-                if not listed:
-                    _http_json("GET", f"{self.base_url}/models", timeout=5)
-                    listed = True
-                remaining = max(deadline - time.monotonic(), 1.0)
-                _http_json("POST", f"{self.base_url}/completions", timeout=remaining,
-                           body={"model": self.probe_model, "prompt": "Hello", "max_tokens": 1, "temperature": 0})
-                log.info("%s: server ready at %s after %.1fs", self.name, self.base_url, time.monotonic() - started)
-                return self
-            except urllib.error.HTTPError as err:
-                detail = err.read().decode("utf-8", errors="replace")[:500]
-                if 400 <= err.code < 500 and err.code not in (404, 408, 425, 429) or (err.code == 404 and listed
-                                                                                         and "model" in detail):
-                    self._fail(f"the server refused the first request for {self.probe_model!r}: "
-                               f"HTTP {err.code} {detail}")
-                problem = f"HTTP {err.code} {detail}"
-            except (OSError, ValueError) as err:  # not listening yet, reset while loading
-                problem = f"{type(err).__name__}: {err}"
-            time.sleep(0.5)
-        self._fail(f"the server was not ready within {self.ready_timeout:.0f} s (last: {problem})")
-        return self  # unreachable
-
-    def _fail(self, reason: str) -> None:
-        self.stop()
-        tail = "\n".join(self.last_lines) or "(no output)"
-        raise ServerStartError(f"model {self.name}: {reason}\ncommand: {shlex.join(self.argv)}\n"
-                               f"--- last lines of the server's output ---\n{tail}")
-
-    def stop(self) -> None:
-        """SIGTERM to the process group, SIGKILL after ``stop_timeout``; safe to call twice."""
-        with self._stop_lock:
-            if self.stopped or self.proc is None:
-                self.stopped = True
-                return
-            self.stopped = True
-            pgid = self.proc.pid
-            for sig, wait in ((signal.SIGTERM, self.stop_timeout), (signal.SIGKILL, 10.0)):
-                try:
-                    os.killpg(pgid, sig)
-                except ProcessLookupError:
-                    break
-                end = time.monotonic() + wait
-                while time.monotonic() < end:
-                    self.proc.poll()  # reap the leader, so only live members keep the group
-                    if not group_alive(pgid):
-                        break
-                    time.sleep(0.1)
-                else:
-                    if sig == signal.SIGTERM:
-                        log.warning("%s: server still running %.0f s after SIGTERM; killing it", self.name, wait)
-                    continue
-                break
-            self.proc.wait(timeout=10)
-            if self.watchdog is not None and self.watchdog.poll() is None:
-                self.watchdog.terminate()
-                self.watchdog.wait(timeout=10)
-            if self._reader is not None:
-                self._reader.join(timeout=5)
-            log.info("%s: server stopped (exit status %s)", self.name, self.proc.returncode)
-
-
-def _http_json(method: str, url: str, timeout: float, body: Mapping[str, Any] | None = None) -> Any:
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the job's own server)
-        return json.loads(response.read().decode("utf-8") or "null")
 
 
 class ServedModel(TokenizedText, OpenAIModel):
@@ -411,7 +82,7 @@ class ServedModel(TokenizedText, OpenAIModel):
     ) -> None:
         from transformers import AutoConfig, AutoTokenizer
 
-        from isqaflow.models.hf import chat_template_for
+        from isqaflow.models.hf_loading import chat_template_for
 
         self.name = name or model
         self.settings = ServeSettings.from_config(serve, self.name)

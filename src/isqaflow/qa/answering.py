@@ -304,7 +304,7 @@ class ExtractiveQA:
         import torch
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-        from isqaflow.models.hf import resolve_device
+        from isqaflow.models.hf_loading import resolve_device
         from isqaflow.models.identity import model_fingerprint
 
         if threads:

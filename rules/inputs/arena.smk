@@ -1,0 +1,125 @@
+"""Input functions of the RAG-QA Arena rules (rules/arena.smk)."""
+
+
+def retriever_options(retriever):
+    return {
+        k: v
+        for k, v in config["arena"]["retrievers"][retriever].items()
+        if k != "backend"
+    }
+
+
+def retriever_gpus(retriever):
+    """Only dense retrieval embeds the corpus on a GPU."""
+    if config["arena"]["retrievers"][retriever]["backend"] == "bm25":
+        return 0
+    return gpus_for("retrieve")
+
+
+def arena_files(kind):
+    return [rag_files(d)[kind] for d in config["arena"]["domains"]]
+
+
+def answerer_entry(answerer):
+    return config["arena"]["answerers"][answerer]
+
+
+def answerer_adapter_dir(answerer):
+    adapter = answerer_entry(answerer).get("adapter")
+    return adapter_dir(adapter) if adapter else None
+
+
+def answerer_files(answerer):
+    entry = answerer_entry(answerer)
+    files = model_files(entry["model"])
+    if entry.get("adapter"):
+        files += adapter_files(entry["adapter"])
+    return files
+
+
+def arena_runs():
+    """Retrieval settings answers are generated from, with their answerers."""
+    for run in config["arena"]["runs"]:
+        yield {
+            "retriever": run["retriever"],
+            "k": run["k"],
+            "answerers": run.get("answerers", list(config["arena"]["answerers"])),
+            "all_pairs_per_domain": run.get("all_pairs_per_domain", 0),
+        }
+
+
+def arena_run(retriever, k):
+    for run in arena_runs():
+        if run["retriever"] == retriever and str(run["k"]) == str(k):
+            return run
+    raise ValueError(f"no arena run with retriever {retriever} and k {k}")
+
+
+def arena_judge_entry(judge):
+    return config["arena"]["judges"][judge]
+
+
+def arena_verdict_rule(judge):
+    """An arena judge's verdict settings {"rule", "tie_band"} (defaults raw and 0.0), checked
+    when the workflow is built: calibrated verdicts without the log-probabilities of both
+    orders fail, naming arena.judges.<judge>."""
+    entry = arena_judge_entry(judge)
+    verdict = {
+        "rule": entry.get("rule", "raw"),
+        "tie_band": float(entry.get("tie_band", 0.0)),
+    }
+    verdicts.check_verdict_rule(
+        f"arena.judges.{judge}",
+        entry["mode"],
+        orders=config["arena"]["orders"],
+        **verdict,
+    )
+    return verdict
+
+
+def arena_judged_files():
+    """setting label -> judged pairs file, for every run and judge."""
+    return {
+        f"{run['retriever']}-k{run['k']}.{j}": f"results/arena/judgments/{run['retriever']}-k{run['k']}/{j}.jsonl"
+        for run in arena_runs()
+        for j in config["arena"]["judges"]
+    }
+
+
+def arena_answer_files():
+    return [
+        f"results/arena/answers/{run['retriever']}-k{run['k']}/{a}.jsonl"
+        for run in arena_runs()
+        for a in run["answerers"]
+    ]
+
+
+def arena_recall_files():
+    return {
+        f"{r}/{d}": f"results/arena/retrieval/{d}/{r}.recall.json"
+        for r in config["arena"]["retrievers"]
+        for d in config["arena"]["domains"]
+    }
+
+
+def arena_human_files():
+    if not config["datasets"]["rag"].get("human_labels"):
+        return []
+    return [f"results/arena/agreement/{j}.jsonl" for j in config["arena"]["judges"]]
+
+
+def arena_check_outputs():
+    """What the arena_judge_checks job writes: the control records, and the judged
+    human-labelled pairs when the config has human labels."""
+    outputs = {"validity": "results/validity/arena/{judge}.jsonl"}
+    if config["datasets"]["rag"].get("human_labels"):
+        outputs["agreement"] = "results/arena/agreement/{judge}.jsonl"
+    return outputs
+
+
+def arena_summary_files():
+    return [
+        f"results/arena/summaries/{d}/{s}.{j}.jsonl"
+        for d, s in isqa_pairs()
+        for j in config["arena"]["judges"]
+    ]

@@ -1,0 +1,46 @@
+"""Input functions of the manifest (rules/report.smk)."""
+
+STAGE_MODULES = {
+    "data": "isqaflow.data.convert",
+    "model_conversion": "isqaflow.models.convert",
+    "finetune": "isqaflow.finetune.lora",
+    "finetune_eval": "isqaflow.finetune.evaluate",
+    "questions": "isqaflow.isqa.questions",
+    "summaries": "isqaflow.isqa.summarize",
+    "refine": "isqaflow.isqa.refine",
+    "metrics": "isqaflow.metrics.score",
+    "metric_controls": "isqaflow.metrics.controls",
+    "isqa_tables": "isqaflow.metrics.tables",
+    "drfr": "isqaflow.drfr.responses",
+    "drfr_judge": "isqaflow.drfr.judge_responses",
+    "drfr_summaries": "isqaflow.drfr.summaries",
+    "drfr_tables": "isqaflow.drfr.tables",
+    "retrieval": "isqaflow.arena.retrieval",
+    "rag_answers": "isqaflow.arena.answers",
+    "arena_judge": "isqaflow.arena.battles",
+    "arena_judge_checks": "isqaflow.arena.checks",
+    "arena_summaries": "isqaflow.arena.summaries",
+    "arena_tables": "isqaflow.arena.tables",
+    "validity_table": "isqaflow.report.validity",
+}
+
+
+def stage_code_versions():
+    return {stage: code(module) for stage, module in STAGE_MODULES.items()}
+
+
+def raw_dataset_files():
+    """dataset label -> its raw files, for the manifest's checksums."""
+    datasets = config["datasets"]
+    files = {
+        f"papers/{d}": raw_paths(e["files"]) for d, e in datasets["papers"].items()
+    }
+    for d, e in datasets["qa_train"].items():
+        files[f"qa_train/{d}"] = raw_paths(e["train"]) + raw_paths(e["dev"])
+    for d, e in datasets["instructions"].items():
+        files[f"instructions/{d}"] = raw_paths(e["files"])
+    for d, e in datasets["rag"]["domains"].items():
+        files[f"rag/{d}"] = raw_paths(e["annotations"]) + [raw_path(e["corpus"])]
+    if datasets["rag"].get("human_labels"):
+        files["rag/human_labels"] = [datasets["rag"]["human_labels"]]
+    return files

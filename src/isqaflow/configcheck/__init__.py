@@ -1,0 +1,98 @@
+"""Cross-references of the workflow config, checked when the workflow is parsed.
+
+The schema (``config/schema.yaml``) checks each value on its own: types, ranges,
+misspelled keys.  It cannot check that a *name* refers to something: that
+``arena.judges.local.model`` is a key of ``models``, that a feedback model's adapter
+is a key of ``finetune``, that a local model path exists.  A wrong name used to
+surface only inside a job -- a ``KeyError`` traceback from an input function, or a
+model load failing after Snakemake had already deleted the old outputs -- or, for a
+missing API key, when the first API job started, hours into a cluster run.
+
+:func:`check_config` walks every section that refers to another and returns every
+problem at once, each naming its config path, the bad value and the valid choices
+(with the closest one, when there is one).  The Snakefile calls
+:func:`exit_on_problems` right after the schema check, before any rule is parsed,
+so a dry run shows the same errors, no job starts and nothing is deleted.
+
+Checked:
+
+* names: models, adapters (``finetune`` keys), feedback models, question sources,
+  summarizers, responders, answerers, retrievers, judges, datasets, domains,
+  downloads, ISQA runs' datasets and summarizers, the systems the judges and the
+  human evaluation see, ``metrics.main_feedback``, ``isqa.refine.initial_prompt``,
+  the arena runs' retrieval depth;
+* an adapter is used with the model it was fine-tuned from, and with a local model;
+* every local model the run uses exists, or is made by a rule of this run (a
+  ``convert:`` entry, which writes ``resources/models/<name>``);
+* every API model the run uses (``backend: openai`` without ``base_url`` or ``serve``)
+  has its key variable (``api_key_env``, default ``OPENAI_API_KEY``) set; the message
+  names the model and the variable, never a value.
+
+One checker per config section (:mod:`.sections`), sharing the problems found and the models
+the run uses (:mod:`.references`).  Ground floor: standard library only, a few milliseconds on
+the paper-scale config.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from isqaflow.configcheck.references import ConfigProblem, References
+from isqaflow.configcheck.sections import (
+    CONVERTED_MODELS,
+    DEFAULT_INITIAL_PROMPT,
+    DEFAULT_KEY_ENV,
+    check_arena,
+    check_downloads,
+    check_drfr,
+    check_finetune,
+    check_isqa,
+    check_models,
+)
+
+__all__ = ["ConfigProblem", "check_config", "format_problems", "exit_on_problems"]
+
+ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
+#: The section checkers, in order: check_models last (it checks the models the others use).
+SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_models)
+
+
+def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",
+                 environ: Mapping[str, str] | None = None) -> list[ConfigProblem]:
+    """Every cross-reference problem of a schema-valid ``config`` (see the module docstring).
+
+    ``workdir`` is where relative local paths are resolved (Snakemake's working
+    directory); ``environ`` defaults to ``os.environ``.
+    """
+    refs = References(config, Path(workdir), os.environ if environ is None else environ)
+    for check in SECTIONS:
+        check(refs)
+    return refs.problems
+
+
+def format_problems(problems: Sequence[ConfigProblem], config_files: Sequence[str] = ()) -> str:
+    files = f" ({', '.join(map(str, config_files))})" if config_files else ""
+    noun = "problem" if len(problems) == 1 else "problems"
+    lines = [f"isqaflow: {len(problems)} {noun} in the config{files}; no job was started, "
+             "no file was changed:"]
+    lines += [f"  {p}" for p in problems]
+    return "\n".join(lines)
+
+
+def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = (),
+                     workdir: str | os.PathLike = ".", extra: Sequence[tuple[str, str]] = ()) -> None:
+    """Print every problem of ``config`` to stderr and exit with status 1; return when there is none.
+
+    ``extra``: (path, message) of checks made above this floor (the workflow passes
+    isqaflow.models.servecheck's: decoding honoured or refused, served dtypes, the GPU plan).
+    A plain exit rather than an exception: Snakemake prints an exception raised while
+    parsing the Snakefile with a traceback-like location, an exit status quietly.
+    """
+    problems = check_config(config, workdir) + [ConfigProblem(path, message) for path, message in extra]
+    if problems:
+        print(format_problems(problems, config_files), file=sys.stderr, flush=True)
+        sys.exit(1)

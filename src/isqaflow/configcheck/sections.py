@@ -1,0 +1,218 @@
+"""One checker per config section: names each section refers to, and the models the run uses."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from isqaflow.configcheck.references import References
+
+#: Where ``convert:`` entries put their checkpoint (rule convert_gguf_model).
+CONVERTED_MODELS = "resources/models"
+DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # isqaflow.models.openai.OpenAIModel's default
+DEFAULT_INITIAL_PROMPT = "baseline_2"
+# A Hugging Face Hub id: "name" or "owner/name" (huggingface_hub's repo-id rules).
+_HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
+
+
+def check_downloads(refs: References) -> None:
+    """Every ``download:`` a dataset file names is a key of ``downloads``."""
+    downloads = refs.section("downloads")
+
+    def raw(path: str, spec: Any) -> None:
+        if isinstance(spec, Mapping) and "download" in spec:
+            refs.ref(f"{path}.download", spec["download"], downloads, "download", "downloads")
+
+    def raw_list(path: str, specs: Any) -> None:
+        for i, spec in enumerate(specs or []):
+            raw(f"{path}[{i}]", spec)
+
+    for name, entry in refs.section("datasets", "papers").items():
+        raw_list(f"datasets.papers.{name}.files", entry.get("files"))
+    for name, entry in refs.section("datasets", "qa_train").items():
+        raw_list(f"datasets.qa_train.{name}.train", entry.get("train"))
+        raw_list(f"datasets.qa_train.{name}.dev", entry.get("dev"))
+    for name, entry in refs.section("datasets", "instructions").items():
+        raw_list(f"datasets.instructions.{name}.files", entry.get("files"))
+    for name, entry in refs.section("datasets", "rag", "domains").items():
+        raw_list(f"datasets.rag.domains.{name}.annotations", entry.get("annotations"))
+        raw(f"datasets.rag.domains.{name}.corpus", entry.get("corpus"))
+
+
+def check_finetune(refs: References) -> None:
+    """``finetune``: each adapter's base is a local model, its data a QA training set."""
+    models = refs.section("models")
+    for name, entry in refs.section("finetune").items():
+        base = entry.get("base")
+        if refs.model_ref(f"finetune.{name}.base", base) and models[base].get("backend", "hf") != "hf":
+            refs.problem(f"finetune.{name}.base", f"model {base!r} is behind an API "
+                                                  f"(backend {models[base].get('backend')!r}); "
+                                                  "LoRA fine-tuning needs a local (hf) model")
+        refs.ref(f"finetune.{name}.data", entry.get("data"), refs.section("datasets", "qa_train"),
+                 "QA training set", "datasets.qa_train")
+
+
+def check_isqa(refs: References) -> None:
+    """``isqa``, ``human_eval`` and ``metrics``: datasets, summarizers, feedback models, runs, systems."""
+    isqa = refs.section("isqa")
+    refs.names("isqa.datasets", isqa.get("datasets"), refs.section("datasets", "papers"),
+               "paper dataset", "datasets.papers")
+    for i, name in enumerate(isqa.get("summarizers") or []):
+        refs.model_ref(f"isqa.summarizers[{i}]", name)
+    # The names as written (a wrong one is reported above, not again through its systems).
+    datasets = [str(d) for d in isqa.get("datasets") or []]
+    summarizers = [str(s) for s in isqa.get("summarizers") or []]
+    feedback_models = refs.section("isqa", "feedback_models")
+    for name, entry in feedback_models.items():
+        refs.model_ref(f"isqa.feedback_models.{name}.model", entry.get("model"), used=False)
+        if entry.get("adapter") is not None:
+            refs.adapter_ref(f"isqa.feedback_models.{name}.adapter", entry["adapter"], entry.get("model"))
+    generated = refs.section("isqa", "questions", "generated")
+    runs = isqa.get("runs") or []
+    uses_generated = any(run.get("questions") == "generated" for run in runs)
+    if generated:
+        refs.model_ref("isqa.questions.generated.model", generated.get("model"), used=uses_generated)
+    prompts = list(isqa.get("prompts") or [])
+    initial = refs.section("isqa", "refine").get("initial_prompt", DEFAULT_INITIAL_PROMPT)
+    if prompts and initial not in prompts:
+        refs.problem("isqa.refine.initial_prompt",
+                     f"{initial!r} is not one of isqa.prompts ({', '.join(prompts)}): "
+                     "the refinement starts from that prompt's baseline summary")
+    # (dataset, summarizer) -> systems with summaries
+    systems = {(d, s): [*prompts, "generic"] for d in datasets for s in summarizers}
+    for i, run in enumerate(runs):
+        path = f"isqa.runs[{i}]"
+        feedback = run.get("feedback")
+        if refs.ref(f"{path}.feedback", feedback, feedback_models, "feedback model", "isqa.feedback_models"):
+            refs.use(feedback_models[feedback].get("model"), f"isqa.feedback_models.{feedback}.model")
+        if run.get("questions") == "generated" and not generated:
+            refs.problem(f"{path}.questions", "'generated' needs isqa.questions.generated "
+                                              "(the model that writes the questions)")
+        # a run restricted to a wrong name counts as unrestricted (reported once, here)
+        run_datasets = run.get("datasets")
+        if run_datasets is None or refs.names(f"{path}.datasets", run_datasets, datasets, "dataset",
+                                              "isqa.datasets") != run_datasets:
+            run_datasets = datasets
+        run_summarizers = run.get("summarizers")
+        if run_summarizers is None or refs.names(f"{path}.summarizers", run_summarizers, summarizers,
+                                                 "summarizer", "isqa.summarizers") != run_summarizers:
+            run_summarizers = summarizers
+        for pair in systems:
+            if pair[0] in run_datasets and pair[1] in run_summarizers:
+                systems[pair].append(f"isqa-{feedback}-{run.get('questions')}")
+    _systems(refs, "isqa.judged_systems", isqa.get("judged_systems"), systems)
+    _systems(refs, "human_eval.systems", refs.section("human_eval").get("systems"), systems)
+    for key in refs.section("human_eval", "filled"):
+        refs.ref(f"human_eval.filled.{key}", key, [f"{d}/{s}" for d, s in systems],
+                 "dataset/summarizer pair", "isqa.datasets x isqa.summarizers")
+    main = refs.section("metrics").get("main_feedback")
+    if main is not None and refs.ref("metrics.main_feedback", main, feedback_models, "feedback model",
+                                     "isqa.feedback_models"):
+        if not any(run.get("feedback") == main and run.get("questions") == "human" for run in runs):
+            refs.problem("metrics.main_feedback", f"feedback model {main!r} has no run with human "
+                                                  f"questions in isqa.runs (the headline result, "
+                                                  f"isqa-{main}-human)")
+    for role in ("qg", "qa"):  # used when there are summaries to score
+        refs.model_ref(f"metrics.{role}.model", refs.section("metrics", role).get("model"), used=bool(systems))
+
+
+def _systems(refs: References, path: str, wanted: Any, systems: dict[tuple[str, str], list[str]]) -> None:
+    """Every wanted system must have summaries for every (dataset, summarizer) pair."""
+    every = sorted({s for names in systems.values() for s in names})
+    for i, system in enumerate(wanted or []):
+        if not refs.ref(f"{path}[{i}]", system, every, "system", "the run's summaries"):
+            continue
+        lacking = [f"{d}/{s}" for (d, s), names in systems.items() if system not in names]
+        if lacking:
+            refs.problem(f"{path}[{i}]", f"system {system!r} has no summaries for {', '.join(lacking)} "
+                                         "(its ISQA run is restricted to other datasets or summarizers)")
+
+
+def check_drfr(refs: References) -> None:
+    """``drfr``: datasets, responders (and their adapters), judges."""
+    drfr = refs.section("drfr")
+    refs.names("drfr.datasets", drfr.get("datasets"), refs.section("datasets", "instructions"),
+               "instruction dataset", "datasets.instructions")
+    for name, entry in refs.section("drfr", "responders").items():
+        refs.model_ref(f"drfr.responders.{name}.model", entry.get("model"))
+        if entry.get("adapter") is not None:
+            refs.adapter_ref(f"drfr.responders.{name}.adapter", entry["adapter"], entry.get("model"))
+    for name, entry in refs.section("drfr", "judges").items():
+        refs.model_ref(f"drfr.judges.{name}.model", entry.get("model"))
+
+
+def check_arena(refs: References) -> None:
+    """``arena``: domains, answerers (and their adapters), runs, retrievers, depths, judges."""
+    arena = refs.section("arena")
+    refs.names("arena.domains", arena.get("domains"), refs.section("datasets", "rag", "domains"),
+               "domain", "datasets.rag.domains")
+    answerers = refs.section("arena", "answerers")
+    for name, entry in answerers.items():
+        refs.model_ref(f"arena.answerers.{name}.model", entry.get("model"), used=False)
+        if entry.get("adapter") is not None:
+            refs.adapter_ref(f"arena.answerers.{name}.adapter", entry["adapter"], entry.get("model"))
+    depths = list(arena.get("k") or [])
+    for i, run in enumerate(arena.get("runs") or []):
+        path = f"arena.runs[{i}]"
+        refs.ref(f"{path}.retriever", run.get("retriever"), refs.section("arena", "retrievers"),
+                 "retriever", "arena.retrievers")
+        if depths and run.get("k") not in depths:
+            refs.problem(f"{path}.k", f"{run.get('k')!r} is not one of arena.k "
+                                      f"({', '.join(map(str, depths))}), the depths retrieved and reported")
+        used = run.get("answerers")
+        used = refs.names(f"{path}.answerers", used, answerers, "answerer", "arena.answerers") \
+            if used is not None else list(answerers)
+        for name in used:
+            refs.use(answerers[name].get("model"), f"arena.answerers.{name}.model")
+    for name, entry in refs.section("arena", "judges").items():
+        refs.model_ref(f"arena.judges.{name}.model", entry.get("model"))
+
+
+def check_models(refs: References) -> None:
+    """``models``: every model the run uses has its local files or its API key (run last)."""
+    models = refs.section("models")
+    for name, entry in models.items():
+        convert = entry.get("convert")
+        target = entry.get("model")
+        if convert and Path(str(target)).parent != Path(CONVERTED_MODELS):
+            refs.problem(f"models.{name}.model", f"{target!r}: a model with convert: is written to "
+                                                 f"{CONVERTED_MODELS}/<folder> by rule convert_gguf_model, "
+                                                 f"so its model path must be {CONVERTED_MODELS}/<folder>")
+    for name, paths in sorted(refs.used_models.items()):
+        entry = models[name]
+        backend = entry.get("backend", "hf")
+        used_by = ", ".join(dict.fromkeys(paths))
+        if backend == "openai":
+            variable = entry.get("api_key_env") or DEFAULT_KEY_ENV
+            # a local server (base_url, or one the job starts itself: serve) takes any key
+            local_server = entry.get("base_url") is not None or entry.get("serve") is not None
+            if not local_server and not refs.environ.get(variable):
+                refs.problem(f"models.{name}.api_key_env",
+                             f"model {name!r} is an API model the run uses ({used_by}), but the "
+                             f"environment variable {variable} that holds its key is not set")
+        elif backend == "hf" and not entry.get("convert"):
+            target = str(entry.get("model"))
+            if not _looks_local(refs, target):
+                continue  # a hub id: loaded through the Hugging Face cache
+            path = Path(target).expanduser()
+            path = path if path.is_absolute() else refs.workdir / path
+            if not path.exists():
+                refs.problem(f"models.{name}.model",
+                             f"local model path {target!r} does not exist, and no rule of this run makes "
+                             f"it (only models with convert: are made, in {CONVERTED_MODELS}/); "
+                             f"used by {used_by}")
+            elif path.is_dir() and not (path / "config.json").exists():
+                refs.problem(f"models.{name}.model",
+                             f"local model folder {target!r} has no config.json (an incomplete copy?); "
+                             f"used by {used_by}")
+
+
+def _looks_local(refs: References, target: str) -> bool:
+    """A local path rather than a hub id: absolute, ./ ../ ~, more than one slash, present
+    on disk, or its first folder exists here (``resources/x`` is not an owner on the Hub)."""
+    if target.startswith(("/", "./", "../", "~")) or not _HUB_ID.match(target):
+        return True
+    first = target.split("/", 1)[0]
+    return (refs.workdir / target).exists() or ("/" in target and (refs.workdir / first).is_dir())
