@@ -71,7 +71,7 @@ def print_gpu_plan():
         sys.argv
     ):
         table = gpu_plan.plan_table(gpu_plan.plan_grid(config))
-        print("GPU plan (isqaflow.models.gpu_plan):\n" + table, file=sys.stderr)
+        print(f"GPU plan (isqaflow.models.gpu_plan):\n{table}", file=sys.stderr)
 
 
 def code(*modules):

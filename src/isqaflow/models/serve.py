@@ -17,6 +17,15 @@ through the ``openai`` backend::
 
 ``serve`` keys: :mod:`.serve_settings`; the server's life cycle: :mod:`.serve_process`.
 
+With the job's GPU plan (``server_plan``, :mod:`.gpu_plan`, passed by the rule) the
+server gets the plan's ``--tensor-parallel-size``, ``--gpu-memory-utilization`` and
+``--max-model-len`` and its own GPUs (``CUDA_VISIBLE_DEVICES``: entries of the job's
+own list), and models of the job with the same weights share one server (the first
+starts it, with the adapter the plan serves beside the base model; the last one's
+``close`` stops it).  vLLM's answers are read as vLLM means them: with beam search
+``usage.completion_tokens`` adds up all n beams, so the best beam's own token ids
+count; a log-probability of -9999.0 is vLLM's -inf.
+
 The client side (:class:`ServedModel`) loads the model's tokenizer -- not its
 weights -- so the chat template is checked before the server starts, token counts
 and truncation are exact, plain-text requests (a prompt string, or
