@@ -65,6 +65,23 @@ def exit_on_config_problems():
     print_gpu_plan()
 
 
+def check_api_models_or_exit():
+    """At the start of a run (onstart: not in a dry run), on the submit host, before any job:
+    every API model is listed by its endpoint (isqaflow.models.openai.check_api_models).
+    """
+    from isqaflow.models.openai import check_api_models
+
+    problems = check_api_models(config["models"])
+    if problems:
+        print(
+            "isqaflow: API models the endpoints do not serve; no job was started:\n  "
+            + "\n  ".join(problems),
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.exit(1)
+
+
 def print_gpu_plan():
     """A dry run of a config with a gpu_plan section prints every GPU job's plan (stderr)."""
     if config.get("gpu_plan") is not None and {"-n", "--dry-run", "--dryrun"} & set(

@@ -118,3 +118,17 @@ def test_beam_token_counts_are_the_best_beams():
     assert model._output_tokens(no_ids) == 5
     one = types.SimpleNamespace(usage=types.SimpleNamespace(completion_tokens=7), choices=[types.SimpleNamespace()])
     assert model._output_tokens(one) == 7
+
+
+def test_the_run_checks_every_api_model_once_per_endpoint(endpoint):
+    from isqaflow.models.openai import check_api_models
+
+    models = {"judge": {"backend": "openai", "model": "gpt-4-0125-preview", "base_url": endpoint.url,
+                        "check_model": True},
+              "sub": {"backend": "openai", "model": "gpt-4.1", "base_url": endpoint.url, "check_model": True},
+              "local": {"backend": "openai", "model": "unlisted", "base_url": endpoint.url},  # a local server: not asked
+              "vicuna": {"backend": "hf", "model": "lmsys/vicuna-7b-v1.5"}}
+    problems = check_api_models(models, environ={"OPENAI_API_KEY": "sk-test"})
+    assert problems == [f"models.judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview'; set a "
+                        "model it lists (a substitute judge: check it against the validity table, docs/validity.md)"]
+    assert endpoint.requests == ["GET /v1/models"]

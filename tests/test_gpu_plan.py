@@ -133,3 +133,13 @@ def test_the_table_lists_every_gpu_job(paper):
     assert sum(1 for p in plans.values() if p.gpus) == len(table.splitlines()) - 1
     assert "isqa_refine qasper/vicuna-7b/lora-human\t1\tvicuna-7b-v1.5+vicuna-7b-hotpotqa [summarizer,feedback]" \
         in table
+
+
+def test_the_manifest_records_the_plan(paper):
+    from isqaflow.report.manifest import gpu_plan_record
+
+    record = gpu_plan_record(paper)
+    assert len(record) == 53 and sum(job["gpus"] for job in record) == 59
+    shared = next(job for job in record if job["job"] == "isqa_refine qasper/vicuna-7b/lora-human")
+    assert shared["servers"][0]["uses"] == ["summarizer", "feedback"]
+    assert gpu_plan_record(yaml.safe_load((REPO / "config/config.yaml").read_text())) is None
