@@ -531,3 +531,36 @@ def test_manifest_gathers_usage_with_cost_and_templates(tmp_path):
     assert gathered["chat_templates"] == {"lmsys/vicuna-7b-v1.5": [vicuna["chat_template"]]}
     record = model_record("vicuna-7b", models["vicuna-7b"])
     assert record["chat_template"] == "vicuna_v1.1" and record["serve"]["engine"] == "vllm"
+
+
+def test_a_gpu_plan_shares_one_server_between_base_model_and_adapter(tiny_causal, tmp_path, monkeypatch):
+    """The plan's server (isqa_refine: the Vicuna summarizer and its LoRA feedback model) starts once,
+    with the plan's vLLM flags, its GPUs and the adapter; both models ask it, the last close stops it."""
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    requests_log = tmp_path / "requests.jsonl"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    plan = {"server": "tiny@bfloat16", "args": ["--tensor-parallel-size", "1", "--gpu-memory-utilization", "0.900",
+                                               "--max-model-len", "2248"],
+            "gpus": [1], "adapters": {"tiny-hotpotqa": str(adapter)}}
+    spec = double_spec(tiny_causal, log=requests_log, server_plan=plan,
+                       serve={"lora_args": "--enable-lora --max-lora-rank 8 --lora-modules {adapter_name}={adapter}"})
+    summarizer = load_model(spec, name="summ")
+    feedback = load_model(spec, name="feedback", adapter=str(adapter))
+    try:
+        assert feedback.server is summarizer.server
+        argv = summarizer.server.argv
+        assert argv[-6:] == plan["args"] and f"tiny-hotpotqa={adapter}" in argv and "--enable-lora" in argv
+        assert summarizer.server.env["CUDA_VISIBLE_DEVICES"] == "5"  # the plan's GPU 1 of the job's list
+        summarizer.generate(["Question: the lazy dog"], GenerationParams(max_new_tokens=2))
+        feedback.generate(["Question: the lazy dog"], GenerationParams(max_new_tokens=2))
+        asked = [r["body"]["model"] for r in logged(requests_log)]
+        assert asked[-2:] == [str(tiny_causal), "tiny-hotpotqa"]
+        assert summarizer.usage.server["gpu_plan"]["args"] == plan["args"]
+        pgid = summarizer.server.pgid
+        summarizer.close()
+        assert group_members(pgid)  # the feedback model still uses it
+    finally:
+        feedback.close()
+    assert gone(pgid)

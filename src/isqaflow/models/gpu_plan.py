@@ -9,7 +9,7 @@ the stage's longest input + output (``gpu.layers``, ``gpu.kv_heads``, ``gpu.head
 
     models:
       vicuna-7b:
-        gpu: {parameters: 6.74e9, layers: 32, kv_heads: 32, head_dim: 128, context: 4096, checkpoint_dtype: float16}
+        gpu: {parameters: 6.74e+9, layers: 32, kv_heads: 32, head_dim: 128, context: 4096}
 
 and the GPUs of the partition (config ``gpu_plan``)::
 
@@ -246,7 +246,8 @@ def plan_job(job: str, uses: Sequence[ModelUse], config: Mapping[str, Any]) -> J
                           for s in servers] + [f"{m.name} in-process: {m.memory_gb:.1f} GB" for m in in_process])
 
     for server in servers:
-        heads = int(((next(u for u in uses if u.name == server.names[0]).entry.get("gpu") or {}).get("kv_heads")) or 8)
+        sizes = next(u for u in uses if u.name == server.names[0]).entry.get("gpu") or {}
+        heads = int(sizes.get("kv_heads") or 8)  # tensor parallelism splits the KV heads
         fits = [tp for tp in TP_SIZES if heads % tp == 0 and server.need_per_gpu(tp) <= cap]
         if not fits:
             raise GPUPlanError(f"job {job}: model {'+'.join(server.names)} does not fit {max(TP_SIZES)} GPUs of "
