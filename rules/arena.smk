@@ -24,6 +24,8 @@ rule retrieve:
         "logs/retrieve/{domain}/{retriever}.log",
     benchmark:
         "benchmarks/retrieve/{domain}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=retrievers_served_by("retrieve"),
     conda:
         "../envs/torch.yaml"
     threads: 1
@@ -39,6 +41,64 @@ rule retrieve:
         code=code("isqaflow.arena.retrieval"),
     script:
         "../scripts/retrieve.py"
+
+
+# ColBERTv2 (the paper's retriever) through PyLate, in its own environment: a PLAID index
+# per domain, built once, then the same hits and recall files as rule retrieve.
+rule colbert_index:
+    input:
+        passages="results/data/rag/{domain}/passages.jsonl",
+    output:
+        meta="resources/indexes/{domain}/{retriever}/colbert/meta.json",
+    log:
+        "logs/colbert_index/{domain}/{retriever}.log",
+    benchmark:
+        "benchmarks/colbert_index/{domain}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=retrievers_served_by("colbert"),
+    conda:
+        "../envs/colbert.yaml"
+    threads: threads_for("retrieve")
+    resources:
+        mem_mb=mem_mb_for("retrieve"),
+        runtime=runtime_for("retrieve"),
+        gpu=lambda wc: retriever_gpus(wc.retriever),
+    params:
+        options=lambda wc: retriever_options(wc.retriever),
+        index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
+        code=code("isqaflow.arena.colbert"),
+    script:
+        "../scripts/colbert_index.py"
+
+
+rule retrieve_colbert:
+    input:
+        queries="results/data/rag/{domain}/queries.jsonl",
+        passages="results/data/rag/{domain}/passages.jsonl",
+        index="resources/indexes/{domain}/{retriever}/colbert/meta.json",
+    output:
+        hits="results/arena/retrieval/{domain}/{retriever}.jsonl",
+        recall="results/arena/retrieval/{domain}/{retriever}.recall.json",
+    log:
+        "logs/retrieve/{domain}/{retriever}.log",
+    benchmark:
+        "benchmarks/retrieve/{domain}/{retriever}.tsv"
+    wildcard_constraints:
+        retriever=retrievers_served_by("colbert"),
+    conda:
+        "../envs/colbert.yaml"
+    threads: threads_for("retrieve")
+    resources:
+        mem_mb=mem_mb_for("retrieve"),
+        runtime=runtime_for("retrieve"),
+        gpu=lambda wc: retriever_gpus(wc.retriever),
+    params:
+        options=lambda wc: retriever_options(wc.retriever),
+        ks=config["arena"]["k"],
+        index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
+        code=code("isqaflow.arena.colbert"),
+    script:
+        "../scripts/retrieve_colbert.py"
 
 
 rule rag_answers:
@@ -220,7 +280,6 @@ rule arena_tables:
         human_csv=config["datasets"]["rag"].get("human_labels"),
         elo=config["arena"]["elo"],
         rounds=config["arena"]["bootstrap_rounds"],
-        validity_rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.arena.tables"),
     script:

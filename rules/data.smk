@@ -76,6 +76,10 @@ rule convert_papers:
 rule convert_qa_train:
     input:
         raw=lambda wc: raw_paths(qa_entry(wc.dataset)[wc.split]),
+        # the dev split is held out from the train split: no example in both
+        train=lambda wc: (
+            [f"results/data/qa/{wc.dataset}.train.jsonl"] if wc.split == "dev" else []
+        ),
     output:
         examples="results/data/qa/{dataset}.{split}.jsonl",
     log:

@@ -138,7 +138,6 @@ rule drfr_tables:
         runtime=runtime_for("default"),
     params:
         rounds=config["drfr"]["bootstrap_rounds"],
-        validity_rounds=config["validity"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.drfr.tables"),
     script:

@@ -61,6 +61,7 @@ rule metric_controls:
         weighter=lambda wc: metric_weighter(),
         controls=config["validity"]["metrics"]["controls"],
         papers=config["validity"]["metrics"]["papers"],
+        others=config["validity"]["metrics"].get("others", 1),
         seed=config["seed"],
         code=code("isqaflow.metrics.controls"),
     script:
@@ -107,7 +108,7 @@ rule isqa_tables:
         feedback_models=list(config["isqa"]["feedback_models"]),
         datasets=config["isqa"]["datasets"],
         rounds=config["metrics"]["bootstrap_rounds"],
-        validity_rounds=config["validity"]["bootstrap_rounds"],
+        zero_papers=config["metrics"].get("zero_papers", "keep"),
         seed=config["seed"],
         code=code("isqaflow.metrics.tables"),
     script:

@@ -25,8 +25,6 @@ rule validity_table:
         mem_mb=mem_mb_for("default"),
         runtime=runtime_for("default"),
     params:
-        rounds=config["validity"]["bootstrap_rounds"],
-        seed=config["seed"],
         code=code("isqaflow.report.validity"),
     script:
         "../scripts/validity_table.py"

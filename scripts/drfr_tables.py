@@ -14,5 +14,4 @@ with job(snakemake):
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
         control_paths=snakemake.input.controls,
-        validity_rounds=snakemake.params.validity_rounds,
     )

@@ -17,5 +17,5 @@ with job(snakemake):
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
         control_paths=snakemake.input.controls,
-        validity_rounds=snakemake.params.validity_rounds,
+        zero_papers=snakemake.params.zero_papers,
     )

@@ -13,6 +13,7 @@ with job(snakemake) as ctx:
         weighter=snakemake.params.weighter,
         controls=snakemake.params.controls,
         max_papers=snakemake.params.papers,
+        others=snakemake.params.others,
         seed=snakemake.params.seed,
         scope=snakemake.wildcards.dataset,
         cache_path=ctx.cache_path(),

@@ -8,6 +8,4 @@ with job(snakemake):
         snakemake.input.controls,
         snakemake.output.tables,
         snakemake.output.summary,
-        rounds=snakemake.params.rounds,
-        seed=snakemake.params.seed,
     )

@@ -119,3 +119,51 @@ def test_judge_human_agreement_constant_judge_has_undefined_correlation():
 def test_judge_human_agreement_rejects_judge_pairs_without_humans():
     with pytest.raises(ValueError, match="p9"):
         judge_human_agreement(pd.Series({"p1": 1}), pd.Series({"p1": "1", "p9": "2"}))
+
+
+def test_fitted_tie_band_reproduces_the_human_ties():
+    from isqaflow.arena.verdicts import calibrated_side, fit_tie_band
+
+    margins = [0.05, -0.3, 1.2, -0.8, 0.1, 2.0, -0.02, 0.6, float("nan")]
+    human = [0, 0, 1, -1, 1, 1, 0, -1, 0]
+    fit = fit_tie_band(margins, human)
+    # 3 human ties among the 8 pairs with a margin: the band lies between the 3rd and 4th |margin|
+    assert (fit["n"], fit["n_human_ties"], fit["n_judge_ties"]) == (8, 3, 3)
+    assert fit["tie_band"] == pytest.approx((0.1 + 0.3) / 2)
+    verdicts = [calibrated_side(m, fit["tie_band"]) for m in margins[:8]]
+    assert verdicts.count("tie") == human[:8].count(0)
+    # with tie_band 0 no pair with a non-zero margin is ever a tie
+    assert [calibrated_side(m, 0.0) for m in margins[:8]].count("tie") == 0
+    # no human tie: band 0; all ties: the largest |margin|; equal margins at the boundary: fewer ties
+    assert fit_tie_band([0.5, -1.0], [1, -1])["tie_band"] == 0.0
+    assert fit_tie_band([0.5, -1.0], [0, 0])["tie_band"] == 1.0
+    tied = fit_tie_band([0.1, 0.3, 0.3, 2.0], [0, 0, 1, 1])
+    assert tied["tie_band"] == pytest.approx(0.2) and tied["n_judge_ties"] == 1
+    with pytest.raises(ValueError, match="human labels"):
+        fit_tie_band([0.1], [2])
+
+
+def test_agreement_table_adds_the_fitted_band(tmp_path):
+    import json
+
+    from isqaflow.arena.tables import agreement_table
+
+    rows = []
+    pairs = [("p1", 1, 2.0), ("p2", 0, 0.1), ("p3", -1, -1.5), ("p4", 0, -0.2), ("p5", 1, 0.9)]
+    for pair_id, label, _ in pairs:
+        rating = {1: "Better", 0: "Tie", -1: "Worse"}[label]
+        for annotator in ("x", "y", "z"):
+            rows.append({"pair_id": pair_id, "domain": "d", "qid": pair_id, "query": "q?", "system_1": "s1",
+                         "answer_1": "a", "system_2": "s2", "answer_2": "b", "annotator": annotator,
+                         "rating": rating})
+    human_csv = tmp_path / "human.csv"
+    pd.DataFrame(rows).to_csv(human_csv, index=False)
+    judged = tmp_path / "judged.jsonl"
+    side = lambda m: "1" if m > 0 else "2"  # noqa: E731
+    judged.write_text("".join(json.dumps({"pair_id": p, "judge": "local", "rule": "calibrated", "tie_band": 0.0,
+                                          "margin": m, "verdict": side(m)}) + "\n" for p, _, m in pairs))
+    table = agreement_table(human_csv, [judged])
+    assert list(table["rule"]) == ["calibrated", "calibrated, tie band fitted on these pairs"]
+    assert list(table["tie band"]) == [0.0, pytest.approx((0.2 + 0.9) / 2)]
+    assert list(table["judge tie %"]) == [0.0, 40.0] and list(table["human tie %"]) == [40.0, 40.0]
+    assert list(table["accuracy %"]) == [60.0, 100.0]

@@ -339,3 +339,22 @@ def test_win_rates_exclude_invalid_from_denominators():
     assert by_domain.loc[("overall", "m1"), "win_rate"] == pytest.approx(3 / 5)
     assert by_domain.loc[("overall", "m2"), "n_invalid"] == 2
     assert len(by_domain) == 6  # 4 (domain, model) rows + 2 pooled rows
+
+
+def test_bradley_terry_stays_finite_and_separation_is_flagged():
+    """C loses every battle: no finite MLE; the pseudo-count keeps every fit finite and the rows say so."""
+    from isqaflow.arena.ratings import bootstrap_ratings, bt_separation
+
+    rows = [("A", "B", "model_a"), ("B", "A", "model_a"), ("A", "B", "tie")] + [("A", "C", "model_a")] * 3
+    rows += [("C", "B", "model_b")] * 2
+    battles = pd.DataFrame(rows, columns=["model_a", "model_b", "winner"])
+    boot = bootstrap_ratings(battles, "bt", rounds=300, seed=4)
+    assert np.isfinite(boot.to_numpy()).all()
+    flags = bt_separation(battles, rounds=300, seed=4)
+    assert flags["separated"].to_dict() == {"A": False, "B": False, "C": True}
+    assert flags.loc["C", "separated_share"] == 1.0  # every resample keeps C without a win
+    assert 0.0 < flags.loc["A", "separated_share"] < 1.0  # resamples without A's loss to B
+    # A never loses: separated in the battles and in every resample (a model not drawn is not flagged)
+    unbeaten = bt_separation(battles.iloc[[0, 3, 4, 5]], rounds=10, seed=0)
+    assert unbeaten.loc["A", "separated"] and unbeaten.loc["A", "separated_share"] == 1.0
+    assert np.isfinite(bootstrap_ratings(battles.iloc[[0, 3, 4, 5]], "bt", rounds=10, seed=0).to_numpy()).all()

@@ -431,7 +431,7 @@ def test_hotpotqa_empty_question(tmp_path):
 
 # --------------------------------------------------------------------------- input without records
 def _paper_line(**overrides) -> dict:
-    return {"id": "S1", "title": "T", "abstract": "A", "full_text": [], "qas": [
+    return {"id": "S1", "title": "T", "abstract": "A", "full_text": [{"section_name": "S", "paragraphs": ["P."]}], "qas": [
         {"question": "Q?", "questionId": "s1q1", "answers": [{"answer": {"free_form_answer": "An answer."}}]}],
         **overrides}
 

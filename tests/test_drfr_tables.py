@@ -87,7 +87,6 @@ def build(tmp_path: Path, control_rows: list[dict], rule: str = "raw") -> dict[s
         rounds=100,
         seed=0,
         control_paths=[write_jsonl(tmp_path / "controls.jsonl", control_rows)],
-        validity_rounds=200,
     )
     return {name: (out / f"{name}.md").read_text().split("\n\n", 1)[0] for name in TABLES}
 
@@ -103,7 +102,7 @@ def test_every_drfr_caption_names_the_rule_and_the_controls(tmp_path):
 def test_caption_of_a_judge_that_passes_its_controls_has_no_warning(tmp_path):
     captions = build(tmp_path, controls(correct=True), rule="calibrated")
     assert "Verdict rule: local calibrated." in captions["drfr_table5"]
-    assert "empty_response 8/8 correct (100% [100, 100], chance 50%)" in captions["drfr_table5"]
+    assert "empty_response 8/8 correct (100% [63, 100], chance 50%, binomial p = 0.004)" in captions["drfr_table5"]
     assert "NO EVIDENCE" not in captions["drfr_table5"]
 
 

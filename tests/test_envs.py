@@ -10,7 +10,10 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-ENVS = sorted((REPO / "envs").glob("*.yaml"))
+# Environments that cannot share the main pins: checked for full pins on their own below.
+OWN_PINS = {"colbert.yaml": {"pylate": "1.6.0", "fast-plaid": "1.4.6.2110", "torch": "2.11.0",
+                             "sentence-transformers": "5.3.0", "transformers": "5.3.0"}}
+ENVS = sorted(p for p in (REPO / "envs").glob("*.yaml") if p.name not in OWN_PINS)
 CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
 
 
@@ -91,3 +94,17 @@ def test_serving_envs_are_full_pins_of_their_vllm(env, fixture):
 
 def test_pyproject_vllm_extra_is_the_serving_env():
     assert pyproject_pins()["vllm"] == env_pins(REPO / "envs/serving.yaml")["vllm"]
+
+
+@pytest.mark.parametrize("name", sorted(OWN_PINS))
+def test_own_environments_are_fully_pinned(name):
+    """Every package exact, nothing twice, and the versions that force the separate env."""
+    env = yaml.safe_load((REPO / "envs" / name).read_text())
+    specs = [spec for dep in env["dependencies"] if isinstance(dep, dict) for spec in dep["pip"]]
+    names = [norm(spec.partition("==")[0]) for spec in specs]
+    assert all(re.fullmatch(r"[A-Za-z0-9_.-]+==[A-Za-z0-9_.+!-]+", spec) for spec in specs), specs
+    assert len(set(names)) == len(names)
+    pins = env_pins(REPO / "envs" / name)
+    for package, pinned in OWN_PINS[name].items():
+        assert pins.get(package) == pinned, f"{name}: {package}=={pins.get(package)}, expected {pinned}"
+    assert "python=3.11" in env["dependencies"]

@@ -73,7 +73,7 @@ def test_mixtral_gets_two_gpus_of_80_gb_and_one_of_141(paper):
     for memory, gpus in ((80, 2), (141, 1)):
         plans = plan_grid(with_gpu(paper, memory))
         mixtral = [p for job, p in plans.items() if job.endswith("/mixtral-8x7b") or job.endswith(" mixtral-8x7b")]
-        assert len(mixtral) == 4  # rag_answers bm25-k5, bm25-k10, dense-k5 and drfr_responses
+        assert len(mixtral) == 5  # rag_answers bm25-k5, bm25-k10, dense-k5, colbert-k5 and drfr_responses
         for plan in mixtral:
             (server,) = plan.servers
             assert (plan.gpus, server.tensor_parallel, server.gpus) == (gpus, gpus, tuple(range(gpus))), plan.row()
@@ -139,7 +139,7 @@ def test_the_manifest_records_the_plan(paper):
     from isqaflow.report.manifest import gpu_plan_record
 
     record = gpu_plan_record(paper)
-    assert len(record) == 53 and sum(job["gpus"] for job in record) == 59
+    assert len(record) == 56 and sum(job["gpus"] for job in record) == 64
     shared = next(job for job in record if job["job"] == "isqa_refine qasper/vicuna-7b/lora-human")
     assert shared["servers"][0]["uses"] == ["summarizer", "feedback"]
     assert gpu_plan_record(yaml.safe_load((REPO / "config/config.yaml").read_text())) is None

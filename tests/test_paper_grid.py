@@ -12,7 +12,7 @@ import pytest
 from workflow_utils import copy_repo, dry_run_jobs
 
 DATASETS, SUMMARIZERS, ISQA_RUNS = 2, 3, 5
-DOMAINS, RETRIEVERS = 6, 2
+DOMAINS, RETRIEVERS = 6, 2  # BM25 and MiniLM through rule retrieve; ColBERTv2 through its own rules
 EXPECTED = {
     # data: 12 pinned files (QASPER archive, 2 HotpotQA files, InFoBench, 6 LFRQA files,
     # LoTTE and FiQA archives); 8 archive members (2 QASPER splits, 5 LoTTE domains, FiQA)
@@ -39,10 +39,13 @@ EXPECTED = {
     "drfr_judge": 1,
     "drfr_summaries": DATASETS * SUMMARIZERS,
     "drfr_tables": 1,
-    # RAG-QA Arena: 6 domains x 2 retrievers; answers: 5 (bm25, k5) + 2 (bm25, k10) + 5 (dense, k5)
+    # RAG-QA Arena: 6 domains x 3 retrievers; answers: 5 (bm25, k5) + 2 (bm25, k10) + 5 (dense, k5)
+    # + 5 (colbert, k5: the paper's setting)
     "retrieve": DOMAINS * RETRIEVERS,
-    "rag_answers": 5 + 2 + 5,
-    "arena_judge": 3,
+    "colbert_index": DOMAINS,  # one PLAID index per domain
+    "retrieve_colbert": DOMAINS,
+    "rag_answers": 5 + 2 + 5 + 5,
+    "arena_judge": 4,
     "arena_judge_checks": 1,  # the GPT-4 judge's known-answer controls
     "arena_summaries": DATASETS * SUMMARIZERS,
     "arena_tables": 1,
@@ -87,5 +90,6 @@ def test_paper_grid_requests_gpus_for_model_stages_only(workdir):
     assert gpu["drfr_judge"] == {False}  # GPT-4 behind the API
     assert gpu["drfr_responses"] == {True, False}  # local pool models and GPT-3.5
     assert gpu["retrieve"] == {True, False}  # dense embeds on a GPU, BM25 does not
+    assert gpu["colbert_index"] == gpu["retrieve_colbert"] == {True}  # ColBERTv2 encodes on a GPU
     for rule in ("download", "convert_papers", "isqa_tables", "drfr_tables", "arena_tables", "manifest"):
         assert gpu[rule] == {False}, rule

@@ -286,3 +286,62 @@ def test_compare_systems_rejects_unknown_baseline_and_duplicates():
         compare_systems(table, "score", "system", "paper", baseline="missing")
     with pytest.raises(ValueError, match="more than one"):
         compare_systems(pd.concat([table, table.iloc[:1]]), "score", "system", "paper", "base")
+
+
+# ------------------------------------------------------------------- exact tests of known-answer controls
+def test_share_test_known_answers():
+    from isqaflow.stats import share_test
+
+    # 3/3 at chance 0.5 does not separate (p = 0.125), 6/6 does (0.0156), 6/7 does not (0.0625)
+    assert share_test(3, 3, 0.5)["p_value"] == pytest.approx(0.125) and not share_test(3, 3, 0.5)["separates"]
+    assert share_test(6, 6, 0.5)["p_value"] == pytest.approx(1 / 64) and share_test(6, 6, 0.5)["separates"]
+    assert share_test(6, 7, 0.5)["p_value"] == pytest.approx(8 / 128) and not share_test(6, 7, 0.5)["separates"]
+    # Clopper-Pearson: x = 0 and x = n have closed forms; 7/10 and 1/3 against published values
+    assert share_test(6, 6, 0.5)["lower"] == pytest.approx(0.025 ** (1 / 6))
+    assert share_test(0, 6, 0.5)["upper"] == pytest.approx(1 - 0.025 ** (1 / 6))
+    seven = share_test(7, 10, 0.5)
+    assert (seven["lower"], seven["upper"]) == (pytest.approx(0.3475, abs=1e-4), pytest.approx(0.9333, abs=1e-4))
+    one = share_test(1, 3, 0.5)
+    assert (one["lower"], one["upper"]) == (pytest.approx(0.0084, abs=1e-4), pytest.approx(0.9057, abs=1e-4))
+    # chance 1/3 (one random order of the arena's self control): 3/3 gives (1/3)**3 = 0.037
+    assert share_test(3, 3, 1 / 3)["separates"]
+    assert share_test(4, 4, 1.0)["p_value"] == 1.0 and not share_test(4, 4, 1.0)["separates"]
+    empty = share_test(0, 0, 0.5)
+    assert empty["n"] == 0 and np.isnan(empty["share"]) and not empty["separates"]
+    with pytest.raises(ValueError, match="n_correct <= n"):
+        share_test(4, 3, 0.5)
+    with pytest.raises(ValueError, match="chance"):
+        share_test(1, 3, 1.5)
+
+
+def test_min_items_to_separate():
+    from isqaflow.stats import min_items_to_separate, share_test
+
+    assert min_items_to_separate(0.5) == 5  # 0.5**5 = 0.031 < 0.05 <= 0.5**4
+    assert min_items_to_separate(1 / 3) == 3
+    assert min_items_to_separate(0.5, alpha=0.025) == 6  # what the two-sided 95% interval needs
+    assert min_items_to_separate(1.0) is None
+    for chance in (0.2, 0.5, 0.7):
+        n = min_items_to_separate(chance)
+        assert share_test(n, n, chance)["separates"] and not share_test(n - 1, n - 1, chance)["separates"]
+
+
+def test_mcnemar_exact_on_a_constructed_table():
+    from scipy.stats import binomtest
+
+    from isqaflow.stats import mcnemar_test
+
+    # 2 x 2 table of (after, before): 9 gained, 2 lost, 4 right both times, 5 wrong both times
+    after = [True] * 9 + [False] * 2 + [True] * 4 + [False] * 5
+    before = [False] * 9 + [True] * 2 + [True] * 4 + [False] * 5
+    result = mcnemar_test(after, before)
+    assert (result["n"], result["gained"], result["lost"]) == (20, 9, 2)
+    # P(X >= 9), X ~ Binomial(11, 1/2) = (C(11,9) + C(11,10) + C(11,11)) / 2**11 = 67 / 2048
+    assert result["p_value"] == pytest.approx(67 / 2048) and result["separates"]
+    # the two-sided version is statsmodels' mcnemar(exact=True): twice the smaller tail
+    assert binomtest(9, 11, 0.5).pvalue == pytest.approx(2 * 67 / 2048)
+    # the concordant items do not matter; no discordant item: p = 1
+    assert mcnemar_test(after[:11], before[:11])["p_value"] == result["p_value"]
+    assert mcnemar_test([True, False], [True, False])["p_value"] == 1.0
+    with pytest.raises(ValueError, match="equal lengths"):
+        mcnemar_test([True], [True, False])

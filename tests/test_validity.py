@@ -67,22 +67,19 @@ def by_name(summary: dict) -> dict[str, dict]:
 
 
 def test_perfect_judge_is_100_percent_and_not_flagged_yes_always_is_0_and_flagged():
-    groups = by_name(validity_summary(perfect_and_yes_always(), rounds=500, seed=3))
+    groups = by_name(validity_summary(perfect_and_yes_always()))
     good, blind = groups["good"], groups["blind"]
-    assert (good["n"], good["n_correct"], good["correct"], good["lower"], good["upper"]) == (
-        8,
-        8,
-        1.0,
-        1.0,
-        1.0,
-    )
+    assert (good["n"], good["n_correct"], good["correct"], good["upper"]) == (8, 8, 1.0, 1.0)
+    assert good["lower"] == pytest.approx(0.025 ** (1 / 8))  # Clopper-Pearson: 0.631
     assert good["chance"] == 0.5 and good["no_evidence"] is False
-    assert (blind["n_correct"], blind["correct"], blind["upper"]) == (0, 0.0, 0.0)
-    assert blind["no_evidence"] is True
+    assert good["test"] == "binomial" and good["p_value"] == pytest.approx(0.5**8)
+    assert (blind["n_correct"], blind["correct"], blind["lower"]) == (0, 0.0, 0.0)
+    assert blind["upper"] == pytest.approx(1 - 0.025 ** (1 / 8))
+    assert blind["no_evidence"] is True and blind["p_value"] == 1.0
 
 
 def test_invalid_replies_are_counted_and_not_correct():
-    mumbler = by_name(validity_summary(perfect_and_yes_always(), rounds=500, seed=3))["mumbler"]
+    mumbler = by_name(validity_summary(perfect_and_yes_always()))["mumbler"]
     assert (mumbler["n"], mumbler["n_invalid"], mumbler["n_correct"]) == (6, 2, 3)
     assert mumbler["correct"] == pytest.approx(
         0.5
@@ -90,29 +87,93 @@ def test_invalid_replies_are_counted_and_not_correct():
     assert mumbler["no_evidence"] is True
 
 
-def test_interval_is_the_percentile_bootstrap_over_items():
+def test_interval_is_clopper_pearson_and_the_test_the_one_sided_exact_binomial():
     records = [record(f"i{k}", k < 7) for k in range(10)]
-    group = validity_summary(records, rounds=2000, seed=0)["groups"][0]
+    group = validity_summary(records)["groups"][0]
     assert group["correct"] == pytest.approx(0.7)
-    # binomial(10, 0.7)/10: the 2.5% and 97.5% quantiles are 0.4 and 1.0 (up to resampling noise)
-    assert 0.3 <= group["lower"] <= 0.5 and 0.9 <= group["upper"] <= 1.0
-    assert group["lower"] < group["correct"] < group["upper"]
+    # 7 of 10, exact 95% interval (published tables: 0.3475, 0.9333)
+    assert group["lower"] == pytest.approx(0.34755, abs=1e-4)
+    assert group["upper"] == pytest.approx(0.93326, abs=1e-4)
+    assert group["p_value"] == pytest.approx(176 / 1024)  # P(X >= 7), X ~ Binomial(10, 1/2)
+    assert group["no_evidence"] is True and group["verdict"] == "no evidence"
 
 
-def test_bootstrap_is_deterministic_and_a_group_does_not_depend_on_the_others():
+@pytest.mark.parametrize(
+    ("n_correct", "n", "separates"),
+    [(1, 1, False), (2, 2, False), (3, 3, False), (4, 4, False), (5, 5, False), (6, 6, True),
+     (6, 7, False), (7, 8, False), (8, 8, True), (8, 10, False), (9, 10, True)],
+)
+def test_separates_only_when_the_exact_test_passes(n_correct, n, separates):
+    """An all-correct group of 3 had a bootstrap interval of [100, 100] and "separated"."""
+    records = [record(f"i{k}", k < n_correct) for k in range(n)]
+    group = validity_summary(records)["groups"][0]
+    assert group["no_evidence"] is (not separates)
+    assert (group["verdict"] == "separates") is separates
+    assert group["min_n"] == 6
+
+
+def test_too_few_items_are_named_in_the_verdict():
+    from isqaflow.report.validity import verdict_text
+
+    few = validity_summary([record(f"i{k}", True) for k in range(3)])["groups"][0]
+    assert verdict_text(few) == (
+        "NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE (exact binomial p = 0.125; "
+        "too few to show it: a perfect instrument needs 6 items)"
+    )
+    enough = validity_summary([record(f"i{k}", True) for k in range(6)])["groups"][0]
+    assert verdict_text(enough) == "separates (exact binomial p = 0.016)"
+
+
+def test_paired_control_is_tested_by_exact_mcnemar_against_its_baseline():
+    # 8 items: 6 gained (wrong without the evidence, right with it), 1 lost, 1 right both times
+    pairs = [(True, False)] * 6 + [(False, True)] + [(True, True)]
+    records = [
+        record(f"q{k}", after, instrument="feedback model", name="lora", control="gold_evidence",
+               chance=float(before), baseline=before)
+        for k, (after, before) in enumerate(pairs)
+    ]
+    group = validity_summary(records)["groups"][0]
+    assert group["test"] == "mcnemar" and (group["n_gained"], group["n_lost"]) == (6, 1)
+    assert group["chance"] == pytest.approx(2 / 8)  # the baseline's share correct
+    assert group["p_value"] == pytest.approx(8 / 128)  # P(X >= 6), X ~ Binomial(7, 1/2)
+    assert group["no_evidence"] is True
+    # a binomial test against the baseline's share would have passed: 7/8 at chance 2/8
+    from isqaflow.stats import share_test
+
+    assert share_test(7, 8, 2 / 8, alpha=0.025)["separates"]
+    gained_only = [r for r in records if r["baseline_correct"] is False]
+    group = validity_summary(gained_only + records[-1:])["groups"][0]
+    assert (group["n_gained"], group["n_lost"], group["p_value"]) == (6, 0, 0.5**6)
+    assert group["verdict"] == "separates"
+
+
+def test_a_control_that_cannot_test_its_rule_is_shown_and_counts_neither_way():
+    from isqaflow.report.validity import verdict_text
+
+    reason = "the empty text is content-free like the calibration's 'N/A'"
+    records = [{**record(f"i{k}", True, rule="calibrated"), "untestable": reason} for k in range(8)]
+    records += [record(f"i{k}", False, control="other_response", rule="calibrated") for k in range(8)]
+    summary = validity_summary(records)
+    rows = {g["control"]: g for g in summary["groups"]}
+    empty = rows["empty_response"]
+    assert empty["no_evidence"] is None and empty["verdict"] == "cannot test this rule"
+    assert empty["untestable"] == reason and empty["test"] is None and empty["p_value"] is None
+    assert verdict_text(empty) == f"cannot test this rule ({reason}): counts neither way"
+    note = validity_note(summary, "DRFR judge")
+    assert "empty_response 8/8 correct (100% [63, 100], chance 50%, cannot test this rule)" in note
+    assert note.endswith(NO_EVIDENCE.upper() + ".")  # from other_response, not from the untestable one
+    only_untestable = validity_note(validity_summary(records[:8]), "DRFR judge")
+    assert NO_EVIDENCE.upper() not in only_untestable
+
+
+def test_a_group_does_not_depend_on_the_others_or_the_order():
     records = [record(f"i{k}", k % 3 != 0) for k in range(12)]
-    alone = validity_summary(records, rounds=300, seed=5)
-    assert alone == validity_summary(records, rounds=300, seed=5)
-    assert alone == validity_summary(list(reversed(records)), rounds=300, seed=5)
+    alone = validity_summary(records)
+    assert alone == validity_summary(records)
+    assert alone == validity_summary(list(reversed(records)))
     others = [record(f"j{k}", k % 2 == 0, name="other", rule="calibrated") for k in range(9)]
-    together = validity_summary(others + records, rounds=300, seed=5)
+    together = validity_summary(others + records)
     assert [g for g in together["groups"] if g["name"] == "local"] == alone["groups"]
-    intervals = {
-        (g["lower"], g["upper"])
-        for seed in range(8)
-        for g in validity_summary(records, rounds=50, seed=seed)["groups"]
-    }
-    assert len(intervals) > 1  # the run's seed drives the resampling
 
 
 def test_chance_is_the_baseline_mean_when_the_control_has_a_baseline():
@@ -129,10 +190,10 @@ def test_chance_is_the_baseline_mean_when_the_control_has_a_baseline():
         )
         for k, b in enumerate([True, False, None, False])
     ]
-    group = validity_summary(records, rounds=300, seed=1)["groups"][0]
+    group = validity_summary(records)["groups"][0]
     assert group["chance"] == pytest.approx(0.25)  # null baseline counts as not correct
     records = [{**r, "baseline_correct": True} for r in records]
-    group = validity_summary(records, rounds=300, seed=1)["groups"][0]
+    group = validity_summary(records)["groups"][0]
     assert (
         group["chance"] == 1.0 and group["no_evidence"] is True
     )  # no better than without the evidence
@@ -147,7 +208,7 @@ def test_rows_are_ordered_by_instrument_then_raw_before_calibrated():
             "y", False, instrument="QAGS", name="qags", scope="qasper", control="other_abstract"
         ),
     ]
-    frame = validity_frame(validity_summary(records, rounds=100, seed=0))
+    frame = validity_frame(validity_summary(records))
     assert list(frame.index) == [
         ("arena judge", "local", "infobench", "self", "raw"),
         ("DRFR judge", "local", "infobench", "empty_response", "raw"),
@@ -167,19 +228,21 @@ def test_note_names_each_control_its_accuracy_and_the_missing_evidence():
         record(f"i{k:02d}", True if k else None, control="other_response", rule="calibrated")
         for k in range(12)
     ]
-    summary = validity_summary(records, rounds=300, seed=0)
+    summary = validity_summary(records)
     note = validity_note(summary, "DRFR judge")
-    assert note.startswith("Controls (known answers; share correct, 95% bootstrap CI): ")
+    assert note.startswith(
+        "Controls (known answers; share correct, exact 95% CI, one-sided exact test against chance): "
+    )
     raw, calibrated = note.split(". DRFR judge")
     assert raw.endswith(
-        "DRFR judge local on infobench, raw: empty_response 0/6 correct (0% [0, 0], chance 50%) -- "
-        "NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE"
+        "DRFR judge local on infobench, raw: empty_response 0/6 correct (0% [0, 46], chance 50%, "
+        "binomial p = 1.000) -- NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE"
     )
     assert calibrated.startswith(
-        " local on infobench, calibrated: empty_response 6/6 correct (100% [100, 100], "
-        "chance 50%); other_response 11/12 correct (92% ["
+        " local on infobench, calibrated: empty_response 6/6 correct (100% [54, 100], "
+        "chance 50%, binomial p = 0.016); other_response 11/12 correct (92% [62, 100], "
     )
-    assert "chance 50%, 1 invalid)" in calibrated
+    assert "chance 50%, binomial p = 0.003, 1 invalid)" in calibrated
     assert NO_EVIDENCE.upper() not in calibrated
     assert note.endswith(".")
     assert (
@@ -195,7 +258,7 @@ def test_note_reads_the_summary_json_as_written(tmp_path):
     paths = [tmp_path / "controls.jsonl"]
     paths[0].write_text("".join(json.dumps(r) + "\n" for r in perfect_and_yes_always()))
     tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md", "tex")]
-    summary = build_validity_table(paths, tables, tmp_path / "summary.json", rounds=200, seed=2)
+    summary = build_validity_table(paths, tables, tmp_path / "summary.json")
     loaded = json.loads((tmp_path / "summary.json").read_text())
     assert loaded == json.loads(json.dumps(summary))
     for name in ("good", "blind", "mumbler"):
@@ -216,7 +279,7 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
     (control_dir / "empty.jsonl").write_text("")  # a stage whose controls are switched off
     tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md", "tex")]
     build_validity_table(
-        sorted(control_dir.rglob("*.jsonl")), tables, tmp_path / "summary.json", rounds=200, seed=2
+        sorted(control_dir.rglob("*.jsonl")), tables, tmp_path / "summary.json"
     )
     csv = pd.read_csv(tables[0])
     assert list(csv["name"]) == ["blind", "good", "mumbler"]
@@ -225,6 +288,8 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
     assert list(csv["n_invalid"]) == [0, 0, 2]
     md = tables[1].read_text()
     assert md.startswith("Known-answer controls of every judge and metric")
+    assert "a perfect instrument needs 6 items at chance 50% to pass" in md
+    assert list(csv["p_value"]) == pytest.approx([1.0, 0.5**8, 0.65625])  # P(X >= 3 | 6, 1/2)
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in md.splitlines()[4:]]
     assert rows[1] == [
         "DRFR judge",
@@ -234,9 +299,9 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
         "raw",
         "8",
         "0",
-        "100.0 [100.0, 100.0]",
+        "100.0 [63.1, 100.0]",
         "50.0",
-        "separates (CI above chance)",
+        "separates (exact binomial p = 0.004)",
     ]
     assert rows[2][5:7] == ["6", "2"] and rows[2][8] == "50.0"
     lower, upper = map(float, re.fullmatch(r"50\.0 \[([\d.]+), ([\d.]+)\]", rows[2][7]).groups())
@@ -251,7 +316,7 @@ def test_empty_run_writes_an_empty_table(tmp_path):
     (tmp_path / "none.jsonl").write_text("")
     tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md", "tex")]
     summary = build_validity_table(
-        [tmp_path / "none.jsonl"], tables, tmp_path / "summary.json", rounds=100, seed=0
+        [tmp_path / "none.jsonl"], tables, tmp_path / "summary.json"
     )
     assert summary["groups"] == []
     assert pd.read_csv(tables[0]).empty
@@ -268,6 +333,7 @@ def test_empty_run_writes_an_empty_table(tmp_path):
         ({"chance": None}, r"field 'chance': None is not a number"),
         ({"scope": ""}, r"field 'scope': missing or not a non-empty string"),
         ({"detail": [1]}, r"field 'detail': must be an object"),
+        ({"untestable": ""}, r"field 'untestable': must be null or a non-empty sentence"),
     ],
 )
 def test_a_record_off_the_contract_is_named_by_file_line_item_and_field(tmp_path, change, message):
@@ -337,7 +403,24 @@ def test_a_control_with_chance_100_percent_is_a_consistency_check():
         {**r, "control": "no_answer", "item": f"n{k}", "expected": "a", "outcome": "a", "chance": 0.5}
         for k, r in enumerate(selfish * 2)
     ]
-    summary = validity_summary(selfish + winning, rounds=300, seed=1)
+    summary = validity_summary(selfish + winning)
     rows = {g["control"]: g for g in summary["groups"]}
     assert rows["self"]["no_evidence"] is None and rows["no_answer"]["no_evidence"] is False
     assert "NO EVIDENCE" not in validity_note(summary, "arena judge")
+
+
+def test_table_shows_the_mcnemar_counts_as_integers(tmp_path):
+    pairs = [(True, False)] * 6 + [(False, False)]
+    records = [
+        record(f"q{k}", after, instrument="feedback model", name="lora", control="gold_evidence",
+               chance=float(before), baseline=before)
+        for k, (after, before) in enumerate(pairs)
+    ]
+    records += [record(f"i{k}", True) for k in range(3)]  # a group without McNemar counts
+    path = tmp_path / "controls.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md")]
+    build_validity_table([path], tables, tmp_path / "summary.json")
+    md = tables[1].read_text()
+    assert "separates (exact McNemar p = 0.016: 6 gained, 0 lost)" in md
+    assert "too few to show it: a perfect instrument needs 6 items)" in md

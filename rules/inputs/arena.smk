@@ -9,8 +9,20 @@ def retriever_options(retriever):
     }
 
 
+def retrievers_served_by(rules):
+    """The wildcard pattern of the retrievers of rules colbert_index and retrieve_colbert
+    (``"colbert"``: backend colbert, in envs/colbert.yaml) or of rule retrieve (the rest);
+    a pattern that matches nothing where there are none."""
+    names = sorted(
+        name
+        for name, entry in config["arena"]["retrievers"].items()
+        if (entry["backend"] == "colbert") == (rules == "colbert")
+    )
+    return "|".join(names) or "(?!)"
+
+
 def retriever_gpus(retriever):
-    """Only dense retrieval embeds the corpus on a GPU."""
+    """Dense and ColBERT retrieval encode the corpus on a GPU; BM25 does not."""
     if config["arena"]["retrievers"][retriever]["backend"] == "bm25":
         return 0
     return gpus_for("retrieve")

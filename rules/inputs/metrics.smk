@@ -9,8 +9,13 @@ def metric_model(role):
 
 
 def metric_settings():
-    """QAGS/QuestEval settings with the run's seed."""
-    return {**config["metrics"]["qags"], "seed": config["seed"]}
+    """QAGS/QuestEval settings with the run's seed (QuestEval's: its weighter apart)."""
+    questeval = config["metrics"].get("questeval") or {}
+    return {
+        **config["metrics"]["qags"],
+        "questeval": {k: v for k, v in questeval.items() if k != "weighter"},
+        "seed": config["seed"],
+    }
 
 
 def metric_weighter():

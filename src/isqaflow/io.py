@@ -7,7 +7,10 @@ The temporary file is created with the process umask (0644 by default, readable 
 collaborators on a shared filesystem), unlike ``tempfile.mkstemp``'s fixed 0600;
 :func:`apply_umask` does the same for folders that other libraries write (model
 checkpoints: safetensors writes 0600).
-Reading errors name the file, the line, the record id and the field.
+Reading is strict and its errors name the file, the line, the record id and the field:
+bytes that are not UTF-8 (a leading byte-order mark is allowed), a key twice in one
+JSON object (which JSON readers resolve silently, keeping the last), and an id twice
+among records keyed by it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "read_records",
+    "read_text",
+    "read_text_lines",
     "write_records",
 ]
 
@@ -166,47 +171,138 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[Any]) -> int:
 write_records = write_jsonl
 
 
-def read_json(path: str | os.PathLike) -> Any:
+BOM = "\ufeff"
+
+
+def _not_utf8(path: Path, data: bytes, err: UnicodeDecodeError, line: int | None = None) -> RecordError:
+    """The error for bytes that are not UTF-8: the line and column, and the bytes themselves."""
+    if line is None:
+        line = data.count(b"\n", 0, err.start) + 1
+    column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
+    bad = data[err.start : err.end].hex(" ")
+    return RecordError(path, f"not UTF-8: byte(s) {bad} at column {column} ({err.reason}); "
+                             "save the file as UTF-8", line=line)
+
+
+class _Duplicates:
+    """``object_pairs_hook`` that keeps JSON's last-wins dict but remembers repeated keys,
+    and which object (in parse order: inner objects first, the outermost last) held them."""
+
+    def __init__(self) -> None:
+        self.objects = 0
+        self.found: list[tuple[int, str]] = []
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        self.objects += 1
+        obj: dict[str, Any] = {}
+        for key, value in pairs:
+            if key in obj:
+                self.found.append((self.objects, key))
+            obj[key] = value
+        return obj
+
+    def check(self, path: Path, data: Any, line: int | None = None) -> None:
+        """Raise for the first repeated key.  In a whole JSON file (``line`` None) the
+        top-level object may be keyed by record id (QASPER): its repeated key names the
+        record.  In a JSON Lines line, the object is one record: the key is its field."""
+        if not self.found:
+            return
+        where, key = self.found[0]
+        if line is None and where == self.objects and isinstance(data, dict):  # the outermost object
+            raise RecordError(path, f"key {key!r} occurs twice in the top-level object: a JSON reader "
+                                    "keeps only the last (where records are keyed by id, a record "
+                                    "would silently vanish)", record=key, field=key)
+        record = data.get("id") if isinstance(data, dict) and where == self.objects else None
+        raise RecordError(path, f"key {key!r} occurs twice in one object: a JSON reader keeps only "
+                                "the last value", record=record, field=key, line=line)
+
+
+def _loads(path: Path, text: str, line: int | None = None) -> Any:
+    hook = _Duplicates()
+    data = json.loads(text, object_pairs_hook=hook)
+    hook.check(path, data, line)
+    return data
+
+
+def read_text(path: str | os.PathLike) -> str:
+    """A whole UTF-8 text file, a leading byte-order mark dropped; bytes that are not UTF-8
+    are a :class:`RecordError` naming the line and column."""
     path = Path(path)
+    data = path.read_bytes()
     try:
-        with path.open(encoding="utf-8") as handle:
-            return json.load(handle)
+        return data.decode("utf-8").removeprefix(BOM)
+    except UnicodeDecodeError as err:
+        raise _not_utf8(path, data, err) from None
+
+
+def read_json(path: str | os.PathLike) -> Any:
+    """A JSON file, strictly: UTF-8 (a leading byte-order mark is allowed), no key twice in an
+    object; each problem a :class:`RecordError` naming the file and line."""
+    path = Path(path)
+    text = read_text(path)
+    try:
+        return _loads(path, text)
     except json.JSONDecodeError as err:
         raise RecordError(path, f"not valid JSON: {err.msg}", line=err.lineno) from err
 
 
-def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
-    """Yield ``(line_number, object)`` for every non-empty line of a JSON Lines file."""
+def read_text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """``(line_number, line)`` of a UTF-8 text file, line endings kept, a leading byte-order
+    mark dropped; bytes that are not UTF-8 are a :class:`RecordError` naming the line."""
     path = Path(path)
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    with path.open("rb") as handle:
+        for line_no, raw in enumerate(handle, start=1):
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise RecordError(path, f"not valid JSON: {err.msg}", line=line_no) from err
-            if not isinstance(obj, dict):
-                raise RecordError(path, "expected a JSON object", line=line_no)
-            yield line_no, obj
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise _not_utf8(path, raw, err, line=line_no) from None
+            yield line_no, line.removeprefix(BOM) if line_no == 1 else line
+
+
+def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
+    """Yield ``(line_number, object)`` for every non-empty line of a JSON Lines file
+    (checked as :func:`read_json` checks a file, line by line)."""
+    path = Path(path)
+    for line_no, line in read_text_lines(path):
+        if not line.strip():
+            continue
+        try:
+            obj = _loads(path, line, line_no)
+        except json.JSONDecodeError as err:
+            raise RecordError(path, f"not valid JSON: {err.msg}", line=line_no) from err
+        if not isinstance(obj, dict):
+            raise RecordError(path, "expected a JSON object", line=line_no)
+        yield line_no, obj
 
 
 def read_records(path: str | os.PathLike, model: type[T], id_field: str = "id") -> list[T]:
     """Read a JSON Lines file of normalized records, validating each with a pydantic model.
 
     A record that fails validation raises :class:`RecordError` naming the file, the
-    line, the record's id and the first offending field.
+    line, the record's id and the first offending field.  A model whose records are
+    keyed by their id (a ``unique_id`` class attribute naming the field, as the
+    schemas of :mod:`isqaflow.data.schema` have) must not repeat one: a stage that
+    maps records by id would keep only the last.
     """
     from pydantic import ValidationError
 
+    unique = getattr(model, "unique_id", None)
+    seen: dict[Any, int] = {}
     records = []
     for line_no, obj in read_jsonl(path):
         try:
-            records.append(model.model_validate(obj))  # type: ignore[attr-defined]
+            record = model.model_validate(obj)  # type: ignore[attr-defined]
         except ValidationError as err:
             first = err.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or None
             raise RecordError(
                 path, first["msg"], record=obj.get(id_field), field=field, line=line_no
             ) from err
+        if unique:
+            key = getattr(record, unique)
+            if key in seen:
+                raise RecordError(path, f"{unique} {key!r} occurs twice (first on line {seen[key]})",
+                                  record=key, field=unique, line=line_no)
+            seen[key] = line_no
+        records.append(record)
     return records

@@ -14,6 +14,16 @@ sign-flip test is exact up to :data:`EXACT_SIGN_FLIP_MAX_PAIRS` pairs, its Monte
 Carlo version beyond never reports 0, and it gives no p-value below
 :data:`MIN_PAIRS_FOR_TEST` pairs.
 
+Known-answer controls (a judge or metric on items whose right verdict is known) are
+tested exactly: :func:`share_test` gives the share correct with its Clopper-Pearson
+interval and the one-sided exact binomial test against the chance level,
+:func:`mcnemar_test` the one-sided exact McNemar test of a paired design (the same
+items with and without a change), and :func:`min_items_to_separate` the smallest
+number of items at which a perfect instrument can pass (5 at chance 50% and
+alpha 0.05, one-sided: 0.5**5 = 0.031; 0.5**4 = 0.0625 cannot).  A bootstrap
+interval of an all-correct group is [1, 1] whatever its size, so it cannot decide
+such a verdict.
+
 Every resampling uses ``numpy.random.default_rng(seed)``: the same inputs and seed
 give the same interval.  NaN values are dropped (pairwise for paired tests) and
 counted, never silently turned into zeros.
@@ -33,7 +43,10 @@ __all__ = [
     "MIN_PAIRS_FOR_TEST",
     "bootstrap_ci",
     "compare_systems",
+    "mcnemar_test",
+    "min_items_to_separate",
     "paired_bootstrap",
+    "share_test",
     "sign_flip_test",
     "wilcoxon_signed_rank",
 ]
@@ -299,3 +312,93 @@ def compare_systems(
             }
         )
     return pd.DataFrame(rows, columns=[system, *_COMPARISON_COLUMNS]).set_index(system)
+
+
+def share_test(n_correct: int, n: int, chance: float, alpha: float = 0.05,
+               confidence: float = 0.95) -> dict:
+    """Share correct with its exact interval and the one-sided exact binomial test against chance.
+
+    ``share`` = n_correct / n; ``lower``/``upper`` the two-sided ``confidence``
+    Clopper-Pearson interval (``scipy.stats.binomtest(...).proportion_ci(method="exact")``);
+    ``p_value`` the one-sided exact binomial test of "the share exceeds ``chance``"
+    (``alternative="greater"``: P(X >= n_correct) for X ~ Binomial(n, chance)).
+    ``separates`` is ``p_value < alpha``.  A chance level of 1 cannot be exceeded:
+    ``p_value`` is 1 (never separates).  With n = 0 everything but n is NaN and
+    ``separates`` False.  3/3 at chance 0.5 gives p = 0.125 (does not separate), 5/5
+    gives 0.031 (separates), 6/7 gives 0.0625 (does not).
+    """
+    from scipy.stats import binomtest
+
+    if not 0.0 <= chance <= 1.0:
+        raise ValueError(f"chance must lie in [0, 1], got {chance}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    if n < 0 or not 0 <= n_correct <= max(n, 0):
+        raise ValueError(f"need 0 <= n_correct <= n, got {n_correct} of {n}")
+    if n == 0:
+        return {"n": 0, "n_correct": 0, "share": np.nan, "lower": np.nan, "upper": np.nan,
+                "chance": float(chance), "p_value": np.nan, "separates": False}
+    test = binomtest(int(n_correct), int(n), p=float(chance), alternative="greater")
+    interval = binomtest(int(n_correct), int(n)).proportion_ci(
+        confidence_level=confidence, method="exact"
+    )
+    p_value = 1.0 if chance >= 1.0 else float(test.pvalue)
+    return {
+        "n": int(n),
+        "n_correct": int(n_correct),
+        "share": n_correct / n,
+        "lower": float(interval.low),
+        "upper": float(interval.high),
+        "chance": float(chance),
+        "p_value": p_value,
+        "separates": bool(p_value < alpha),
+    }
+
+
+def mcnemar_test(after: ArrayLike, before: ArrayLike, alpha: float = 0.05) -> dict:
+    """One-sided exact McNemar test: are items right more often ``after`` than ``before``?
+
+    ``after`` and ``before`` are per-item booleans of the same items (e.g. answered
+    right with and without inserted evidence).  Only discordant pairs carry
+    information: ``gained`` = right after and not before, ``lost`` = the reverse.
+    Under no effect each discordant pair is as likely to be either, so the exact test
+    is the binomial test of ``gained`` out of ``gained + lost`` at 1/2
+    (``scipy.stats.binomtest``, ``alternative="greater"``; statsmodels'
+    ``mcnemar(exact=True)`` is the two-sided version of the same binomial test).  No
+    discordant pair gives ``p_value`` 1.  ``separates`` is ``p_value < alpha``.
+    """
+    from scipy.stats import binomtest
+
+    after = np.asarray(after, dtype=bool).ravel()
+    before = np.asarray(before, dtype=bool).ravel()
+    if after.shape != before.shape:
+        raise ValueError(f"paired values need equal lengths, got {after.size} and {before.size}")
+    gained = int(np.count_nonzero(after & ~before))
+    lost = int(np.count_nonzero(~after & before))
+    discordant = gained + lost
+    p_value = (
+        1.0
+        if discordant == 0
+        else float(binomtest(gained, discordant, 0.5, alternative="greater").pvalue)
+    )
+    return {"n": int(after.size), "gained": gained, "lost": lost, "p_value": p_value,
+            "separates": bool(p_value < alpha)}
+
+
+def min_items_to_separate(chance: float, alpha: float = 0.05) -> int | None:
+    """The smallest n at which n/n correct passes :func:`share_test` (None at chance 1).
+
+    n/n has p = chance**n, so n is the smallest integer with chance**n < alpha: 5 at
+    chance 0.5 and alpha 0.05 (0.031), 3 at chance 1/3 (0.037); a paired McNemar
+    control needs that many discordant pairs at 1/2.
+    """
+    if not 0.0 <= chance <= 1.0:
+        raise ValueError(f"chance must lie in [0, 1], got {chance}")
+    if chance >= 1.0:
+        return None
+    if chance == 0.0:
+        return 1
+    n = 1
+    while chance**n >= alpha:
+        n += 1
+    return n

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import RecordError
+from isqaflow.io import RecordError, read_text
 
 MERGED_RATINGS = {
     "better": 1,
@@ -31,6 +31,8 @@ HUMAN_COLUMNS = (
     "pair_id", "domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2",
     "annotator", "rating",
 )
+# What a pair compares: the same in each of its rows (one per annotator).
+PAIR_COLUMNS = ("domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2")
 SCORES = (1, 0, -1)
 
 
@@ -45,20 +47,41 @@ def merge_rating(label: str) -> int:
 def read_human_labels(path) -> pd.DataFrame:
     """Human pairwise preferences, one row per (pair, annotator), checked.
 
-    A missing column or an unknown rating raises :class:`~isqaflow.io.RecordError`
-    naming the file, the line, the pair and the field.
+    A missing column, an unknown rating, an empty pair id, a pair rated twice by one
+    annotator, or a pair whose rows disagree on what was compared (domain, query,
+    systems, answers) raises :class:`~isqaflow.io.RecordError` naming the file, the line
+    (the header is line 1, one line per record), the pair and the field; so do bytes
+    that are not UTF-8.
     """
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    import io
+
+    df = pd.read_csv(io.StringIO(read_text(path)), dtype=str, keep_default_na=False)
     missing = [c for c in HUMAN_COLUMNS if c not in df.columns]
     if missing:
         raise RecordError(path, f"missing column(s) {missing}")
+    first: dict[str, int] = {}
+    rated: dict[tuple[str, str], int] = {}
     for i, row in df.iterrows():
+        line, pair = int(i) + 2, row["pair_id"].strip()
+        if not pair:
+            raise RecordError(path, "empty pair id", field="pair_id", line=line)
         try:
             merge_rating(row["rating"])
         except ValueError as err:
-            raise RecordError(
-                path, str(err), record=row["pair_id"], field="rating", line=int(i) + 2
-            ) from err
+            raise RecordError(path, str(err), record=pair, field="rating", line=line) from err
+        key = (pair, row["annotator"].strip())
+        if key in rated:
+            raise RecordError(path, f"annotator {key[1]!r} rated the pair twice (first on line {rated[key]})",
+                              record=pair, field="annotator", line=line)
+        rated[key] = line
+        if pair in first:
+            earlier = df.loc[first[pair]]
+            for column in PAIR_COLUMNS:
+                if row[column] != earlier[column]:
+                    raise RecordError(path, f"the pair's rows disagree on {column} (first on line "
+                                            f"{first[pair] + 2})", record=pair, field=column, line=line)
+        else:
+            first[pair] = int(i)
     return df
 
 

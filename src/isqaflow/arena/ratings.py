@@ -346,6 +346,37 @@ def bootstrap_ratings(
     return pd.DataFrame(ratings, index=pd.RangeIndex(rounds, name="round"), columns=models)
 
 
+def bt_separation(battles: pd.DataFrame, rounds: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Per model: is it separated in the battles, and in what share of the bootstrap resamples?
+
+    A model that wins none or loses none of its battles (a tie counts half each way)
+    has no finite Bradley-Terry maximum-likelihood rating: its fitted rating is set by
+    the pseudo-count prior (:data:`PSEUDO_COUNT`), thousands of points away, and so is
+    any percentile bound that more than alpha/2 of the resamples decide.  The
+    resamples are exactly those of ``bootstrap_ratings(method="bt")`` with the same
+    seed.  Returns ``separated`` (bool, in the battles themselves) and
+    ``separated_share`` (share of rounds), indexed by model.  (Separation of a group
+    of models -- A and B always beat C and D -- is not flagged here.)
+    """
+    models, index_a, index_b, winner_code = _encode_battles(battles)
+    point = _win_matrices(index_a, index_b, _SCORE_A[winner_code], np.ones((1, len(battles))), len(models))
+    cells, counts = bootstrap_cell_counts(battles, rounds, seed)
+    cell_a = models.get_indexer(cells["model_a"])
+    cell_b = models.get_indexer(cells["model_b"])
+    cell_score = _SCORE_A[pd.Index(WINNERS).get_indexer(cells["winner"])]
+    resampled = _win_matrices(cell_a, cell_b, cell_score, counts, len(models))
+
+    def separated(wins: np.ndarray) -> np.ndarray:
+        won, lost = wins.sum(axis=2), wins.sum(axis=1)
+        played = (won + lost) > 0
+        return played & ((won == 0) | (lost == 0))
+
+    return pd.DataFrame(
+        {"separated": separated(point)[0], "separated_share": separated(resampled).mean(axis=0)},
+        index=models,
+    )
+
+
 def rating_intervals(point: pd.Series, boot: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
     """Point ratings with bootstrap percentile intervals and interval-separation ranks.
 

@@ -19,35 +19,37 @@ changed corpus, parameter or model rebuilds it.  ``meta.json`` is removed before
 written after the index files, so an interrupted build is never mistaken for a
 finished one.
 
-ColBERTv2, which the paper uses at full scale, is deliberately not implemented:
-serving it needs the ``colbert-ai`` package (or RAGatouille on top of it), a
-pre-built PLAID index over the corpus and in practice a GPU, none of which this
-workflow installs or maintains.  Asking for ``"colbert"`` raises a ``ValueError``
-that says so; BM25 and MiniLM are the documented substitutes.
+ColBERTv2, which the paper uses at full scale, is the ``"colbert"`` backend of
+:mod:`isqaflow.arena.colbert`: served by PyLate, it runs in its own environment
+(``envs/colbert.yaml``) through rules ``colbert_index`` and ``retrieve_colbert``, so
+:func:`retrieve` here refuses it with a pointer there.
 
 Rankings are deterministic: scores sort descending and ties break by passage id, so
 the same inputs give identical results whether the index was just built or read back.
 
 :func:`run_retrieval` is the job of rule ``retrieve``: one domain, one retriever, and
-the recall of the gold documents at every k.
+the recall of the gold documents at every k (:mod:`isqaflow.arena.hits`: what every
+backend's job shares).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
 import shutil
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from isqaflow.arena.hits import check_inputs as _check_inputs
+from isqaflow.arena.hits import corpus_hash, write_retrieval
+from isqaflow.arena.hits import query_pairs as _query_pairs
+from isqaflow.arena.hits import recall_at_k  # noqa: F401  (part of this module's interface)
 from isqaflow.data.schema import Passage, RagQuery
-from isqaflow.io import atomic_open, read_json, read_records, write_json, write_jsonl
+from isqaflow.io import atomic_open, read_json, read_records, write_json
 from isqaflow.text.embeddings import DEFAULT_MODEL, load_encoder, resolve_model
 
 log = logging.getLogger(__name__)
@@ -61,30 +63,6 @@ _SCORE_BLOCK = 2**26
 
 
 # ------------------------------------------------------------------------ helpers
-def _query_pairs(queries: Sequence[RagQuery] | Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
-    """Queries as (id, text) pairs; a RagQuery's text is its question."""
-    return [(q.id, q.question) if isinstance(q, RagQuery) else (q[0], q[1]) for q in queries]
-
-
-def _check_inputs(passages: Sequence[Passage], k: int) -> None:
-    if k < 1:
-        raise ValueError(f"k must be positive, got {k}")
-    if not passages:
-        raise ValueError("no passages to retrieve from")
-    ids = [p.id for p in passages]
-    if len(set(ids)) != len(ids):
-        raise ValueError("passage ids must be unique")
-
-
-def corpus_hash(passages: Iterable[Passage]) -> str:
-    """SHA-256 of the passages' ids and texts in order: what an index depends on."""
-    digest = hashlib.sha256()
-    for p in passages:
-        digest.update(json.dumps([p.id, p.text], ensure_ascii=False).encode("utf-8"))
-        digest.update(b"\n")
-    return digest.hexdigest()
-
-
 def _cached(folder: Path, meta: dict, files: Iterable[str]) -> bool:
     """True when ``folder`` holds a finished index built from exactly ``meta``."""
     path = folder / META
@@ -322,47 +300,15 @@ def retrieve(
     """
     if backend == "colbert":
         raise ValueError(
-            f"backend 'colbert' is not implemented; available backends: {', '.join(BACKENDS)}. "
-            "ColBERTv2 needs an external PLAID index built with the colbert-ai package "
-            "(or RAGatouille), which is not installed here"
+            "backend 'colbert' (ColBERTv2 through PyLate) runs in its own environment "
+            "(envs/colbert.yaml): rules colbert_index and retrieve_colbert, "
+            f"isqaflow.arena.colbert.retrieve_colbert; here: {', '.join(BACKENDS)}"
         )
     if backend == "bm25":
         return retrieve_bm25(queries, passages, k, cache_dir, **options)
     if backend == "dense":
         return retrieve_dense(queries, passages, k, cache_dir, **options)
     raise ValueError(f"unknown retrieval backend {backend!r}; available: {', '.join(BACKENDS)}")
-
-
-def recall_at_k(results: Sequence[dict], gold: Mapping[str, Iterable[str]]) -> dict:
-    """Retriever quality against gold documents, over the queries that have some.
-
-    ``hit_rate`` is the share of queries whose top-k holds at least one gold document;
-    ``gold_recall`` the mean share of each query's gold documents that were retrieved
-    (a document counts once, however many of its passages were retrieved).
-    """
-    ks = {r["k"] for r in results}
-    if len(ks) > 1:
-        raise ValueError(f"results mix several k: {sorted(ks)}")
-    hits: list[float] = []
-    recalls: list[float] = []
-    without_gold = 0
-    for result in results:
-        gold_docs = set(gold.get(result["query_id"], ()))
-        if not gold_docs:
-            without_gold += 1
-            continue
-        found = gold_docs & {p["doc_id"] for p in result["passages"]}
-        hits.append(float(bool(found)))
-        recalls.append(len(found) / len(gold_docs))
-    if not hits:
-        raise ValueError("no result belongs to a query with gold documents")
-    return {
-        "k": ks.pop(),
-        "n_queries": len(hits),
-        "n_without_gold": without_gold,
-        "hit_rate": float(np.mean(hits)),
-        "gold_recall": float(np.mean(recalls)),
-    }
 
 
 # ------------------------------------------------------------------------ the job
@@ -373,14 +319,5 @@ def run_retrieval(query_path, passage_path, out_path, recall_path, backend: str,
     queries = read_records(query_path, RagQuery)
     passages = read_records(passage_path, Passage)
     results = retrieve(queries, passages, backend, max(ks), cache_dir, **options)
-    for r in results:
-        r["domain"] = domain
-    write_jsonl(out_path, results)
-    gold = {q.id: set(q.gold_doc_ids) for q in queries}
-    recall = {}
-    for k in sorted(ks):
-        at_k = [{**r, "k": k, "passages": r["passages"][:k]} for r in results]
-        recall[f"k={k}"] = recall_at_k(at_k, gold)
-        log.info("%s %s@%d: %s", domain, backend, k, recall[f"k={k}"])
-    write_json(recall_path, recall)
-    return recall
+    return write_retrieval(results, queries, out_path, recall_path, ks, domain, backend)
+

@@ -36,12 +36,13 @@ from isqaflow.arena.players import ABSTRACT, REFERENCE
 from isqaflow.arena.ratings import (
     battles_from_verdicts,
     bootstrap_ratings,
+    bt_separation,
     bradley_terry,
     elo_with_intervals,
     rating_intervals,
     win_rates,
 )
-from isqaflow.arena.verdicts import position_consistency
+from isqaflow.arena.verdicts import calibrated_side, fit_tie_band, position_consistency
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
@@ -105,10 +106,13 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
     point_bt = bradley_terry(battles, **bt_kwargs)
     results["Bradley-Terry"] = rating_intervals(
         point_bt, bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, **bt_kwargs))
+    separation = bt_separation(battles, rounds=rounds, seed=seed)
     votes = pd.concat([battles["model_a"], battles["model_b"]]).value_counts()
     table = pd.concat(
         {name: r[["rating", "lower", "upper", "rank"]] for name, r in results.items()}, axis=1
     )
+    # a separated model's Bradley-Terry bound is set by the pseudo-count prior: flagged, not hidden
+    table[("Bradley-Terry", "separated %")] = 100 * separation["separated_share"].reindex(table.index)
     table[("votes", "")] = votes.reindex(table.index).fillna(0).astype(int)
     table[("invalid excluded", "")] = invalid
     return table.sort_values(("Bradley-Terry", "rating"), ascending=False), results
@@ -142,7 +146,24 @@ def ratings_figure(results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[
     save_figure(fig, paths)
 
 
+_SIDE_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
+
+
+def fitted_band_verdicts(judged: pd.DataFrame, human: pd.Series) -> tuple[dict, pd.Series] | None:
+    """The tie band fitted on the human-labelled pairs (:func:`fit_tie_band`) and the calibrated
+    verdicts under it, per pair id; None when the records have no margins."""
+    if "margin" not in judged.columns or judged["margin"].isna().all():
+        return None
+    margins = judged.set_index("pair_id")["margin"].astype(float)
+    labelled = margins.index.intersection(human.index)
+    fit = fit_tie_band(margins[labelled].to_numpy(), human[labelled].to_numpy())
+    verdicts = margins.map(lambda m: _SIDE_VERDICT[calibrated_side(m, fit["tie_band"])])
+    return fit, verdicts
+
+
 def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -> pd.DataFrame:
+    """Judge vs human majority per judge; for a judge with margins, also under the tie band fitted on
+    these pairs (in-sample: the band the judge's ``tie_band`` can be set to)."""
     labels = read_human_labels(human_csv)
     human = human_majority(labels)
     rows = []
@@ -150,22 +171,33 @@ def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -
         judged = _load([path])
         if judged.empty:
             continue
-        stats = judge_human_agreement(human, judged.set_index("pair_id")["verdict"])
-        share = lambda d, k: 100 * d.get(k, 0.0)  # noqa: E731
-        rows.append({
-            "judge": judged["judge"].iloc[0], "rule": verdict_rule(judged), "pairs": stats["n"],
-            "judge invalid": stats["n_judge_invalid"],
-            "human 1 better %": share(stats["human_distribution"], 1),
-            "human tie %": share(stats["human_distribution"], 0),
-            "human 2 better %": share(stats["human_distribution"], -1),
-            "judge 1 better %": share(stats["judge_distribution"], 1),
-            "judge tie %": share(stats["judge_distribution"], 0),
-            "judge 2 better %": share(stats["judge_distribution"], -1),
-            "Pearson r": stats["pearson_r"], "p": stats["pearson_p"], "Cohen kappa": stats["cohen_kappa"],
-            "accuracy %": 100 * stats["accuracy"],
-            "annotator agreement %": 100 * _annotator_agreement(labels),
-        })
+        configured = float(judged["tie_band"].iloc[0]) if "tie_band" in judged.columns else float("nan")
+        settings = [(verdict_rule(judged), configured, judged.set_index("pair_id")["verdict"])]
+        fitted = fitted_band_verdicts(judged, human)
+        if fitted is not None:
+            settings.append(("calibrated, tie band fitted on these pairs", fitted[0]["tie_band"], fitted[1]))
+        for rule, band, verdicts in settings:
+            rows.append(_agreement_row(judged["judge"].iloc[0], rule, band, human, verdicts, labels))
     return pd.DataFrame(rows).set_index("judge") if rows else pd.DataFrame()
+
+
+def _agreement_row(judge: str, rule: str, band: float, human: pd.Series, verdicts: pd.Series,
+                   labels: pd.DataFrame) -> dict:
+    stats = judge_human_agreement(human, verdicts)
+    share = lambda d, k: 100 * d.get(k, 0.0)  # noqa: E731
+    return {
+        "judge": judge, "rule": rule, "tie band": band, "pairs": stats["n"],
+        "judge invalid": stats["n_judge_invalid"],
+        "human 1 better %": share(stats["human_distribution"], 1),
+        "human tie %": share(stats["human_distribution"], 0),
+        "human 2 better %": share(stats["human_distribution"], -1),
+        "judge 1 better %": share(stats["judge_distribution"], 1),
+        "judge tie %": share(stats["judge_distribution"], 0),
+        "judge 2 better %": share(stats["judge_distribution"], -1),
+        "Pearson r": stats["pearson_r"], "p": stats["pearson_p"], "Cohen kappa": stats["cohen_kappa"],
+        "accuracy %": 100 * stats["accuracy"],
+        "annotator agreement %": 100 * _annotator_agreement(labels),
+    }
 
 
 def _annotator_agreement(labels: pd.DataFrame) -> float:
@@ -208,16 +240,16 @@ def summary_arena_table(judged: pd.DataFrame) -> pd.DataFrame:
 def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str], recall_paths: dict[str, str],
                        human_csv: str | None, human_paths: Sequence[str], summary_paths: Sequence[str],
                        out_dir: str | Path, figure_dir: str | Path, elo: dict[str, float], rounds: int,
-                       seed: int, control_paths: Sequence[str | Path] = (), validity_rounds: int = 1000) -> None:
+                       seed: int, control_paths: Sequence[str | Path] = ()) -> None:
     """Entry point of rule arena_tables; ``judged_paths`` maps a setting (e.g. bm25-k5.local) to its file.
 
     ``control_paths`` are the arena judges' known-answer control files: every table built on
     the judge's verdicts ends its caption with their accuracy (the numbers of
-    ``results/tables/validity.*``: same records, rounds and seed).
+    ``results/tables/validity.*``: same records, same exact tests).
     """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     controls = ". " + validity_note(
-        validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed), "arena judge")
+        validity_summary(read_control_records(control_paths)), "arena judge")
     judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
                        ignore_index=True)
     write_table(win_rate_table(judged, REFERENCE), table_paths(out_dir / "arena_win_rates"), digits=1,
@@ -244,7 +276,11 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                 caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation. "
                         "Elo: the median over the bootstrap rounds of online Elo on resampled battle sequences "
                         "(as FastChat; one online pass depends on the battles' order); Bradley-Terry: the "
-                        "maximum-likelihood fit. (A) reference pairs only, (B) plus all pairs among the models" + controls)
+                        "maximum-likelihood fit with a 0.001 pseudo-win per ordered pair. 'separated %': share "
+                        "of the bootstrap resamples in which the model wins none or loses none of its battles "
+                        "(no finite maximum-likelihood rating); above 2.5% its Bradley-Terry bound on that side "
+                        "is set by the pseudo-count, not by the battles: read it as unbounded. (A) reference "
+                        "pairs only, (B) plus all pairs among the models" + controls)
     ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
     write_table(position_consistency_table(judged), table_paths(out_dir / "arena_position_consistency"), digits=3,
                 caption="Position consistency: share of pairs judged alike in both orders. raw: the two orders' "
@@ -260,6 +296,9 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                 caption="Retrieval: share of queries with a gold document in the top k, and gold recall")
     agreement = agreement_table(human_csv, human_paths) if human_csv else pd.DataFrame()
     write_table(agreement, table_paths(out_dir / "arena_agreement"), digits=3,
-                caption="Judge vs human majority (3 annotators; no majority = tie)" + controls)
+                caption="Judge vs human majority (3 annotators; no majority = tie). 'tie band': the judge's "
+                        "configured band (nats); a logprob judge also has a row under the band fitted on these "
+                        "pairs so that it ties as many of them as the people did (in-sample; set it as the "
+                        "judge's tie_band to use it)" + controls)
     write_table(summary_arena_table(_load(summary_paths)), table_paths(out_dir / "arena_summaries"), digits=1,
                 caption="ISQA summaries in the arena: against the abstract and head to head" + controls)

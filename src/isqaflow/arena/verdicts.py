@@ -19,8 +19,11 @@ Two rules turn a pair judged in both orders into one verdict (a judge's ``rule``
   ``-tie_band``, a tie otherwise (:func:`calibrated_side`).  The tie label's own
   log-probability plays no part.  ``tie_band`` defaults to 0.0 nats: identical
   answers make both orders the same request, so their margin is exactly 0 and they tie
-  at any band; a wider band is a documented choice of the user, never tuned on the
-  known-answer controls.
+  at any band -- but no other pair ever ties, so every win+tie rate equals the win
+  rate.  :func:`fit_tie_band` fits a band on human-labelled pairs (the judge then ties
+  as often as the people did on them); the arena's agreement table reports the band
+  fitted on the run's human pairs and the agreement it gives, and a config sets it as
+  the judge's ``tie_band``.  A band is never tuned on the known-answer controls.
 
 Position consistency is reported under both: raw, the two orders' labels agree;
 calibrated, the two orders' margins have the same sign.
@@ -39,6 +42,7 @@ __all__ = [
     "VERDICT_RULES",
     "calibrated_side",
     "check_verdict_rule",
+    "fit_tie_band",
     "combine_orders",
     "margins_agree",
     "parse_verdict",
@@ -126,6 +130,42 @@ def calibrated_side(margin: float, tie_band: float = 0.0) -> Side | None:
     if margin < -tie_band:
         return "b"
     return "tie"
+
+
+def fit_tie_band(margins: Iterable[float], human: Iterable[int]) -> dict[str, Any]:
+    """The tie band under which the judge ties as many human-labelled pairs as the people did.
+
+    ``margins`` are the judge's calibrated margins of the pairs (system_a over
+    system_b, nats), ``human`` their merged majority labels (+1 / 0 / -1, 0 a tie), in
+    the same order; pairs with a NaN margin are left out.  With k human ties among the
+    n pairs the band is the midpoint between the k-th and the (k+1)-th smallest
+    |margin|, so exactly k pairs fall within it (fewer when margins are equal at the
+    boundary: the band never ties more than the people did); 0.0 when the people tied
+    none, the largest |margin| when they tied all.  Matching the tie share, not the
+    accuracy, keeps the fit from chasing a handful of pairs; it is an in-sample fit on
+    these pairs.  Returns ``tie_band``, ``n`` (pairs used), ``n_human_ties`` and
+    ``n_judge_ties`` (pairs within the band).
+    """
+    pairs = [
+        (abs(float(m)), int(h))
+        for m, h in zip(margins, human, strict=True)
+        if not math.isnan(float(m))
+    ]
+    for _, label in pairs:
+        if label not in (1, 0, -1):
+            raise ValueError(f"human labels must be +1, 0 or -1, got {label!r}")
+    size = sorted(m for m, _ in pairs)
+    n, ties = len(size), sum(label == 0 for _, label in pairs)
+    if n == 0 or ties == 0:
+        band = 0.0
+    elif ties == n:
+        band = size[-1]
+    else:
+        # the midpoint below the (k+1)-th smallest |margin| and the largest one under it
+        below = [m for m in size[:ties] if m < size[ties]]
+        band = (below[-1] + size[ties]) / 2 if below else 0.0
+    return {"tie_band": float(band), "n": n, "n_human_ties": ties,
+            "n_judge_ties": sum(m <= band for m in size)}
 
 
 def margins_agree(margin_ab: float, margin_ba: float) -> bool:

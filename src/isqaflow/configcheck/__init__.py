@@ -22,6 +22,10 @@ Checked:
   human evaluation see, ``metrics.main_feedback``, ``isqa.refine.initial_prompt``,
   the arena runs' retrieval depth;
 * an adapter is used with the model it was fine-tuned from, and with a local model;
+* a key written twice in one mapping of a config file (:mod:`.files`; YAML keeps the last);
+* values of different sections that contradict each other (:mod:`.samples`): the human
+  evaluation's shared papers within its sample, sample sizes within a dataset's
+  ``max_papers``, retriever options their backend reads;
 * every local model the run uses exists, or is made by a rule of this run (a
   ``convert:`` entry, which writes ``resources/models/<name>``);
 * every API model the run uses (``backend: openai`` without ``base_url`` or ``serve``)
@@ -29,8 +33,8 @@ Checked:
   names the model and the variable, never a value.
 
 One checker per config section (:mod:`.sections`), sharing the problems found and the models
-the run uses (:mod:`.references`).  Ground floor: standard library only, a few milliseconds on
-the paper-scale config.
+the run uses (:mod:`.references`).  Ground floor: standard library only (and PyYAML, which
+Snakemake loads the config with, for the files), a few milliseconds on the paper-scale config.
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from isqaflow.configcheck.files import duplicate_keys
 from isqaflow.configcheck.references import ConfigProblem, References
+from isqaflow.configcheck.samples import check_samples
 from isqaflow.configcheck.sections import (
     CONVERTED_MODELS,
     DEFAULT_INITIAL_PROMPT,
@@ -58,7 +64,7 @@ __all__ = ["ConfigProblem", "check_config", "format_problems", "exit_on_problems
 
 ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
-SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_models)
+SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_samples, check_models)
 
 
 def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",
@@ -92,7 +98,8 @@ def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = ()
     A plain exit rather than an exception: Snakemake prints an exception raised while
     parsing the Snakefile with a traceback-like location, an exit status quietly.
     """
-    problems = check_config(config, workdir) + [ConfigProblem(path, message) for path, message in extra]
+    problems = (duplicate_keys(Path(workdir) / f for f in config_files) + check_config(config, workdir)
+                + [ConfigProblem(path, message) for path, message in extra])
     if problems:
         print(format_problems(problems, config_files), file=sys.stderr, flush=True)
         sys.exit(1)

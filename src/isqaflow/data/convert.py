@@ -43,10 +43,12 @@ def write_papers(paths: Sequence[str | Path], fmt: str, dataset: str, out: str |
     return write_jsonl(out, papers)
 
 
-def write_qa_examples(paths: Sequence[str | Path], out: str | Path, lenient: bool = False) -> int:
+def write_qa_examples(paths: Sequence[str | Path], out: str | Path, lenient: bool = False,
+                      held_out_from: Sequence[str | Path] = ()) -> int:
     """HotpotQA files -> QA examples; ``lenient`` skips (with a warning) supporting facts that
-    point past their paragraph instead of failing on them."""
-    examples = convert_hotpotqa(paths, lenient=lenient)
+    point past their paragraph instead of failing on them; ``held_out_from``: converted
+    training files whose examples must not occur here (the dev split)."""
+    examples = convert_hotpotqa(paths, lenient=lenient, held_out_from=held_out_from)
     log.info("%d QA examples (%s)", len(examples), dict(Counter(e.type for e in examples)))
     return write_jsonl(out, examples)
 

@@ -44,7 +44,7 @@ def convert_infobench(paths: Iterable[str | Path]) -> list[Instruction]:
                 if not question.strip():
                     raise raw.error("empty question", f"decomposed_questions[{i}]")
                 requirements.append(Requirement(question=question.strip(), labels=qlabels))
-            iid = raw.get("id", str)
+            iid = raw.id("id")
             if iid in instructions:
                 raise raw.error("instruction id occurs twice", "id")
             expected = next((s for prefix, s in ID_PREFIXES.items() if iid.startswith(prefix)), None)

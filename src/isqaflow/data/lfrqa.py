@@ -6,7 +6,10 @@ at the end of each line.  ``citation_numbers`` often disagrees with the text, so
 citations are read from the text.  Citation ``i`` refers to ``gold_doc_ids[i-1]``.
 
 Corpora: LoTTE's ``collection.tsv`` (``pid<TAB>text``) for the LoTTE domains and
-BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) for FiQA.
+BEIR's ``corpus.jsonl`` (``{"_id", "title", "text"}``) for FiQA.  A document id that
+occurs twice in a corpus, a document without text (it would give no passage), an empty
+query id and a gold document listed twice by one query are errors naming the file and
+line.
 """
 
 from __future__ import annotations
@@ -17,9 +20,9 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from isqaflow.data.raw import Raw, iter_json_records
+from isqaflow.data.raw import Raw, build, iter_json_records
 from isqaflow.data.schema import RagQuery
-from isqaflow.io import RecordError, read_jsonl
+from isqaflow.io import RecordError, read_jsonl, read_text_lines
 
 log = logging.getLogger(__name__)
 
@@ -46,10 +49,13 @@ def convert_lfrqa(paths: Iterable[str | Path], domain: str) -> list[RagQuery]:
     for path in paths:
         for rid, obj, line in iter_json_records(path, "qid", shape="lines"):
             raw = Raw(path, rid, obj, line=line)
-            qid = raw.get("qid", (int, str))
+            qid = raw.id("qid", (int, str))
             gold = raw.get("gold_doc_ids", list)
             if not all(isinstance(d, (int, str)) for d in gold):
                 raise raw.error("expected a list of document ids", "gold_doc_ids")
+            repeated = sorted({str(d) for d in gold if [str(g) for g in gold].count(str(d)) > 1})
+            if repeated:
+                raise raw.error(f"gold document(s) {repeated} listed twice", "gold_doc_ids")
             cited_text = raw.get("faithful_answer_w_citation", str)
             _, cited = parse_cited_lines(cited_text)
             # A known quirk of the released files: a few citations point past the gold
@@ -65,7 +71,9 @@ def convert_lfrqa(paths: Iterable[str | Path], domain: str) -> list[RagQuery]:
             qid_str = str(qid)
             if qid_str in queries:
                 raise raw.error("query id occurs twice", "qid")
-            queries[qid_str] = RagQuery(
+            queries[qid_str] = build(
+                raw,
+                RagQuery,
                 id=qid_str,
                 domain=domain,
                 question=question,
@@ -79,33 +87,50 @@ def convert_lfrqa(paths: Iterable[str | Path], domain: str) -> list[RagQuery]:
     return list(queries.values())
 
 
-def read_lotte_collection(path: str | Path) -> Iterator[tuple[str, str]]:
-    """``pid<TAB>text`` lines (LoTTE / ColBERT collection format)."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        for line_no, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE), start=1):
-            if not row:
-                continue
-            if len(row) < 2 or not row[0].strip():
-                raise RecordError(path, "expected pid<TAB>text", line=line_no, field="pid")
-            yield row[0].strip(), "\t".join(row[1:]).strip()
+def read_lotte_collection(path: str | Path) -> Iterator[tuple[int, str, str]]:
+    """``(line, pid, text)`` of ``pid<TAB>text`` lines (LoTTE / ColBERT collection format)."""
+    for line_no, line in read_text_lines(path):
+        row = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE), [])
+        if not row:
+            continue
+        if len(row) < 2 or not row[0].strip():
+            raise RecordError(path, "expected pid<TAB>text", line=line_no, field="pid")
+        yield line_no, row[0].strip(), "\t".join(row[1:]).strip()
 
 
-def read_beir_corpus(path: str | Path) -> Iterator[tuple[str, str]]:
-    """BEIR ``corpus.jsonl``: the title, when present, is prepended to the text."""
+def read_beir_corpus(path: str | Path) -> Iterator[tuple[int, str, str]]:
+    """``(line, _id, text)`` of BEIR's ``corpus.jsonl``: the title, when present, is
+    prepended to the text."""
     for line, obj in read_jsonl(path):
         raw = Raw(path, obj.get("_id"), obj, line=line)
-        doc_id = str(raw.get("_id", (str, int)))
+        doc_id = raw.id("_id", (str, int))
         title = raw.get("title", str, "").strip()
         text = raw.get("text", str).strip()
-        yield doc_id, f"{title}. {text}" if title else text
+        yield line, doc_id, f"{title}. {text}" if title and text else text or title
 
 
 CORPUS_READERS = {"lotte_tsv": read_lotte_collection, "beir_jsonl": read_beir_corpus}
 
 
 def read_corpus(path: str | Path, fmt: str) -> Iterator[tuple[str, str]]:
+    """``(doc_id, text)`` of every document of a corpus, each id once and each with text."""
     try:
         reader = CORPUS_READERS[fmt]
     except KeyError:
         raise ValueError(f"unknown corpus format {fmt!r}; expected one of {sorted(CORPUS_READERS)}") from None
-    return reader(path)
+    return _checked(path, reader(path))
+
+
+def _checked(path: str | Path, documents: Iterator[tuple[int, str, str]]) -> Iterator[tuple[str, str]]:
+    first_line: dict[str, int] = {}
+    for line, doc_id, text in documents:
+        if not doc_id:
+            raise RecordError(path, "empty document id", line=line, field="id")
+        if doc_id in first_line:
+            raise RecordError(path, f"document id occurs twice (first on line {first_line[doc_id]})",
+                              record=doc_id, field="id", line=line)
+        if not text.split():
+            raise RecordError(path, "the document has no text: it would give no passage",
+                              record=doc_id, field="text", line=line)
+        first_line[doc_id] = line
+        yield doc_id, text

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from isqaflow.io import RecordError, read_json, read_jsonl
+from isqaflow.io import RecordError, read_json, read_jsonl, read_text_lines
 
 _MISSING = object()
 _TYPE_NAMES = {str: "a string", list: "a list", dict: "an object", bool: "true/false", int: "an integer"}
@@ -35,6 +35,13 @@ class Raw:
         if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
             names = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in _as_tuple(kind))
             raise self.error(f"expected {names}, got {type(value).__name__}", field=self._field(key))
+        return value
+
+    def id(self, key: str, kind: type | tuple[type, ...] = str) -> str:
+        """An id field: present, of ``kind``, not blank; as a string."""
+        value = str(self.get(key, kind)).strip()
+        if not value:
+            raise self.error("empty id", field=self._field(key))
         return value
 
     def strings(self, key: str, default: Any = _MISSING) -> list[str]:
@@ -112,8 +119,12 @@ def _is_blank(path: Path) -> bool:
 def _sniff(path: Path, id_field: str) -> str:
     import json
 
-    with path.open(encoding="utf-8") as handle:
-        lines = [line for line in (handle.readline() for _ in range(2)) if line.strip()]
+    lines = []
+    for _, line in read_text_lines(path):
+        if line.strip():
+            lines.append(line)
+        if len(lines) == 2:
+            break
     if len(lines) == 2:
         try:
             json.loads(lines[0])
@@ -126,6 +137,16 @@ def _sniff(path: Path, id_field: str) -> str:
     if isinstance(data, dict) and id_field in data:
         return "single"
     return "keyed"
+
+
+def once(seen: dict[str, Any], key: str, raw: Raw, field: str, what: str) -> None:
+    """Record that ``key`` was seen at ``raw``; a second time is an error naming both places.
+
+    ``seen`` maps each key to where it was first seen (file and line or record).
+    """
+    if key in seen:
+        raise raw.error(f"{what} {key!r} occurs twice (first: {seen[key]})", field)
+    seen[key] = f"{raw.file}, line {raw.line}" if raw.line is not None else f"{raw.file}, record {raw.record!r}"
 
 
 def build(raw: Raw, model: type, path: str = "", **fields: Any) -> Any:

@@ -18,7 +18,7 @@ Kinds:
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -28,6 +28,8 @@ UNANSWERABLE = "Unanswerable"
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
+    # The field that keys a kind of record: no file may repeat it (isqaflow.io.read_records).
+    unique_id: ClassVar[str | None] = None
 
 
 def _nonblank(value: str) -> str:
@@ -56,7 +58,7 @@ class QAPair(Record):
     level: str | None = None  # SciMRC perspective (beginner/student/expert); None for QASPER
     source: Literal["human", "generated"] = "human"
 
-    check_question = field_validator("question")(_nonblank)
+    check_question = field_validator("question", "id")(_nonblank)
 
     @property
     def unanswerable(self) -> bool:
@@ -83,6 +85,8 @@ class Section(Record):
 
 
 class Paper(Record):
+    unique_id: ClassVar[str | None] = "id"
+
     id: str
     dataset: str
     title: str
@@ -121,6 +125,8 @@ class QAExample(Record):
     target ``Unanswerable`` and no evidence.
     """
 
+    unique_id: ClassVar[str | None] = "id"
+
     id: str
     question: str
     context: list[ContextParagraph]
@@ -129,6 +135,8 @@ class QAExample(Record):
     unanswerable: bool = False
     type: str | None = None
     level: str | None = None
+
+    check_id = field_validator("id", "question", "answer")(_nonblank)
 
     def context_text(self) -> str:
         return "\n".join(
@@ -152,12 +160,16 @@ class Requirement(Record):
 
 
 class Instruction(Record):
+    unique_id: ClassVar[str | None] = "id"
+
     id: str
     subset: Literal["Easy", "Hard"]
     category: str
     instruction: str
     input: str = ""
     requirements: list[Requirement]
+
+    check_id = field_validator("id", "instruction")(_nonblank)
 
     @field_validator("requirements")
     @classmethod
@@ -169,6 +181,8 @@ class Instruction(Record):
 
 # ----------------------------------------------------------------------- RAG QA
 class RagQuery(Record):
+    unique_id: ClassVar[str | None] = "id"
+
     id: str
     domain: str
     question: str
@@ -177,9 +191,15 @@ class RagQuery(Record):
     citations: list[list[int]]  # per reference line, 1-based indices into gold_doc_ids
     gold_doc_ids: list[str]
 
+    check_id = field_validator("id", "question")(_nonblank)
+
 
 class Passage(Record):
+    unique_id: ClassVar[str | None] = "id"
+
     id: str  # "<doc_id>-<n>": the n-th passage of the document
     doc_id: str
     domain: str
     text: str
+
+    check_id = field_validator("id", "doc_id", "text")(_nonblank)

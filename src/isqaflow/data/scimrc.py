@@ -3,7 +3,8 @@
 SciMRC extends QASPER's layout: each QA pair carries ``annotateType`` 1/2/3, the
 beginner / student / expert perspective, kept as the QA pair's ``level``.  Answers
 are free form (``free_form_answer``) or unanswerable.  Its authors host the data
-where no script can fetch it, so the workflow reads it from a local path.
+where no script can fetch it, so the workflow reads it from a local path.  The checks
+of :mod:`isqaflow.data.qasper` apply: an abstract, a body, questions, no question twice.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from isqaflow.data.qasper import NO_QUESTIONS, convert_sections, text_evidence
+from isqaflow.data.qasper import NO_QUESTIONS, check_paper, check_questions, convert_sections, text_evidence
 from isqaflow.data.raw import Raw, build, iter_json_records
 from isqaflow.data.schema import UNANSWERABLE, Answer, Paper, QAPair
 
@@ -32,10 +33,11 @@ def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list
     for path in paths:
         for paper_id, obj, line in iter_json_records(path, "id", shape="auto"):
             raw = Raw(path, paper_id, obj, line=line)
-            paper_id = str(raw.get("id", (str, int), paper_id))
+            paper_id = raw.id("id", (str, int)) if "id" in obj else str(paper_id)
             qas = []
             if not raw.get("qas", list, []):
                 raise raw.error(NO_QUESTIONS, "qas")
+            paths = []
             for qa in raw.children("qas"):
                 level = str(qa.get("annotateType", (str, int), ""))
                 if level and level not in LEVELS:
@@ -45,15 +47,17 @@ def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list
                         raw,
                         QAPair,
                         qa.path,
-                        id=str(qa.get("questionId", (str, int))),
+                        id=qa.id("questionId", (str, int)),
                         question=qa.get("question", str).strip(),
                         answers=[_answer(a.child("answer")) for a in qa.children("answers")],
                         level=LEVELS.get(level),
                     )
                 )
+                paths.append(qa.path)
+            check_questions(raw, qas, paths, "questionId")
             if paper_id in papers:
                 raise raw.error("paper id occurs twice across the input files", "id")
-            papers[paper_id] = build(
+            papers[paper_id] = check_paper(raw, build(
                 raw,
                 Paper,
                 id=paper_id,
@@ -62,5 +66,5 @@ def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list
                 abstract=raw.get("abstract", str).strip(),
                 sections=convert_sections(raw),
                 qas=qas,
-            )
+            ))
     return list(papers.values())

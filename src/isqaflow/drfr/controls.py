@@ -21,6 +21,12 @@ that always says NO passes them, and so does a constant judge under the calibrat
 rule (its response and content-free log-odds are equal, and 0 is not above the
 threshold); the DRFR tables themselves show how often the judge says YES.
 
+``empty_response`` cannot test the calibrated rule (:data:`UNTESTABLE`): the empty
+text and the calibration's content-free "N/A" are both content-free, so even a perfect
+judge's calibrated log-odds on it are about 0 and its verdict says nothing about the
+judge.  Its calibrated records carry ``untestable`` with that reason; the validity
+table shows it and counts the group as evidence neither way.
+
 Records follow the project's control-record contract (one per control item and
 verdict rule; "raw" always, "calibrated" too in logprob mode) and are read by
 :mod:`isqaflow.report.validity`.  An unparseable reply (INVALID) has
@@ -51,6 +57,13 @@ INSTRUMENT = "DRFR judge"
 CONTROLS = ("empty_response", "other_response")
 EXPECTED = "NO"
 CHANCE = 0.5
+# (control, rule) pairs that cannot show separation, with the reason shown in the table.
+UNTESTABLE = {
+    ("empty_response", "calibrated"): (
+        "the empty text is content-free like the calibration's 'N/A', so a perfect judge's "
+        "calibrated log-odds on it are about 0"
+    ),
+}
 
 # The label of requirements on what the text says (InFoBench's "Content").
 CERTAIN_NO_LABEL = "Content"
@@ -208,6 +221,7 @@ def _outcome_record(
         "correct": None if outcome == "INVALID" else outcome == EXPECTED,
         "chance": CHANCE,
         "baseline_correct": None,
+        "untestable": UNTESTABLE.get((item["control"], rule)),
         "detail": {
             "question": judged["question"],
             "source": item["source"],

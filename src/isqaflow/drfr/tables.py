@@ -7,7 +7,7 @@ column of every table.  Answers are read under each judge's configured verdict r
 (raw or calibrated, :mod:`isqaflow.drfr.judge`), which every caption names, and
 every caption ends with the judges' known-answer controls
 (:func:`isqaflow.report.validity.validity_note`, computed from the DRFR control
-files with the same seeded bootstrap as ``results/tables/validity.*``).
+files with the same exact tests as ``results/tables/validity.*``).
 """
 
 from __future__ import annotations
@@ -132,19 +132,16 @@ def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path]) -> None:
 
 def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Sequence[str | Path],
                       out_dir: str | Path, figure_dir: str | Path, rounds: int, seed: int,
-                      control_paths: Sequence[str | Path] = (),
-                      validity_rounds: int = 1000) -> None:
+                      control_paths: Sequence[str | Path] = ()) -> None:
     """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk).
 
-    ``control_paths`` are the DRFR judges' control files; their summary
-    (``validity_rounds`` bootstrap rounds, ``seed``) is the captions' controls note.
+    ``control_paths`` are the DRFR judges' control files; their summary (exact tests,
+    :func:`isqaflow.report.validity.validity_summary`) is the captions' controls note.
     """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     judgments = load_judgments(judgment_paths)
     summaries = load_judgments(summary_paths)
-    control_summary = validity_summary(
-        read_control_records(control_paths), rounds=validity_rounds, seed=seed
-    )
+    control_summary = validity_summary(read_control_records(control_paths))
     controls = validity_note(control_summary, "DRFR judge")
     rules = rule_note(judgments, summaries)
     numeric, formatted = main_table(judgments, rounds, seed)

@@ -18,8 +18,11 @@ answer's tokens (the first such sentence on a tie).
 Record per pair (the shared contract of ``results/validity/``): ``correct`` is
 whether the answer with the evidence matches a gold answer (token F1 >= epsilon, the
 loop's threshold), ``baseline_correct`` the same without it, and ``chance`` repeats
-``baseline_correct`` as a number, so the mean of ``chance`` is the table's chance
-level (the share answered right without the evidence).  A reply that does not parse
+``baseline_correct`` as a number (the table's chance column is the share answered right
+without the evidence).  The design is paired, so the validity table tests it with the
+one-sided exact McNemar test against that baseline
+(:func:`isqaflow.stats.mcnemar_test`): it separates only when enough items are gained
+(right only with the evidence) against those lost -- 5 gained and none lost at least.  A reply that does not parse
 or was cut at ``max_new_tokens`` has ``correct`` None (invalid, counted as not
 correct); a reply that says "Unanswerable" or whose answer mentions it is a wrong
 answer (``False``).  ``outcome`` is the answer given with the evidence, or the reply's
@@ -108,10 +111,10 @@ def _outcome(item: FeedbackItem) -> str:
 
 def run_feedback_control(feedback_model: LanguageModel, items: Sequence[dict[str, Any]], params: GenerationParams,
                          epsilon: float, zero_f1: str, style: str, evidence_mode: str, name: str,
-                         scope: str) -> list[dict[str, Any]]:
+                         scope: str, gold_reading: str = "mean_positive") -> list[dict[str, Any]]:
     """Ask every control item without and with its evidence (one batch); one record per item."""
     questions = [(c["qa"], c["summary"]) for c in items] + [(c["qa"], c["with_evidence"]) for c in items]
-    asked = ask_feedback(feedback_model, questions, params, epsilon, zero_f1, style, evidence_mode)
+    asked = ask_feedback(feedback_model, questions, params, epsilon, zero_f1, style, evidence_mode, gold_reading)
     without, with_evidence = asked[: len(items)], asked[len(items):]
     records = []
     for control, plain, helped in zip(items, without, with_evidence, strict=True):

@@ -2,8 +2,8 @@
 
 Algorithm 1, lines 7-13: the feedback model answers the question with the summary as
 context and returns an answer and an evidence sentence; the answer's token F1 against
-the gold answers (SQuAD normalization, maximum over the gold answers) decides: F1 >=
-epsilon makes the evidence a fact, otherwise a non-fact.
+the gold answers (SQuAD normalization) decides: F1 >= epsilon makes the evidence a fact,
+otherwise a non-fact.
 
 What the paper leaves open, made explicit and configurable:
 
@@ -13,6 +13,10 @@ What the paper leaves open, made explicit and configurable:
   those) and one whose evidence is not a sentence of the summary each get their own
   status (:func:`isqaflow.finetune.formats.check_feedback`); the status is the
   decision, recorded with the raw text and counted.
+* Several gold answers (the paper speaks of one, a*_i): the authors' code averages the
+  F1 over the golds with F1 > 0 (0 when none has; ``iter_refine_on_feedback.py``
+  L165-173), the default (``gold_f1: mean_positive``); ``max`` = the maximum over the
+  golds (SQuAD's and QASPER's evaluators).
 * F1 = 0: the paper's text makes the evidence a non-fact (``zero_f1: non_fact``, the
   default); the authors' public code drops it (``zero_f1: drop``).
 * The evidence: the sentence the model generated (``evidence: generated``, the paper),
@@ -41,7 +45,7 @@ from isqaflow.finetune.formats import (
 )
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.models.fit import fit_document
-from isqaflow.text.f1 import max_f1
+from isqaflow.text.f1 import max_f1, token_f1
 
 Decision = Literal["fact", "non_fact", "dropped_zero_f1", "truncated", "unparsed", "unanswerable",
                    "unanswerable_answer", "evidence_not_in_summary"]
@@ -49,6 +53,18 @@ Decision = Literal["fact", "non_fact", "dropped_zero_f1", "truncated", "unparsed
 DECISIONS: tuple[str, ...] = ("fact", "non_fact", "dropped_zero_f1",
                               *(s for s in STATUSES if s != "ok"))
 ZERO_F1_POLICIES = ("non_fact", "drop")
+GOLD_F1_READINGS = ("mean_positive", "max")
+
+
+def gold_f1(prediction: str, golds: Sequence[str], reading: str = "mean_positive") -> float:
+    """Token F1 of ``prediction`` against several gold answers: the mean over the golds with
+    F1 > 0 (the authors' code; 0 when none) or the maximum."""
+    if reading not in GOLD_F1_READINGS:
+        raise ValueError(f"gold_f1 must be one of {GOLD_F1_READINGS}, got {reading!r}")
+    if reading == "max":
+        return max_f1(prediction, golds)
+    positive = [f for f in (token_f1(prediction, g) for g in golds) if f > 0]
+    return sum(positive) / len(positive) if positive else 0.0
 EVIDENCE_MODES = ("generated", "likelihood")
 
 
@@ -76,8 +92,8 @@ class FeedbackItem:
         return asdict(self)
 
 
-def decide(parsed: ParsedFeedback, gold_answers: list[str], epsilon: float, zero_f1: str = "non_fact"
-           ) -> tuple[float | None, Decision]:
+def decide(parsed: ParsedFeedback, gold_answers: list[str], epsilon: float, zero_f1: str = "non_fact",
+           gold_reading: str = "mean_positive") -> tuple[float | None, Decision]:
     """(F1, decision) of a checked reply.
 
     Any status but "ok" is the decision itself (the reply adds nothing); F1 is still
@@ -86,7 +102,7 @@ def decide(parsed: ParsedFeedback, gold_answers: list[str], epsilon: float, zero
     """
     if zero_f1 not in ZERO_F1_POLICIES:
         raise ValueError(f"zero_f1 must be one of {ZERO_F1_POLICIES}, got {zero_f1!r}")
-    f1 = max_f1(parsed.answer, gold_answers) if parsed.answer else None
+    f1 = gold_f1(parsed.answer, gold_answers, gold_reading) if parsed.answer else None
     if parsed.status != "ok":
         return f1, parsed.status  # type: ignore[return-value]
     assert f1 is not None
@@ -129,7 +145,7 @@ def likelihood_evidence(model: LanguageModel, requests: Sequence, answers: Seque
 
 def ask_feedback(model: LanguageModel, questions: Sequence[tuple[QAPair, str]], params: GenerationParams,
                  epsilon: float, zero_f1: str = "non_fact", style: str = "isqa",
-                 evidence: str = "generated") -> list[FeedbackItem]:
+                 evidence: str = "generated", gold_reading: str = "mean_positive") -> list[FeedbackItem]:
     """Ask every (QA pair, context) in one batch; returns one decided item per pair.
 
     The context (a summary) is cut at its end when the request exceeds
@@ -175,7 +191,7 @@ def ask_feedback(model: LanguageModel, questions: Sequence[tuple[QAPair, str]], 
             scores[i] = [round(s, 4) for s in row]
     items = []
     for i, ((qa, _), out, parsed) in enumerate(zip(questions, outs, checked, strict=True)):
-        f1, decision = decide(parsed, qa.gold_answers, epsilon, zero_f1)
+        f1, decision = decide(parsed, qa.gold_answers, epsilon, zero_f1, gold_reading)
         items.append(FeedbackItem(
             qa.id, qa.question, qa.gold_answers, out.text, parsed.status, parsed.answer, parsed.evidence, f1,
             decision, finish_reason=out.finish_reason, input_tokens=out.n_input_tokens,

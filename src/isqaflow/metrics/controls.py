@@ -7,11 +7,18 @@ paper's body, through exactly the scoring code of the real summaries
 answerer, settings, query weighter and shared source questions).  A metric that
 measures consistency with the source scores the own abstract higher.
 
-* The other paper is a seeded derangement of the (sampled) papers: every paper gets
-  another one's abstract, each abstract is used once as the other text, and the same
-  seed gives the same pairs.  ``papers`` caps the papers (a seeded sample; None: all).
-  Papers without an abstract or a body take no part.
-* One record per paper and metric (the record contract of the validity table):
+* ``others`` other papers per paper (validity.metrics.others; None: every other paper,
+  so n papers give n(n - 1) ordered pairs -- 6 from 3 papers, enough for the exact test
+  to be able to pass, see :func:`isqaflow.stats.min_items_to_separate`).  With one
+  other, the pairs are a seeded derangement of the (sampled) papers: every paper gets
+  another one's abstract and each abstract is used once as the other text.  With k > 1,
+  a seeded order of the papers, each paper taking the k papers after it (cyclically):
+  k distinct others, each abstract used k times.  The same seed gives the same pairs.
+  ``papers`` caps the papers (a seeded sample; None: all).  Papers without an abstract
+  or a body take no part.  Each own abstract is scored once, whatever its number of
+  others.
+* One record per (paper, other paper) and metric, item ``<scope>:<paper>:<other>``
+  (the record contract of the validity table):
   ``correct`` is true when the own abstract scores strictly higher, false when it
   scores lower or the same (a tie does not separate the two texts), and null when
   either score is NaN (the metric is undefined -- e.g. no QAGS question kept -- and the
@@ -52,8 +59,14 @@ def derangement(n: int, rng) -> list[int]:
 
 
 def control_pairs(papers: Sequence[Paper], seed: int, max_papers: int | None = None,
-                  scope: str = "") -> list[tuple[Paper, Paper]]:
-    """(paper, the paper whose abstract is its "other" abstract), seeded; see the module docstring."""
+                  scope: str = "", others: int | None = 1) -> list[tuple[Paper, Paper]]:
+    """(paper, a paper whose abstract is its "other" abstract), seeded; see the module docstring.
+
+    Sorted by paper id, then by the other paper's place in the draw; ``others`` above
+    the number of other papers means all of them.
+    """
+    if others is not None and others < 1:
+        raise ValueError(f"validity.metrics.others must be at least 1 (or null: all), got {others}")
     usable = sorted((p for p in papers if p.abstract.strip() and p.body().strip()), key=lambda p: p.id)
     if len(usable) < 2:
         raise ValueError(
@@ -66,8 +79,14 @@ def control_pairs(papers: Sequence[Paper], seed: int, max_papers: int | None = N
             raise ValueError(f"validity.metrics.papers must be at least 2 for other_abstract, got {max_papers}")
         chosen = sorted(int(i) for i in rng.choice(len(usable), size=max_papers, replace=False))
         usable = [usable[i] for i in chosen]
-    perm = derangement(len(usable), rng)
-    return [(paper, usable[j]) for paper, j in zip(usable, perm, strict=True)]
+    n = len(usable)
+    k = n - 1 if others is None else min(others, n - 1)
+    if k == 1:
+        perm = derangement(n, rng)
+        return [(paper, usable[j]) for paper, j in zip(usable, perm, strict=True)]
+    order = [int(i) for i in rng.permutation(n)]
+    place = {index: position for position, index in enumerate(order)}
+    return [(usable[i], usable[order[(place[i] + step) % n]]) for i in range(n) for step in range(1, k + 1)]
 
 
 def _number(value: float) -> float | None:
@@ -94,31 +113,42 @@ def outcome_record(instrument: str, name: str, scope: str, item: str, own: float
 
 def run_metric_controls(papers: Sequence[Paper], generator, answerer, settings: QAMetricSettings, scope: str,
                         seed: int, controls: Sequence[str] = CONTROLS, max_papers: int | None = None,
-                        weighter=None) -> list[dict[str, Any]]:
-    """Validity records of the metric controls for one dataset (``scope``)."""
+                        weighter=None, others: int | None = 1) -> list[dict[str, Any]]:
+    """Validity records of the metric controls for one dataset (``scope``).
+
+    Scores each sampled paper's own abstract once and each of its other abstracts, in
+    one :func:`score_summaries` call (paper by paper: own, then its others).
+    """
     unknown = sorted(set(controls) - set(CONTROLS))
     if unknown:
         raise ValueError(f"unknown metric control(s) {unknown}; known: {list(CONTROLS)}")
     if "other_abstract" not in controls:
         return []
-    pairs = control_pairs(papers, seed, max_papers, scope)
-    items = [(text, paper.body()) for paper, other in pairs for text in (paper.abstract, other.abstract)]
+    pairs = control_pairs(papers, seed, max_papers, scope, others)
+    items, own_index, other_index = [], {}, []
+    for paper, other in pairs:
+        if paper.id not in own_index:
+            own_index[paper.id] = len(items)
+            items.append((paper.abstract, paper.body()))
+        other_index.append(len(items))
+        items.append((other.abstract, paper.body()))
     scores = score_summaries(items, generator, answerer, settings, weighter=weighter)
     records = []
     for k, (paper, other) in enumerate(pairs):
-        own, foreign = scores[2 * k], scores[2 * k + 1]
+        own, foreign = scores[own_index[paper.id]], scores[other_index[k]]
         for field, (instrument, name) in CONTROL_METRICS.items():
             detail = {"other_paper": other.id}
             if field == "qags":
                 detail.update(own_questions=own.qags_questions, other_questions=foreign.qags_questions)
-            records.append(outcome_record(instrument, name, scope, f"{scope}:{paper.id}",
+            records.append(outcome_record(instrument, name, scope, f"{scope}:{paper.id}:{other.id}",
                                           getattr(own, field), getattr(foreign, field), detail))
     return records
 
 
 def run_controls_job(papers_path, out_path, qg: dict[str, Any], qa: dict[str, Any], settings: dict[str, Any],
                      controls: Sequence[str], max_papers: int | None, seed: int, scope: str, cache_path,
-                     threads: int | None = None, weighter: dict[str, Any] | None = None) -> int:
+                     threads: int | None = None, weighter: dict[str, Any] | None = None,
+                     others: int | None = 1) -> int:
     """Entry point of rule metric_controls: the models of score_summaries, loaded once."""
     from isqaflow.models.cache import CallCache
 
@@ -128,5 +158,5 @@ def run_controls_job(papers_path, out_path, qg: dict[str, Any], qa: dict[str, An
     generator, answerer = build_scorers(qg, qa, cache, threads, metric_settings.spacy_pipeline)
     query_weighter = build_weighter(weighter, qg, generator.model, cache, threads)
     records = run_metric_controls(papers, generator, answerer, metric_settings, scope, seed, controls, max_papers,
-                                  query_weighter)
+                                  query_weighter, others)
     return write_jsonl(out_path, records)

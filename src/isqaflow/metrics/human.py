@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import RecordError, atomic_open
+from isqaflow.io import RecordError, atomic_open, read_text_lines
 from isqaflow.seeds import keyed_rng
 from isqaflow.stats import bootstrap_ci
 from isqaflow.text.sentences import split_sentences
@@ -181,42 +181,42 @@ def read_filled_sheet(path: str | os.PathLike, annotator: str) -> pd.DataFrame:
     """
     path = Path(path)
     rows = []
-    # utf-8-sig: spreadsheet programs often save CSV with a byte-order mark.
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        reader = csv.reader(handle)
-        header = [name.strip() for name in next(reader, [])]
-        for column in SHEET_COLUMNS:
-            if column not in header:
-                raise RecordError(path, f"missing column {column!r}", field=column)
-        while True:
-            line = reader.line_num + 1  # where the next record starts; it may span lines
-            cells = next(reader, None)
-            if cells is None:
-                break
-            if not any(cell.strip() for cell in cells):
-                continue
-            row = dict(zip(header, cells + [""] * (len(header) - len(cells))))
-            item_id = row["item_id"].strip()
-            try:
-                sentence_index = int(row["sentence_index"])
-            except ValueError:
-                raise RecordError(
-                    path,
-                    f"sentence_index {row['sentence_index']!r} is not an integer",
-                    record=item_id,
-                    field="sentence_index",
-                    line=line,
-                ) from None
-            factual = FACTUAL_SPELLINGS.get(row["factual"].strip().lower())
-            if factual is None:
-                raise RecordError(
-                    path,
-                    f"factual {row['factual']!r} is not one of {'/'.join(FACTUAL_SPELLINGS)}",
-                    record=item_id,
-                    field="factual",
-                    line=line,
-                )
-            rows.append((item_id, row["paper_id"], sentence_index, row["sentence"], factual))
+    # Spreadsheet programs often save CSV with a byte-order mark (read_text_lines drops it);
+    # bytes that are not UTF-8 are named by their line.
+    reader = csv.reader(line for _, line in read_text_lines(path))
+    header = [name.strip() for name in next(reader, [])]
+    for column in SHEET_COLUMNS:
+        if column not in header:
+            raise RecordError(path, f"missing column {column!r}", field=column)
+    while True:
+        line = reader.line_num + 1  # where the next record starts; it may span lines
+        cells = next(reader, None)
+        if cells is None:
+            break
+        if not any(cell.strip() for cell in cells):
+            continue
+        row = dict(zip(header, cells + [""] * (len(header) - len(cells))))
+        item_id = row["item_id"].strip()
+        try:
+            sentence_index = int(row["sentence_index"])
+        except ValueError:
+            raise RecordError(
+                path,
+                f"sentence_index {row['sentence_index']!r} is not an integer",
+                record=item_id,
+                field="sentence_index",
+                line=line,
+            ) from None
+        factual = FACTUAL_SPELLINGS.get(row["factual"].strip().lower())
+        if factual is None:
+            raise RecordError(
+                path,
+                f"factual {row['factual']!r} is not one of {'/'.join(FACTUAL_SPELLINGS)}",
+                record=item_id,
+                field="factual",
+                line=line,
+            )
+        rows.append((item_id, row["paper_id"], sentence_index, row["sentence"], factual))
     filled = pd.DataFrame(rows, columns=list(SHEET_COLUMNS))
     filled["factual"] = filled["factual"].astype(int)
     filled["annotator"] = annotator

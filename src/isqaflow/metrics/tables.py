@@ -59,6 +59,28 @@ CELL_NOTE = ("mean [95% bootstrap CI] over papers, x100; n = papers (one paper: 
              "q = QAGS questions kept per summary (mean)")
 
 
+def qa_metric_note(scores: pd.DataFrame) -> str:
+    """What QAGS and QuestEval withheld and padded, and the spread of QAGS's source answerability
+    (per summary, the mean over its questions): a reader saturated near 1 cannot tell texts apart."""
+    if scores.empty or "qags_copies_excluded" not in scores:
+        return ""
+    numeric = lambda column: pd.to_numeric(scores[column], errors="coerce")  # noqa: E731
+    parts = [f"answers withheld as spans of their own question: QAGS {int(numeric('qags_copies_excluded').sum())}, "
+             f"QuestEval {int(numeric('questeval_copies_excluded').sum())} over {len(scores)} summary records"]
+    if "qags_questions" in scores:
+        parts.append(f"QAGS kept a question that passed its filters for {int((numeric('qags_questions') > 0).sum())} "
+                     f"of {len(scores)}")
+    if "qags_padded" in scores:
+        parts.append(f"QAGS questions padded to K: {int(numeric('qags_padded').sum())}")
+    answerability = numeric("qags_source_answerability").dropna()
+    if len(answerability):
+        q1, median, q3 = answerability.quantile([0.25, 0.5, 0.75])
+        parts.append(f"QAGS source answerability per summary: median {median:.2f} [IQR {q1:.2f}-{q3:.2f}], "
+                     f"min {answerability.min():.2f}, {int((answerability < 0.5).sum())} of {len(answerability)} "
+                     "below 0.5")
+    return " " + "; ".join(parts) + "."
+
+
 def significance_note(reference: str) -> str:
     """The caption sentence that names the test behind the daggers."""
     return (f"{DAGGER} p < {SIGNIFICANCE:g} vs {reference}: two-sided sign-flip permutation test of the mean "
@@ -66,11 +88,22 @@ def significance_note(reference: str) -> str:
             f"{MIN_PAIRS_FOR_TEST} papers)")
 
 
-def load_scores(paths: Sequence[str | Path]) -> pd.DataFrame:
+ZERO_PAPERS = ("keep", "drop")
+
+
+def load_scores(paths: Sequence[str | Path], zero_papers: str = "keep") -> pd.DataFrame:
+    """Every score record, metrics x 100.  ``zero_papers``: ``keep`` a score of 0 (the paper
+    reports means over the dataset's papers), or ``drop`` it from that metric's mean and
+    paired tests, as the ISQA authors' evaluation does (``metrics.py`` L108,
+    ``if cur_fact_score > 0``)."""
+    if zero_papers not in ZERO_PAPERS:
+        raise ValueError(f"metrics.zero_papers must be one of {list(ZERO_PAPERS)}, got {zero_papers!r}")
     rows = [obj for path in paths for _, obj in read_jsonl(path)]
     df = pd.DataFrame(rows)
     for metric in (*METRICS, "questeval_v024", "rouge1", "rouge2", "rougeL"):
         df[metric] = df[metric].astype(float) * 100
+        if zero_papers == "drop":
+            df.loc[df[metric] == 0, metric] = np.nan
     return df
 
 
@@ -272,23 +305,25 @@ def figure3(scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequenc
 def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[str | Path], out_dir: str | Path,
                       figure_dir: str | Path, main_feedback: str, feedback_models: Sequence[str],
                       datasets: Sequence[str], rounds: int, seed: int, control_paths: Sequence[str | Path] = (),
-                      validity_rounds: int = 1000) -> None:
-    """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk).
+                      zero_papers: str = "keep") -> None:
+    """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk);
+    ``zero_papers``: see :func:`load_scores`.
 
     ``control_paths`` are the known-answer control files of QAGS, QuestEval and the feedback
     models: the tables built on them end their captions with their accuracy (the numbers of
-    ``results/tables/validity.*``: same records, rounds and seed).
+    ``results/tables/validity.*``: same records, same exact tests).
     """
-    control_summary = validity_summary(read_control_records(control_paths), rounds=validity_rounds, seed=seed)
+    control_summary = validity_summary(read_control_records(control_paths))
     metric_controls = " " + validity_note(control_summary, "QAGS") + " " + validity_note(control_summary, "QuestEval")
     feedback_controls = " " + validity_note(control_summary, "feedback model")
-    scores = load_scores(score_paths)
+    scores = load_scores(score_paths, zero_papers)
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     main = f"isqa-{main_feedback}-human"
     long, wide = table1(scores, main, rounds, seed)
     long.to_csv(out_dir / "isqa_table1_long.csv", index=False)
     write_table(wide, table_paths(out_dir / "isqa_table1"),
-                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA')}" + metric_controls)
+                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA')}" + metric_controls
+                + qa_metric_note(scores))
     long2, wide2 = system_table(
         scores, {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
         "pre-hoc prompt", rounds, seed)

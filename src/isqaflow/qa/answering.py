@@ -37,6 +37,17 @@ question kept) for 10 summaries with ``free`` answers, 21 with ``snap`` and 30 w
 generator's doing: it writes the same question for several candidates, or
 questions whose answer is not the candidate.
 
+A question whose answer is a span of the question itself ("What is Kessar?" ->
+"Kessar") is not answerable evidence: with ``exclude_question_copies`` such answers are
+not given -- the likelihood reader does not offer the context spans that are spans of
+the question, the other readers' reply becomes no answer -- and each result counts
+what was withheld (``copies_excluded``).  A SQuAD-trained reader (the paper-scale QA)
+rarely answers with the question's words; a span-likelihood reader on a 135M model does.
+
+Each result also carries ``no_answer_first``, the probability that the reply's first
+token is that of "unanswerable" (QuestEval v0.2.4's answerability is one minus it;
+extractive: the null-answer probability).
+
 Long sources are answered window by window (:func:`windows`); the answer kept is the
 best answerable one over all windows, so a whole paper is read instead of its first
 512 tokens.  Every model call goes through the call cache.
@@ -44,6 +55,7 @@ best answerable one over all windows, so a whole paper is read instead of its fi
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 from collections.abc import Sequence
@@ -70,6 +82,12 @@ QA_ANSWERABILITY_SYSTEM = (
 )
 
 
+def is_question_copy(answer: str, question: str) -> bool:
+    """Whether the answer is a span of the question (SQuAD-normalized tokens, contiguous)."""
+    a, q = normalize_answer(answer).split(), normalize_answer(question).split()
+    return bool(a) and any(q[i:i + len(a)] == a for i in range(len(q) - len(a) + 1))
+
+
 def is_no_answer(text: str) -> bool:
     norm = normalize_answer(text)
     return not norm or norm in _NO_ANSWER or norm.startswith("unanswerable")
@@ -81,6 +99,9 @@ class QAResult:
     answerability: float  # probability that the context answers the question
     score: float  # the model's confidence in ``answer``, comparable across windows
     window: int = 0
+    # P(the reply's first token is that of "unanswerable"); NaN when not read
+    no_answer_first: float = dataclasses.field(default=float("nan"), compare=False)
+    copies_excluded: int = 0  # spans or replies withheld as copies of the question
 
 
 def windows(text: str, model: LanguageModel, max_tokens: int, overlap_sentences: int = 1) -> list[str]:
@@ -137,8 +158,11 @@ class QuestionAnswerer:
         self._candidates: dict[str, list[str]] = {}
 
     # ---------------------------------------------------------------- one context
-    def answer(self, items: Sequence[tuple[str, str]], answerability: bool | None = None) -> list[QAResult]:
+    def answer(self, items: Sequence[tuple[str, str]], answerability: bool | None = None,
+               exclude_question_copies: bool = False) -> list[QAResult]:
         """Answer ``(question, context)`` pairs, each context read as it is.
+
+        ``exclude_question_copies``: no answer is a span of its question (see the module docstring).
 
         ``answerability=False`` skips the answerability estimate (1.0 is reported): for
         generated answers it would cost a second pass; likelihood-chosen spans are then
@@ -149,10 +173,11 @@ class QuestionAnswerer:
         if not items:
             return []
         if self.mode == "extractive":
-            return self.model.answer(items)
+            return [_drop_copy(r, q) if exclude_question_copies else r
+                    for r, (q, _) in zip(self.model.answer(items), items, strict=True)]
         if self.spans == "likelihood":
             return self._answer_by_likelihood(
-                items, self.with_answerability if answerability is None else answerability)
+                items, self.with_answerability if answerability is None else answerability, exclude_question_copies)
         requests = [
             fit_document(
                 self.model, lambda ctx, q=q: [{"role": "user", "content": QA_INSTRUCTION.format(context=ctx, question=q)}],
@@ -165,22 +190,28 @@ class QuestionAnswerer:
         if self.spans == "snap":
             answers = [snap_to_span(a, c, self.snap_max_words) if not is_no_answer(a) else ""
                        for a, (_, c) in zip(answers, items, strict=True)]
+        copies = [int(exclude_question_copies and not is_no_answer(a) and is_question_copy(a, q))
+                  for a, (q, _) in zip(answers, items, strict=True)]
+        answers = ["" if c else a for a, c in zip(answers, copies, strict=True)]
         answerability_values = [1.0] * len(items)
+        first_values = [float("nan")] * len(items)
         if self.with_answerability if answerability is None else answerability:
+            extra = self._first_token_candidate()
             scored = self.model.score_batch(
                 [
-                    (self._answerability_request(q, c), [a or UNANSWERABLE_REPLY, UNANSWERABLE_REPLY])
+                    (self._answerability_request(q, c), [a or UNANSWERABLE_REPLY, UNANSWERABLE_REPLY, *extra])
                     for (q, c), a in zip(items, answers, strict=True)
                 ]
             )
-            answerability_values = [1.0 / (1.0 + math.exp(min(50.0, u - a))) for a, u in scored]
+            answerability_values = [1.0 / (1.0 + math.exp(min(50.0, row[1] - row[0]))) for row in scored]
+            first_values = [math.exp(row[-1]) for row in scored]
         results = []
-        for o, a, p in zip(outs, answers, answerability_values, strict=True):
+        for o, a, p, f, c in zip(outs, answers, answerability_values, first_values, copies, strict=True):
             if is_no_answer(a):
-                results.append(QAResult("", 0.0, float("-inf")))
+                results.append(QAResult("", 0.0, float("-inf"), no_answer_first=f, copies_excluded=c))
             else:
                 per_token = (o.logprob or 0.0) / max(o.n_new_tokens, 1)
-                results.append(QAResult(a, p, per_token))
+                results.append(QAResult(a, p, per_token, no_answer_first=f, copies_excluded=c))
         return results
 
     def candidates(self, context: str) -> list[str]:
@@ -191,6 +222,11 @@ class QuestionAnswerer:
             found = [c.text for c in extract_candidates(context, self.spacy_pipeline)]
             self._candidates[context] = [c for c in found if normalize_answer(c) != UNANSWERABLE_REPLY]
         return self._candidates[context]
+
+    def _first_token_candidate(self) -> list[str]:
+        """The first token of "unanswerable" as an extra reply to score ([] when it is the whole word)."""
+        first = self._first_token(UNANSWERABLE_REPLY)
+        return [] if first == UNANSWERABLE_REPLY else [first]
 
     def _first_token(self, text: str) -> str:
         return self.model.truncate_text(text, 1)[0].strip() or text.split()[0]
@@ -217,7 +253,8 @@ class QuestionAnswerer:
             out[i] = [c for c, first in zip(candidate_lists[i], firsts[i], strict=True) if first in top]
         return out
 
-    def _answer_by_likelihood(self, items: Sequence[tuple[str, str]], answerability: bool = True) -> list[QAResult]:
+    def _answer_by_likelihood(self, items: Sequence[tuple[str, str]], answerability: bool = True,
+                              exclude_question_copies: bool = False) -> list[QAResult]:
         """The context's most likely candidate span, or no answer when "unanswerable" is likelier.
 
         Candidates are shortlisted by their first token (:meth:`shortlist`), then the
@@ -226,30 +263,45 @@ class QuestionAnswerer:
         document compare by how sure the model is that the window answers the question.
         ``answerability=False``: "unanswerable" is not offered; the likeliest span is the
         answer (answerability 1.0, ``score`` its log-probability).
+        ``exclude_question_copies``: the spans that are spans of the question are not offered.
         """
-        todo = [i for i, (_, c) in enumerate(items) if self.candidates(c)]
+        offered, withheld = [], []
+        for q, c in items:
+            spans = self.candidates(c)
+            kept = [s for s in spans if not is_question_copy(s, q)] if exclude_question_copies else spans
+            offered.append(kept)
+            withheld.append(len(spans) - len(kept))
+        todo = [i for i in range(len(items)) if offered[i]]
+        none = [QAResult("", 0.0, float("-inf"), copies_excluded=n) for n in withheld]
+        if not todo:
+            return none
         requests = [self._answerability_request(*items[i]) for i in todo]
-        candidate_lists = self.shortlist(requests, [self.candidates(items[i][1]) for i in todo])
+        candidate_lists = self.shortlist(requests, [offered[i] for i in todo])
         if not answerability:
             scored = self.model.score_batch(list(zip(requests, candidate_lists, strict=True)))
-            results = [QAResult("", 0.0, float("-inf"))] * len(items)
+            results = list(none)
             for i, cands, scores in zip(todo, candidate_lists, scored, strict=True):
                 best = max(range(len(scores)), key=lambda k: scores[k])  # ties: the first candidate
-                results[i] = QAResult(cands[best], 1.0, scores[best])
+                results[i] = QAResult(cands[best], 1.0, scores[best], copies_excluded=withheld[i])
             return results
+        extra = self._first_token_candidate()
         scored = self.model.score_batch(
-            [(request, [*cands, UNANSWERABLE_REPLY]) for request, cands in zip(requests, candidate_lists, strict=True)]
+            [(request, [*cands, UNANSWERABLE_REPLY, *extra])
+             for request, cands in zip(requests, candidate_lists, strict=True)]
         )
-        results = [QAResult("", 0.0, float("-inf"))] * len(items)
+        results = list(none)
         for i, cands, scores in zip(todo, candidate_lists, scored, strict=True):
-            *span_scores, unanswerable = scores
+            span_scores, unanswerable, first_score = scores[:len(cands)], scores[len(cands)], scores[-1]
             best = max(range(len(span_scores)), key=lambda k: span_scores[k])  # ties: the first candidate
             log_odds = span_scores[best] - unanswerable
             answerability = 1.0 / (1.0 + math.exp(min(50.0, -log_odds)))
+            p_first = math.exp(first_score)
             if log_odds > 0:
-                results[i] = QAResult(cands[best], answerability, log_odds)
+                results[i] = QAResult(cands[best], answerability, log_odds, no_answer_first=p_first,
+                                      copies_excluded=withheld[i])
             else:
-                results[i] = QAResult("", answerability, float("-inf"))
+                results[i] = QAResult("", answerability, float("-inf"), no_answer_first=p_first,
+                                      copies_excluded=withheld[i])
         return results
 
     def _answerability_request(self, question: str, context: str):
@@ -260,10 +312,14 @@ class QuestionAnswerer:
         return fit_document(self.model, build, context, self.window_tokens + 96)[0]
 
     # ---------------------------------------------------------------- long sources
-    def answer_long(self, questions: Sequence[str], documents: Sequence[str]) -> list[QAResult]:
-        """Answer each question over every window of its document; keep the best answerable answer."""
-        if self.mode == "extractive":
-            return self.model.answer(list(zip(questions, documents, strict=True)))  # the pipeline strides
+    def answer_long(self, questions: Sequence[str], documents: Sequence[str],
+                    exclude_question_copies: bool = False) -> list[QAResult]:
+        """Answer each question over every window of its document; keep the best answerable answer
+        (``copies_excluded``: summed over the windows; ``no_answer_first``: the chosen window's, or
+        the smallest when no window answers)."""
+        if self.mode == "extractive":  # the pipeline strides
+            return self.answer(list(zip(questions, documents, strict=True)),
+                               exclude_question_copies=exclude_question_copies)
         window_cache: dict[str, list[str]] = {}
         flat: list[tuple[str, str]] = []
         owner: list[tuple[int, int]] = []
@@ -273,15 +329,26 @@ class QuestionAnswerer:
             for wi, window in enumerate(window_cache[document]):
                 flat.append((question, window))
                 owner.append((qi, wi))
-        answered = self.answer(flat)
+        answered = self.answer(flat, exclude_question_copies=exclude_question_copies)
         best: list[QAResult] = [QAResult("", 0.0, float("-inf"))] * len(questions)
+        copies = [0] * len(questions)
         for (qi, wi), result in zip(owner, answered, strict=True):
             current = best[qi]
+            copies[qi] += result.copies_excluded
             if result.answer and (not current.answer or result.score > current.score):
-                best[qi] = QAResult(result.answer, result.answerability, result.score, wi)
+                best[qi] = QAResult(result.answer, result.answerability, result.score, wi, result.no_answer_first)
             elif not result.answer and not current.answer:
-                best[qi] = QAResult("", max(current.answerability, result.answerability), current.score, wi)
-        return best
+                firsts = [f for f in (current.no_answer_first, result.no_answer_first) if f == f]
+                best[qi] = QAResult("", max(current.answerability, result.answerability), current.score, wi,
+                                    min(firsts) if firsts else float("nan"))
+        return [dataclasses.replace(b, copies_excluded=c) for b, c in zip(best, copies, strict=True)]
+
+
+def _drop_copy(result: QAResult, question: str) -> QAResult:
+    """No answer instead of a span of the question (extractive readers: no re-ranking)."""
+    if result.answer and is_question_copy(result.answer, question):
+        return dataclasses.replace(result, answer="", score=float("-inf"), copies_excluded=1)
+    return result
 
 
 class ExtractiveQA:
@@ -379,5 +446,6 @@ class ExtractiveQA:
         for key in keys:
             out = found[key]
             answer = out["answer"]
-            results.append(QAResult(answer, 1.0 - out["null"], out["score"] if answer else float("-inf")))
+            results.append(QAResult(answer, 1.0 - out["null"], out["score"] if answer else float("-inf"),
+                                    no_answer_first=out["null"]))
         return results

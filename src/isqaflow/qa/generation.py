@@ -52,6 +52,13 @@ class QuestionGenerator:
         outs = self.model.generate([self.request(s, a) for s, a in items], self.params)
         return [(o.text.strip().splitlines() or [""])[0].strip() for o in outs]
 
+    def generate_scored(self, items: Sequence[tuple[str, str]]) -> list[tuple[str, float]]:
+        """A question and the generator's mean token log-probability of its reply for each
+        ``(sentence, answer)`` (QAGS orders its questions by the generator's probability)."""
+        outs = self.model.generate([self.request(s, a) for s, a in items], self.params.replace(return_logprobs=True))
+        return [((o.text.strip().splitlines() or [""])[0].strip(), (o.logprob or 0.0) / max(o.n_new_tokens, 1))
+                for o in outs]
+
 
 def valid_question(question: str, min_words: int = 3) -> bool:
     """QAGS's filters on a generated question: a question mark and at least three words."""

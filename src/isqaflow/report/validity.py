@@ -9,26 +9,39 @@ verdict rule (the project's control-record contract)::
      "baseline_correct": null, "detail": {...}}
 
 ``correct`` is null when the reply could not be parsed: such a record is counted in
-``n_invalid`` and as not correct, never dropped.
+``n_invalid`` and as not correct, never dropped.  A record may carry ``untestable``: a
+sentence saying why its control cannot test its verdict rule (e.g. the DRFR
+``empty_response`` control under the calibrated rule: the empty text and the
+calibration's content-free "N/A" are both content-free, so a perfect judge's calibrated
+log-odds on it are about 0); such a group is shown with that reason and counts as
+evidence neither way.
 
 Per (instrument, name, scope, control, rule) :func:`validity_summary` reports ``n``,
-``n_invalid``, ``n_correct``, the share correct with a 95% percentile bootstrap
-interval over the records (:func:`isqaflow.stats.bootstrap_ci`), the chance level
-and ``no_evidence``: true when the interval's lower bound is not above chance --
-then there is no evidence that the instrument separates better from worse.  The
-chance level is the mean of ``baseline_correct`` (null counted as not correct, like
-``correct``) when any record of the group has one -- the feedback-model control's
-outcome without the inserted evidence -- and otherwise the mean of ``chance`` (what
-a content-blind instrument gets, e.g. 0.5 for a YES/NO question).  A control whose
-fixed chance level is 100% -- the arena's answer against itself, judged in both orders:
-any deterministic judge ties there, so it checks how the orders are combined and
-cannot show separation -- is a consistency check: ``no_evidence`` is None for it, and
-it neither raises nor clears the flag of its instrument.
+``n_invalid``, ``n_correct``, the share correct with its exact 95% Clopper-Pearson
+interval, the chance level, an exact one-sided test and ``no_evidence``
+(:func:`isqaflow.stats.share_test`, :func:`isqaflow.stats.mcnemar_test`):
 
-Each group's bootstrap draws from ``keyed_rng(seed, <group key>)`` over its records
-in item order: a group's interval depends only on its own records and the seed (not
-on the other groups or the order of files and lines), so a stage that builds the
-summary of its own control files (for a table caption, with
+* a control with a fixed chance level (what a content-blind instrument gets, e.g. 0.5
+  for a YES/NO question; the mean of the records' ``chance``): the one-sided exact
+  binomial test of "the share correct exceeds chance";
+* a paired control -- any record of the group has ``baseline_correct``, the
+  feedback-model control's outcome on the same item without the inserted evidence: the
+  one-sided exact McNemar test against that baseline (the binomial test at 1/2 of the
+  items gained among the discordant ones; null baselines count as not correct, like
+  ``correct``).  Its chance column is the baseline's share correct.
+
+"separates" only when the test's one-sided p < 0.025 (:data:`ALPHA`: exactly when the exact
+two-sided 95% interval lies above chance); otherwise ``no_evidence`` is true -- there is
+no evidence that the instrument separates better from worse.  A perfect instrument
+needs :func:`isqaflow.stats.min_items_to_separate` items (6 at chance 50%), reported per row as ``min_n``: fewer
+items cannot show separation whatever the instrument.  A control whose fixed chance
+level is 100% -- the arena's answer against itself, judged in both orders: any
+deterministic judge ties there, so it checks how the orders are combined and cannot
+show separation -- is a consistency check: ``no_evidence`` is None for it, as for an
+untestable group, and it neither raises nor clears the flag of its instrument.
+
+Nothing is resampled: a group's numbers depend only on its own records, so a stage
+that builds the summary of its own control files (for a table caption, with
 :func:`read_control_records` and :func:`validity_summary`) gets the same numbers as
 ``results/validity/summary.json``.  :func:`validity_note` turns a summary into the
 caption sentence every table built on a judge or metric carries.
@@ -46,8 +59,7 @@ import pandas as pd
 
 from isqaflow.io import RecordError, read_jsonl, write_json
 from isqaflow.report.tables import write_table
-from isqaflow.seeds import keyed_rng
-from isqaflow.stats import bootstrap_ci
+from isqaflow.stats import mcnemar_test, min_items_to_separate, share_test
 
 __all__ = [
     "GROUP_KEYS",
@@ -58,13 +70,17 @@ __all__ = [
     "validity_frame",
     "validity_note",
     "validity_summary",
+    "verdict_text",
 ]
 
 INSTRUMENTS = ("arena judge", "DRFR judge", "QAGS", "QuestEval", "feedback model")
 VERDICT_RULES = ("raw", "calibrated")
 GROUP_KEYS = ("instrument", "name", "scope", "control", "rule")
 NO_EVIDENCE = "no evidence that this judge separates better from worse"
-ALPHA = 0.05
+# One-sided at 2.5%: a group "separates" exactly when its exact two-sided 95% interval lies
+# above chance, so the verdict and the interval printed beside it never disagree (at 5%, 5/5
+# would pass with an interval of [47.8, 100]); a perfect instrument then needs 6 items at 50%.
+ALPHA = 0.025
 
 _TEXT_FIELDS = ("name", "scope", "control", "item")
 
@@ -94,6 +110,9 @@ def _check_record(path: str | Path, line: int, record: Mapping[str, Any]) -> Non
         fail("chance", f"{chance!r} is not a number between 0 and 1")
     if not isinstance(record.get("detail", {}), dict):
         fail("detail", "must be an object")
+    untestable = record.get("untestable")
+    if untestable is not None and (not isinstance(untestable, str) or not untestable.strip()):
+        fail("untestable", "must be null or a non-empty sentence")
 
 
 def read_control_records(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
@@ -131,64 +150,102 @@ def _sort_key(row: Mapping[str, Any]) -> tuple:
     )
 
 
-def validity_summary(
-    records: Sequence[Mapping[str, Any]], rounds: int, seed: int
-) -> dict[str, Any]:
-    """Per (instrument, name, scope, control, rule): counts, share correct, interval, chance.
+def _verdict(
+    test: Mapping[str, Any], untestable: str | None, consistency_check: bool
+) -> tuple[str, bool | None]:
+    """(verdict, no_evidence) of a group."""
+    if untestable:
+        return "cannot test this rule", None
+    if consistency_check:
+        return "consistency check", None
+    return ("separates", False) if test["separates"] else ("no evidence", True)
 
-    Returns ``{"rounds", "seed", "alpha", "groups": [row, ...]}`` with rows in the
-    order of :data:`INSTRUMENTS`, then name, scope, control and rule (raw first);
-    each row holds the group keys, ``n``, ``n_invalid``, ``n_correct``,
-    ``correct`` (the share), ``lower``, ``upper``, ``chance`` and ``no_evidence``.
+
+def validity_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per (instrument, name, scope, control, rule): counts, share correct, exact interval and test.
+
+    Returns ``{"alpha", "groups": [row, ...]}`` with rows in the order of
+    :data:`INSTRUMENTS`, then name, scope, control and rule (raw first); each row holds
+    the group keys, ``n``, ``n_invalid``, ``n_correct``, ``correct`` (the share),
+    ``lower`` and ``upper`` (Clopper-Pearson, 95%), ``chance``, ``test`` ("binomial",
+    "mcnemar"; None for a consistency check or an untestable group), ``p_value``
+    (one-sided), ``n_gained``/``n_lost`` (McNemar's discordant items; None otherwise),
+    ``min_n`` (items a perfect instrument needs to separate; for McNemar, discordant
+    items), ``verdict`` ("separates", "no evidence", "consistency check", "cannot test
+    this rule"), ``untestable`` (the reason, or None) and ``no_evidence``.
     """
     groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
     for record in records:
         groups.setdefault(tuple(record[k] for k in GROUP_KEYS), []).append(record)
     rows = []
     for key, members in groups.items():
-        members = sorted(
-            members, key=lambda r: r["item"]
-        )  # resampled in item order, whatever the file order
-        correct = [1.0 if r["correct"] is True else 0.0 for r in members]
-        group_seed = int(keyed_rng(seed, "validity:" + "\x1f".join(key)).integers(2**63))
-        interval = bootstrap_ci(correct, rounds=rounds, alpha=ALPHA, seed=group_seed)
+        correct = [r["correct"] is True for r in members]
         baselines = [r["baseline_correct"] for r in members]
-        consistency_check = False
-        if any(b is not None for b in baselines):
-            chance = sum(b is True for b in baselines) / len(baselines)
+        reasons = sorted({r["untestable"] for r in members if r.get("untestable")})
+        untestable = "; ".join(reasons) or None
+        n, n_correct = len(members), sum(correct)
+        paired = any(b is not None for b in baselines)
+        if paired:
+            chance = sum(b is True for b in baselines) / n
+            mcnemar = mcnemar_test(correct, [b is True for b in baselines], alpha=ALPHA)
+            test = {**share_test(n_correct, n, chance, alpha=ALPHA), "p_value": mcnemar["p_value"],
+                    "separates": mcnemar["separates"]}
+            gained, lost = mcnemar["gained"], mcnemar["lost"]
+            min_n = min_items_to_separate(0.5, ALPHA)
         else:
-            chance = sum(float(r["chance"]) for r in members) / len(members)
-            consistency_check = chance >= 1.0
+            chance = sum(float(r["chance"]) for r in members) / n
+            test = share_test(n_correct, n, min(chance, 1.0), alpha=ALPHA)
+            gained = lost = None
+            min_n = min_items_to_separate(min(chance, 1.0), ALPHA)
+        consistency_check = not paired and chance >= 1.0
+        verdict, no_evidence = _verdict(test, untestable, consistency_check)
+        tested = verdict in ("separates", "no evidence")
         rows.append(
             {
                 **dict(zip(GROUP_KEYS, key, strict=True)),
-                "n": len(members),
+                "n": n,
                 "n_invalid": sum(r["correct"] is None for r in members),
-                "n_correct": int(sum(correct)),
-                "correct": interval["estimate"],
-                "lower": interval["lower"],
-                "upper": interval["upper"],
+                "n_correct": n_correct,
+                "correct": test["share"],
+                "lower": test["lower"],
+                "upper": test["upper"],
                 "chance": chance,
-                "no_evidence": None if consistency_check else not interval["lower"] > chance,
+                "test": ("mcnemar" if paired else "binomial") if tested else None,
+                "p_value": test["p_value"] if tested else None,
+                "n_gained": gained,
+                "n_lost": lost,
+                "min_n": min_n,
+                "verdict": verdict,
+                "untestable": untestable,
+                "no_evidence": no_evidence,
             }
         )
     rows.sort(key=_sort_key)
-    return {"rounds": rounds, "seed": seed, "alpha": ALPHA, "groups": rows}
+    return {"alpha": ALPHA, "groups": rows}
+
+
+_FRAME_COLUMNS = (
+    "n",
+    "n_invalid",
+    "n_correct",
+    "correct",
+    "lower",
+    "upper",
+    "chance",
+    "test",
+    "p_value",
+    "n_gained",
+    "n_lost",
+    "min_n",
+    "verdict",
+    "untestable",
+    "no_evidence",
+)
 
 
 def validity_frame(summary: Mapping[str, Any]) -> pd.DataFrame:
     """The summary's rows as a table indexed by the group keys (numeric; shares in [0, 1])."""
-    columns = [
-        *GROUP_KEYS,
-        "n",
-        "n_invalid",
-        "n_correct",
-        "correct",
-        "lower",
-        "upper",
-        "chance",
-        "no_evidence",
-    ]
+    columns = [*GROUP_KEYS, *_FRAME_COLUMNS]
     return pd.DataFrame(list(summary["groups"]), columns=columns).set_index(list(GROUP_KEYS))
 
 
@@ -196,35 +253,74 @@ def _percent(value: float) -> str:
     return f"{100 * value:.0f}"
 
 
+def _p(value: float) -> str:
+    return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
+
+
+def verdict_text(row: Mapping[str, Any]) -> str:
+    """A summary row's verdict in words: the test, its p-value and, below ``min_n``, why it
+    cannot pass."""
+    if row["verdict"] == "cannot test this rule":
+        return f"cannot test this rule ({row['untestable']}): counts neither way"
+    if row["verdict"] == "consistency check":
+        return "consistency check (chance 100%: shows no separation)"
+    min_n = int(row["min_n"])  # a table's integer columns with gaps come back as floats
+    if row["test"] == "mcnemar":
+        gained, lost = int(row["n_gained"]), int(row["n_lost"])
+        test = f"exact McNemar p = {_p(row['p_value'])}: {gained} gained, {lost} lost"
+        short = gained + lost < min_n
+        need = f"{min_n} discordant items"
+    else:
+        test = f"exact binomial p = {_p(row['p_value'])}"
+        short = row["n"] < min_n
+        need = f"{min_n} items"
+    if row["verdict"] == "separates":
+        return f"separates ({test})"
+    if short:
+        test += f"; too few to show it: a perfect instrument needs {need}"
+    return f"{NO_EVIDENCE.upper()} ({test})"
+
+
 def _shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The table for reading: percentages with the interval, and the verdict in words."""
+    rows = frame.reset_index().to_dict("records")
     return pd.DataFrame(
         {
             "n": frame["n"],
             "invalid": frame["n_invalid"],
-            "correct (%) [95% CI]": [
+            "correct (%) [95% exact CI]": [
                 f"{100 * c:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
                 for c, lo, hi in zip(frame["correct"], frame["lower"], frame["upper"], strict=True)
             ],
             "chance (%)": 100 * frame["chance"],
-            "verdict": [
-                "consistency check (chance 100%: shows no separation)" if flag is None
-                else NO_EVIDENCE.upper() if flag else "separates (CI above chance)"
-                for flag in frame["no_evidence"]
-            ],
+            "verdict": [verdict_text(row) for row in rows],
         },
         index=frame.index,
     )
+
+
+CAPTION = (
+    "Known-answer controls of every judge and metric: share of control items judged correctly "
+    "(exact 95% Clopper-Pearson interval; unparseable replies count as not correct) against the "
+    "chance level. \"separates\" when the one-sided exact binomial test against chance gives "
+    "p < 0.025, i.e. exactly when that interval lies above chance (a paired control, the feedback model with and without the evidence: the one-sided "
+    "exact McNemar test against its baseline, the same items without the evidence); a perfect "
+    f"instrument needs {min_items_to_separate(0.5, ALPHA)} items at chance 50% to pass (n/n has "
+    "p = 0.5**n), and fewer cannot show "
+    "separation. "
+    f"{NO_EVIDENCE.upper()} marks a control whose test does not pass; \"cannot test this rule\" "
+    "a control that cannot show separation under that verdict rule (counted neither way)."
+)
 
 
 def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None = None) -> str:
     """The caption sentence of a table built on ``instrument`` (and judge/metric ``name``).
 
     Per (name, scope, rule): each control's correct count of n, its share with the
-    95% interval and the chance level, the invalid count when there are invalid
-    replies, and "NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE" when any
-    of its controls' interval does not lie above chance.  Says so when no control
-    was recorded.
+    exact 95% interval, the chance level, the one-sided exact p-value (or why there is
+    none), the invalid count when there are invalid replies, and "NO EVIDENCE THAT THIS
+    JUDGE SEPARATES BETTER FROM WORSE" when any of its tested controls does not pass.
+    Says so when no control was recorded.
     """
     if instrument not in INSTRUMENTS:
         raise ValueError(f"unknown instrument {instrument!r}; known: {list(INSTRUMENTS)}")
@@ -244,46 +340,43 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
         shown = []
         for r in members:
             invalid = f", {r['n_invalid']} invalid" if r["n_invalid"] else ""
+            if r["verdict"] == "cannot test this rule":
+                test = ", cannot test this rule"
+            elif r["verdict"] == "consistency check":
+                test = ", consistency check"
+            else:
+                kind = "McNemar" if r["test"] == "mcnemar" else "binomial"
+                test = f", {kind} p = {_p(r['p_value'])}"
             shown.append(
                 f"{r['control']} {r['n_correct']}/{r['n']} correct ({_percent(r['correct'])}% "
                 f"[{_percent(r['lower'])}, {_percent(r['upper'])}], "
-                f"chance {_percent(r['chance'])}%{invalid})"
+                f"chance {_percent(r['chance'])}%{test}{invalid})"
             )
         text = f"{instrument} {row_name} on {scope}, {rule}: " + "; ".join(shown)
         if any(r["no_evidence"] is True for r in members):
             text += " -- " + NO_EVIDENCE.upper()
         parts.append(text)
-    return "Controls (known answers; share correct, 95% bootstrap CI): " + ". ".join(parts) + "."
+    return (
+        "Controls (known answers; share correct, exact 95% CI, one-sided exact test against "
+        "chance): " + ". ".join(parts) + "."
+    )
 
 
 def build_validity_table(
     control_paths: Sequence[str | Path],
     table_paths: Sequence[str | Path],
     summary_path: str | Path,
-    rounds: int,
-    seed: int,
 ) -> dict[str, Any]:
     """Entry point of rule validity_table: control files -> validity.{csv,md,tex}, summary.json.
 
     The CSV keeps the numbers (shares in [0, 1]); Markdown and LaTeX show
     percentages, the interval and the verdict in words.
     """
-    summary = validity_summary(read_control_records(control_paths), rounds=rounds, seed=seed)
+    summary = validity_summary(read_control_records(control_paths))
     frame = validity_frame(summary)
     csv_paths = [p for p in table_paths if Path(p).suffix == ".csv"]
     shown_paths = [p for p in table_paths if Path(p).suffix != ".csv"]
     write_table(frame, csv_paths)
-    write_table(
-        _shown_frame(frame),
-        shown_paths,
-        digits=1,
-        caption=(
-            "Known-answer controls of every judge and metric: share of control items judged "
-            "correctly (95% percentile bootstrap interval over items; unparseable replies count as "
-            f"not correct) against the chance level. {NO_EVIDENCE.upper()} marks an instrument "
-            "whose "
-            "interval does not lie above chance."
-        ),
-    )
+    write_table(_shown_frame(frame), shown_paths, digits=1, caption=CAPTION)
     write_json(summary_path, summary)
     return summary

