@@ -143,3 +143,15 @@ def test_the_manifest_records_the_plan(paper):
     shared = next(job for job in record if job["job"] == "isqa_refine qasper/vicuna-7b/lora-human")
     assert shared["servers"][0]["uses"] == ["summarizer", "feedback"]
     assert gpu_plan_record(yaml.safe_load((REPO / "config/config.yaml").read_text())) is None
+
+
+def test_max_model_len_is_the_stage_bound_or_the_context(paper):
+    """A stage that cuts its requests (max_input_tokens) bounds the server; one that does not gets the
+    model's context, so vLLM never refuses a long prompt the stage sends."""
+    plans = plan_grid(paper)
+    (feedback,) = [s for s in plans["isqa_refine qasper/llama2-7b-chat/lora-human"].servers if "feedback" in s.uses]
+    assert feedback.max_model_len == 512 + 100
+    assert plans["rag_answers bm25-k5/llama3-8b"].servers[0].max_model_len == 8192
+    mixtral = plans["drfr_responses mixtral-8x7b"].servers[0]
+    assert mixtral.max_model_len == 32768 and mixtral.typical_len == 2048 + 1024
+    assert mixtral.kv_gb == pytest.approx(2 * 32 * 8 * 128 * 2 * max(8 * 3072, 32768) / 1e9)

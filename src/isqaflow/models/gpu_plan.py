@@ -24,7 +24,9 @@ and the GPUs of the partition (config ``gpu_plan``)::
 
 From that, :func:`plan_job` gives the job's GPU count and, per server, its GPUs
 (``CUDA_VISIBLE_DEVICES`` within the job's allocation), ``--tensor-parallel-size``,
-``--gpu-memory-utilization`` and ``--max-model-len``:
+``--gpu-memory-utilization`` and ``--max-model-len`` (the stage's input + output where the
+stage cuts its requests to ``max_input_tokens``, else the model's ``gpu.context``: a longer
+request would be refused by vLLM):
 
 * Served models with the same weights (model, revision, dtype) share **one server**; a
   LoRA adapter on one of them is served by that server (``--enable-lora``): the paper's
@@ -71,6 +73,7 @@ class ModelUse:
     input_tokens: int
     output_tokens: int
     adapter: str | None = None
+    bounded: bool = True  # the stage cuts its requests to input_tokens (max_input_tokens)
 
     @property
     def served(self) -> bool:
@@ -90,6 +93,7 @@ class Server:
     adapters: list[str]
     dtype: str
     max_model_len: int
+    typical_len: int  # the longest input + output the KV reserve is sized for
     weights_gb: float
     kv_gb: float  # at tensor parallel 1
     overhead_gb: float
@@ -208,13 +212,16 @@ def _servers(job: str, uses: Sequence[ModelUse], settings: Mapping[str, Any]) ->
             continue
         key = (use.entry["model"], use.entry.get("revision"), resolved_dtype(use.entry))
         context = int((use.entry.get("gpu") or {}).get("context", 0) or 0)
-        length = use.input_tokens + use.output_tokens
-        if context and length > context:
-            length = context  # the request is cut to the context (truncate_prompt_tokens)
+        typical = use.input_tokens + use.output_tokens
+        if context:
+            typical = min(typical, context)
+        # a stage that cuts its requests (max_input_tokens) never sends more than input + output;
+        # one that does not may send up to the model's context, so the server takes that length
+        length = typical if use.bounded or not context else context
         server = servers.get(key)
         if server is None:
             server = servers[key] = Server(model=use.entry["model"], uses=[], names=[], adapters=[],
-                                           dtype=resolved_dtype(use.entry), max_model_len=0,
+                                           dtype=resolved_dtype(use.entry), max_model_len=0, typical_len=0,
                                            weights_gb=weights_gb(use), kv_gb=0.0,
                                            overhead_gb=float(settings["server_overhead_gb"]))
         server.uses.append(use.role)
@@ -223,7 +230,10 @@ def _servers(job: str, uses: Sequence[ModelUse], settings: Mapping[str, Any]) ->
         if use.adapter and use.adapter not in server.adapters:
             server.adapters.append(use.adapter)
         server.max_model_len = max(server.max_model_len, length)
-        server.kv_gb = kv_gb_per_token(use) * server.max_model_len * int(settings["kv_sequences"])
+        server.typical_len = max(server.typical_len, typical)
+        # room for kv_sequences sequences of the typical length, and at least one of the longest
+        server.kv_gb = kv_gb_per_token(use) * max(server.typical_len * int(settings["kv_sequences"]),
+                                                  server.max_model_len)
     return list(servers.values())
 
 
@@ -242,7 +252,7 @@ def plan_job(job: str, uses: Sequence[ModelUse], config: Mapping[str, Any]) -> J
 
     def describe() -> str:
         return "; ".join([f"{s.model} ({'+'.join(s.names)}): {s.weights_gb:.1f} GB weights + {s.kv_gb:.1f} GB KV "
-                          f"for {settings['kv_sequences']} x {s.max_model_len} tokens + {s.overhead_gb:.0f} GB"
+                          f"for {settings['kv_sequences']} x {s.typical_len} tokens + {s.overhead_gb:.0f} GB"
                           for s in servers] + [f"{m.name} in-process: {m.memory_gb:.1f} GB" for m in in_process])
 
     for server in servers:
@@ -311,7 +321,8 @@ def _tokens(config: Mapping[str, Any], stage: str, generation: Mapping[str, Any]
 
 def _use(config, stage, role, name, generation, adapter=None) -> ModelUse:
     inputs, outputs = _tokens(config, stage, generation)
-    return ModelUse(role, name, config["models"][name], inputs, outputs, adapter)
+    bounded = bool((generation or {}).get("max_input_tokens"))
+    return ModelUse(role, name, config["models"][name], inputs, outputs, adapter, bounded)
 
 
 def job_uses(config: Mapping[str, Any], rule: str, **wildcards: str) -> list[ModelUse]:
