@@ -28,6 +28,11 @@ include: "rules/common.smk"
 exit_on_config_problems()
 
 
+# API models: one listing per endpoint when the run starts (not in a dry run), before any job.
+onstart:
+    check_api_models_or_exit()
+
+
 report: "report/workflow.rst"
 
 

@@ -126,9 +126,13 @@ rule rag_answers:
     resources:
         mem_mb=mem_mb_for("generate"),
         runtime=runtime_for("generate"),
-        gpu=lambda wc: gpus_for("generate", answerer_entry(wc.answerer)["model"]),
+        gpu=lambda wc: planned_gpus(
+            "generate", "rag_answers", wc, answerer_entry(wc.answerer)["model"]
+        ),
     params:
-        model=lambda wc: model_spec(answerer_entry(wc.answerer)["model"]),
+        model=lambda wc: planned_spec(
+            "rag_answers", wc, answerer_entry(wc.answerer)["model"]
+        ),
         adapter=lambda wc: answerer_adapter_dir(wc.answerer),
         cot=lambda wc: answerer_entry(wc.answerer)["cot"],
         generation=config["arena"]["generation"],

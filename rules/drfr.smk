@@ -26,9 +26,13 @@ rule drfr_responses:
     resources:
         mem_mb=mem_mb_for("generate"),
         runtime=runtime_for("generate"),
-        gpu=lambda wc: gpus_for("generate", responder_entry(wc.responder)["model"]),
+        gpu=lambda wc: planned_gpus(
+            "generate", "drfr_responses", wc, responder_entry(wc.responder)["model"]
+        ),
     params:
-        model=lambda wc: model_spec(responder_entry(wc.responder)["model"]),
+        model=lambda wc: planned_spec(
+            "drfr_responses", wc, responder_entry(wc.responder)["model"]
+        ),
         adapter=lambda wc: responder_adapter_dir(wc.responder),
         generation=config["drfr"]["generation"],
         code=code("isqaflow.drfr.responses"),
