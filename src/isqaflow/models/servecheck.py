@@ -42,11 +42,14 @@ def stage_generations(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Map
         if generation:
             yield f"finetune.{name}.evaluation.generation", entry["base"], generation
     drfr = config.get("drfr") or {}
+    # Systems read from a file (`file:` instead of `model:`) generate nothing here.
     for responder in (drfr.get("responders") or {}).values():
-        yield "drfr.generation", responder["model"], drfr.get("generation") or {}
+        if "model" in responder:
+            yield "drfr.generation", responder["model"], drfr.get("generation") or {}
     arena = config.get("arena") or {}
     for answerer in (arena.get("answerers") or {}).values():
-        yield "arena.generation", answerer["model"], arena.get("generation") or {}
+        if "model" in answerer:
+            yield "arena.generation", answerer["model"], arena.get("generation") or {}
 
 
 def _accepts_dropping(entry: Mapping[str, Any]) -> bool:
