@@ -28,9 +28,15 @@ include: "rules/common.smk"
 exit_on_config_problems()
 
 
+# API models: one listing per endpoint when the run starts (not in a dry run), before any job.
+onstart:
+    check_api_models_or_exit()
+
+
 report: "report/workflow.rst"
 
 
+include: "rules/systems.smk"  # first: the model rules of answers and responses use its constraints
 include: "rules/data.smk"
 include: "rules/models.smk"
 include: "rules/finetune.smk"
@@ -39,6 +45,7 @@ include: "rules/metrics.smk"
 include: "rules/drfr.smk"
 include: "rules/arena.smk"
 include: "rules/validity.smk"
+include: "rules/leaderboard.smk"
 include: "rules/report.smk"
 
 

@@ -112,6 +112,8 @@ rule rag_answers:
         "logs/rag_answers/{retriever}-k{k}/{answerer}.log",
     benchmark:
         "benchmarks/rag_answers/{retriever}-k{k}/{answerer}.tsv"
+    wildcard_constraints:
+        answerer=names_pattern(model_answerers()),  # file-based ones: rule file_answers
     # the arena chain: answers -> the longest judge job, started early so short jobs end the DAG
     priority: 50
     conda:
@@ -120,10 +122,14 @@ rule rag_answers:
     resources:
         **cluster_resources(
             "generate",
-            gpu=lambda wc: gpus_for("generate", answerer_entry(wc.answerer)["model"]),
+            gpu=lambda wc: planned_gpus(
+                "generate", "rag_answers", wc, answerer_entry(wc.answerer)["model"]
+            ),
         ),
     params:
-        model=lambda wc: model_spec(answerer_entry(wc.answerer)["model"]),
+        model=lambda wc: planned_spec(
+            "rag_answers", wc, answerer_entry(wc.answerer)["model"]
+        ),
         adapter=lambda wc: answerer_adapter_dir(wc.answerer),
         cot=lambda wc: answerer_entry(wc.answerer)["cot"],
         generation=config["arena"]["generation"],
@@ -140,6 +146,7 @@ rule arena_judge:
             for a in arena_run(wc.retriever, wc.k)["answerers"]
         ],
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
         judged="results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
@@ -174,6 +181,7 @@ rule arena_judge_checks:
     input:
         queries=lambda wc: arena_files("queries"),
         human=config["datasets"]["rag"].get("human_labels") or [],
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
@@ -210,6 +218,7 @@ rule arena_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
     output:
         judged="results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",

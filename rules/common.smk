@@ -15,6 +15,8 @@ from isqaflow.arena import verdicts  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
+from isqaflow.models import gpu_plan  # noqa: E402
+from isqaflow.models.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights import hub_models  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 from isqaflow.runtime import use_weights_cache  # noqa: E402
@@ -62,7 +64,34 @@ def exit_on_config_problems():
     """Stop with one message listing every cross-reference problem of the config (names,
     local model paths, API key variables; see isqaflow.configcheck), before any job."""
     config_files = workflow.overwrite_configfiles or ["config/config.yaml"]
-    exit_on_problems(config, config_files)
+    exit_on_problems(config, config_files, extra=check_serving(config))
+    print_gpu_plan()
+
+
+def check_api_models_or_exit():
+    """At the start of a run (onstart: not in a dry run), on the submit host, before any job:
+    every API model is listed by its endpoint (isqaflow.models.openai.check_api_models).
+    """
+    from isqaflow.models.openai import check_api_models
+
+    problems = check_api_models(config["models"])
+    if problems:
+        print(
+            "isqaflow: API models the endpoints do not serve; no job was started:\n  "
+            + "\n  ".join(problems),
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.exit(1)
+
+
+def print_gpu_plan():
+    """A dry run of a config with a gpu_plan section prints every GPU job's plan (stderr)."""
+    if config.get("gpu_plan") is not None and {"-n", "--dry-run", "--dryrun"} & set(
+        sys.argv
+    ):
+        table = gpu_plan.plan_table(gpu_plan.plan_grid(config))
+        print(f"GPU plan (isqaflow.models.gpu_plan):\n{table}", file=sys.stderr)
 
 
 def code(*modules):
@@ -129,6 +158,42 @@ def gpus_for(stage, *models):
     ):
         return 0
     return int(stage_resources(stage).get("gpu", 0))
+
+
+_job_plans = {}
+
+
+def job_plan(rule, wildcards):
+    """The GPU plan of one job (isqaflow.models.gpu_plan); None without a gpu_plan section."""
+    if config.get("gpu_plan") is None:
+        return None
+    key = (rule, tuple(sorted(dict(wildcards).items())))
+    if key not in _job_plans:
+        uses = gpu_plan.job_uses(config, rule, **dict(wildcards))
+        _job_plans[key] = gpu_plan.plan_job(f"{rule} {dict(wildcards)}", uses, config)
+    return _job_plans[key]
+
+
+def planned_gpus(stage, rule, wildcards, *models):
+    """The job's GPUs: the plan's count with a gpu_plan section, else the stage's (gpus_for)."""
+    plan = job_plan(rule, wildcards)
+    return gpus_for(stage, *models) if plan is None else plan.gpus
+
+
+def planned_spec(rule, wildcards, name):
+    """model_spec(name), with the GPU plan of the server that serves it in this job (its vLLM
+    flags, GPUs and the adapter a shared server serves next to the base model)."""
+    spec = model_spec(name)
+    plan = job_plan(rule, wildcards)
+    server = plan.server_for(name) if plan is not None else None
+    if server is not None:
+        spec["server_plan"] = {
+            "server": f"{server.model}@{server.dtype}",
+            "args": server.args(),
+            "gpus": list(server.gpus),
+            "adapters": {a: adapter_dir(a) for a in server.adapters},
+        }
+    return spec
 
 
 def model_spec(name):
@@ -219,6 +284,9 @@ def feedback_validity_files():
 
 def summary_files(dataset, summarizer):
     """Every summaries file of a (dataset, summarizer): baselines, generic feedback, ISQA runs."""
+    # a summarizer read from a file (rules/systems.smk): its one file
+    if summarizer in file_summary_entries():
+        return [file_summary_path(dataset, summarizer)]
     root = f"results/summaries/{dataset}/{summarizer}"
     files = [f"{root}/baseline.jsonl", f"{root}/generic.jsonl"]
     files += [
@@ -271,8 +339,13 @@ def judged_summary_systems(dataset, summarizer):
     """The final summaries the DRFR judge and the arena judge see: isqa.judged_systems, or
     by default the initial prompt (without ISQA), generic feedback and every ISQA run.
     """
+    # a summarizer read from a file: its one system (judged when in judged_systems, see
+    # judged_file_summary_pairs)
+    if summarizer in file_summary_entries():
+        return [summarizer]
     if config["isqa"].get("judged_systems"):
-        return list(config["isqa"]["judged_systems"])
+        files = set(file_summary_entries())
+        return [s for s in config["isqa"]["judged_systems"] if s not in files]
     systems = [config["isqa"]["refine"].get("initial_prompt", "baseline_2"), "generic"]
     systems += [
         f"isqa-{f}-{q}" for d, s, f, q in isqa_runs() if (d, s) == (dataset, summarizer)
@@ -289,6 +362,8 @@ ARENA_TABLES = [
     "retrieval",
     "agreement",
     "summaries",
+    "length_controlled",
+    "length_bias",
 ]
 
 
@@ -428,6 +503,8 @@ def result_targets():
         + drfr_targets()
         + arena_targets()
         + validity_targets()
+        + [LEADERBOARD[0]]
+        + systems_targets()
     )
 
 

@@ -18,18 +18,25 @@ rule drfr_responses:
         "logs/drfr_responses/{dataset}/{responder}.log",
     benchmark:
         "benchmarks/drfr_responses/{dataset}/{responder}.tsv"
+    wildcard_constraints:
+        responder=names_pattern(model_responders()),  # file-based ones: rule file_responses
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
         **cluster_resources(
             "generate",
-            gpu=lambda wc: gpus_for(
-                "generate", responder_entry(wc.responder)["model"]
+            gpu=lambda wc: planned_gpus(
+                "generate",
+                "drfr_responses",
+                wc,
+                responder_entry(wc.responder)["model"],
             ),
         ),
     params:
-        model=lambda wc: model_spec(responder_entry(wc.responder)["model"]),
+        model=lambda wc: planned_spec(
+            "drfr_responses", wc, responder_entry(wc.responder)["model"]
+        ),
         adapter=lambda wc: responder_adapter_dir(wc.responder),
         generation=config["drfr"]["generation"],
         code=code("isqaflow.drfr.responses"),
@@ -46,6 +53,7 @@ rule drfr_judge:
             responder=config["drfr"]["responders"],
         ),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
     output:
         # first: the job's call cache is named after it
@@ -79,6 +87,7 @@ rule drfr_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
+        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
     output:
         judgments="results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",

@@ -52,9 +52,14 @@ rule baseline_summaries:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        **cluster_resources("generate", gpu=gpus_for("generate")),
+        **cluster_resources(
+            "generate",
+            gpu=lambda wc: planned_gpus(
+                "generate", "baseline_summaries", wc, wc.summarizer
+            ),
+        ),
     params:
-        model=lambda wc: model_spec(wc.summarizer),
+        model=lambda wc: planned_spec("baseline_summaries", wc, wc.summarizer),
         prompts=config["isqa"]["prompts"],
         generation=config["isqa"]["summary_generation"],
         code=code("isqaflow.isqa.summarize"),
@@ -78,9 +83,14 @@ rule generic_feedback:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        **cluster_resources("generate", gpu=gpus_for("generate")),
+        **cluster_resources(
+            "generate",
+            gpu=lambda wc: planned_gpus(
+                "generate", "generic_feedback", wc, wc.summarizer
+            ),
+        ),
     params:
-        model=lambda wc: model_spec(wc.summarizer),
+        model=lambda wc: planned_spec("generic_feedback", wc, wc.summarizer),
         generation=config["isqa"]["summary_generation"],
         steps=config["isqa"].get("generic_steps", 1),
         code=code("isqaflow.isqa.summarize"),
@@ -111,13 +121,19 @@ rule isqa_refine:
     resources:
         **cluster_resources(
             "generate",
-            gpu=lambda wc: gpus_for(
-                "generate", wc.summarizer, feedback_entry(wc.feedback)["model"]
+            gpu=lambda wc: planned_gpus(
+                "generate",
+                "isqa_refine",
+                wc,
+                wc.summarizer,
+                feedback_entry(wc.feedback)["model"],
             ),
         ),
     params:
-        summarizer=lambda wc: model_spec(wc.summarizer),
-        feedback=lambda wc: model_spec(feedback_entry(wc.feedback)["model"]),
+        summarizer=lambda wc: planned_spec("isqa_refine", wc, wc.summarizer),
+        feedback=lambda wc: planned_spec(
+            "isqa_refine", wc, feedback_entry(wc.feedback)["model"]
+        ),
         adapter=lambda wc: feedback_adapter_dir(wc.feedback),
         settings=lambda wc: refine_settings(wc.feedback),
         summary_generation=config["isqa"]["summary_generation"],

@@ -239,7 +239,7 @@ def test_no_cpu_only_job_asks_for_the_gpu_partition(paper_dry_run):
 
 def test_downloads_extraction_and_weight_fetches_are_local_jobs(paper_dry_run):
     workdir, run_env, jobs = paper_dry_run
-    assert local_rules(workdir, run_env, "config/paper.yaml") == {"download", "extract", "fetch_weights", "manifest"}
+    assert {"download", "extract", "fetch_weights", "manifest"} <= local_rules(workdir, run_env, "config/paper.yaml")
     planned = {j["rule"] for j in jobs}
     assert {"download", "extract", "fetch_weights"} <= planned
     from isqaflow.models.weights import hub_models
@@ -275,7 +275,7 @@ def test_downloads_submitted_to_the_cpu_partition_when_not_local(tmp_path):
     config["resources"]["generate"]["constraint"] = "nvlink"
     (workdir / "config/remote.yaml").write_text(yaml.safe_dump(config))
     text = run_snakemake(workdir, run_env, "--profile", "profiles/slurm", "--configfile", "config/remote.yaml", "-n")
-    assert local_rules(workdir, run_env, "config/remote.yaml") == {"manifest"}
+    assert not {"download", "extract", "fetch_weights"} & local_rules(workdir, run_env, "config/remote.yaml")
     jobs = parse_jobs(text)
     gpu = next(j for j in jobs if j["rule"] == "baseline_summaries")
     call = sbatch_args(gpu)

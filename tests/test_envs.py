@@ -54,7 +54,10 @@ def test_there_are_environments():
     assert {p.stem for p in ENVS} >= {"data", "torch"}
 
 
-@pytest.mark.parametrize("path", ENVS, ids=lambda p: p.name)
+SERVING = [p for p in ENVS if p.stem.startswith("serving")]
+
+
+@pytest.mark.parametrize("path", [p for p in ENVS if p not in SERVING], ids=lambda p: p.name)
 def test_env_pins_agree_with_pyproject(path):
     pins = pyproject_pins()
     for name, version in env_pins(path).items():
@@ -68,6 +71,29 @@ def test_every_rule_uses_a_pinned_env():
         text = smk.read_text()
         for env in re.findall(r'conda:\s*\n\s*"\.\./(envs/[^"]+)"', text):
             assert (REPO / env).exists(), f"{smk.name} uses {env}, which does not exist"
+
+
+@pytest.mark.parametrize(("env", "fixture"), [("serving.yaml", "vllm-0.33.0-interface.json"),
+                                              ("serving-cuda12.yaml", "vllm-0.11.0-interface.json")])
+def test_serving_envs_are_full_pins_of_their_vllm(env, fixture):
+    """The vLLM environments pin every package pip resolves for their vLLM (tools/serving_env.py),
+    with the torch its wheel requires (tests/fixtures, read from the wheel)."""
+    import json
+
+    interface = json.loads((REPO / "tests/fixtures" / fixture).read_text())
+    pins = env_pins(REPO / "envs" / env)
+    assert all(pins.values()) and len(pins) > 100  # the whole resolution, not vllm alone
+    assert pins["vllm"] == interface["wheel"]["version"]
+    (torch,) = interface["wheel"]["requires_torch"]
+    assert pins["torch"] == torch.partition("==")[2]
+    for imported in ("transformers", "tokenizers", "fastapi", "uvicorn", "pydantic", "openai", "triton"):
+        assert imported in pins, f"{env}: {imported} (imported by the server) is not pinned"
+    cuda = interface["wheel"]["links_cudart"][0].rsplit(".", 1)[1]
+    assert f"CUDA {cuda}" in (REPO / "envs" / env).read_text()
+
+
+def test_pyproject_vllm_extra_is_the_serving_env():
+    assert pyproject_pins()["vllm"] == env_pins(REPO / "envs/serving.yaml")["vllm"]
 
 
 @pytest.mark.parametrize("name", sorted(OWN_PINS))

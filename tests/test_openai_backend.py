@@ -569,6 +569,11 @@ def test_negative_max_retries_is_rejected(key_env):
 
 
 def test_beam_search_falls_back_to_greedy_with_a_warning(fake_server, key_env, caplog):
+    from isqaflow.models import usage
+
+    # The warning is once per model and setting in a process (the usage ledger): another
+    # test of "fake-model" in the same pytest-xdist worker must not have warned already.
+    usage.reset()
     caplog.set_level(logging.WARNING, logger="isqaflow.models.openai")
     fake = fake_server()
     model = load_model(openai_spec("fake-model", fake.url))

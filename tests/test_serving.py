@@ -101,7 +101,7 @@ def tserve_spec(model: Path, **serve) -> dict:
 
 
 def double_spec(model: Path | str, *, log: Path | None = None, engine: str = "vllm", **extra) -> dict:
-    command = f"{sys.executable} {DOUBLE} --model {{model}} --host {{host}} --port {{port}}"
+    command = f"{sys.executable} {DOUBLE} serve {{model}} --host {{host}} --port {{port}}"
     if log is not None:
         command += f" --log {log}"
     serve = {"engine": engine, "command": command, "ready_timeout": 120, **extra.pop("serve", {})}
@@ -439,13 +439,26 @@ def test_vllm_decoding_extensions_and_unsupported_settings(tiny_causal, tmp_path
     model = load_model(double_spec(tiny_causal, log=requests_log), name="summ")
     try:
         usage.reset()
-        model.generate([CHAT], GenerationParams(max_new_tokens=3, min_new_tokens=2, num_beams=2,
-                                                repetition_penalty=1.2, max_input_tokens=512))
+        # greedy: min_tokens and repetition_penalty are vLLM sampling fields; the cut keeps the end
+        model.generate([CHAT], GenerationParams(max_new_tokens=3, min_new_tokens=2, repetition_penalty=1.2,
+                                                max_input_tokens=512))
         body = logged(requests_log)[-1]["body"]
-        assert {k: body[k] for k in ("min_tokens", "use_beam_search", "n", "repetition_penalty",
-                                     "truncate_prompt_tokens", "temperature")} == {
-            "min_tokens": 2, "use_beam_search": True, "n": 2, "repetition_penalty": 1.2,
-            "truncate_prompt_tokens": 512, "temperature": 0.0}
+        assert {k: body[k] for k in ("min_tokens", "repetition_penalty", "truncate_prompt_tokens", "temperature")} == {
+            "min_tokens": 2, "repetition_penalty": 1.2, "truncate_prompt_tokens": 512, "temperature": 0.0}
+        assert "use_beam_search" not in body
+        # beam search: vLLM's BeamSearchParams has no min_tokens, so it is refused before any request
+        n_before = len(logged(requests_log))
+        with pytest.raises(ValueError, match=r"model summ: the vllm server cannot apply min_new_tokens=2 \(ignored by "
+                                             r"vLLM's beam search\)"):
+            model.generate([CHAT], GenerationParams(max_new_tokens=3, min_new_tokens=2, num_beams=2))
+        assert len(logged(requests_log)) == n_before
+        # beams alone: n choices come back, usage adds them up; the best beam's own tokens are counted
+        (out,) = model.generate(["Question: the lazy dog"], GenerationParams(max_new_tokens=3, num_beams=2))
+        body = logged(requests_log)[-1]["body"]
+        assert {k: body[k] for k in ("use_beam_search", "n", "return_token_ids")} == {
+            "use_beam_search": True, "n": 2, "return_token_ids": True}
+        assert "min_tokens" not in body and out.n_new_tokens == 3
+        assert model.usage.output_tokens == 3 + 3  # the greedy request's 3 and the best beam's 3, not 3 x 2
         n_before = len(logged(requests_log))
         with pytest.raises(ValueError, match=r"model summ: the vllm server cannot apply no_repeat_ngram_size=3; "
                                              r"set models\.summ\.serve\.unsupported_decoding: drop"):
@@ -468,14 +481,15 @@ def test_lora_adapter_is_requested_by_its_served_name(tiny_causal, tmp_path):
     adapter.mkdir()
     (adapter / "adapter_config.json").write_text("{}")
     requests_log = tmp_path / "requests.jsonl"
-    spec = double_spec(tiny_causal, log=requests_log, serve={"lora_args": "--lora {adapter_name}={adapter}"})
+    spec = double_spec(tiny_causal, log=requests_log,
+                       serve={"lora_args": "--enable-lora --lora-modules {adapter_name}={adapter}"})
     model = load_model(spec, name="feedback", adapter=str(adapter))
     try:
         model.generate(["Question: the lazy dog"], GenerationParams(max_new_tokens=2))
         assert {r["body"]["model"] for r in logged(requests_log)} == {"feedback-adapter"}
         assert f"feedback-adapter={adapter}" in model.server.argv
         assert model.identity()["adapter"] is not None
-        assert model.identity()["server"]["command"][-2:] == ["--lora", "{adapter_name}={adapter}"]
+        assert model.identity()["server"]["command"][-2:] == ["--lora-modules", "{adapter_name}={adapter}"]
     finally:
         model.close()
 
@@ -517,3 +531,36 @@ def test_manifest_gathers_usage_with_cost_and_templates(tmp_path):
     assert gathered["chat_templates"] == {"lmsys/vicuna-7b-v1.5": [vicuna["chat_template"]]}
     record = model_record("vicuna-7b", models["vicuna-7b"])
     assert record["chat_template"] == "vicuna_v1.1" and record["serve"]["engine"] == "vllm"
+
+
+def test_a_gpu_plan_shares_one_server_between_base_model_and_adapter(tiny_causal, tmp_path, monkeypatch):
+    """The plan's server (isqa_refine: the Vicuna summarizer and its LoRA feedback model) starts once,
+    with the plan's vLLM flags, its GPUs and the adapter; both models ask it, the last close stops it."""
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    requests_log = tmp_path / "requests.jsonl"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    plan = {"server": "tiny@bfloat16", "args": ["--tensor-parallel-size", "1", "--gpu-memory-utilization", "0.900",
+                                               "--max-model-len", "2248"],
+            "gpus": [1], "adapters": {"tiny-hotpotqa": str(adapter)}}
+    spec = double_spec(tiny_causal, log=requests_log, server_plan=plan,
+                       serve={"lora_args": "--enable-lora --max-lora-rank 8 --lora-modules {adapter_name}={adapter}"})
+    summarizer = load_model(spec, name="summ")
+    feedback = load_model(spec, name="feedback", adapter=str(adapter))
+    try:
+        assert feedback.server is summarizer.server
+        argv = summarizer.server.argv
+        assert argv[-6:] == plan["args"] and f"tiny-hotpotqa={adapter}" in argv and "--enable-lora" in argv
+        assert summarizer.server.env["CUDA_VISIBLE_DEVICES"] == "5"  # the plan's GPU 1 of the job's list
+        summarizer.generate(["Question: the lazy dog"], GenerationParams(max_new_tokens=2))
+        feedback.generate(["Question: the lazy dog"], GenerationParams(max_new_tokens=2))
+        asked = [r["body"]["model"] for r in logged(requests_log)]
+        assert asked[-2:] == [str(tiny_causal), "tiny-hotpotqa"]
+        assert summarizer.usage.server["gpu_plan"]["args"] == plan["args"]
+        pgid = summarizer.server.pgid
+        summarizer.close()
+        assert group_members(pgid)  # the feedback model still uses it
+    finally:
+        feedback.close()
+    assert gone(pgid)

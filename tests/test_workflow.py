@@ -4,7 +4,9 @@ One complete run (minutes), then dry runs that check what a change reruns:
 nothing after a complete run; a LoRA parameter reruns the fine-tuning and what
 depends on it; a judge parameter reruns the judges and their tables; the
 summarizer's decoding reruns summarization and everything downstream; editing
-``refine.py`` reruns the refinement and what follows.  Finally the report is built.
+``refine.py`` reruns the refinement and what follows; editing one file-based system's
+outputs reruns its import, the jobs that read it and the tables, and a malformed file
+stops the run before any judge.  Finally the report is built.
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ TABLES = [
                             "appendix_questeval_v024")),
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
     *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "no_answer", "retrieval",
-                              "agreement", "summaries")),
+                              "agreement", "summaries", "length_controlled", "length_bias")),
     "validity",
+    "leaderboard",
 ]
 FIGURES = ["isqa_figure3_qasper", "drfr_constraints", "arena_ratings"]
 
@@ -67,7 +70,9 @@ JUDGED_TABLES = [
     *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats",
                             "appendix_questeval_v024")),
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
-    *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "agreement", "summaries")),
+    *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "agreement", "summaries",
+                              "length_controlled", "length_bias")),
+    "leaderboard",
 ]
 
 
@@ -137,7 +142,8 @@ def test_lora_parameter_reruns_finetuning_and_only_what_depends_on_it(run):
     assert jobs.pop("drfr_responses") == 1  # the fine-tuned responder only
     assert set(jobs) == {
         "evaluate_feedback", "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_judge",
-        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "manifest", "all",
+        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard",
+        "manifest", "all",
     }
 
 
@@ -147,13 +153,14 @@ def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "tie_band", change))
     assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "validity_table",
-                         "manifest", "all"}
+                         "leaderboard", "manifest", "all"}
 
     def change_drfr(config):
         config["drfr"]["judges"]["local"].update(mode="text", rule="raw")
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "drfr_text", change_drfr))
-    assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "validity_table", "manifest", "all"}
+    assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "validity_table", "leaderboard", "manifest",
+                         "all"}
 
 
 def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
@@ -164,7 +171,8 @@ def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
     assert jobs.pop("isqa_refine") == 3
     assert set(jobs) == {  # validity: the feedback-model control reads the first summaries
         "baseline_summaries", "generic_feedback", "score_summaries", "isqa_tables", "human_eval_sheets",
-        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "manifest", "all",
+        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest",
+        "all",
     }
 
 
@@ -179,9 +187,113 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
     assert jobs.pop("isqa_refine") == 3
     assert set(jobs) == {
         "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_summaries", "drfr_tables",
-        "arena_summaries", "arena_tables", "validity_table", "manifest", "all",
+        "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest", "all",
     }
     assert dry_run_jobs(run) == {}
+
+
+# One's own system's file edited -> the jobs that read its outputs and the tables (the other
+# judges wait for results/systems/checked.json as ancient input: they do not rerun).
+SYSTEM_FILE_RERUNS = {
+    "answers-handwritten.jsonl": {"file_answers", "check_systems", "arena_judge", "arena_tables"},
+    "model_outputs.json": {"file_responses", "check_systems", "drfr_judge", "drfr_tables", "validity_table"},
+    "summaries-handwritten.jsonl": {"file_summaries", "check_systems", "score_summaries", "drfr_summaries",
+                                    "arena_summaries", "drfr_tables", "arena_tables"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(SYSTEM_FILE_RERUNS))
+def test_editing_a_systems_file_reruns_only_its_jobs_and_the_tables(run, name):
+    path = run / "data/embedded/systems" / name
+    original = path.read_bytes()
+    try:
+        path.write_bytes(original + b"\n")  # new content (an unchanged checksum reruns nothing)
+        jobs = dry_run_jobs(run)
+    finally:
+        path.write_bytes(original)
+    assert all(count == 1 for count in jobs.values()), jobs  # that system's jobs only
+    assert set(jobs) == SYSTEM_FILE_RERUNS[name] | {"leaderboard", "manifest", "all"}
+
+
+# name -> (suite, the file's content, what the error must say)
+MALFORMED = {
+    "unknown_id": ("arena", '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n'
+                            '{"domain": "fiqa", "query_id": "9999", "answer": "No such query."}\n',
+                   r"unknown_id\.jsonl, line 2, id '9999': not in the dataset"),
+    "duplicate": ("drfr", '{"instruction_id": "user_oriented_task_1", "response": "Yes."}\n'
+                          '{"instruction_id": "user_oriented_task_1", "response": "Again."}\n',
+                  r"duplicate\.jsonl, line 2, id 'user_oriented_task_1': duplicate"),
+    "empty": ("isqa", '{"paper_id": "2101.00417", "summary": "   "}\n',
+              r"empty\.jsonl, line 1, id '2101.00417': empty output"),
+    "not_utf8": ("isqa", b'{"paper_id": "2101.00417", "summary": "caf\xe9"}\n',
+                 r"not_utf8\.jsonl, line 1, id '2101.00417': not UTF-8"),
+    "missing_ids": ("arena", '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n',
+                    r"missing_ids\.jsonl: 14 of 15 dataset ids missing, first \['fiqa:4187'"),
+}
+JUDGES = ("arena_judge", "arena_judge_checks", "arena_summaries", "drfr_judge", "drfr_summaries",
+          "score_summaries", "metric_controls")
+
+
+def test_a_malformed_systems_file_stops_the_run_before_any_judge(run):
+    """Five malformed files, one run (--keep-going: each import job fails on its own): every
+    error names the file, the line and the id, and no judge or scorer starts."""
+    import re
+
+    folder = run / "data/embedded/systems/broken"
+    folder.mkdir()
+    for name, (_, content, _) in MALFORMED.items():
+        path = folder / f"{name}.jsonl"
+        (path.write_bytes if isinstance(content, bytes) else path.write_text)(content)
+
+    def change(config):
+        for name, (suite, _, _) in MALFORMED.items():
+            entry = {"file": f"data/embedded/systems/broken/{name}.jsonl", "format": "jsonl"}
+            if suite == "arena":
+                config["arena"]["answerers"][name] = entry
+            elif suite == "drfr":
+                config["drfr"]["responders"][name] = {**entry, "coverage": "partial"}
+            else:
+                config["isqa"]["file_summaries"][name] = {**entry, "dataset": "qasper", "coverage": "partial"}
+
+    try:
+        result = snakemake(run, "--profile", "profiles/default", "--keep-going", "--configfile",
+                           with_config(run, "broken", change), timeout=600)
+    finally:
+        shutil.rmtree(folder)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    for name, (_, _, message) in MALFORMED.items():
+        assert re.search(message, output), (name, output[-3000:])
+    started = set(re.findall(r"^(?:local)?rule (\w+):", output, flags=re.MULTILINE))
+    assert {"file_answers", "file_responses", "file_summaries"} <= started
+    assert not started & {*JUDGES, "check_systems"}, started
+    assert dry_run_jobs(run) == {}  # the complete run is untouched
+
+
+def test_the_leaderboard_lists_file_based_systems_beside_the_models(run):
+    board = pd.read_csv(run / "results/tables/leaderboard.csv", index_col=0)
+    assert {"handwritten", "smollm2", "smollm2-nocot", "smollm2-feedback", "smollm2 baseline_2"} <= set(board.index)
+    source = board.loc["handwritten", "source"]
+    assert "arena (3/15, partial)" in source and "drfr (4/12, partial)" in source and "isqa (2/3, partial)" in source
+    assert "(n=3)" in board.loc["handwritten", "arena win % vs LFRQA"]
+    assert "(n=4)" in board.loc["handwritten", "DRFR overall"] and "(n=2)" in board.loc["handwritten", "QAGS"]
+    assert "(n=15)" in board.loc["smollm2", "arena win % vs LFRQA"]
+    assert "(n=12)" in board.loc["smollm2", "DRFR overall"]
+    caption = (run / "results/tables/leaderboard.md").read_text().split("\n\n")[0]
+    for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):
+        assert f"{instrument} " in caption and "correct" in caption, instrument
+    lc = pd.read_csv(run / "results/tables/arena_length_controlled.csv")
+    assert {"handwritten", "smollm2"} <= set(lc["system"])
+    assert lc["LC win rate %"].between(0, 100).all() and (lc["LC lower"] <= lc["LC upper"]).all()
+    rates = pd.read_csv(run / "results/tables/arena_win_rates.csv")
+    assert rates[rates["domain"] == "overall"]["LC win rate %"].notna().all()
+    bias = pd.read_csv(run / "results/tables/arena_length_bias.csv")
+    assert (bias["pairs"] > 0).any() and ((bias["lower"] <= bias["longer wins %"]) | bias["pairs"].eq(0)).all()
+    manifest = json.loads((run / "results/manifest.json").read_text())
+    checked = json.loads((run / "results/systems/checked.json").read_text())
+    recorded = {d["dataset"]: d["sha256"] for d in manifest["datasets"]}
+    for suite in ("arena", "drfr", "isqa"):
+        assert recorded[f"systems/{suite}/handwritten"] == checked["handwritten"][suite]["sha256"]
 
 
 def test_editing_the_job_runtime_reruns_every_job(run):

@@ -132,6 +132,6 @@ def arena_check_outputs():
 def arena_summary_files():
     return [
         f"results/arena/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs()
+        for d, s in isqa_pairs() + judged_file_summary_pairs()
         for j in config["arena"]["judges"]
     ]

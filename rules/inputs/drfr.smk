@@ -45,6 +45,6 @@ def drfr_judgment_files():
 def drfr_summary_judgment_files():
     return [
         f"results/drfr/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs()
+        for d, s in isqa_pairs() + judged_file_summary_pairs()
         for j in config["drfr"]["judges"]
     ]

@@ -22,6 +22,11 @@ STAGE_MODULES = {
     "arena_summaries": "isqaflow.arena.summaries",
     "arena_tables": "isqaflow.arena.tables",
     "validity_table": "isqaflow.report.validity",
+    "file_answers": "isqaflow.arena.file_answers",
+    "file_responses": "isqaflow.drfr.file_responses",
+    "file_summaries": "isqaflow.isqa.file_summaries",
+    "check_systems": "isqaflow.data.outputs",
+    "leaderboard": "isqaflow.report.leaderboard",
 }
 
 
@@ -43,4 +48,5 @@ def raw_dataset_files():
         files[f"rag/{d}"] = raw_paths(e["annotations"]) + [raw_path(e["corpus"])]
     if datasets["rag"].get("human_labels"):
         files["rag/human_labels"] = [datasets["rag"]["human_labels"]]
+    files.update(system_files())  # one's own systems' outputs files (rules/systems.smk)
     return files

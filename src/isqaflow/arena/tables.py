@@ -16,6 +16,10 @@
 * Judge-human agreement: Pearson correlation and Cohen's kappa between the judge and
   the human majority label (Tables 4 and 8), with both label distributions.
 * ISQA summaries in the arena: each system against the abstract, and head to head.
+* Length-controlled win rates (AlpacaEval 2.0's regression, :mod:`isqaflow.arena.length`)
+  beside the raw ones, for every kind of pair (against LFRQA, all pairs, the summaries
+  against the abstract and head to head), and the judge's length bias: the share of
+  decided pairs the longer answer wins, with its exact interval.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from isqaflow.arena.agreement import (
     merge_rating,
     read_human_labels,
 )
+from isqaflow.arena.length import length_tables
 from isqaflow.arena.players import ABSTRACT, REFERENCE
 from isqaflow.arena.ratings import (
     battles_from_verdicts,
@@ -252,11 +257,15 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
         validity_summary(read_control_records(control_paths)), "arena judge")
     judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
                        ignore_index=True)
-    write_table(win_rate_table(judged, REFERENCE), table_paths(out_dir / "arena_win_rates"), digits=1,
+    summaries = _load(summary_paths)
+    lc, bias = length_control_tables(judged, summaries, rounds, seed)
+    write_table(with_lc(win_rate_table(judged, REFERENCE), lc), table_paths(out_dir / "arena_win_rates"), digits=1,
                 caption="Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
                         "query's reference; verdicts under the judge's rule (raw: both orders must agree; "
                         "calibrated: mean label log-probability margin over both orders, a tie within "
-                        "tie_band); pairs without a valid verdict are excluded (n_invalid)" + controls)
+                        "tie_band); pairs without a valid verdict are excluded (n_invalid); beside them, "
+                        "overall, the length-controlled win rate (AlpacaEval 2.0, ties half; see "
+                        "arena_length_controlled)" + controls)
     rating_tables, figure_data = [], {}
     for setting, df in judged.groupby("setting"):
         for column, kinds in (("A: reference pairs", ["reference"]),
@@ -300,5 +309,45 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                         "configured band (nats); a logprob judge also has a row under the band fitted on these "
                         "pairs so that it ties as many of them as the people did (in-sample; set it as the "
                         "judge's tie_band to use it)" + controls)
-    write_table(summary_arena_table(_load(summary_paths)), table_paths(out_dir / "arena_summaries"), digits=1,
+    write_table(summary_arena_table(summaries), table_paths(out_dir / "arena_summaries"), digits=1,
                 caption="ISQA summaries in the arena: against the abstract and head to head" + controls)
+    write_table(lc, table_paths(out_dir / "arena_length_controlled"), digits=1,
+                caption="Length-controlled win rates (AlpacaEval 2.0): each system's preference over its "
+                        "baseline (LFRQA, another model, the abstract, the baseline summary) modelled on the "
+                        "system, tanh of the standardized length difference (characters) and the query's "
+                        "difficulty (fit over the systems meeting the same baseline); LC: the modelled win rate "
+                        "with the length term at zero, ties half a win, 95% bootstrap CI over queries; beside "
+                        "it the raw win rate with ties half; n: judged pairs with a valid verdict" + controls)
+    if not bias.empty:  # p as read (three significant digits), not to the table's one decimal
+        bias["p"] = bias["p"].map(lambda p: f"{p:.3g}")
+    write_table(bias, table_paths(out_dir / "arena_length_bias"), digits=1,
+                caption="The judge's length bias: share of decided pairs (no tie, valid verdict) of unequal "
+                        "length that the longer answer wins, exact (Clopper-Pearson) 95% CI, two-sided exact "
+                        "binomial p against 50%" + controls)
+
+
+def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:
+    """The win-rate table with the LC win rate and its interval on the overall rows."""
+    rates = rates.copy()
+    for column in ("LC win rate %", "LC lower", "LC upper"):
+        rates[column] = np.nan
+    if lc.empty:
+        return rates
+    for (setting, kind, system, baseline), row in lc.iterrows():
+        key = (setting, "overall", system)
+        if kind == "reference" and baseline == REFERENCE and key in rates.index:
+            for column in ("LC win rate %", "LC lower", "LC upper"):
+                rates.loc[key, column] = row[column]
+    return rates
+
+
+def length_control_tables(judged: pd.DataFrame, summaries: pd.DataFrame, rounds: int,
+                          seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """LC win rates and length bias of the answers' settings and of the summaries' arena
+    (setting ``summaries/<dataset>/<summarizer>.<judge>``)."""
+    parts = [judged]
+    if not summaries.empty:
+        label = "summaries/" + summaries["domain"].astype(str) + "/" + summaries["summarizer"].astype(str) + \
+            "." + summaries["judge"].astype(str)
+        parts.append(summaries.assign(setting=label))
+    return length_tables(pd.concat(parts, ignore_index=True), rounds, seed)

@@ -90,13 +90,16 @@ def format_problems(problems: Sequence[ConfigProblem], config_files: Sequence[st
 
 
 def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = (),
-                     workdir: str | os.PathLike = ".") -> None:
+                     workdir: str | os.PathLike = ".", extra: Sequence[tuple[str, str]] = ()) -> None:
     """Print every problem of ``config`` to stderr and exit with status 1; return when there is none.
 
+    ``extra``: (path, message) of checks made above this floor (the workflow passes
+    isqaflow.models.servecheck's: decoding honoured or refused, served dtypes, the GPU plan).
     A plain exit rather than an exception: Snakemake prints an exception raised while
     parsing the Snakefile with a traceback-like location, an exit status quietly.
     """
-    problems = duplicate_keys(Path(workdir) / f for f in config_files) + check_config(config, workdir)
+    problems = (duplicate_keys(Path(workdir) / f for f in config_files) + check_config(config, workdir)
+                + [ConfigProblem(path, message) for path, message in extra])
     if problems:
         print(format_problems(problems, config_files), file=sys.stderr, flush=True)
         sys.exit(1)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,8 @@ def check_isqa(refs: References) -> None:
         for pair in systems:
             if pair[0] in run_datasets and pair[1] in run_summarizers:
                 systems[pair].append(f"isqa-{feedback}-{run.get('questions')}")
-    _systems(refs, "isqa.judged_systems", isqa.get("judged_systems"), systems)
+    files = _file_summaries(refs, isqa, summarizers)
+    _systems(refs, "isqa.judged_systems", isqa.get("judged_systems"), systems, files)
     _systems(refs, "human_eval.systems", refs.section("human_eval").get("systems"), systems)
     for key in refs.section("human_eval", "filled"):
         refs.ref(f"human_eval.filled.{key}", key, [f"{d}/{s}" for d, s in systems],
@@ -118,16 +119,34 @@ def check_isqa(refs: References) -> None:
         refs.model_ref(f"metrics.{role}.model", refs.section("metrics", role).get("model"), used=bool(systems))
 
 
-def _systems(refs: References, path: str, wanted: Any, systems: dict[tuple[str, str], list[str]]) -> None:
-    """Every wanted system must have summaries for every (dataset, summarizer) pair."""
-    every = sorted({s for names in systems.values() for s in names})
+def _systems(refs: References, path: str, wanted: Any, systems: dict[tuple[str, str], list[str]],
+             files: Sequence[str] = ()) -> None:
+    """Every wanted system must have summaries for every (dataset, summarizer) pair; a
+    summarizer read from a file (``files``, isqa.file_summaries) has its own dataset."""
+    every = sorted({s for names in systems.values() for s in names} | set(files))
     for i, system in enumerate(wanted or []):
         if not refs.ref(f"{path}[{i}]", system, every, "system", "the run's summaries"):
+            continue
+        if system in files:
             continue
         lacking = [f"{d}/{s}" for (d, s), names in systems.items() if system not in names]
         if lacking:
             refs.problem(f"{path}[{i}]", f"system {system!r} has no summaries for {', '.join(lacking)} "
                                          "(its ISQA run is restricted to other datasets or summarizers)")
+
+
+def _file_summaries(refs: References, isqa: Mapping[str, Any], summarizers: Sequence[str]) -> list[str]:
+    """isqa.file_summaries: its dataset is a paper dataset, its name is its own (a missing file is
+    Snakemake's missing input, named when the DAG is built, like a dataset's raw files)."""
+    entries = isqa.get("file_summaries") or {}
+    for name, entry in entries.items():
+        path = f"isqa.file_summaries.{name}"
+        refs.ref(f"{path}.dataset", entry.get("dataset"), refs.section("datasets", "papers"), "paper dataset",
+                 "datasets.papers")
+        if name in summarizers:
+            refs.problem(path, f"{name!r} is also in isqa.summarizers; a summarizer read from a file "
+                               "needs a name of its own")
+    return list(entries)
 
 
 def check_drfr(refs: References) -> None:
@@ -136,6 +155,8 @@ def check_drfr(refs: References) -> None:
     refs.names("drfr.datasets", drfr.get("datasets"), refs.section("datasets", "instructions"),
                "instruction dataset", "datasets.instructions")
     for name, entry in refs.section("drfr", "responders").items():
+        if "file" in entry:  # a system read from a file: no model
+            continue
         refs.model_ref(f"drfr.responders.{name}.model", entry.get("model"))
         if entry.get("adapter") is not None:
             refs.adapter_ref(f"drfr.responders.{name}.adapter", entry["adapter"], entry.get("model"))
@@ -150,6 +171,8 @@ def check_arena(refs: References) -> None:
                "domain", "datasets.rag.domains")
     answerers = refs.section("arena", "answerers")
     for name, entry in answerers.items():
+        if "file" in entry:  # a system read from a file: no model
+            continue
         refs.model_ref(f"arena.answerers.{name}.model", entry.get("model"), used=False)
         if entry.get("adapter") is not None:
             refs.adapter_ref(f"arena.answerers.{name}.adapter", entry["adapter"], entry.get("model"))

@@ -76,7 +76,8 @@ def main_table(judgments: pd.DataFrame, rounds: int, seed: int) -> tuple[pd.Data
                 key = (model, subset)
                 if key in boot.index:
                     b = boot.loc[key]
-                    row.update({label: b["drfr"], f"{label}_lower": b["lower"], f"{label}_upper": b["upper"]})
+                    row.update({label: b["drfr"], f"{label}_lower": b["lower"], f"{label}_upper": b["upper"],
+                                f"{label}_n": int(b["n_instructions"])})
                     cells[label] = _cell(b["drfr"], b["lower"], b["upper"])
                 else:
                     cells[label] = "--"
@@ -84,6 +85,7 @@ def main_table(judgments: pd.DataFrame, rounds: int, seed: int) -> tuple[pd.Data
             extra = {"strict": s["strict_rate"], "questions": int(s["n_questions"]), "invalid": int(s["n_invalid"])}
             row.update(extra)
             cells.update({"strict (prompt level)": f"{100 * s['strict_rate']:.1f}",
+                          "instructions": int(boot.loc[(model, "all"), "n_instructions"]),
                           "questions": extra["questions"], "invalid": extra["invalid"]})
             numeric.append(row)
             formatted.append(cells)

@@ -18,9 +18,16 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
   job's usage record (:mod:`.usage`); calls answered from the call cache are not
   sent and not counted.
 * **Decoding** the chat API cannot apply -- beams, ``min_new_tokens``, n-gram
-  blocking, a repetition penalty -- is dropped with a warning (once per setting)
-  and listed in the usage record's ``dropped_decoding``.  Served local models
-  (:mod:`.serve`) pass them to the engine instead, or fail.
+  blocking, a repetition penalty, ``max_input_tokens`` -- is refused at config check
+  (:mod:`.servecheck`) unless the entry says ``unsupported_decoding: drop``; then it is
+  dropped with a warning (once per setting) and listed in the usage record's
+  ``dropped_decoding``.  What each generation setting became (honoured, emulated,
+  dropped: :mod:`.capabilities`) is the usage record's ``decoding``.  Served local
+  models (:mod:`.serve`) pass them to the engine instead, or fail.
+* **The model is checked first**: a model on OpenAI's endpoint (no ``base_url``), or
+  any with ``check_model: true``, is looked up in the endpoint's model list (one
+  ``GET /models``) when the job builds it, so a retired snapshot fails before any
+  request, naming the model, the endpoint and the config entry.
 * **Log-probabilities** (``logprobs``, for logprob-mode judges):
 
   - ``top_logprobs`` (default): one generated token with ``logprobs`` and
@@ -62,7 +69,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow.models import usage
+from isqaflow.models import capabilities, usage
 from isqaflow.models.base import (
     BatchCallback,
     Generation,
@@ -168,6 +175,7 @@ class OpenAIModel(LanguageModel):
         logprobs: str = "top_logprobs",
         top_logprobs: int = MAX_TOP_LOGPROBS,
         name: str | None = None,
+        check_model: bool | None = None,
     ) -> None:
         import openai
 
@@ -206,6 +214,26 @@ class OpenAIModel(LanguageModel):
             openai.InternalServerError,
         )
         self.usage = self._register_usage()
+        self._noted_decoding: set[GenerationParams] = set()
+        if check_model if check_model is not None else base_url is None:
+            self.check_model()
+
+    def check_model(self) -> None:
+        """Fail unless the endpoint lists this model (one ``GET /models``, before any request)."""
+        endpoint = self.base_url or "https://api.openai.com/v1"
+        try:
+            listed = sorted(m.id for m in self.client.models.list())
+        except self._retryable as err:
+            raise RuntimeError(f"model {self.name}: cannot list the models of {endpoint} to check that it serves "
+                               f"{self.model!r}: {type(err).__name__}") from err
+        if self.model not in listed:
+            near = [m for m in listed if m.split("-")[:2] == self.model.split("-")[:2]][:8]
+            raise RuntimeError(
+                f"model {self.name}: the endpoint {endpoint} does not serve {self.model!r} (the `model` of its "
+                f"config entry under models:, used here as {self.name}); set that key to a model the endpoint "
+                f"lists{' such as ' + ', '.join(near) if near else ''} -- a substitute judge is checked against "
+                "the validity table (docs/validity.md) before its verdicts are read as the paper's")
+        log.info("%s: %s lists %s", self.name, endpoint, self.model)
 
     # ------------------------------------------------------------ hooks for served models
     def _check_logprob_mode(self, mode: str) -> None:
@@ -224,7 +252,8 @@ class OpenAIModel(LanguageModel):
         dropped = [f"{key}={value}" for key, value, default in (
             ("num_beams", params.num_beams, 1), ("min_new_tokens", params.min_new_tokens, 0),
             ("no_repeat_ngram_size", params.no_repeat_ngram_size, 0),
-            ("repetition_penalty", params.repetition_penalty, 1.0)) if value != default]
+            ("repetition_penalty", params.repetition_penalty, 1.0),
+            ("max_input_tokens", params.max_input_tokens, None)) if value != default]
         new = [d for d in dropped if d not in self.usage.dropped_decoding]
         if new:
             log.warning("%s: the API cannot apply %s; decoding without %s", self.name, ", ".join(new),
@@ -267,11 +296,15 @@ class OpenAIModel(LanguageModel):
                 time.sleep(delay)
         used = response.usage
         n_in = getattr(used, "prompt_tokens", 0) or 0
-        n_out = getattr(used, "completion_tokens", 0) or 0
+        n_out = self._output_tokens(response)
         if booking is not None and (n_in or n_out):
             self.limiter.settle(booking, n_in + n_out)
         self.usage.add(1, n_in, n_out)
         return response
+
+    def _output_tokens(self, response: Any) -> int:
+        """New tokens of the answer the job keeps (a served model with beams overrides this)."""
+        return getattr(getattr(response, "usage", None), "completion_tokens", 0) or 0
 
     def _sampling(self, params: GenerationParams) -> dict[str, Any]:
         kwargs: dict[str, Any] = dict(
@@ -285,7 +318,16 @@ class OpenAIModel(LanguageModel):
         extra = self._decoding_extras(params)
         if extra:
             kwargs["extra_body"] = extra
+        if params not in self._noted_decoding:
+            self._noted_decoding.add(params)
+            settings = {k: v for k, v in params.as_dict().items() if k != "return_logprobs"}
+            self.usage.note_decoding(settings, capabilities.applied(settings, self._capability_backend(),
+                                                                    self.usage.dropped_decoding))
         return kwargs
+
+    def _capability_backend(self) -> str:
+        """The column of :data:`.capabilities.TABLE` this backend follows."""
+        return "openai"
 
     def _call(self, request: Request, params: GenerationParams) -> Generation:
         text = self._plain_text(request)
@@ -304,7 +346,7 @@ class OpenAIModel(LanguageModel):
         return Generation(
             text=(choice.message.content or "").strip(),
             n_input_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
-            n_new_tokens=getattr(response.usage, "completion_tokens", 0) or 0,
+            n_new_tokens=self._output_tokens(response),
             logprob=logprob,
             finish_reason=choice.finish_reason,
         )
@@ -323,7 +365,7 @@ class OpenAIModel(LanguageModel):
         return Generation(
             text=(choice.text or "").strip(),
             n_input_tokens=getattr(response.usage, "prompt_tokens", 0) or 0,
-            n_new_tokens=getattr(response.usage, "completion_tokens", 0) or 0,
+            n_new_tokens=self._output_tokens(response),
             logprob=logprob,
             finish_reason=choice.finish_reason,
         )
@@ -403,7 +445,8 @@ class OpenAIModel(LanguageModel):
         """Each rest's log-probability from the returned (token, log-probability) list."""
         best: dict[str, float] = {}
         for token, logprob in top:  # several token ids may spell the same text: keep the likeliest
-            best[token] = max(best.get(token, -math.inf), float(logprob))
+            value = float(logprob) if float(logprob) > -9999.0 else -math.inf  # vLLM's floor for -inf
+            best[token] = max(best.get(token, -math.inf), value)
         floor = min(best.values())
         scores = [best.get(rest, floor) for rest in rests]
         absent = [rest for rest in rests if rest not in best]
@@ -417,3 +460,39 @@ class OpenAIModel(LanguageModel):
 
     def close(self) -> None:
         self.client.close()
+
+
+def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+    """Problems of the config's API models, one listing per endpoint (the workflow's onstart, on the
+    submit host, before any job): each entry on OpenAI's endpoint (or with ``check_model: true``)
+    must be listed there.  Each problem names the model, the endpoint and the config key."""
+    import openai
+
+    environ = dict(os.environ if environ is None else environ)
+    by_endpoint: dict[tuple[str | None, str], list[tuple[str, str]]] = {}
+    for key, entry in models.items():
+        if entry.get("backend") != "openai" or entry.get("serve"):
+            continue
+        check = entry.get("check_model")
+        if not (check if check is not None else entry.get("base_url") is None):
+            continue
+        by_endpoint.setdefault((entry.get("base_url"), entry.get("api_key_env") or "OPENAI_API_KEY"), []).append(
+            (key, entry["model"]))
+    problems = []
+    for (base_url, key_env), entries in sorted(by_endpoint.items(), key=str):
+        endpoint = base_url or "https://api.openai.com/v1"
+        client = openai.OpenAI(api_key=environ.get(key_env) or "unused", base_url=base_url, timeout=60, max_retries=2)
+        try:
+            listed = {m.id for m in client.models.list()}
+        except openai.OpenAIError as err:
+            problems.append(f"cannot list the models of {endpoint} (key from {key_env}) to check "
+                            f"{', '.join(m for _, m in entries)}: {type(err).__name__}: {err}")
+            continue
+        finally:
+            client.close()
+        for key, model in entries:
+            if model not in listed:
+                problems.append(f"models.{key}.model: the endpoint {endpoint} does not serve {model!r}; set a model "
+                                "it lists (a substitute judge: check it against the validity table, docs/validity.md)")
+    return problems
+

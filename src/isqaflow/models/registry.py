@@ -36,11 +36,13 @@ HF_KEYS = {"backend", "model", "revision", "dtype", "device", "batch_size", "sco
            "trust_remote_code", "adapter", "prefix_sharing", "prefix_cache_mb",
            "chat_template"}
 # With serve:, the client's options join the hf keys (which fine-tuning still uses in-process).
-SERVED_KEYS = HF_KEYS | {"serve", "concurrency", "timeout", "max_retries", "backoff", "logprobs", "top_logprobs"}
+SERVED_KEYS = HF_KEYS | {"serve", "concurrency", "timeout", "max_retries", "backoff", "logprobs", "top_logprobs",
+                        "server_plan"}
 OPENAI_KEYS = {"backend", "model", "base_url", "api_key_env", "timeout", "max_retries", "backoff",
-               "concurrency", "requests_per_minute", "tokens_per_minute", "logprobs", "top_logprobs"}
+               "concurrency", "requests_per_minute", "tokens_per_minute", "logprobs", "top_logprobs", "check_model"}
 # Keys that describe the entry for the workflow (conversion, resources, cost), not the backend.
-WORKFLOW_KEYS = {"convert", "gpu", "description", "price"}
+# unsupported_decoding (openai): read by the config check (models.servecheck); the API backend drops and records.
+WORKFLOW_KEYS = {"convert", "gpu", "description", "price", "unsupported_decoding"}
 # hf keys a served model does not use: the server's command decides (fine-tuning uses them)
 IN_PROCESS_ONLY = {"device", "batch_size", "score_batch_tokens", "prefix_sharing", "prefix_cache_mb"}
 

@@ -17,6 +17,15 @@ through the ``openai`` backend::
 
 ``serve`` keys: :mod:`.serve_settings`; the server's life cycle: :mod:`.serve_process`.
 
+With the job's GPU plan (``server_plan``, :mod:`.gpu_plan`, passed by the rule) the
+server gets the plan's ``--tensor-parallel-size``, ``--gpu-memory-utilization`` and
+``--max-model-len`` and its own GPUs (``CUDA_VISIBLE_DEVICES``: entries of the job's
+own list), and models of the job with the same weights share one server (the first
+starts it, with the adapter the plan serves beside the base model; the last one's
+``close`` stops it).  vLLM's answers are read as vLLM means them: with beam search
+``usage.completion_tokens`` adds up all n beams, so the best beam's own token ids
+count; a log-probability of -9999.0 is vLLM's -inf.
+
 The client side (:class:`ServedModel`) loads the model's tokenizer -- not its
 weights -- so the chat template is checked before the server starts, token counts
 and truncation are exact, plain-text requests (a prompt string, or
@@ -49,6 +58,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+# vLLM's floor for log-probabilities: -inf comes back as -9999.0 (tests/fixtures/vllm-0.33.0-interface.json)
+LOGPROB_FLOOR = -9999.0
+# servers shared by several models of this job (the GPU plan's ``server`` key) -> (server, its models)
+_SHARED: dict[str, tuple[Any, list[Any]]] = {}
 
 
 class ServedModel(TokenizedText, OpenAIModel):
@@ -74,6 +87,7 @@ class ServedModel(TokenizedText, OpenAIModel):
         backoff: float = 1.0,
         threads: int | None = None,
         name: str | None = None,
+        server_plan: Mapping[str, Any] | None = None,
     ) -> None:
         from transformers import AutoConfig, AutoTokenizer
 
@@ -93,7 +107,22 @@ class ServedModel(TokenizedText, OpenAIModel):
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
         self.chat_template = chat_template_for(self.tokenizer, chat_template, self.name, self.is_seq2seq)
         self.has_chat_template = not self.chat_template.plain_text
-        fields = self.settings.placeholders(with_lora=adapter is not None)
+        # The job's GPU plan (isqaflow.models.gpu_plan, passed by the rule): the server's flags and
+        # GPUs, and the adapter a shared server serves next to its base model.
+        plan = dict(server_plan or {})
+        plan_adapters = dict(plan.get("adapters") or {})
+        if len(plan_adapters) > 1:
+            raise ValueError(f"model {self.name}: the GPU plan serves {len(plan_adapters)} adapters on one server; "
+                             "lora_args takes one")
+        adapter_name = f"{self.name}-adapter"
+        served_adapter = adapter
+        if plan_adapters:
+            ((adapter_name, served_adapter),) = plan_adapters.items()
+            if adapter and os.path.abspath(adapter) != os.path.abspath(served_adapter):
+                raise ValueError(f"model {self.name}: the job uses the adapter {adapter}, the GPU plan serves "
+                                 f"{served_adapter}")
+        with_lora = served_adapter is not None
+        fields = self.settings.placeholders(with_lora=with_lora)
         configured_template = chat_template is not None and self.chat_template.text is not None
         if configured_template != ("chat_template" in fields):
             raise ValueError(
@@ -108,10 +137,9 @@ class ServedModel(TokenizedText, OpenAIModel):
         if dtype != "auto" and "dtype" not in fields:
             raise ValueError(f"model {self.name}: dtype {dtype} is set, but {where}.serve.command does not "
                              "pass it: add {dtype} (vLLM: --dtype {dtype})")
-        if adapter is not None and not self.settings.lora_args:
-            raise ValueError(f"model {self.name}: the job uses the LoRA adapter {adapter}, but {where}.serve "
+        if served_adapter is not None and not self.settings.lora_args:
+            raise ValueError(f"model {self.name}: the job uses the LoRA adapter {served_adapter}, but {where}.serve "
                              "has no lora_args (vLLM: --enable-lora --lora-modules {adapter_name}={adapter})")
-        adapter_name = f"{self.name}-adapter"
         local = Path(model).exists()
         self._identity = {
             "backend": self.backend,
@@ -122,18 +150,36 @@ class ServedModel(TokenizedText, OpenAIModel):
             "chat_template": self.chat_template.sha256 or self.chat_template.source,
             "server": self.settings.record(adapter is not None),
         }
-        port = free_port()
+        self.server_plan = plan
+        shared_key = plan.get("server")
+        shared = _SHARED.get(shared_key) if shared_key else None
+        if shared is not None and shared[0].stopped:
+            shared = None
+        port = shared[0].port if shared else free_port()
         template_file = self._template_file() if configured_template else None
         values = {"model": model, "port": port, "host": LOCALHOST, "revision": revision or "", "dtype": dtype,
                   "chat_template": template_file or "", "threads": threads or 1,
-                  "adapter": os.path.abspath(adapter) if adapter else "", "adapter_name": adapter_name}
+                  "adapter": os.path.abspath(served_adapter) if served_adapter else "", "adapter_name": adapter_name}
         request_name = adapter_name if adapter else model
         super().__init__(request_name, base_url=f"http://{LOCALHOST}:{port}/v1", api_key_env=SERVED_KEY_ENV,
                          timeout=timeout, max_retries=max_retries, backoff=backoff, concurrency=concurrency,
                          logprobs=logprobs, top_logprobs=top_logprobs, name=self.name)
-        self.server = ManagedServer(self.settings.argv(values, with_lora=adapter is not None), name=self.name,
-                                    port=port, probe_model=request_name, ready_timeout=self.settings.ready_timeout,
-                                    stop_timeout=self.settings.stop_timeout)
+        if shared is not None:  # the plan's one server for this base model: started by an earlier model
+            self.server = shared[0]
+            shared[1].append(self)
+            log.info("%s: shares the server of %s at %s (GPU plan)", self.name, self.server.name,
+                     self.server.base_url)
+            return
+        env = dict(os.environ)
+        if plan.get("gpus") is not None:
+            devices = [d for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(devices[i] if devices else str(i) for i in plan["gpus"])
+        argv = self.settings.argv(values, with_lora=with_lora) + [str(a) for a in plan.get("args", ())]
+        self.server = ManagedServer(argv, name=self.name, port=port, probe_model=request_name,
+                                    ready_timeout=self.settings.ready_timeout, stop_timeout=self.settings.stop_timeout,
+                                    env=env)
+        if shared_key:
+            _SHARED[shared_key] = (self.server, [self])
         self.server.start().wait_ready()
 
     def _template_file(self) -> str:
@@ -150,9 +196,32 @@ class ServedModel(TokenizedText, OpenAIModel):
         return None  # prompt_logprobs is possible here (checked against the engine above)
 
     def _register_usage(self) -> usage.ModelUsage:
+        server = self.settings.record(self.adapter_path is not None)
+        if self.server_plan:
+            server["gpu_plan"] = {k: v for k, v in self.server_plan.items() if k != "adapters"}
         return usage.register(self.name, self.backend, self._identity["model"],
-                              chat_template=self.chat_template.record(),
-                              server=self.settings.record(self.adapter_path is not None))
+                              chat_template=self.chat_template.record(), server=server)
+
+    def _capability_backend(self) -> str:
+        return {"vllm": "vllm", "transformers": "hf"}.get(self.settings.engine, "openai")
+
+    def _sampling(self, params: GenerationParams) -> dict[str, Any]:
+        kwargs = super()._sampling(params)
+        if self.settings.engine == "vllm" and params.num_beams > 1:
+            kwargs.pop("stop", None)  # vLLM's beam search ignores it (refused or dropped in _decoding_extras)
+        return kwargs
+
+    def _output_tokens(self, response: Any) -> int:
+        """New tokens of the answer: with beam search vLLM's completion_tokens adds up all n beams,
+        so the first (best) choice's own token ids count, or an even share when they are absent."""
+        total = super()._output_tokens(response)
+        choices = getattr(response, "choices", None) or []
+        if len(choices) <= 1:
+            return total
+        ids = getattr(choices[0], "token_ids", None)
+        if ids is None and getattr(choices[0], "model_extra", None):
+            ids = choices[0].model_extra.get("token_ids")
+        return len(ids) if ids is not None else total // len(choices)
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
@@ -176,14 +245,23 @@ class ServedModel(TokenizedText, OpenAIModel):
         extras: dict[str, Any] = {}
         unsupported: list[str] = []
         if engine == "vllm":
-            if params.min_new_tokens:
-                extras["min_tokens"] = params.min_new_tokens
-            if params.repetition_penalty != 1.0:
-                extras["repetition_penalty"] = params.repetition_penalty
-            if params.num_beams > 1:
-                extras.update(use_beam_search=True, n=params.num_beams)  # choices come best first
+            beams = params.num_beams > 1
+            if beams:
+                # vLLM runs beam search in its API layer with BeamSearchParams only: min_tokens, stop and
+                # repetition_penalty sent with it are accepted and ignored, so they are refused here
+                extras.update(use_beam_search=True, n=params.num_beams, return_token_ids=True)  # best first
+                unsupported += [f"{key}={value} (ignored by vLLM's beam search)" for key, value, default in (
+                    ("min_new_tokens", params.min_new_tokens, 0), ("repetition_penalty", params.repetition_penalty, 1.0),
+                    ("stop", list(params.stop), [])) if value != default]
+            else:
+                if params.min_new_tokens:
+                    extras["min_tokens"] = params.min_new_tokens
+                if params.repetition_penalty != 1.0:
+                    extras["repetition_penalty"] = params.repetition_penalty
             if params.max_input_tokens:
-                extras["truncate_prompt_tokens"] = params.max_input_tokens  # keeps the end, as the hf backend
+                # keeps the end, as the hf backend: vLLM loads a generating model's tokenizer with
+                # truncation_side left (0.33.0: vllm/tokenizers/registry.py; 0.11.0: transformers_utils/tokenizer.py)
+                extras["truncate_prompt_tokens"] = params.max_input_tokens
         else:
             unsupported += [f"{key}={value}" for key, value, default in (
                 ("min_new_tokens", params.min_new_tokens, 0), ("repetition_penalty", params.repetition_penalty, 1.0),
@@ -313,7 +391,10 @@ class ServedModel(TokenizedText, OpenAIModel):
             if entry is None:
                 raise LogprobsUnavailable(f"model {self.name}: prompt log-probabilities lack token {token} at "
                                           f"position {position}")
-            total += float(entry["logprob"] if isinstance(entry, Mapping) else entry)
+            value = float(entry["logprob"] if isinstance(entry, Mapping) else entry)
+            if value <= LOGPROB_FLOOR:  # vLLM returns -inf as -9999.0
+                return -math.inf
+            total += value
         return total if math.isfinite(total) else -math.inf
 
     def generate(self, requests: Sequence[Request], params: GenerationParams,
@@ -341,4 +422,8 @@ class ServedModel(TokenizedText, OpenAIModel):
         try:
             super().close()
         finally:
-            self.server.stop()
+            users = next((entry[1] for entry in _SHARED.values() if entry[0] is self.server), None)
+            if users is not None and self in users:
+                users.remove(self)
+            if not users:  # the last model on a shared server, or a server of its own
+                self.server.stop()

@@ -12,8 +12,10 @@
 * ``engine`` -- ``vllm``, ``transformers`` (``transformers serve``) or ``other``:
   which request extensions the server understands (default ``other``: the plain
   OpenAI API).  vLLM: ``min_tokens``, ``repetition_penalty``, beam search
-  (``use_beam_search`` with ``n`` beams), the assistant prefill
-  ``continue_final_message`` and ``prompt_logprobs``; it has no n-gram blocking.
+  (``use_beam_search`` with ``n`` beams; it ignores ``min_tokens``, ``stop`` and
+  ``repetition_penalty``, so those are refused with beams), the assistant prefill
+  ``continue_final_message`` and ``prompt_logprobs``; it has no n-gram blocking
+  (the whole table: :mod:`isqaflow.models.capabilities`).
   transformers: every decoding setting, as a ``generation_config``; no
   log-probabilities.
 * ``unsupported_decoding`` -- ``error`` (default): a decoding setting the engine

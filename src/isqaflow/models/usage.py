@@ -9,7 +9,11 @@ spent its tokens too -- to ``<first output>.usage.json`` beside the job's output
     {"rule": "arena_judge", "wildcards": {...}, "models": [
         {"name": "gpt4", "backend": "openai", "model": "gpt-4-0125-preview",
          "requests": 78, "input_tokens": 91234, "output_tokens": 1840,
-         "chat_template": null, "server": null, "scoring": {...}, "dropped_decoding": []}]}
+         "chat_template": null, "server": null, "scoring": {...}, "dropped_decoding": [],
+         "decoding": [{"settings": {...}, "applied": {...}}]}]}
+
+``decoding`` lists, per distinct generation setting a job used, what the backend did
+with each parameter (honoured, emulated, dropped; :func:`isqaflow.models.capabilities.applied`).
 
 The provenance manifest gathers these files (token usage per model and stage, and
 the cost where the config's price table has the model; see
@@ -44,6 +48,7 @@ class ModelUsage:
     scoring: dict[str, int] = field(default_factory=lambda: {"items": 0, "absent_candidates": 0,
                                                              "items_without_candidates": 0})
     dropped_decoding: list[str] = field(default_factory=list)
+    decoding: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def add(self, requests: int = 1, input_tokens: int = 0, output_tokens: int = 0) -> None:
@@ -63,6 +68,16 @@ class ModelUsage:
             for setting in settings:
                 if setting not in self.dropped_decoding:
                     self.dropped_decoding.append(setting)
+
+    def note_decoding(self, settings: dict[str, Any], applied: dict[str, Any]) -> None:
+        """What one generation setting became on this backend (once per distinct setting)."""
+        entry = {"settings": settings, "applied": applied}
+        with self._lock:
+            for i, known in enumerate(self.decoding):
+                if known["settings"] == settings:
+                    self.decoding[i] = entry  # a drop noted after the first request
+                    return
+            self.decoding.append(entry)
 
     def as_dict(self) -> dict[str, Any]:
         with self._lock:

@@ -121,11 +121,14 @@ def gather_usage(results_dir: str | Path, models: dict[str, Any]) -> dict[str, A
             key = (model["model"], model["backend"], rule)
             row = totals.setdefault(key, {"model": model["model"], "backend": model["backend"], "rule": rule,
                                           "jobs": 0, "requests": 0, "input_tokens": 0, "output_tokens": 0,
-                                          "dropped_decoding": []})
+                                          "dropped_decoding": [], "decoding": []})
             row["jobs"] += 1
             for field in ("requests", "input_tokens", "output_tokens"):
                 row[field] += int(model.get(field) or 0)
             row["dropped_decoding"] = sorted(set(row["dropped_decoding"]) | set(model.get("dropped_decoding") or ()))
+            for used in model.get("decoding") or ():
+                if used not in row["decoding"]:
+                    row["decoding"].append(used)
             template = model.get("chat_template")
             if template and template not in templates.setdefault(model["model"], []):
                 templates[model["model"]].append(template)
@@ -137,6 +140,15 @@ def gather_usage(results_dir: str | Path, models: dict[str, Any]) -> dict[str, A
         row["currency"] = price.get("currency", "USD") if price else None
         rows.append(row)
     return {"by_model_and_rule": rows, "chat_templates": templates}
+
+
+def gpu_plan_record(config: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Every GPU job's plan (isqaflow.models.gpu_plan), where the config has a gpu_plan section."""
+    if config.get("gpu_plan") is None:
+        return None
+    from isqaflow.models.gpu_plan import plan_grid
+
+    return [plan.record() for plan in plan_grid(config).values() if plan.gpus]
 
 
 def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict[str, list[str]],
@@ -167,6 +179,7 @@ def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict
             for name, path in adapters.items()
         ],
         "model_usage": gather_usage(results_dir, config.get("models", {})),
+        "gpu_plan": gpu_plan_record(config),
         "packages": package_versions(),
         "config": config,
     }

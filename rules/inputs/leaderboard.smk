@@ -1,0 +1,19 @@
+"""Input functions of the leaderboard rule (rules/leaderboard.smk)."""
+
+LEADERBOARD = [f"results/tables/leaderboard.{ext}" for ext in ("csv", "md", "tex")]
+
+
+def leaderboard_score_files():
+    """The metrics of every judged (dataset, summarizer) pair and of every file-based summarizer."""
+    return [
+        f"results/metrics/{d}/{s}/scores.jsonl"
+        for d, s in isqa_pairs() + file_summary_pairs()
+    ]
+
+
+def leaderboard_summary_systems():
+    """ "<dataset>/<summarizer>" -> the systems whose final summaries the leaderboard lists."""
+    return {
+        f"{d}/{s}": judged_summary_systems(d, s)
+        for d, s in isqa_pairs() + file_summary_pairs()
+    }

@@ -1,0 +1,105 @@
+"""Input functions of the rules of systems from files (rules/systems.smk)."""
+
+import re
+
+
+def is_file_system(entry):
+    return "file" in entry
+
+
+def file_answerers():
+    return [a for a, e in config["arena"]["answerers"].items() if is_file_system(e)]
+
+
+def model_answerers():
+    return [a for a, e in config["arena"]["answerers"].items() if not is_file_system(e)]
+
+
+def model_responders():
+    return [r for r, e in config["drfr"]["responders"].items() if not is_file_system(e)]
+
+
+def file_responders():
+    return [r for r, e in config["drfr"]["responders"].items() if is_file_system(e)]
+
+
+def file_summary_entries():
+    """name -> {file, dataset, format, coverage} of isqa.file_summaries."""
+    return config["isqa"].get("file_summaries") or {}
+
+
+def file_summary_pairs():
+    """(dataset, system) of every file-based summaries system."""
+    return [(e["dataset"], name) for name, e in file_summary_entries().items()]
+
+
+def judged_file_summary_pairs():
+    """The file-based summaries the DRFR and arena judges see: those in isqa.judged_systems
+    (every one when judged_systems is not set)."""
+    wanted = config["isqa"].get("judged_systems")
+    return [(d, s) for d, s in file_summary_pairs() if not wanted or s in wanted]
+
+
+def names_pattern(names):
+    """A wildcard constraint matching exactly ``names`` (nothing when there are none)."""
+    return "|".join(re.escape(n) for n in names) if names else "(?!)"
+
+
+def system_file_options(entry):
+    return {
+        "format": entry.get("format", "auto"),
+        "coverage": entry.get("coverage", "full"),
+    }
+
+
+def file_summary_path(dataset, system):
+    return f"results/summaries/{dataset}/{system}/file.jsonl"
+
+
+def system_check_files():
+    """The check record of every file-based system (one per file it is written to)."""
+    files = [
+        f"results/systems/arena/{run['retriever']}-k{run['k']}/{a}.json"
+        for run in arena_runs()
+        for a in run["answerers"]
+        if a in file_answerers()
+    ]
+    files += [
+        f"results/systems/drfr/{d}/{r}.json"
+        for d in config["drfr"]["datasets"]
+        for r in file_responders()
+    ]
+    files += [f"results/systems/isqa/{d}/{s}.json" for d, s in file_summary_pairs()]
+    return files
+
+
+SYSTEMS_CHECKED = "results/systems/checked.json"
+
+
+def systems_checked():
+    """What every judge and scorer waits for: the check of every file-based system.  Ancient:
+    a system's edited file reruns the jobs that read its outputs, not every judge.  Nothing
+    when the run has no file-based system."""
+    return ancient(SYSTEMS_CHECKED) if system_check_files() else []
+
+
+def systems_targets():
+    return [SYSTEMS_CHECKED] if system_check_files() else []
+
+
+def system_files():
+    """label -> the outputs file of each file-based system, for the manifest's checksums."""
+    files = {
+        f"systems/arena/{a}": [config["arena"]["answerers"][a]["file"]]
+        for a in file_answerers()
+    }
+    files.update(
+        {
+            f"systems/drfr/{r}": [config["drfr"]["responders"][r]["file"]]
+            for r in file_responders()
+        }
+    )
+    files.update(
+        {f"systems/isqa/{s}": [e["file"]] for s, e in file_summary_entries().items()}
+    )
+    return files

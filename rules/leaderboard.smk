@@ -1,0 +1,40 @@
+"""One leaderboard across the suites: every system -- the models the workflow runs and the
+systems read from files -- in one table (results/tables/leaderboard.*), from the suites'
+tables, with n per cell and each judge's known-answer controls in the caption."""
+
+
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/leaderboard.smk"
+
+
+rule leaderboard:
+    input:
+        drfr_table5="results/tables/drfr_table5_long.csv",
+        drfr_summaries="results/tables/drfr_summaries_long.csv",
+        arena_win_rates="results/tables/arena_win_rates.csv",
+        arena_ratings="results/tables/arena_ratings.csv",
+        arena_summaries="results/tables/arena_summaries.csv",
+        scores=lambda wc: leaderboard_score_files(),
+        validity="results/validity/summary.json",
+        systems=lambda wc: systems_targets(),
+    output:
+        tables=report(
+            LEADERBOARD,
+            caption="../report/leaderboard.rst",
+            category="Leaderboard",
+        ),
+        long="results/tables/leaderboard_long.csv",
+    log:
+        "logs/leaderboard.log",
+    conda:
+        "../envs/data.yaml"
+    threads: threads_for("default")
+    resources:
+        **cluster_resources("default", gpu=0),
+    params:
+        summary_systems=lambda wc: leaderboard_summary_systems(),
+        rounds=config["metrics"]["bootstrap_rounds"],
+        seed=config["seed"],
+        code=code("isqaflow.report.leaderboard"),
+    script:
+        "../scripts/leaderboard.py"

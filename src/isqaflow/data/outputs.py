@@ -1,0 +1,358 @@
+"""Outputs of one's own system, read from a file and checked against the dataset.
+
+A system that the workflow does not run itself (a RAG pipeline, a model served
+elsewhere, a summarizer from another codebase) enters every suite as a file of its
+outputs: ``arena.answerers.<name>: {file: ...}``, ``drfr.responders.<name>: {file:
+...}``, ``isqa.file_summaries.<name>: {file: ..., dataset: ...}``.  Four formats are
+read (``format:`` in the config; ``auto`` detects the format where it is
+unambiguous):
+
+* ``jsonl``: JSON Lines keyed by the dataset's ids -- one object per line with the
+  id (``id``, or the suite's own key: ``query_id``/``qid`` with an optional
+  ``domain``, ``instruction_id``, ``paper_id``) and the text (``answer``,
+  ``response``, ``summary``, ``output``, ``pred`` or ``text``);
+* ``alpaca_eval``: AlpacaEval's ``model_outputs.json``, a JSON list of
+  ``{"instruction", "output", "generator"}`` keyed by the instruction's text;
+* ``arena_hard``: arena-hard-auto's ``model_answer/<model>.jsonl``, keyed by ``uid``
+  (v2: the answer is the last assistant message, a string or ``{"answer": ...}``) or
+  ``question_id`` (v0.1: ``choices[0].turns[0].content``);
+* ``ragqa_arena``: RAG-QA Arena's prediction file, a JSON list of ``{"query",
+  "pred", "passages"}`` keyed by the query's text.
+
+Every problem is found before any judge runs, all at once, each with the file, the
+line and the id: bytes that are not UTF-8, text that is not JSON, a record that is not
+an object or lacks its id or text, an id (or text) not in the dataset, an id given
+twice, an empty output, several generators in one file.  Ids of the dataset that the
+file lacks are an error too (their count and the first few) unless the system says
+``coverage: partial``; the tables then show the system's n.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
+COVERAGES = ("full", "partial")
+# The id keys and text keys a JSON Lines record may use, per suite (first match wins).
+ID_FIELDS = {
+    "arena": ("query_id", "qid", "id"),
+    "drfr": ("instruction_id", "id"),
+    "isqa": ("paper_id", "id"),
+}
+TEXT_FIELDS = {
+    "arena": ("answer", "pred", "output", "response", "text"),
+    "drfr": ("response", "output", "answer", "text"),
+    "isqa": ("summary", "output", "text"),
+}
+MAX_PROBLEMS = 20  # listed in one error; the count says how many there were
+MISSING_SHOWN = 5
+
+
+@dataclass(frozen=True)
+class Item:
+    """One item of the dataset a system's file answers: its key, id, domain and texts."""
+
+    key: str  # unique within the dataset ("<domain>:<id>" for RAG queries)
+    id: str
+    texts: tuple[str, ...]  # what text-keyed formats match (query, instruction, title)
+    domain: str | None = None
+
+
+@dataclass
+class SystemOutputs:
+    """A checked outputs file: item key -> text, and what the manifest and tables report."""
+
+    path: str
+    format: str
+    sha256: str
+    outputs: dict[str, str]
+    lines: dict[str, int]
+    coverage: str
+    n_dataset: int
+    missing: list[str] = field(default_factory=list)
+    generator: str | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {"file": self.path, "format": self.format, "sha256": self.sha256, "coverage": self.coverage,
+                "n": len(self.outputs), "n_dataset": self.n_dataset, "missing": len(self.missing),
+                "missing_first": self.missing[:MISSING_SHOWN], "generator": self.generator}
+
+
+class OutputFileError(ValueError):
+    """Every problem of one outputs file, each naming the file, the line and the id."""
+
+    def __init__(self, path: str, problems: Sequence[str]) -> None:
+        self.path = path
+        self.problems = list(problems)
+        shown = self.problems[:MAX_PROBLEMS]
+        more = len(self.problems) - len(shown)
+        text = "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else "")
+        super().__init__(f"{path}: {len(self.problems)} problem(s) in this system's outputs file:\n  {text}")
+
+
+def sha256_file(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def normalize_text(text: str) -> str:
+    """How text-keyed formats compare a record's text with the dataset's (spaces collapsed)."""
+    return re.sub(r"\s+", " ", text).strip()
+
+
+def _decode(path: str, data: bytes, problems: list[str]) -> str | None:
+    """The file as text, or None with one problem per line that is not UTF-8."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            problems.append(f"{path}, line {line_no}{_id_of(raw)}: not UTF-8 (byte 0x{raw[err.start]:02x} at "
+                            f"column {err.start + 1})")
+    return None
+
+
+def _id_of(raw: bytes) -> str:
+    """", id '...'" of a line that is not UTF-8, when the rest of it reads as a record with an id."""
+    try:
+        obj = json.loads(raw.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return ""
+    if not isinstance(obj, dict):
+        return ""
+    for key in ("id", "query_id", "qid", "instruction_id", "paper_id", "uid", "question_id"):
+        if key in obj:
+            return f", id {obj[key]!r}"
+    return ""
+
+
+def _line_of(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _json_lines(path: str, text: str, problems: list[str]) -> list[tuple[int, Any]]:
+    records = []
+    for line_no, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((line_no, json.loads(line)))
+        except json.JSONDecodeError as err:
+            problems.append(f"{path}, line {line_no}: not valid JSON ({err.msg}, column {err.colno})")
+    return records
+
+
+def _json_array(path: str, text: str, problems: list[str]) -> list[tuple[int, Any]]:
+    """The elements of a JSON list, each with the line it starts on."""
+    decoder = json.JSONDecoder()
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as err:
+        problems.append(f"{path}, line {err.lineno}: not valid JSON ({err.msg}, column {err.colno})")
+        return []
+    pos = len(text) - len(text.lstrip())
+    if not text[pos:pos + 1] == "[":
+        problems.append(f"{path}, line {_line_of(text, pos)}: expected a JSON list of records")
+        return []
+    pos += 1
+    records = []
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n,":
+            pos += 1
+        if pos >= len(text) or text[pos] == "]":
+            return records
+        obj, end = decoder.raw_decode(text, pos)
+        records.append((_line_of(text, pos), obj))
+        pos = end
+
+
+def detect_format(path: str, text: str) -> str:
+    """The format of a file whose format is ``auto``, from its first record; an error when unclear."""
+    stripped = text.lstrip()
+    if stripped.startswith("["):
+        try:
+            first = next(iter(json.loads(stripped)), None)
+        except json.JSONDecodeError:
+            return "json_list"  # reported by the reader with its line
+        if isinstance(first, dict) and {"instruction", "output"} <= set(first):
+            return "alpaca_eval"
+        if isinstance(first, dict) and {"query", "pred"} <= set(first):
+            return "ragqa_arena"
+        raise OutputFileError(path, [f"{path}, line 1: a JSON list whose records are neither AlpacaEval's "
+                                     "{instruction, output} nor RAG-QA Arena's {query, pred}; set format:"])
+    first_line = next((line for line in text.splitlines() if line.strip()), "")
+    try:
+        first = json.loads(first_line)
+    except json.JSONDecodeError:
+        return "jsonl"  # reported by the reader with its line
+    if isinstance(first, dict) and ({"messages", "uid"} <= set(first) or {"choices", "question_id"} <= set(first)):
+        return "arena_hard"
+    return "jsonl"
+
+
+def _arena_hard_record(obj: dict) -> tuple[Any, Any, str | None]:
+    """(id, text, generator) of an arena-hard answer (v2 ``uid``/``messages``; v0.1 ``question_id``/``choices``)."""
+    if "uid" in obj:
+        text = None
+        for message in obj.get("messages") or []:
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                content = message.get("content")
+                text = content.get("answer") if isinstance(content, dict) else content
+        return obj["uid"], text, obj.get("model")
+    choices = obj.get("choices") or [{}]
+    turns = choices[0].get("turns") if isinstance(choices[0], dict) else None
+    text = turns[0].get("content") if turns and isinstance(turns[0], dict) else None
+    return obj.get("question_id"), text, obj.get("model_id")
+
+
+def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt: str = "auto",
+                        coverage: str = "full") -> SystemOutputs:
+    """Read and check one system's outputs file against the dataset's ``items``.
+
+    ``suite``: arena, drfr or isqa (which id and text keys a JSON Lines record may
+    use).  Raises :class:`OutputFileError` listing every problem.
+    """
+    path = str(path)
+    if fmt not in FORMATS:
+        raise ValueError(f"{path}: unknown format {fmt!r}; one of {list(FORMATS)}")
+    if coverage not in COVERAGES:
+        raise ValueError(f"{path}: unknown coverage {coverage!r}; one of {list(COVERAGES)}")
+    data = Path(path).read_bytes()
+    problems: list[str] = []
+    text = _decode(path, data, problems)
+    if text is None:
+        raise OutputFileError(path, problems)
+    if fmt == "auto":
+        fmt = detect_format(path, text)
+    if fmt in ("alpaca_eval", "ragqa_arena", "json_list"):
+        records = _json_array(path, text, problems)
+    else:
+        records = _json_lines(path, text, problems)
+    if fmt == "json_list":  # invalid JSON: detection could not look inside
+        raise OutputFileError(path, problems)
+
+    by_id: dict[str, list[Item]] = {}
+    by_text: dict[str, list[Item]] = {}
+    for item in items:
+        for alias in {item.id, item.key}:
+            by_id.setdefault(alias, []).append(item)
+        for t in dict.fromkeys(normalize_text(t) for t in item.texts):
+            by_text.setdefault(t, []).append(item)
+
+    outputs: dict[str, str] = {}
+    lines: dict[str, int] = {}
+    generators: set[str] = set()
+    for line_no, obj in records:
+        where = f"{path}, line {line_no}"
+        if not isinstance(obj, dict):
+            problems.append(f"{where}: expected a JSON object, got {type(obj).__name__}")
+            continue
+        domain = obj.get("domain")
+        if fmt == "jsonl":
+            id_key = next((k for k in ID_FIELDS[suite] if k in obj), None)
+            text_key = next((k for k in TEXT_FIELDS[suite] if k in obj), None)
+            if id_key is None:
+                problems.append(f"{where}: no id field (one of {list(ID_FIELDS[suite])})")
+                continue
+            ident, value = obj[id_key], obj.get(text_key) if text_key else None
+            if text_key is None:
+                problems.append(f"{where}, id {ident!r}: no text field (one of {list(TEXT_FIELDS[suite])})")
+                continue
+            candidates = by_id.get(str(ident), [])
+        elif fmt == "arena_hard":
+            ident, value, generator = _arena_hard_record(obj)
+            if ident is None:
+                problems.append(f"{where}: no uid or question_id")
+                continue
+            if generator:
+                generators.add(str(generator))
+            candidates = by_id.get(str(ident), [])
+        else:
+            id_key, text_key = ("instruction", "output") if fmt == "alpaca_eval" else ("query", "pred")
+            ident, value = obj.get(id_key), obj.get(text_key)
+            if not isinstance(ident, str):
+                problems.append(f"{where}: no {id_key!r} text")
+                continue
+            if fmt == "alpaca_eval" and obj.get("generator"):
+                generators.add(str(obj["generator"]))
+            if text_key not in obj:
+                problems.append(f"{where}, {id_key} {ident[:60]!r}: no {text_key!r} field")
+                continue
+            candidates = by_text.get(normalize_text(ident), [])
+        label = f"id {ident!r}" if fmt in ("jsonl", "arena_hard") else f"{id_key} {str(ident)[:60]!r}"
+        if domain is not None:
+            candidates = [c for c in candidates if c.domain == domain]
+        if not candidates:
+            problems.append(f"{where}, {label}: not in the dataset" + (f" (domain {domain!r})" if domain else ""))
+            continue
+        if len(candidates) > 1:
+            problems.append(f"{where}, {label}: ambiguous, matches {[c.key for c in candidates]}; add a 'domain'")
+            continue
+        item = candidates[0]
+        if not isinstance(value, str):
+            problems.append(f"{where}, {label}: the output is {type(value).__name__}, not text")
+            continue
+        if not value.strip():
+            problems.append(f"{where}, {label}: empty output")
+            continue
+        if item.key in outputs:
+            problems.append(f"{where}, {label}: duplicate, {item.key!r} first on line {lines[item.key]}")
+            continue
+        outputs[item.key] = value
+        lines[item.key] = line_no
+    if len(generators) > 1:
+        problems.append(f"{path}: outputs of several generators {sorted(generators)}; one system per file")
+    missing = [item.key for item in items if item.key not in outputs]
+    if not problems and not outputs:
+        problems.append(f"{path}: no outputs")
+    if missing and coverage == "full" and outputs:
+        problems.append(f"{path}: {len(missing)} of {len(items)} dataset ids missing, first "
+                        f"{missing[:MISSING_SHOWN]}; add them, or set coverage: partial")
+    if problems:
+        raise OutputFileError(path, problems)
+    return SystemOutputs(path=path, format=fmt, sha256=sha256_file(path), outputs=outputs, lines=lines,
+                         coverage=coverage, n_dataset=len(items), missing=missing,
+                         generator=next(iter(generators), None))
+
+
+def rag_items(queries: Iterable[Any]) -> list[Item]:
+    """Items of RAG queries (:class:`isqaflow.data.schema.RagQuery`): key ``<domain>:<id>``."""
+    return [Item(key=f"{q.domain}:{q.id}", id=q.id, texts=(q.question,), domain=q.domain) for q in queries]
+
+
+def instruction_items(instructions: Iterable[Any]) -> list[Item]:
+    """Items of InFoBench instructions: the instruction alone, or followed by its input."""
+    items = []
+    for i in instructions:
+        texts = (i.instruction, f"{i.instruction}\n\n{i.input}") if i.input.strip() else (i.instruction,)
+        items.append(Item(key=i.id, id=i.id, texts=texts))
+    return items
+
+
+def paper_items(papers: Iterable[Any]) -> list[Item]:
+    return [Item(key=p.id, id=p.id, texts=(p.title,)) for p in papers]
+
+
+def merge_checks(check_paths: Sequence[str | Path], out_path: str | Path) -> dict[str, dict[str, Any]]:
+    """Entry point of rule check_systems: the check record of every file-based system,
+    as ``{system: {suite: record}}`` (what the leaderboard's source column shows)."""
+    from isqaflow.io import read_json, write_json
+
+    merged: dict[str, dict[str, Any]] = {}
+    for path in check_paths:
+        record = read_json(path)
+        merged.setdefault(record["system"], {})[record["suite"]] = record
+    write_json(out_path, merged)
+    return merged

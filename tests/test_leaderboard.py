@@ -1,0 +1,117 @@
+"""The leaderboard across the suites (isqaflow.report.leaderboard), from small tables in
+the suites' own CSV formats: one row per system, n per cell, file-based systems' coverage,
+each instrument's controls in the caption."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from isqaflow.data.outputs import merge_checks
+from isqaflow.io import write_json
+from isqaflow.report.leaderboard import build_leaderboard, read_ratings
+from isqaflow.report.tables import write_table
+from isqaflow.report.validity import validity_note, validity_summary
+
+
+# the validity summary (results/validity/summary.json) of one DRFR judge control, 7 items, 6 correct
+SUMMARY = validity_summary([
+    {"instrument": "DRFR judge", "name": "local", "scope": "infobench", "control": "empty_response",
+     "item": f"i{i}", "rule": "raw", "expected": "NO", "outcome": "NO" if i else "YES", "correct": bool(i),
+     "baseline_correct": None, "chance": 0.5}
+    for i in range(7)])
+
+
+@pytest.fixture
+def tables(tmp_path):
+    t = tmp_path
+    pd.DataFrame([
+        {"judge": "local", "model": "smollm2", "Easy": 0.5, "Easy_lower": 0.4, "Easy_upper": 0.6, "Easy_n": 6,
+         "Hard": 0.25, "Hard_lower": 0.1, "Hard_upper": 0.4, "Hard_n": 6, "Overall": 0.4, "Overall_lower": 0.3,
+         "Overall_upper": 0.5, "Overall_n": 12},
+        {"judge": "local", "model": "mine", "Easy": 1.0, "Easy_lower": 1.0, "Easy_upper": 1.0, "Easy_n": 2,
+         "Hard": 0.5, "Hard_lower": 0.2, "Hard_upper": 0.8, "Hard_n": 2, "Overall": 0.7, "Overall_lower": 0.5,
+         "Overall_upper": 0.9, "Overall_n": 4},
+    ]).to_csv(t / "drfr_table5_long.csv", index=False)
+    pd.DataFrame([{"dataset": "qasper", "summarizer": "mine", "system": "mine", "drfr": 0.8, "lower": 0.6,
+                   "upper": 1.0, "n_papers": 2, "n_questions": 10, "n_invalid": 0}]).to_csv(
+        t / "drfr_summaries_long.csv", index=False)
+    rates = pd.DataFrame([
+        {"setting": "bm25-k5.local", "domain": d, "model": m, "rule": "calibrated", "n_valid": n,
+         "win_rate": w, "win_tie_rate": w, "LC win rate %": lc, "LC lower": lc - 5, "LC upper": lc + 5}
+        for d, m, n, w, lc in (("fiqa", "smollm2", 5, 20.0, float("nan")), ("overall", "smollm2", 15, 10.0, 30.0),
+                               ("overall", "mine", 3, 66.7, 50.0))])
+    write_table(rates.set_index(["setting", "domain", "model"]), [t / "arena_win_rates.csv"])
+    columns = pd.MultiIndex.from_tuples([("setting", ""), ("rule", ""), ("battles", ""),
+                                         ("Elo", "rating"), ("Elo", "lower"), ("Elo", "upper"), ("Elo", "rank"),
+                                         ("Bradley-Terry", "rating"), ("Bradley-Terry", "lower"),
+                                         ("Bradley-Terry", "upper"), ("Bradley-Terry", "rank"), ("votes", "")])
+    ratings = pd.DataFrame([
+        ["bm25-k5.local", "calibrated", "A: reference pairs", 990, 980, 1000, 1, 980, 900, 1050, 1, 15],
+        ["bm25-k5.local", "calibrated", "B: + all pairs", 995, 985, 1005, 1, 985, 905, 1055, 1, 18],
+        ["bm25-k5.local", "calibrated", "B: + all pairs", 1010, 990, 1030, 1, 1020, 950, 1090, 1, 40],
+        ["bm25-k5.local", "calibrated", "B: + all pairs", 1000, 985, 1015, 1, 1000, 940, 1070, 1, 6],
+    ], columns=columns, index=pd.Index(["smollm2", "smollm2", "lfrqa", "mine"], name="model"))
+    write_table(ratings, [t / "arena_ratings.csv"])
+    summaries = pd.DataFrame([{"dataset": "qasper", "summarizer": "mine", "judge": "local",
+                               "comparison": "mine vs abstract", "rule": "calibrated", "pairs": 2, "invalid": 0,
+                               "win %": 50.0, "win+tie %": 50.0}])
+    write_table(summaries.set_index(["dataset", "summarizer", "judge", "comparison"]), [t / "arena_summaries.csv"])
+    scores = [{"paper_id": p, "dataset": "qasper", "summarizer": s, "system": sys_, "final": True,
+               "qags": q, "questeval": 0.2, "rouge": 0.1}
+              for p, s, sys_, q in (("p1", "mine", "mine", 0.5), ("p2", "mine", "mine", 0.7),
+                                    ("p1", "smollm2", "baseline_2", 0.1), ("p1", "smollm2", "baseline_1", 0.9))]
+    (t / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in scores))
+    write_json(t / "summary.json", SUMMARY)
+    for suite, n, total in (("arena", 3, 15), ("drfr", 4, 12), ("isqa", 2, 3)):
+        write_json(t / f"{suite}.json", {"suite": suite, "system": "mine", "n": n, "n_dataset": total,
+                                         "coverage": "partial", "sha256": "0" * 64})
+    merge_checks([t / f"{s}.json" for s in ("arena", "drfr", "isqa")], t / "checked.json")
+    return t
+
+
+def test_one_row_per_system_with_n_per_cell(tables):
+    t = tables
+    board = build_leaderboard(t / "leaderboard", drfr_table5=t / "drfr_table5_long.csv",
+                              drfr_summaries=t / "drfr_summaries_long.csv", arena_win_rates=t / "arena_win_rates.csv",
+                              arena_ratings=t / "arena_ratings.csv", arena_summaries=t / "arena_summaries.csv",
+                              score_paths=[t / "scores.jsonl"],
+                              summary_systems={"qasper/mine": ["mine"], "qasper/smollm2": ["baseline_2"]},
+                              validity_summary_path=t / "summary.json", systems_path=t / "checked.json",
+                              rounds=200, seed=1)
+    assert list(board.index) == ["mine", "smollm2", "smollm2 baseline_2"]  # file-based systems first
+    mine = board.loc["mine"]
+    assert mine["source"] == "file: arena (3/15, partial), drfr (4/12, partial), isqa (2/3, partial)"
+    assert mine["DRFR overall"] == "70.0 [50.0, 90.0] (n=4)" and mine["DRFR easy"] == "100.0 [100.0, 100.0] (n=2)"
+    assert mine["arena win % vs LFRQA"] == "66.7 (n=3)"
+    assert mine["arena LC win % vs LFRQA"] == "50.0 [45.0, 55.0] (n=3)"
+    assert mine["Elo"] == "1000 [985, 1015] (n=6)"  # the widest battles (B), the reference left out
+    assert mine["QAGS"].startswith("60.0 [") and mine["QAGS"].endswith("(n=2)")
+    assert mine["summary DRFR"] == "80.0 [60.0, 100.0] (n=2)" and mine["summary win % vs abstract"] == "50.0 (n=2)"
+    smollm2 = board.loc["smollm2"]
+    assert smollm2["arena win % vs LFRQA"] == "10.0 (n=15)" and smollm2["Elo"] == "995 [985, 1005] (n=18)"
+    assert smollm2["QAGS"] == "" and board.loc["smollm2 baseline_2", "QAGS"] == "10.0 [10.0, 10.0] (n=1)"
+    assert "lfrqa" not in board.index and "smollm2 baseline_1" not in board.index  # not a judged system
+    caption = (t / "leaderboard.md").read_text().split("\n\n")[0]
+    for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):  # each column's instrument
+        assert validity_note(SUMMARY, instrument) in caption
+    assert "empty_response 6/7 correct" in caption
+    long = pd.read_csv(t / "leaderboard_long.csv")
+    row = long[(long["system"] == "mine") & (long["column"] == "DRFR overall")].iloc[0]
+    assert (row["value"], row["n"]) == (pytest.approx(70.0), 4)
+
+
+def test_ratings_csv_reads_back_flat(tables):
+    ratings = read_ratings(tables / "arena_ratings.csv")
+    assert {"model", "setting", "battles", "Elo rating", "Bradley-Terry upper", "votes"} <= set(ratings.columns)
+    assert list(ratings["model"]) == ["smollm2", "smollm2", "lfrqa", "mine"]
+
+
+def test_no_file_based_system(tables):
+    t = tables
+    board = build_leaderboard(t / "lb", drfr_table5=t / "drfr_table5_long.csv", drfr_summaries=None,
+                              arena_win_rates=None, arena_ratings=None, arena_summaries=None, score_paths=[],
+                              summary_systems={}, validity_summary_path=t / "summary.json", systems_path=None,
+                              rounds=100, seed=0)
+    assert set(board["source"]) == {"model"} and list(board.columns) == ["source", "DRFR overall", "DRFR easy",
+                                                                          "DRFR hard"]
