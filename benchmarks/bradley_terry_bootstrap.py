@@ -26,12 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
-from isqaflow.arena.ratings import (
-    PSEUDO_COUNT,
-    bootstrap_cell_counts,
-    bootstrap_ratings,
-    bradley_terry,
-)
+from isqaflow.arena.bradley_terry import PSEUDO_COUNT, bradley_terry
+from isqaflow.arena.ratings import bootstrap_cell_counts, bootstrap_ratings
 
 TIE_SHARE = 0.2
 SCALE = 400.0

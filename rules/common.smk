@@ -70,9 +70,9 @@ def exit_on_config_problems():
 
 def check_api_models_or_exit():
     """At the start of a run (onstart: not in a dry run), on the submit host, before any job:
-    every API model is listed by its endpoint (isqaflow.models.openai.check_api_models).
+    every API model is listed by its endpoint (isqaflow.models.api_models.check_api_models).
     """
-    from isqaflow.models.openai import check_api_models
+    from isqaflow.models.api_models import check_api_models
 
     problems = check_api_models(config["models"])
     if problems:

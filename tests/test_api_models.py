@@ -121,7 +121,7 @@ def test_beam_token_counts_are_the_best_beams():
 
 
 def test_the_run_checks_every_api_model_once_per_endpoint(endpoint):
-    from isqaflow.models.openai import check_api_models
+    from isqaflow.models.api_models import check_api_models
 
     models = {"judge": {"backend": "openai", "model": "gpt-4-0125-preview", "base_url": endpoint.url,
                         "check_model": True},

@@ -7,14 +7,13 @@ import pandas as pd
 import pytest
 from scipy.optimize import root
 
+from isqaflow.arena.bradley_terry import PSEUDO_COUNT, bradley_terry
+from isqaflow.arena.elo import online_elo
 from isqaflow.arena.ratings import (
-    PSEUDO_COUNT,
     battles_from_verdicts,
     bootstrap_cell_counts,
     bootstrap_ratings,
-    bradley_terry,
     elo_with_intervals,
-    online_elo,
     rating_intervals,
     win_rates,
 )

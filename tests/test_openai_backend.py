@@ -682,7 +682,7 @@ def test_split_candidates():
 
 
 def test_rate_limiter_holds_requests_and_tokens_per_minute():
-    from isqaflow.models.openai import RateLimiter
+    from isqaflow.models.rate_limit import RateLimiter
 
     now = [0.0]
     slept = []

@@ -1,4 +1,8 @@
-"""Arena ratings from pairwise battles: online Elo, Bradley–Terry, bootstrap intervals, win rates.
+"""Arena ratings: bootstrap resamples and intervals, battles from verdicts, win rates.
+
+The fits themselves are :mod:`isqaflow.arena.elo` (online Elo) and
+:mod:`isqaflow.arena.bradley_terry`; battles are checked and encoded by
+:mod:`isqaflow.arena.battle_codes`.
 
 Reported points: Bradley–Terry is the maximum-likelihood fit; Elo is the median of
 its bootstrap (`elo_with_intervals`), because one online pass depends on the order of
@@ -23,239 +27,15 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.arena.agreement import verdict_to_score
+from isqaflow.arena.battle_codes import SCORE_A, WINNERS, encode_battles
+from isqaflow.arena.bradley_terry import PSEUDO_COUNT, bt_ratings, win_matrices
+from isqaflow.arena.elo import run_elo
 
-WINNERS = ("model_a", "model_b", "tie")
 OUTCOMES = ("win", "tie", "loss", "invalid")
-
-# Score of model_a for each winner code (index into WINNERS).
-_SCORE_A = np.array([1.0, 0.0, 0.5])
-
-# Pseudo-wins credited in each direction to every ordered pair of models before the
-# Bradley–Terry fit; see `bradley_terry`.
-PSEUDO_COUNT = 1e-3
 
 # Battle positions drawn per block in the Elo bootstrap (bounds memory at
 # _ELO_BLOCK x rounds indices; part of what a seed reproduces).
 _ELO_BLOCK = 512
-
-
-def _encode_battles(battles: pd.DataFrame) -> tuple[pd.Index, np.ndarray, np.ndarray, np.ndarray]:
-    """Validate battles; return (models sorted by name, index of model_a, of model_b, winner code).
-
-    Sorting the models by name makes every fit independent of the order in which
-    models first appear.
-    """
-    missing = {"model_a", "model_b", "winner"} - set(battles.columns)
-    if missing:
-        raise ValueError(f"battles lack the columns {sorted(missing)}")
-    if battles.empty:
-        raise ValueError("no battles to rate")
-    names_a = battles["model_a"].to_numpy()
-    names_b = battles["model_b"].to_numpy()
-    models = pd.Index(sorted(set(names_a) | set(names_b)), name="model")
-    index_a = models.get_indexer(names_a)
-    index_b = models.get_indexer(names_b)
-    winner_code = pd.Index(WINNERS).get_indexer(battles["winner"])
-    if (winner_code < 0).any():
-        unknown = sorted(set(battles["winner"][winner_code < 0].astype(str)))
-        raise ValueError(f"winner must be one of {WINNERS}, got {unknown}")
-    if (index_a == index_b).any():
-        raise ValueError("a battle pits a model against itself")
-    return models, index_a, index_b, winner_code
-
-
-def _run_elo(
-    index_a: np.ndarray,
-    index_b: np.ndarray,
-    score_a: np.ndarray,
-    orders: Iterator[np.ndarray],
-    n_models: int,
-    rounds: int,
-    k: float,
-    base: float,
-    scale: float,
-    initial: float,
-) -> np.ndarray:
-    """Sequential Elo for several rounds at once; returns ratings of shape (rounds, n_models).
-
-    ``orders`` yields blocks of battle indices of shape (positions, rounds): column r
-    is the next stretch of round r's battle sequence.  Each step updates one battle
-    in every round with a few array operations over the rounds.
-    """
-    ratings = np.full(n_models * rounds, float(initial))  # flat: model * rounds + round
-    round_ids = np.arange(rounds)
-    exponent_per_point = np.log(base) / scale
-    for order in orders:
-        flat_a = index_a[order] * rounds + round_ids
-        flat_b = index_b[order] * rounds + round_ids
-        for position_a, position_b, score in zip(flat_a, flat_b, score_a[order]):
-            rating_a = ratings[position_a]
-            rating_b = ratings[position_b]
-            expected_a = 1.0 / (1.0 + np.exp((rating_b - rating_a) * exponent_per_point))
-            change = k * (score - expected_a)
-            ratings[position_a] = rating_a + change
-            ratings[position_b] = rating_b - change
-    return ratings.reshape(n_models, rounds).T
-
-
-def online_elo(
-    battles: pd.DataFrame,
-    k: float = 4.0,
-    base: float = 10.0,
-    scale: float = 400.0,
-    initial: float = 1000.0,
-) -> pd.Series:
-    """Elo ratings updated battle by battle in row order, sorted descending.
-
-    Expected score of A is 1 / (1 + base**((r_B - r_A) / scale)); a win scores 1,
-    a tie 0.5 for each side; both ratings move by K * (score - expected) in
-    opposite directions.
-    """
-    models, index_a, index_b, winner_code = _encode_battles(battles)
-    in_row_order = iter([np.arange(len(battles))[:, None]])
-    score_a = _SCORE_A[winner_code]
-    ratings = _run_elo(
-        index_a,
-        index_b,
-        score_a,
-        in_row_order,
-        len(models),
-        1,
-        k=k,
-        base=base,
-        scale=scale,
-        initial=initial,
-    )
-    return pd.Series(ratings[0], index=models, name="rating").sort_values(ascending=False)
-
-
-def _win_matrices(
-    index_a: np.ndarray, index_b: np.ndarray, score_a: np.ndarray, counts: np.ndarray, n_models: int
-) -> np.ndarray:
-    """Half-win matrices (rounds, n, n): entry [r, i, j] = wins of i over j plus half their ties.
-
-    ``index_a``, ``index_b``, ``score_a`` describe battle cells and ``counts`` (rounds,
-    cells) how often each cell occurs in each round.
-    """
-    rounds = counts.shape[0]
-    cells_ab = index_a * n_models + index_b
-    cells_ba = index_b * n_models + index_a
-    round_offset = (np.arange(rounds) * n_models * n_models)[:, None]
-    flat = np.concatenate([cells_ab + round_offset, cells_ba + round_offset], axis=1)
-    weights = np.concatenate([counts * score_a, counts * (1.0 - score_a)], axis=1)
-    wins = np.bincount(flat.ravel(), weights.ravel(), minlength=rounds * n_models * n_models)
-    return wins.reshape(rounds, n_models, n_models)
-
-
-def _log_sigmoid(x: np.ndarray) -> np.ndarray:
-    return -np.logaddexp(0.0, -x)
-
-
-def _bt_log_likelihood(wins: np.ndarray, log_strength: np.ndarray) -> np.ndarray:
-    """Per-round Bradley–Terry log-likelihood sum_ij wins[i, j] * log P(i beats j)."""
-    differences = log_strength[:, :, None] - log_strength[:, None, :]
-    return (wins * _log_sigmoid(differences)).sum(axis=(1, 2))
-
-
-def _fit_log_strengths(wins: np.ndarray, tol: float, max_iter: int) -> np.ndarray:
-    """Maximum-likelihood natural-log strengths for a batch of half-win matrices (rounds, n, n).
-
-    Newton's method on all rounds at once, with the gauge fixed to zero mean: the
-    negative Hessian is a graph Laplacian with null space 1, so adding 1 1^T makes it
-    invertible and the step keeps the sum of log strengths at zero.  A step is halved
-    in the rounds where it would lower the likelihood (backtracking); the likelihood is
-    concave, so this converges.  Stops when the largest full Newton step is below tol.
-    """
-    rounds, n_models, _ = wins.shape
-    wins_against = wins.transpose(0, 2, 1)
-    games = wins + wins_against
-    gauge = np.ones((n_models, n_models))
-    # Slack for rounding noise when comparing likelihoods of nearly equal points.
-    slack = 1e-12 * (1.0 + wins.sum(axis=(1, 2)))
-    log_strength = np.zeros((rounds, n_models))
-    likelihood = _bt_log_likelihood(wins, log_strength)
-    for _ in range(max_iter):
-        beats = np.exp(_log_sigmoid(log_strength[:, :, None] - log_strength[:, None, :]))
-        beaten_by = beats.transpose(0, 2, 1)
-        # sum_j (wins_ij P_ji - wins_ji P_ij), not total wins - expected wins: no cancellation
-        # between large, nearly equal numbers when some pairs are (nearly) separated.
-        gradient = (wins * beaten_by).sum(axis=2) - (wins_against * beats).sum(axis=2)
-        curvature = games * beats * beaten_by
-        laplacian = -curvature
-        diagonal = np.arange(n_models)
-        laplacian[:, diagonal, diagonal] += curvature.sum(axis=2)
-        step = np.linalg.solve(laplacian + gauge, gradient[:, :, None])[:, :, 0]
-        if np.abs(step).max() < tol:
-            return log_strength + step
-        step_size = np.ones(rounds)
-        for _ in range(60):
-            candidate = log_strength + step_size[:, None] * step
-            candidate_likelihood = _bt_log_likelihood(wins, candidate)
-            worse = candidate_likelihood < likelihood - slack
-            if not worse.any():
-                break
-            step_size[worse] /= 2.0
-        log_strength, likelihood = candidate, candidate_likelihood
-    raise RuntimeError(f"Bradley–Terry fit did not reach tol={tol} in {max_iter} iterations")
-
-
-def _bt_ratings(
-    wins: np.ndarray,
-    models: pd.Index,
-    base: float,
-    scale: float,
-    initial: float,
-    anchor: str | None,
-    tol: float,
-    max_iter: int,
-    pseudo_count: float,
-) -> np.ndarray:
-    """Ratings (rounds, n) from half-win matrices: add pseudo-counts, fit, rescale, normalise."""
-    if pseudo_count <= 0:
-        raise ValueError("pseudo_count must be positive: without it the MLE may not exist")
-    if anchor is not None and anchor not in models:
-        raise ValueError(f"anchor model {anchor!r} is not in the battles")
-    regularised = wins + pseudo_count * (1.0 - np.eye(len(models)))
-    ratings = _fit_log_strengths(regularised, tol, max_iter) * (scale / np.log(base))
-    if anchor is None:
-        reference = ratings.mean(axis=1, keepdims=True)
-    else:
-        reference = ratings[:, [models.get_loc(anchor)]]
-    return ratings - reference + initial
-
-
-def bradley_terry(
-    battles: pd.DataFrame,
-    base: float = 10.0,
-    scale: float = 400.0,
-    initial: float = 1000.0,
-    anchor: str | None = None,
-    tol: float = 1e-10,
-    max_iter: int = 100,
-    pseudo_count: float = PSEUDO_COUNT,
-) -> pd.Series:
-    """Maximum-likelihood Bradley–Terry ratings, sorted descending.
-
-    P(i beats j) = s_i / (s_i + s_j); a tie counts as half a win for each side.  The fit
-    uses the aggregated half-win matrix.  Ratings are scale * log_base(s) + const, with
-    the constant chosen so the mean rating is ``initial`` or, with ``anchor``, so that
-    model rates exactly ``initial``.
-
-    Regularisation: a model that never wins or never loses has no finite MLE, so every
-    ordered pair of models is credited ``pseudo_count`` (default 0.001) extra wins, i.e.
-    each pair gets 0.002 phantom ties.  This is a weak symmetric prior on rating
-    differences: it keeps every fit finite and unique (a separated model lands some
-    thousands of points away instead of at infinity) and moves well-observed ratings
-    by a negligible amount (A beating B 3 times of 4 gives a difference of
-    400 * log10(3.001 / 1.001) = 190.73 instead of 190.85).  ``tol`` bounds the last
-    Newton step in natural-log strength.
-    """
-    models, index_a, index_b, winner_code = _encode_battles(battles)
-    wins = _win_matrices(
-        index_a, index_b, _SCORE_A[winner_code], np.ones((1, len(battles))), len(models)
-    )
-    ratings = _bt_ratings(wins, models, base, scale, initial, anchor, tol, max_iter, pseudo_count)
-    return pd.Series(ratings[0], index=models, name="rating").sort_values(ascending=False)
 
 
 def bootstrap_cell_counts(
@@ -268,7 +48,7 @@ def bootstrap_cell_counts(
     Returns the cells (one row per distinct battle) and counts of shape (rounds, cells);
     `bootstrap_ratings(method="bt")` with the same seed fits exactly these counts.
     """
-    models, index_a, index_b, winner_code = _encode_battles(battles)
+    models, index_a, index_b, winner_code = encode_battles(battles)
     cell_code = (index_a * len(models) + index_b) * len(WINNERS) + winner_code
     unique_codes, observed = np.unique(cell_code, return_counts=True)
     pair_code, cell_winner = np.divmod(unique_codes, len(WINNERS))
@@ -310,7 +90,7 @@ def bootstrap_ratings(
     """
     if rounds < 1:
         raise ValueError("rounds must be at least 1")
-    models, index_a, index_b, winner_code = _encode_battles(battles)
+    models, index_a, index_b, winner_code = encode_battles(battles)
     if method == "bt":
         options = {
             "base": 10.0,
@@ -328,9 +108,9 @@ def bootstrap_ratings(
         cells, counts = bootstrap_cell_counts(battles, rounds, seed)
         cell_a = models.get_indexer(cells["model_a"])
         cell_b = models.get_indexer(cells["model_b"])
-        cell_score = _SCORE_A[pd.Index(WINNERS).get_indexer(cells["winner"])]
-        wins = _win_matrices(cell_a, cell_b, cell_score, counts, len(models))
-        ratings = _bt_ratings(wins, models, **options)
+        cell_score = SCORE_A[pd.Index(WINNERS).get_indexer(cells["winner"])]
+        wins = win_matrices(cell_a, cell_b, cell_score, counts, len(models))
+        ratings = bt_ratings(wins, models, **options)
     elif method == "elo":
         options = {"k": 4.0, "base": 10.0, "scale": 400.0, "initial": 1000.0}
         unknown = set(kwargs) - set(options)
@@ -338,8 +118,8 @@ def bootstrap_ratings(
             raise TypeError(f"unexpected options for method='elo': {sorted(unknown)}")
         options.update(kwargs)
         orders = _resampled_orders(len(battles), rounds, np.random.default_rng(seed))
-        ratings = _run_elo(
-            index_a, index_b, _SCORE_A[winner_code], orders, len(models), rounds, **options
+        ratings = run_elo(
+            index_a, index_b, SCORE_A[winner_code], orders, len(models), rounds, **options
         )
     else:
         raise ValueError(f"method must be 'elo' or 'bt', got {method!r}")
@@ -358,13 +138,13 @@ def bt_separation(battles: pd.DataFrame, rounds: int = 1000, seed: int = 0) -> p
     ``separated_share`` (share of rounds), indexed by model.  (Separation of a group
     of models -- A and B always beat C and D -- is not flagged here.)
     """
-    models, index_a, index_b, winner_code = _encode_battles(battles)
-    point = _win_matrices(index_a, index_b, _SCORE_A[winner_code], np.ones((1, len(battles))), len(models))
+    models, index_a, index_b, winner_code = encode_battles(battles)
+    point = win_matrices(index_a, index_b, SCORE_A[winner_code], np.ones((1, len(battles))), len(models))
     cells, counts = bootstrap_cell_counts(battles, rounds, seed)
     cell_a = models.get_indexer(cells["model_a"])
     cell_b = models.get_indexer(cells["model_b"])
-    cell_score = _SCORE_A[pd.Index(WINNERS).get_indexer(cells["winner"])]
-    resampled = _win_matrices(cell_a, cell_b, cell_score, counts, len(models))
+    cell_score = SCORE_A[pd.Index(WINNERS).get_indexer(cells["winner"])]
+    resampled = win_matrices(cell_a, cell_b, cell_score, counts, len(models))
 
     def separated(wins: np.ndarray) -> np.ndarray:
         won, lost = wins.sum(axis=2), wins.sum(axis=1)

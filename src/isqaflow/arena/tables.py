@@ -36,13 +36,13 @@ from isqaflow.arena.agreement import (
     merge_rating,
     read_human_labels,
 )
+from isqaflow.arena.bradley_terry import bradley_terry
 from isqaflow.arena.length import length_tables
 from isqaflow.arena.players import ABSTRACT, REFERENCE
 from isqaflow.arena.ratings import (
     battles_from_verdicts,
     bootstrap_ratings,
     bt_separation,
-    bradley_terry,
     elo_with_intervals,
     rating_intervals,
     win_rates,

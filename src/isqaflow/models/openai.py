@@ -13,7 +13,7 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
   hold the job's requests inside a sliding 60-second window shared by all its
   threads.  A request counts ``max_tokens`` plus an estimate of its prompt (words x
   1.3, the API's own accounting counts ``max_tokens`` too) until it returns, then
-  the tokens the server reports.
+  the tokens the server reports (:mod:`.rate_limit`).
 * **Usage**: requests and the input and output tokens the server reports go to the
   job's usage record (:mod:`.usage`); calls answered from the call cache are not
   sent and not counted.
@@ -27,7 +27,8 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
 * **The model is checked first**: a model on OpenAI's endpoint (no ``base_url``), or
   any with ``check_model: true``, is looked up in the endpoint's model list (one
   ``GET /models``) when the job builds it, so a retired snapshot fails before any
-  request, naming the model, the endpoint and the config entry.
+  request, naming the model, the endpoint and the config entry (and, for the whole
+  config at the workflow's start, :func:`.api_models.check_api_models`).
 * **Log-probabilities** (``logprobs``, for logprob-mode judges):
 
   - ``top_logprobs`` (default): one generated token with ``logprobs`` and
@@ -62,9 +63,7 @@ import logging
 import math
 import os
 import random
-import threading
 import time
-from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
@@ -78,6 +77,7 @@ from isqaflow.models.base import (
     Request,
     canonical_request,
 )
+from isqaflow.models.rate_limit import RateLimiter, estimate_tokens
 
 log = logging.getLogger(__name__)
 
@@ -87,52 +87,6 @@ MAX_TOP_LOGPROBS = 20
 
 class LogprobsUnavailable(RuntimeError):
     """Log-probability scoring that this model, its server or its settings cannot do."""
-
-
-class RateLimiter:
-    """Requests and tokens per minute over a sliding 60-second window, shared by threads.
-
-    :meth:`acquire` blocks until a request of ``tokens`` fits, then books it and
-    returns the booking; :meth:`settle` replaces the booked estimate with the tokens
-    the server reported.  A single request larger than the token limit waits for an
-    empty window rather than forever.
-    """
-
-    WINDOW_S = 60.0
-
-    def __init__(self, requests_per_minute: int | None = None, tokens_per_minute: int | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
-        for label, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
-            if value is not None and value < 1:
-                raise ValueError(f"{label} must be at least 1, got {value}")
-        self.requests_per_minute = requests_per_minute
-        self.tokens_per_minute = tokens_per_minute
-        self.clock, self.sleep = clock, sleep
-        self._booked: deque[list[float]] = deque()  # [time, tokens]
-        self._lock = threading.Lock()
-        self.waited_s = 0.0
-
-    def acquire(self, tokens: int) -> list[float]:
-        while True:
-            with self._lock:
-                now = self.clock()
-                while self._booked and self._booked[0][0] <= now - self.WINDOW_S:
-                    self._booked.popleft()
-                used = sum(booking[1] for booking in self._booked)
-                fits_requests = self.requests_per_minute is None or len(self._booked) < self.requests_per_minute
-                fits_tokens = (self.tokens_per_minute is None or not self._booked
-                               or used + tokens <= self.tokens_per_minute)
-                if fits_requests and fits_tokens:
-                    booking = [now, float(tokens)]
-                    self._booked.append(booking)
-                    return booking
-                wait = max(self._booked[0][0] + self.WINDOW_S - now, 0.01)  # the oldest booking leaves
-            self.waited_s += wait
-            self.sleep(wait)
-
-    def settle(self, booking: list[float], tokens: int) -> None:
-        with self._lock:
-            booking[1] = float(tokens)
 
 
 def split_candidates(candidates: Sequence[str]) -> tuple[str, list[str]]:
@@ -150,11 +104,6 @@ def split_candidates(candidates: Sequence[str]) -> tuple[str, list[str]]:
     prefix = os.path.commonprefix(list(candidates))
     prefix = prefix[: min(len(prefix), min(len(c) for c in candidates) - 1)]
     return prefix, [c[len(prefix):] for c in candidates]
-
-
-def estimate_tokens(messages: Any) -> int:
-    text = messages if isinstance(messages, str) else " ".join(m["content"] for m in messages)
-    return max(1, round(len(text.split()) * 1.3))
 
 
 class OpenAIModel(LanguageModel):
@@ -460,39 +409,3 @@ class OpenAIModel(LanguageModel):
 
     def close(self) -> None:
         self.client.close()
-
-
-def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
-    """Problems of the config's API models, one listing per endpoint (the workflow's onstart, on the
-    submit host, before any job): each entry on OpenAI's endpoint (or with ``check_model: true``)
-    must be listed there.  Each problem names the model, the endpoint and the config key."""
-    import openai
-
-    environ = dict(os.environ if environ is None else environ)
-    by_endpoint: dict[tuple[str | None, str], list[tuple[str, str]]] = {}
-    for key, entry in models.items():
-        if entry.get("backend") != "openai" or entry.get("serve"):
-            continue
-        check = entry.get("check_model")
-        if not (check if check is not None else entry.get("base_url") is None):
-            continue
-        by_endpoint.setdefault((entry.get("base_url"), entry.get("api_key_env") or "OPENAI_API_KEY"), []).append(
-            (key, entry["model"]))
-    problems = []
-    for (base_url, key_env), entries in sorted(by_endpoint.items(), key=str):
-        endpoint = base_url or "https://api.openai.com/v1"
-        client = openai.OpenAI(api_key=environ.get(key_env) or "unused", base_url=base_url, timeout=60, max_retries=2)
-        try:
-            listed = {m.id for m in client.models.list()}
-        except openai.OpenAIError as err:
-            problems.append(f"cannot list the models of {endpoint} (key from {key_env}) to check "
-                            f"{', '.join(m for _, m in entries)}: {type(err).__name__}: {err}")
-            continue
-        finally:
-            client.close()
-        for key, model in entries:
-            if model not in listed:
-                problems.append(f"models.{key}.model: the endpoint {endpoint} does not serve {model!r}; set a model "
-                                "it lists (a substitute judge: check it against the validity table, docs/validity.md)")
-    return problems
-
