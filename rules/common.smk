@@ -137,15 +137,6 @@ def cluster_resources(stage, gpu=None):
     return values
 
 
-def mem_mb_for(stage):
-    """Memory of a CPU job of the stage, growing with each retry up to the cap."""
-    return cluster_resources(stage, gpu=0)["mem_mb"]
-
-
-def runtime_for(stage):
-    return cluster_resources(stage, gpu=0)["runtime"]
-
-
 def local_stage(stage):
     """Whether the stage's jobs run on the submit host (localrules; resources.<stage>.local)."""
     return is_local(config["resources"], stage)
@@ -450,63 +441,5 @@ def rag_files(domain):
     }
 
 
-# ----------------------------------------------------------------------------- targets
-def data_targets():
-    targets = [papers_file(d) for d in config["datasets"]["papers"]]
-    targets += [
-        qa_file(d, s) for d in config["datasets"]["qa_train"] for s in ("train", "dev")
-    ]
-    targets += [instructions_file(d) for d in config["datasets"]["instructions"]]
-    targets += [
-        f for d in config["datasets"]["rag"]["domains"] for f in rag_files(d).values()
-    ]
-    return targets
-
-
-def finetune_targets():
-    return [
-        f"results/finetune/{a}/{f}"
-        for a in config["finetune"]
-        for f in ("train_log.csv", "eval.json")
-    ]
-
-
-def summary_targets():
-    return [f for d, s in isqa_pairs() for f in summary_files(d, s)]
-
-
-def metrics_targets():
-    targets = [f"results/tables/isqa_{t}.csv" for t in ISQA_TABLES]
-    targets += metric_validity_files()
-    for d, s in isqa_pairs():
-        targets.append(f"results/human_eval/{d}/{s}/assignment.json")
-        if human_eval_filled(d, s):
-            targets.append(f"results/human_eval/{d}/{s}/factuality.csv")
-    return targets
-
-
-def drfr_targets():
-    return [f"results/tables/drfr_{t}.csv" for t in DRFR_TABLES]
-
-
-def arena_targets():
-    tables = [f"results/tables/arena_{t}.csv" for t in ARENA_TABLES]
-    return tables + arena_validity_files()
-
-
-def result_targets():
-    return (
-        data_targets()
-        + finetune_targets()
-        + summary_targets()
-        + metrics_targets()
-        + drfr_targets()
-        + arena_targets()
-        + validity_targets()
-        + [LEADERBOARD[0]]
-        + systems_targets()
-    )
-
-
-def all_targets():
-    return result_targets() + ["results/manifest.json"]
+# The targets of the run and the manifest (called after every rule file is read).
+include: "targets.smk"

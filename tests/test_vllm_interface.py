@@ -49,7 +49,11 @@ def test_the_fixture_is_vllm_0_33_0():
 def test_every_flag_of_the_paper_serve_commands_exists(fixture):
     FLAGS = set(json.loads((REPO / "tests/fixtures" / fixture).read_text())["cli_flags"])  # noqa: N806
     served = {name: entry for name, entry in PAPER["models"].items() if (entry.get("serve") or {}).get("engine") == "vllm"}
-    assert set(served) == {"llama2-7b-chat", "vicuna-7b", "llama3-8b", "mixtral-8x7b", "qwen15-32b"}
+    # every local decoder of the papers' grid (InFoBench responders, arena answerers, ISQA)
+    assert set(served) == {
+        "command-r", "command-r-plus", "llama2-70b-chat", "llama2-7b-chat", "llama3-70b", "llama3-8b",
+        "mixtral-8x22b", "mixtral-8x7b", "qwen15-110b", "qwen15-32b", "vicuna-13b", "vicuna-7b",
+    }
     for name, entry in served.items():
         serve = entry["serve"]
         flags = vllm_flags(serve["command"]) + [a for a in shlex.split(serve.get("lora_args", "")) if a.startswith("-")]
