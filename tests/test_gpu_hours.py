@@ -1,0 +1,75 @@
+"""benchmarks/gpu_hours.py: its GPU jobs are the dry run's, and docs/paper-scale.md prints its table."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import sys
+from collections import defaultdict
+
+import pytest
+import yaml
+from workflow_utils import REPO, copy_repo, snakemake
+
+DOC = REPO / "docs" / "paper-scale.md"
+MARKER = "<!-- gpu-hours-table -->"
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location("gpu_hours", REPO / "benchmarks" / "gpu_hours.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def paper():
+    return yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+
+
+def test_gpu_jobs_equal_the_dry_runs(tmp_path, monkeypatch, paper):
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder-for-a-dry-run")
+    workdir = copy_repo(tmp_path / "paper")
+    stub = workdir / "resources/local/scimrc/scimrc_train_dev.json"
+    stub.parent.mkdir(parents=True)
+    stub.write_text("[]\n")
+    result = snakemake(workdir, "-n", "--cores", "2", "--configfile", "config/paper.yaml", timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    dry = defaultdict(list)
+    for block in (result.stdout + result.stderr).split("\nrule ")[1:]:
+        rule = block.split(":", 1)[0].strip()
+        gpus = re.search(r"^\s*resources:.*\bgpu=(\d+)", block, re.M)
+        if gpus and int(gpus.group(1)):
+            dry[rule].append(int(gpus.group(1)))
+    script = {rule: sorted(job.gpus for job in jobs) for rule, jobs in load_script().gpu_jobs(paper).items()}
+    assert script == {rule: sorted(gpus) for rule, gpus in dry.items()}
+    assert sum(map(len, script.values())) == 93 and sum(map(sum, script.values())) == 127
+
+
+def test_the_doc_prints_the_scripts_table(paper):
+    text, totals = load_script().table(paper)
+    doc = DOC.read_text()
+    assert MARKER in doc
+    block = doc.split(MARKER, 1)[1].lstrip("\n")
+    lines = []
+    for line in block.splitlines():
+        if not line.startswith("|"):
+            break
+        lines.append(line)
+    assert "\n".join(lines) + "\n" == text, "regenerate with: python benchmarks/gpu_hours.py"
+
+
+def test_totals_add_up_the_rows(paper):
+    script = load_script()
+    text, totals = script.table(paper)
+    rules = script.gpu_jobs(paper)
+    assert totals["jobs"] == sum(map(len, rules.values()))
+    assert totals["gpus"] == sum(j.gpus for jobs in rules.values() for j in jobs)
+    jobs = [j for js in rules.values() for j in js]
+    # GPU hours are GPUs x hours per job; a job's start-up counts on every GPU it holds
+    assert totals["startup"] == pytest.approx(sum(j.gpus * j.startup_min / 60 for j in jobs))
+    mixtral = next(j for j in rules["rag_answers"] if j.name.endswith("/mixtral-8x22b"))
+    assert mixtral.gpus == 8 and mixtral.gpu_hours == pytest.approx(8 * (mixtral.hours + mixtral.startup_min / 60))
+    assert mixtral.tokens == script.RAG_QUERIES * paper["arena"]["generation"]["max_new_tokens"]
+    assert "**total** | 93 | 127 GPUs" in text
