@@ -256,7 +256,7 @@ def test_a_malformed_systems_file_stops_the_run_before_any_judge(run):
                 config["isqa"]["file_summaries"][name] = {**entry, "dataset": "qasper", "coverage": "partial"}
 
     try:
-        result = snakemake(run, "--profile", "profiles/default", "--keep-going", "--configfile",
+        result = snakemake(run, "--profile", "profiles/local", "--keep-going", "--configfile",
                            with_config(run, "broken", change), timeout=600)
     finally:
         shutil.rmtree(folder)
@@ -308,7 +308,10 @@ def test_editing_the_job_runtime_reruns_every_job(run):
         runtime.write_text(original)
     rules = {line.split()[1].rstrip(":") for path in (run / "rules").glob("*.smk")
              for line in path.read_text().splitlines() if line.startswith("rule ")}
-    assert set(jobs) == (rules | {"all"}) - {"download", "extract", "human_eval_results"}
+    # every rule but those the embedded config never needs: downloads, filled human sheets,
+    # hub weights (its models are converted locally) and the ColBERT retriever (paper scale)
+    unused = {"download", "extract", "human_eval_results", "fetch_weights", "colbert_index", "retrieve_colbert"}
+    assert set(jobs) == (rules | {"all"}) - unused
     assert dry_run_jobs(run) == {}
 
 
