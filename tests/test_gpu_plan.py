@@ -159,3 +159,18 @@ def test_max_model_len_is_the_stage_bound_or_the_context(paper):
     mixtral = plans["drfr_responses mixtral-8x7b"].servers[0]
     assert mixtral.max_model_len == 32768 and mixtral.typical_len == 2048 + 1024
     assert mixtral.kv_gb == pytest.approx(2 * 32 * 8 * 128 * 2 * max(8 * 3072, 32768) / 1e9)
+
+
+def test_systems_read_from_files_hold_no_model_and_need_no_plan(paper):
+    """A user's own answerer and responder (issue 22) next to the paper grid's models: they
+    generate nothing, so the plan and the serving check pass over them."""
+    from isqaflow.models.servecheck import check_serving
+
+    config = copy.deepcopy(paper)
+    config["arena"]["answerers"]["my-rag"] = {"file": "outputs/my-rag.jsonl"}
+    config["drfr"]["responders"]["my-model"] = {"file": "outputs/model_outputs.json", "format": "alpaca_eval"}
+    jobs = grid_jobs(config)
+    assert not [job for job in jobs if "my-rag" in job or "my-model" in job]
+    assert set(jobs) == set(grid_jobs(paper))
+    assert plan_grid(config).keys() == plan_grid(paper).keys()
+    assert check_serving(config) == check_serving(paper)

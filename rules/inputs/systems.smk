@@ -2,9 +2,7 @@
 
 import re
 
-
-def is_file_system(entry):
-    return "file" in entry
+from isqaflow.settings import reads_file as is_file_system
 
 
 def file_answerers():

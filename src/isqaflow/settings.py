@@ -9,6 +9,13 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
+def reads_file(entry: Mapping[str, Any]) -> bool:
+    """Whether a system entry (an answerer, responder or summarizer) is read from a file of
+    its outputs (``file:``) rather than run from a model (``model:``): such a system
+    generates nothing, needs no model, no GPU and no serving check."""
+    return "file" in entry
+
+
 def from_mapping(cls: type[T], values: Mapping[str, Any] | None, what: str) -> T:
     values = dict(values or {})
     known = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]

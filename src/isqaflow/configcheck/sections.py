@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.configcheck.references import References
+from isqaflow.settings import reads_file
 
 #: Where ``convert:`` entries put their checkpoint (rule convert_gguf_model).
 CONVERTED_MODELS = "resources/models"
@@ -155,7 +156,7 @@ def check_drfr(refs: References) -> None:
     refs.names("drfr.datasets", drfr.get("datasets"), refs.section("datasets", "instructions"),
                "instruction dataset", "datasets.instructions")
     for name, entry in refs.section("drfr", "responders").items():
-        if "file" in entry:  # a system read from a file: no model
+        if reads_file(entry):
             continue
         refs.model_ref(f"drfr.responders.{name}.model", entry.get("model"))
         if entry.get("adapter") is not None:
@@ -171,7 +172,7 @@ def check_arena(refs: References) -> None:
                "domain", "datasets.rag.domains")
     answerers = refs.section("arena", "answerers")
     for name, entry in answerers.items():
-        if "file" in entry:  # a system read from a file: no model
+        if reads_file(entry):
             continue
         refs.model_ref(f"arena.answerers.{name}.model", entry.get("model"), used=False)
         if entry.get("adapter") is not None:

@@ -52,6 +52,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from isqaflow.settings import reads_file
+
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 DEFAULTS = {"gpu_memory_gb": 80.0, "max_utilization": 0.90, "max_gpus": 8, "server_overhead_gb": 2.0,
             "in_process_overhead_gb": 6.0, "kv_sequences": 8, "input_tokens": {"default": 2048}}
@@ -363,13 +365,17 @@ def grid_jobs(config: Mapping[str, Any]) -> dict[str, list[ModelUse]]:
                 jobs[f"isqa_refine {dataset}/{summarizer}/{run['feedback']}-{run['questions']}"] = job_uses(
                     config, "isqa_refine", summarizer=summarizer, feedback=run["feedback"])
     drfr = config.get("drfr") or {}
-    for responder in drfr.get("responders", {}):
+    for responder, entry in drfr.get("responders", {}).items():
+        if reads_file(entry):  # no job holds a model for it
+            continue
         jobs[f"drfr_responses {responder}"] = job_uses(config, "drfr_responses", responder=responder)
     for judge in drfr.get("judges", {}):
         jobs[f"drfr_judge {judge}"] = job_uses(config, "drfr_judge", judge=judge)
     arena = config.get("arena") or {}
     for run in arena.get("runs", []):
         for answerer in run.get("answerers") or list(arena.get("answerers", {})):
+            if reads_file(arena["answerers"][answerer]):
+                continue
             jobs[f"rag_answers {run['retriever']}-k{run['k']}/{answerer}"] = job_uses(config, "rag_answers",
                                                                                       answerer=answerer)
     for judge in arena.get("judges", {}):

@@ -19,6 +19,7 @@ from typing import Any
 
 from isqaflow.models import capabilities
 from isqaflow.models.gpu_plan import GPUPlanError, plan_grid
+from isqaflow.settings import reads_file
 
 
 def stage_generations(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
@@ -42,13 +43,12 @@ def stage_generations(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Map
         if generation:
             yield f"finetune.{name}.evaluation.generation", entry["base"], generation
     drfr = config.get("drfr") or {}
-    # Systems read from a file (`file:` instead of `model:`) generate nothing here.
     for responder in (drfr.get("responders") or {}).values():
-        if "model" in responder:
+        if not reads_file(responder):
             yield "drfr.generation", responder["model"], drfr.get("generation") or {}
     arena = config.get("arena") or {}
     for answerer in (arena.get("answerers") or {}).values():
-        if "model" in answerer:
+        if not reads_file(answerer):
             yield "arena.generation", answerer["model"], arena.get("generation") or {}
 
 
