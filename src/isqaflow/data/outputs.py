@@ -29,13 +29,14 @@ file lacks are an error too (their count and the first few) unless the system sa
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from isqaflow.data.download import file_digest
 
 FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
 COVERAGES = ("full", "partial")
@@ -94,14 +95,6 @@ class OutputFileError(ValueError):
         more = len(self.problems) - len(shown)
         text = "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else "")
         super().__init__(f"{path}: {len(self.problems)} problem(s) in this system's outputs file:\n  {text}")
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def normalize_text(text: str) -> str:
@@ -322,7 +315,7 @@ def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt
                         f"{missing[:MISSING_SHOWN]}; add them, or set coverage: partial")
     if problems:
         raise OutputFileError(path, problems)
-    return SystemOutputs(path=path, format=fmt, sha256=sha256_file(path), outputs=outputs, lines=lines,
+    return SystemOutputs(path=path, format=fmt, sha256=file_digest(path), outputs=outputs, lines=lines,
                          coverage=coverage, n_dataset=len(items), missing=missing,
                          generator=next(iter(generators), None))
 
