@@ -15,6 +15,7 @@ from isqaflow.arena import verdicts  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
+from isqaflow import grid  # noqa: E402
 from isqaflow.models import gpu_plan  # noqa: E402
 from isqaflow.models.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights import hub_models  # noqa: E402
@@ -160,8 +161,9 @@ def job_plan(rule, wildcards):
         return None
     key = (rule, tuple(sorted(dict(wildcards).items())))
     if key not in _job_plans:
-        uses = gpu_plan.job_uses(config, rule, **dict(wildcards))
-        _job_plans[key] = gpu_plan.plan_job(f"{rule} {dict(wildcards)}", uses, config)
+        job = grid.find(config, rule, dict(wildcards))
+        uses = gpu_plan.job_uses(config, job)
+        _job_plans[key] = gpu_plan.plan_job(job.label, uses, config)
     return _job_plans[key]
 
 
@@ -242,12 +244,20 @@ def adapter_files(adapter):
 
 
 # ----------------------------------------------------------------------------- ISQA
+_grid_jobs = []
+
+
+def model_jobs(rule):
+    """The jobs of a model stage's rule the config makes (isqaflow.grid, the single source
+    of which jobs there are: the GPU plan and the serving check read it too)."""
+    if not _grid_jobs:
+        _grid_jobs.extend(grid.jobs(config))
+    return [job for job in _grid_jobs if job.rule == rule]
+
+
 def isqa_runs():
-    """(dataset, summarizer, feedback, questions) of every ISQA run in the config."""
-    for run in config["isqa"]["runs"]:
-        for dataset in run.get("datasets", config["isqa"]["datasets"]):
-            for summarizer in run.get("summarizers", config["isqa"]["summarizers"]):
-                yield dataset, summarizer, run["feedback"], run["questions"]
+    """(dataset, summarizer, feedback, questions) of every ISQA run (isqaflow.grid)."""
+    return grid.isqa_runs(config)
 
 
 def feedback_control_settings(questions):
@@ -289,12 +299,8 @@ def summary_files(dataset, summarizer):
 
 
 def isqa_pairs():
-    """(dataset, summarizer) pairs with summaries."""
-    return [
-        (d, s)
-        for d in config["isqa"]["datasets"]
-        for s in config["isqa"]["summarizers"]
-    ]
+    """(dataset, summarizer) pairs with summaries (isqaflow.grid)."""
+    return grid.isqa_pairs(config)
 
 
 # ----------------------------------------------------------------------------- metrics

@@ -35,16 +35,8 @@ def drfr_judge_rule(judge):
 
 
 def drfr_judgment_files():
-    return [
-        f"results/drfr/judgments/{d}/{j}.jsonl"
-        for d in config["drfr"]["datasets"]
-        for j in config["drfr"]["judges"]
-    ]
+    return [job.output for job in model_jobs("drfr_judge")]
 
 
 def drfr_summary_judgment_files():
-    return [
-        f"results/drfr/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs() + judged_file_summary_pairs()
-        for j in config["drfr"]["judges"]
-    ]
+    return [job.output for job in model_jobs("drfr_summaries")]
