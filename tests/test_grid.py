@@ -224,3 +224,20 @@ def test_setting_reads_a_dotted_path():
     assert grid.setting(config, "isqa.summary_generation") == {"max_new_tokens": 5}
     assert grid.setting(config, "drfr.generation") is None
     assert grid.setting(config, None) is None
+
+
+def test_the_serving_check_checks_only_the_models_of_the_grids_jobs():
+    """An answerer that no arena run lists makes no job: its decoding is not checked (the check
+    named the API answerers before, and a config failed over jobs that never run)."""
+    from isqaflow.models.servecheck import check_serving
+
+    config = copy.deepcopy(PAPER)
+    config["arena"]["generation"]["no_repeat_ngram_size"] = 3  # neither vLLM nor an API honours it
+    api = {"gpt4o", "gpt4-turbo", "gpt4-0125"}
+    flagged = {m.split()[1] for p, m in check_serving(config) if p == "arena.generation"}
+    assert api < flagged
+    every = list(config["arena"]["answerers"])
+    for run in config["arena"]["runs"]:
+        run["answerers"] = [a for a in run.get("answerers", every) if a not in api]
+    flagged = {m.split()[1] for p, m in check_serving(config) if p == "arena.generation"}
+    assert flagged == {a for a in every if a not in api}
