@@ -161,7 +161,7 @@ def job_plan(rule, wildcards):
         return None
     key = (rule, tuple(sorted(dict(wildcards).items())))
     if key not in _job_plans:
-        job = grid.find(config, rule, dict(wildcards))
+        job = grid.find(model_jobs(rule), rule, dict(wildcards))
         uses = gpu_plan.job_uses(config, job)
         _job_plans[key] = gpu_plan.plan_job(job.label, uses, config)
     return _job_plans[key]

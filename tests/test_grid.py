@@ -174,8 +174,9 @@ def test_the_jobs_of_a_small_config():
 
 
 def test_a_job_names_its_wildcards_models_and_output():
+    listed = grid.jobs(small_config())
     job = grid.find(
-        small_config(),
+        listed,
         "isqa_refine",
         {"dataset": "d2", "summarizer": "m", "feedback": "fb", "questions": "generated"},
     )
@@ -185,15 +186,13 @@ def test_a_job_names_its_wildcards_models_and_output():
         grid.ModelRef("summarizer", "m", "isqa.summary_generation"),
         grid.ModelRef("feedback", "m", "isqa.feedback_generation", "a"),
     )
-    answers = grid.find(
-        small_config(), "rag_answers", {"retriever": "bm25", "k": 5, "answerer": "m"}
-    )
+    answers = grid.find(listed, "rag_answers", {"retriever": "bm25", "k": 5, "answerer": "m"})
     assert (
         answers.wildcard("k") == "5" and answers.output == "results/arena/answers/bm25-k5/m.jsonl"
     )
     with pytest.raises(KeyError, match="no isqa_refine job with wildcards"):
         grid.find(
-            small_config(),
+            listed,
             "isqa_refine",
             {"dataset": "d1", "summarizer": "m", "feedback": "fb", "questions": "generated"},
         )

@@ -18,7 +18,7 @@ Pure: the config is the validated workflow config (a mapping); nothing is read o
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -283,11 +283,11 @@ def jobs(config: Mapping[str, Any]) -> list[Job]:
     return _isqa_jobs(config) + _drfr_jobs(config) + _arena_jobs(config)
 
 
-def find(config: Mapping[str, Any], rule: str, wildcards: Mapping[str, Any]) -> Job:
-    """The grid's job of ``rule`` with these wildcards (a KeyError naming them when the
-    config makes no such job)."""
+def find(listed: Iterable[Job], rule: str, wildcards: Mapping[str, Any]) -> Job:
+    """The job of ``rule`` with these wildcards among ``listed`` (:func:`jobs` of a config, or
+    those of one rule); a KeyError naming them when there is none."""
     wanted = {key: str(value) for key, value in dict(wildcards).items()}
-    for job in jobs(config):
+    for job in listed:
         if job.rule == rule and dict(job.wildcards) == wanted:
             return job
     raise KeyError(f"the config makes no {rule} job with wildcards {wanted}")
