@@ -145,9 +145,7 @@ def local_stage(stage):
 
 def gpus_for(stage, *models):
     """GPUs of a stage; none when every model the job runs is behind an API."""
-    if models and all(
-        config["models"][m].get("backend", "hf") == "openai" for m in models
-    ):
+    if models and all(config["models"][m]["backend"] == "openai" for m in models):
         return 0
     return int(stage_resources(stage).get("gpu", 0))
 
@@ -325,7 +323,7 @@ def metric_validity_files():
 
 def human_eval_filled(dataset, summarizer):
     """annotator -> filled sheet of a (dataset, summarizer), from the config."""
-    return config["human_eval"].get("filled", {}).get(f"{dataset}/{summarizer}", {})
+    return config["human_eval"]["filled"].get(f"{dataset}/{summarizer}", {})
 
 
 # ----------------------------------------------------------------------------- DRFR
@@ -343,7 +341,7 @@ def judged_summary_systems(dataset, summarizer):
     if config["isqa"].get("judged_systems"):
         files = set(file_summary_entries())
         return [s for s in config["isqa"]["judged_systems"] if s not in files]
-    systems = [config["isqa"]["refine"].get("initial_prompt", "baseline_2"), "generic"]
+    systems = [config["isqa"]["refine"]["initial_prompt"], "generic"]
     systems += [
         f"isqa-{f}-{q}" for d, s, f, q in isqa_runs() if (d, s) == (dataset, summarizer)
     ]
@@ -397,7 +395,7 @@ def validity_targets():
 # ----------------------------------------------------------------------------- data
 def published_prompt_files(family, judge):
     """The published prompt files a judge reads (prompts: published), or none (our own)."""
-    if judge.get("prompts", "ours") != "published":
+    if judge["prompts"] != "published":
         return []
     key = "infobench" if family == "drfr" else "arena"
     spec = config.get("published_prompts", {}).get(key)

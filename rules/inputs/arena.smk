@@ -71,7 +71,7 @@ def arena_verdict_rule(judge):
     orders fail, naming arena.judges.<judge>."""
     entry = arena_judge_entry(judge)
     verdict = {
-        "rule": entry.get("rule", "raw"),
+        "rule": entry["rule"],
         "tie_band": float(entry.get("tie_band", 0.0)),
     }
     verdicts.check_verdict_rule(

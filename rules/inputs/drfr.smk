@@ -25,7 +25,7 @@ def judge_entry(judge):
 def drfr_judge_rule(judge):
     """How a DRFR judge's verdict is read (raw by default); calibrated needs log-probabilities."""
     entry = judge_entry(judge)
-    reading = entry.get("rule", "raw")
+    reading = entry["rule"]
     if (reading, entry["mode"]) == ("calibrated", "text"):
         raise ValueError(
             f"drfr.judges.{judge}: rule 'calibrated' needs mode 'logprob' (it compares "
