@@ -325,11 +325,13 @@ def _use(config: Mapping[str, Any], stage: str, model: grid.ModelRef) -> ModelUs
     generation = grid.setting(config, model.generation)
     inputs, outputs = _tokens(config, stage, generation)
     bounded = bool((generation or {}).get("max_input_tokens"))
-    return ModelUse(model.role, model.name, config["models"][model.name], inputs, outputs, model.adapter, bounded)
+    entry = config["models"][model.name]
+    return ModelUse(model.role, model.name, entry, inputs, outputs, model.adapter, bounded)
 
 
 def job_uses(config: Mapping[str, Any], job: grid.Job) -> list[ModelUse]:
-    """The models one job of the grid (:func:`isqaflow.grid.jobs`) holds at once (as its script loads them)."""
+    """The models one job of the grid (:func:`isqaflow.grid.jobs`) holds at once (as its script
+    loads them)."""
     return [_use(config, job.rule, model) for model in job.models]
 
 
