@@ -236,7 +236,7 @@ rule arena_summaries:
         ),
     params:
         systems=lambda wc: judged_summary_systems(wc.dataset, wc.summarizer),
-        baseline=config["isqa"]["refine"].get("initial_prompt", "baseline_2"),
+        baseline=config["isqa"]["refine"]["initial_prompt"],
         model=lambda wc: model_spec(arena_judge_entry(wc.judge)["model"]),
         mode=lambda wc: arena_judge_entry(wc.judge)["mode"],
         generation=lambda wc: arena_judge_entry(wc.judge).get("generation"),

@@ -15,6 +15,7 @@ from isqaflow.arena import verdicts  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
+from isqaflow import grid  # noqa: E402
 from isqaflow.models import gpu_plan  # noqa: E402
 from isqaflow.models.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights import hub_models  # noqa: E402
@@ -144,9 +145,7 @@ def local_stage(stage):
 
 def gpus_for(stage, *models):
     """GPUs of a stage; none when every model the job runs is behind an API."""
-    if models and all(
-        config["models"][m].get("backend", "hf") == "openai" for m in models
-    ):
+    if models and all(config["models"][m]["backend"] == "openai" for m in models):
         return 0
     return int(stage_resources(stage).get("gpu", 0))
 
@@ -160,8 +159,9 @@ def job_plan(rule, wildcards):
         return None
     key = (rule, tuple(sorted(dict(wildcards).items())))
     if key not in _job_plans:
-        uses = gpu_plan.job_uses(config, rule, **dict(wildcards))
-        _job_plans[key] = gpu_plan.plan_job(f"{rule} {dict(wildcards)}", uses, config)
+        job = grid.find(model_jobs(rule), rule, dict(wildcards))
+        uses = gpu_plan.job_uses(config, job)
+        _job_plans[key] = gpu_plan.plan_job(job.label, uses, config)
     return _job_plans[key]
 
 
@@ -242,12 +242,20 @@ def adapter_files(adapter):
 
 
 # ----------------------------------------------------------------------------- ISQA
+_grid_jobs = []
+
+
+def model_jobs(rule):
+    """The jobs of a model stage's rule the config makes (isqaflow.grid, the single source
+    of which jobs there are: the GPU plan and the serving check read it too)."""
+    if not _grid_jobs:
+        _grid_jobs.extend(grid.jobs(config))
+    return [job for job in _grid_jobs if job.rule == rule]
+
+
 def isqa_runs():
-    """(dataset, summarizer, feedback, questions) of every ISQA run in the config."""
-    for run in config["isqa"]["runs"]:
-        for dataset in run.get("datasets", config["isqa"]["datasets"]):
-            for summarizer in run.get("summarizers", config["isqa"]["summarizers"]):
-                yield dataset, summarizer, run["feedback"], run["questions"]
+    """(dataset, summarizer, feedback, questions) of every ISQA run (isqaflow.grid)."""
+    return grid.isqa_runs(config)
 
 
 def feedback_control_settings(questions):
@@ -289,12 +297,8 @@ def summary_files(dataset, summarizer):
 
 
 def isqa_pairs():
-    """(dataset, summarizer) pairs with summaries."""
-    return [
-        (d, s)
-        for d in config["isqa"]["datasets"]
-        for s in config["isqa"]["summarizers"]
-    ]
+    """(dataset, summarizer) pairs with summaries (isqaflow.grid)."""
+    return grid.isqa_pairs(config)
 
 
 # ----------------------------------------------------------------------------- metrics
@@ -319,7 +323,7 @@ def metric_validity_files():
 
 def human_eval_filled(dataset, summarizer):
     """annotator -> filled sheet of a (dataset, summarizer), from the config."""
-    return config["human_eval"].get("filled", {}).get(f"{dataset}/{summarizer}", {})
+    return config["human_eval"]["filled"].get(f"{dataset}/{summarizer}", {})
 
 
 # ----------------------------------------------------------------------------- DRFR
@@ -337,7 +341,7 @@ def judged_summary_systems(dataset, summarizer):
     if config["isqa"].get("judged_systems"):
         files = set(file_summary_entries())
         return [s for s in config["isqa"]["judged_systems"] if s not in files]
-    systems = [config["isqa"]["refine"].get("initial_prompt", "baseline_2"), "generic"]
+    systems = [config["isqa"]["refine"]["initial_prompt"], "generic"]
     systems += [
         f"isqa-{f}-{q}" for d, s, f, q in isqa_runs() if (d, s) == (dataset, summarizer)
     ]
@@ -391,7 +395,7 @@ def validity_targets():
 # ----------------------------------------------------------------------------- data
 def published_prompt_files(family, judge):
     """The published prompt files a judge reads (prompts: published), or none (our own)."""
-    if judge.get("prompts", "ours") != "published":
+    if judge["prompts"] != "published":
         return []
     key = "infobench" if family == "drfr" else "arena"
     spec = config.get("published_prompts", {}).get(key)

@@ -97,7 +97,7 @@ rule convert_qa_train:
     resources:
         **cluster_resources("data", gpu=0),
     params:
-        lenient=lambda wc: qa_entry(wc.dataset).get("lenient", False),
+        lenient=lambda wc: qa_entry(wc.dataset)["lenient"],
         code=code("isqaflow.data.convert"),
     script:
         "../scripts/convert_qa_train.py"

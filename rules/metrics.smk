@@ -59,7 +59,7 @@ rule metric_controls:
         weighter=lambda wc: metric_weighter(),
         controls=config["validity"]["metrics"]["controls"],
         papers=config["validity"]["metrics"]["papers"],
-        others=config["validity"]["metrics"].get("others", 1),
+        others=config["validity"]["metrics"]["others"],
         seed=config["seed"],
         code=code("isqaflow.metrics.controls"),
     script:
@@ -105,7 +105,7 @@ rule isqa_tables:
         feedback_models=list(config["isqa"]["feedback_models"]),
         datasets=config["isqa"]["datasets"],
         rounds=config["metrics"]["bootstrap_rounds"],
-        zero_papers=config["metrics"].get("zero_papers", "keep"),
+        zero_papers=config["metrics"]["zero_papers"],
         seed=config["seed"],
         code=code("isqaflow.metrics.tables"),
     script:

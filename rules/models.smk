@@ -31,7 +31,7 @@ rule convert_gguf_model:
     params:
         package=lambda wc: converted_model(wc.model)["convert"]["package"],
         gguf_file=lambda wc: converted_model(wc.model)["convert"]["gguf_file"],
-        dtype=lambda wc: converted_model(wc.model)["convert"].get("dtype", "bfloat16"),
+        dtype=lambda wc: converted_model(wc.model)["convert"]["dtype"],
         code=code("isqaflow.models.convert"),
     script:
         "../scripts/convert_gguf_model.py"

@@ -92,7 +92,7 @@ rule generic_feedback:
     params:
         model=lambda wc: planned_spec("generic_feedback", wc, wc.summarizer),
         generation=config["isqa"]["summary_generation"],
-        steps=config["isqa"].get("generic_steps", 1),
+        steps=config["isqa"]["generic_steps"],
         code=code("isqaflow.isqa.summarize"),
     script:
         "../scripts/generic_feedback.py"

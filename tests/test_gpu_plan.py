@@ -77,14 +77,14 @@ def test_mixtral_gets_two_gpus_of_80_gb_and_one_of_141(paper):
         for plan in mixtral:
             (server,) = plan.servers
             assert (plan.gpus, server.tensor_parallel, server.gpus) == (gpus, gpus, tuple(range(gpus))), plan.row()
-    drfr = plan_grid(paper)["drfr_responses mixtral-8x7b"]
+    drfr = plan_grid(paper)["drfr_responses infobench/mixtral-8x7b"]
     assert drfr.gpus == 2
 
 
 def test_api_jobs_need_no_gpu(paper):
     plans = plan_grid(paper)
-    assert plans["arena_judge gpt4"].gpus == 0 and plans["drfr_judge gpt4"].gpus == 0
-    assert plans["drfr_responses gpt35-1106"].gpus == 0 and plans["drfr_responses gpt4-1106"].gpus == 0
+    assert plans["arena_judge colbert-k5/gpt4"].gpus == 0 and plans["drfr_judge infobench/gpt4"].gpus == 0
+    assert plans["drfr_responses infobench/gpt35-1106"].gpus == 0 and plans["drfr_responses infobench/gpt4-1106"].gpus == 0
 
 
 def test_server_flags_exist_in_vllm(paper):
@@ -107,7 +107,7 @@ def test_a_job_that_cannot_fit_fails_naming_job_models_and_memory(paper):
     config = with_gpu(paper, 80)
     config["gpu_plan"]["max_gpus"] = 1
     # the first job of the grid that needs more than one GPU: InFoBench's Llama-2-70B-chat
-    with pytest.raises(GPUPlanError, match=r"job drfr_responses llama2-70b-chat: its models need 4 GPUs of 80 GB, "
+    with pytest.raises(GPUPlanError, match=r"job drfr_responses infobench/llama2-70b-chat: its models need 4 GPUs of 80 GB, "
                                            r"more than max_gpus 1"):
         plan_grid(config)
 
@@ -156,7 +156,7 @@ def test_max_model_len_is_the_stage_bound_or_the_context(paper):
     (feedback,) = [s for s in plans["isqa_refine qasper/llama2-7b-chat/lora-human"].servers if "feedback" in s.uses]
     assert feedback.max_model_len == 512 + 100
     assert plans["rag_answers bm25-k5/llama3-8b"].servers[0].max_model_len == 8192
-    mixtral = plans["drfr_responses mixtral-8x7b"].servers[0]
+    mixtral = plans["drfr_responses infobench/mixtral-8x7b"].servers[0]
     assert mixtral.max_model_len == 32768 and mixtral.typical_len == 2048 + 1024
     assert mixtral.kv_gb == pytest.approx(2 * 32 * 8 * 128 * 2 * max(8 * 3072, 32768) / 1e9)
 

@@ -50,14 +50,8 @@ def answerer_files(answerer):
 
 
 def arena_runs():
-    """Retrieval settings answers are generated from, with their answerers."""
-    for run in config["arena"]["runs"]:
-        yield {
-            "retriever": run["retriever"],
-            "k": run["k"],
-            "answerers": run.get("answerers", list(config["arena"]["answerers"])),
-            "all_pairs_per_domain": run.get("all_pairs_per_domain", 0),
-        }
+    """Retrieval settings answers are generated from, with their answerers (isqaflow.grid)."""
+    return grid.arena_runs(config)
 
 
 def arena_run(retriever, k):
@@ -77,7 +71,7 @@ def arena_verdict_rule(judge):
     orders fail, naming arena.judges.<judge>."""
     entry = arena_judge_entry(judge)
     verdict = {
-        "rule": entry.get("rule", "raw"),
+        "rule": entry["rule"],
         "tie_band": float(entry.get("tie_band", 0.0)),
     }
     verdicts.check_verdict_rule(
@@ -130,8 +124,4 @@ def arena_check_outputs():
 
 
 def arena_summary_files():
-    return [
-        f"results/arena/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs() + judged_file_summary_pairs()
-        for j in config["arena"]["judges"]
-    ]
+    return [job.output for job in model_jobs("arena_summaries")]

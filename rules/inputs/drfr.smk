@@ -25,7 +25,7 @@ def judge_entry(judge):
 def drfr_judge_rule(judge):
     """How a DRFR judge's verdict is read (raw by default); calibrated needs log-probabilities."""
     entry = judge_entry(judge)
-    reading = entry.get("rule", "raw")
+    reading = entry["rule"]
     if (reading, entry["mode"]) == ("calibrated", "text"):
         raise ValueError(
             f"drfr.judges.{judge}: rule 'calibrated' needs mode 'logprob' (it compares "
@@ -35,16 +35,8 @@ def drfr_judge_rule(judge):
 
 
 def drfr_judgment_files():
-    return [
-        f"results/drfr/judgments/{d}/{j}.jsonl"
-        for d in config["drfr"]["datasets"]
-        for j in config["drfr"]["judges"]
-    ]
+    return [job.output for job in model_jobs("drfr_judge")]
 
 
 def drfr_summary_judgment_files():
-    return [
-        f"results/drfr/summaries/{d}/{s}.{j}.jsonl"
-        for d, s in isqa_pairs() + judged_file_summary_pairs()
-        for j in config["drfr"]["judges"]
-    ]
+    return [job.output for job in model_jobs("drfr_summaries")]

@@ -38,7 +38,7 @@ def refine_settings(feedback):
         "dedup_method": dedup["method"],
         "dedup_threshold": dedup["threshold"],
         "dedup_model": dedup["model"],
-        "dedup_scope": dedup.get("scope", "within"),
-        "feedback_style": feedback_entry(feedback).get("style", "isqa"),
+        "dedup_scope": dedup["scope"],
+        "feedback_style": feedback_entry(feedback)["style"],
         "seed": config["seed"],
     }

@@ -27,15 +27,13 @@ def file_summary_entries():
 
 
 def file_summary_pairs():
-    """(dataset, system) of every file-based summaries system."""
-    return [(e["dataset"], name) for name, e in file_summary_entries().items()]
+    """(dataset, system) of every file-based summaries system (isqaflow.grid)."""
+    return grid.file_summary_pairs(config)
 
 
 def judged_file_summary_pairs():
-    """The file-based summaries the DRFR and arena judges see: those in isqa.judged_systems
-    (every one when judged_systems is not set)."""
-    wanted = config["isqa"].get("judged_systems")
-    return [(d, s) for d, s in file_summary_pairs() if not wanted or s in wanted]
+    """The file-based summaries the DRFR and arena judges see (isqaflow.grid)."""
+    return grid.judged_file_summary_pairs(config)
 
 
 def names_pattern(names):

@@ -52,7 +52,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from isqaflow.settings import reads_file
+from isqaflow import grid
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 DEFAULTS = {"gpu_memory_gb": 80.0, "max_utilization": 0.90, "max_gpus": 8, "server_overhead_gb": 2.0,
@@ -321,70 +321,29 @@ def _tokens(config: Mapping[str, Any], stage: str, generation: Mapping[str, Any]
     return int(inputs), int(generation.get("max_new_tokens", 128))
 
 
-def _use(config, stage, role, name, generation, adapter=None) -> ModelUse:
+def _use(config: Mapping[str, Any], stage: str, model: grid.ModelRef) -> ModelUse:
+    generation = grid.setting(config, model.generation)
     inputs, outputs = _tokens(config, stage, generation)
     bounded = bool((generation or {}).get("max_input_tokens"))
-    return ModelUse(role, name, config["models"][name], inputs, outputs, adapter, bounded)
+    entry = config["models"][model.name]
+    return ModelUse(model.role, model.name, entry, inputs, outputs, model.adapter, bounded)
 
 
-def job_uses(config: Mapping[str, Any], rule: str, **wildcards: str) -> list[ModelUse]:
-    """The models one job of ``rule`` holds at once (as its script loads them)."""
-    isqa = config.get("isqa", {})
-    if rule in ("baseline_summaries", "generic_feedback"):
-        return [_use(config, rule, "summarizer", wildcards["summarizer"], isqa.get("summary_generation"))]
-    if rule == "isqa_refine":
-        feedback = isqa["feedback_models"][wildcards["feedback"]]
-        return [_use(config, rule, "summarizer", wildcards["summarizer"], isqa.get("summary_generation")),
-                _use(config, rule, "feedback", feedback["model"], isqa.get("feedback_generation"),
-                     feedback.get("adapter"))]
-    if rule == "drfr_responses":
-        drfr = config["drfr"]
-        responder = drfr["responders"][wildcards["responder"]]
-        return [_use(config, rule, "responder", responder["model"], drfr.get("generation"), responder.get("adapter"))]
-    if rule == "rag_answers":
-        arena = config["arena"]
-        answerer = arena["answerers"][wildcards["answerer"]]
-        return [_use(config, rule, "answerer", answerer["model"], arena.get("generation"), answerer.get("adapter"))]
-    if rule in ("drfr_judge", "drfr_summaries"):
-        return [_use(config, rule, "judge", config["drfr"]["judges"][wildcards["judge"]]["model"], None)]
-    if rule in ("arena_judge", "arena_judge_checks", "arena_summaries"):
-        return [_use(config, rule, "judge", config["arena"]["judges"][wildcards["judge"]]["model"], None)]
-    raise KeyError(f"the GPU plan does not know rule {rule}")
+def job_uses(config: Mapping[str, Any], job: grid.Job) -> list[ModelUse]:
+    """The models one job of the grid (:func:`isqaflow.grid.jobs`) holds at once (as its script
+    loads them)."""
+    return [_use(config, job.rule, model) for model in job.models]
 
 
 def grid_jobs(config: Mapping[str, Any]) -> dict[str, list[ModelUse]]:
-    """Every job of the model stages the plan sizes (ISQA summaries and refinement, DRFR responses,
-    RAG answers, the judges), keyed ``rule dataset/summarizer/...`` as the rules' wildcards."""
-    jobs: dict[str, list[ModelUse]] = {}
-    isqa = config.get("isqa") or {}
-    for dataset in isqa.get("datasets", []):
-        for summarizer in isqa.get("summarizers", []):
-            for rule in ("baseline_summaries", "generic_feedback"):
-                jobs[f"{rule} {dataset}/{summarizer}"] = job_uses(config, rule, summarizer=summarizer)
-            for run in isqa.get("runs", []):
-                jobs[f"isqa_refine {dataset}/{summarizer}/{run['feedback']}-{run['questions']}"] = job_uses(
-                    config, "isqa_refine", summarizer=summarizer, feedback=run["feedback"])
-    drfr = config.get("drfr") or {}
-    for responder, entry in drfr.get("responders", {}).items():
-        if reads_file(entry):  # no job holds a model for it
-            continue
-        jobs[f"drfr_responses {responder}"] = job_uses(config, "drfr_responses", responder=responder)
-    for judge in drfr.get("judges", {}):
-        jobs[f"drfr_judge {judge}"] = job_uses(config, "drfr_judge", judge=judge)
-    arena = config.get("arena") or {}
-    for run in arena.get("runs", []):
-        for answerer in run.get("answerers") or list(arena.get("answerers", {})):
-            if reads_file(arena["answerers"][answerer]):
-                continue
-            jobs[f"rag_answers {run['retriever']}-k{run['k']}/{answerer}"] = job_uses(config, "rag_answers",
-                                                                                      answerer=answerer)
-    for judge in arena.get("judges", {}):
-        jobs[f"arena_judge {judge}"] = job_uses(config, "arena_judge", judge=judge)
-    return jobs
+    """The models of every job of the model stages (:func:`isqaflow.grid.jobs`: ISQA summaries and
+    refinement, DRFR responses and judges, RAG answers, the arena judges), keyed by the job's label
+    (``rule`` and its wildcards as in its log path)."""
+    return {job.label: job_uses(config, job) for job in grid.jobs(config)}
 
 
 def plan_grid(config: Mapping[str, Any]) -> dict[str, JobPlan]:
-    """The plan of every job :func:`grid_jobs` lists; the first job that cannot fit raises."""
+    """The plan of every job of the grid (:func:`grid_jobs`); the first job that cannot fit raises."""
     return {job: plan_job(job, uses, config) for job, uses in grid_jobs(config).items()}
 
 

@@ -10,6 +10,9 @@ one dtype from training to serving, and every GPU job's plan (a part of isqaflow
   fp16 checkpoint and bf16 to the hf backend and fine-tuning), and the serve command passes
   it; so an adapter is served in the dtype it was trained in.
 * **GPU plan**: with a ``gpu_plan`` section, every GPU job of the grid fits (:mod:`.gpu_plan`).
+
+The model stages' decoding and the GPU plan cover exactly the jobs the config makes
+(:mod:`isqaflow.grid`): a model no job runs is not checked.
 """
 
 from __future__ import annotations
@@ -17,21 +20,30 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from isqaflow import grid
 from isqaflow.models import capabilities
 from isqaflow.models.gpu_plan import GPUPlanError, plan_grid
-from isqaflow.settings import reads_file
+
+
+def _grid_generations(config: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
+    """(generation path, model key, the mapping) of every model a job of the grid decodes with
+    (:mod:`isqaflow.grid`: only the jobs the config makes); none when the config names an
+    unknown feedback model or answerer (the config check reports that reference)."""
+    try:
+        jobs = grid.jobs(config)
+    except KeyError:
+        return []
+    return [(model.generation, model.name, grid.setting(config, model.generation) or {})
+            for job in jobs for model in job.models if model.generation is not None]
 
 
 def stage_generations(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
     """(config path of a generation mapping, model key, the mapping) for every model a stage
-    decodes with it."""
+    decodes with it: the model stages' jobs from the grid, then question generation, the QG
+    metric and the feedback model's evaluation."""
+    generations = _grid_generations(config)
+    yield from (g for g in generations if g[0].startswith("isqa."))
     isqa = config.get("isqa") or {}
-    for name in isqa.get("summarizers", []):
-        yield "isqa.summary_generation", name, isqa.get("summary_generation") or {}
-    used = {run["feedback"] for run in isqa.get("runs", [])}
-    for key, feedback in (isqa.get("feedback_models") or {}).items():
-        if key in used:
-            yield "isqa.feedback_generation", feedback["model"], isqa.get("feedback_generation") or {}
     generated = (isqa.get("questions") or {}).get("generated")
     if generated:
         yield "isqa.questions.generated.generation", generated["model"], generated.get("generation") or {}
@@ -42,14 +54,7 @@ def stage_generations(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Map
         generation = (entry.get("evaluation") or {}).get("generation")
         if generation:
             yield f"finetune.{name}.evaluation.generation", entry["base"], generation
-    drfr = config.get("drfr") or {}
-    for responder in (drfr.get("responders") or {}).values():
-        if not reads_file(responder):
-            yield "drfr.generation", responder["model"], drfr.get("generation") or {}
-    arena = config.get("arena") or {}
-    for answerer in (arena.get("answerers") or {}).values():
-        if not reads_file(answerer):
-            yield "arena.generation", answerer["model"], arena.get("generation") or {}
+    yield from (g for g in generations if not g[0].startswith("isqa."))
 
 
 def _accepts_dropping(entry: Mapping[str, Any]) -> bool:

@@ -1,0 +1,293 @@
+"""The jobs a config makes in the model stages -- the single source of which jobs there are.
+
+The rules' input functions and targets (``rules/common.smk``: ``isqa_runs``, ``isqa_pairs``;
+``rules/inputs/arena.smk``: ``arena_runs``; the judged file-based summaries of
+``rules/inputs/systems.smk``), the GPU plan (:mod:`isqaflow.models.gpu_plan`, one plan per
+:class:`Job`) and the serving check all read this module, so a config cannot make one set of
+jobs in Snakemake's DAG and plan or check another.  ``tests/test_grid.py`` builds the DAG of
+several configs and asserts that its model-stage jobs are exactly :func:`jobs`.
+
+A model stage is a rule whose job holds a model: ISQA's summaries and refinement, the DRFR
+responses and judges, the RAG answers and the arena judges.  Each job names its rule, its
+wildcards (as the rule's output has them), the models it holds (:class:`ModelRef`: the role,
+the ``models`` key, the adapter, the config path of the generation settings it decodes with)
+and its first output path.
+
+Pure: the config is the validated workflow config (a mapping); nothing is read or written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from isqaflow.settings import reads_file
+
+# rule -> (its first output, the job's label: the wildcard part of its log path)
+PATTERNS = {
+    "baseline_summaries": (
+        "results/summaries/{dataset}/{summarizer}/baseline.jsonl",
+        "{dataset}/{summarizer}",
+    ),
+    "generic_feedback": (
+        "results/summaries/{dataset}/{summarizer}/generic.jsonl",
+        "{dataset}/{summarizer}",
+    ),
+    "isqa_refine": (
+        "results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.steps.jsonl",
+        "{dataset}/{summarizer}/{feedback}-{questions}",
+    ),
+    "drfr_responses": (
+        "results/drfr/responses/{dataset}/{responder}.jsonl",
+        "{dataset}/{responder}",
+    ),
+    "drfr_judge": ("results/drfr/judgments/{dataset}/{judge}.jsonl", "{dataset}/{judge}"),
+    "drfr_summaries": (
+        "results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+        "{dataset}/{summarizer}.{judge}",
+    ),
+    "rag_answers": (
+        "results/arena/answers/{retriever}-k{k}/{answerer}.jsonl",
+        "{retriever}-k{k}/{answerer}",
+    ),
+    "arena_judge": (
+        "results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
+        "{retriever}-k{k}/{judge}",
+    ),
+    "arena_judge_checks": ("results/validity/arena/{judge}.jsonl", "{judge}"),
+    "arena_summaries": (
+        "results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+        "{dataset}/{summarizer}.{judge}",
+    ),
+}
+MODEL_RULES = tuple(PATTERNS)
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """One model a job holds: its role, its ``models`` key, the adapter it runs with, and the
+    config path of the generation settings it decodes with (None: the stage's defaults)."""
+
+    role: str
+    name: str
+    generation: str | None = None
+    adapter: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """One job of a model stage: rule, wildcards (in the output's order), models, first output."""
+
+    rule: str
+    wildcards: tuple[tuple[str, str], ...]
+    models: tuple[ModelRef, ...]
+    output: str
+
+    @property
+    def label(self) -> str:
+        """``<rule> <wildcards as in its log path>``, e.g.
+        ``isqa_refine qasper/vicuna-7b/lora-human``."""
+        return f"{self.rule} {PATTERNS[self.rule][1].format(**dict(self.wildcards))}"
+
+    def wildcard(self, name: str) -> str:
+        return dict(self.wildcards)[name]
+
+
+def setting(config: Mapping[str, Any], path: str | None) -> Mapping[str, Any] | None:
+    """The mapping at a dotted config path (``isqa.summary_generation``), None where absent."""
+    if path is None:
+        return None
+    value: Any = config
+    for key in path.split("."):
+        value = (value or {}).get(key)
+    return value
+
+
+def _job(rule: str, models: list[ModelRef], **wildcards: Any) -> Job:
+    values = {key: str(value) for key, value in wildcards.items()}
+    return Job(rule, tuple(values.items()), tuple(models), PATTERNS[rule][0].format(**values))
+
+
+# ----------------------------------------------------------------------------- the config's runs
+
+
+def isqa_pairs(config: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(dataset, summarizer) pairs with summaries: isqa.datasets x isqa.summarizers."""
+    isqa = config.get("isqa") or {}
+    return [(d, s) for d in isqa.get("datasets", []) for s in isqa.get("summarizers", [])]
+
+
+def isqa_runs(config: Mapping[str, Any]) -> Iterator[tuple[str, str, str, str]]:
+    """(dataset, summarizer, feedback, questions) of every ISQA run (a run's own datasets and
+    summarizers narrow it; without them it covers every pair)."""
+    isqa = config.get("isqa") or {}
+    for run in isqa.get("runs", []):
+        for dataset in run.get("datasets", isqa.get("datasets", [])):
+            for summarizer in run.get("summarizers", isqa.get("summarizers", [])):
+                yield dataset, summarizer, run["feedback"], run["questions"]
+
+
+def file_summary_pairs(config: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(dataset, system) of every file-based summaries system (isqa.file_summaries)."""
+    entries = (config.get("isqa") or {}).get("file_summaries") or {}
+    return [(entry["dataset"], name) for name, entry in entries.items()]
+
+
+def judged_file_summary_pairs(config: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """The file-based summaries the DRFR and arena judges see: those in isqa.judged_systems
+    (every one when judged_systems is not set)."""
+    wanted = (config.get("isqa") or {}).get("judged_systems")
+    return [(d, s) for d, s in file_summary_pairs(config) if not wanted or s in wanted]
+
+
+def arena_runs(config: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    """Retrieval settings answers are generated from, with their answerers (a run without
+    ``answerers`` has every one; ``answerers: []`` has none)."""
+    arena = config.get("arena") or {}
+    for run in arena.get("runs", []):
+        yield {
+            "retriever": run["retriever"],
+            "k": run["k"],
+            "answerers": run.get("answerers", list(arena.get("answerers", {}))),
+            "all_pairs_per_domain": run.get("all_pairs_per_domain", 0),
+        }
+
+
+def arena_checks_run(config: Mapping[str, Any]) -> bool:
+    """Whether each arena judge has an arena_judge_checks job: it writes the known-answer
+    controls (validity.arena runs controls per domain) and judges the human-labelled pairs."""
+    arena_validity = (config.get("validity") or {}).get("arena") or {}
+    human = ((config.get("datasets") or {}).get("rag") or {}).get("human_labels")
+    return bool(arena_validity.get("controls") and arena_validity.get("per_domain")) or bool(human)
+
+
+# ----------------------------------------------------------------------------- the jobs
+
+
+def _isqa_jobs(config: Mapping[str, Any]) -> list[Job]:
+    isqa = config.get("isqa") or {}
+    runs = list(isqa_runs(config))
+    jobs = []
+    for dataset, summarizer in isqa_pairs(config):
+        summary = ModelRef("summarizer", summarizer, "isqa.summary_generation")
+        jobs.append(_job("baseline_summaries", [summary], dataset=dataset, summarizer=summarizer))
+        jobs.append(_job("generic_feedback", [summary], dataset=dataset, summarizer=summarizer))
+        for d, s, feedback, questions in runs:
+            if (d, s) != (dataset, summarizer):
+                continue
+            entry = isqa["feedback_models"][feedback]
+            models = [
+                summary,
+                ModelRef(
+                    "feedback", entry["model"], "isqa.feedback_generation", entry.get("adapter")
+                ),
+            ]
+            jobs.append(
+                _job(
+                    "isqa_refine",
+                    models,
+                    dataset=dataset,
+                    summarizer=summarizer,
+                    feedback=feedback,
+                    questions=questions,
+                )
+            )
+    return jobs
+
+
+def _drfr_jobs(config: Mapping[str, Any]) -> list[Job]:
+    drfr = config.get("drfr") or {}
+    judges = drfr.get("judges") or {}
+    jobs = []
+    for dataset in drfr.get("datasets", []):
+        for responder, entry in (drfr.get("responders") or {}).items():
+            if reads_file(entry):  # rule file_responses: no model
+                continue
+            model = ModelRef("responder", entry["model"], "drfr.generation", entry.get("adapter"))
+            jobs.append(_job("drfr_responses", [model], dataset=dataset, responder=responder))
+    for dataset in drfr.get("datasets", []):
+        for judge, entry in judges.items():
+            jobs.append(
+                _job(
+                    "drfr_judge", [ModelRef("judge", entry["model"])], dataset=dataset, judge=judge
+                )
+            )
+    for dataset, summarizer in isqa_pairs(config) + judged_file_summary_pairs(config):
+        for judge, entry in judges.items():
+            jobs.append(
+                _job(
+                    "drfr_summaries",
+                    [ModelRef("judge", entry["model"])],
+                    dataset=dataset,
+                    summarizer=summarizer,
+                    judge=judge,
+                )
+            )
+    return jobs
+
+
+def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
+    arena = config.get("arena") or {}
+    judges = arena.get("judges") or {}
+    answerers = arena.get("answerers") or {}
+    runs = list(arena_runs(config))
+    jobs = []
+    for run in runs:
+        for answerer in run["answerers"]:
+            entry = answerers[answerer]
+            if reads_file(entry):  # rule file_answers: no model
+                continue
+            model = ModelRef("answerer", entry["model"], "arena.generation", entry.get("adapter"))
+            jobs.append(
+                _job(
+                    "rag_answers",
+                    [model],
+                    retriever=run["retriever"],
+                    k=run["k"],
+                    answerer=answerer,
+                )
+            )
+    for run in runs:
+        for judge, entry in judges.items():
+            jobs.append(
+                _job(
+                    "arena_judge",
+                    [ModelRef("judge", entry["model"])],
+                    retriever=run["retriever"],
+                    k=run["k"],
+                    judge=judge,
+                )
+            )
+    if arena_checks_run(config):
+        for judge, entry in judges.items():
+            jobs.append(
+                _job("arena_judge_checks", [ModelRef("judge", entry["model"])], judge=judge)
+            )
+    for dataset, summarizer in isqa_pairs(config) + judged_file_summary_pairs(config):
+        for judge, entry in judges.items():
+            jobs.append(
+                _job(
+                    "arena_summaries",
+                    [ModelRef("judge", entry["model"])],
+                    dataset=dataset,
+                    summarizer=summarizer,
+                    judge=judge,
+                )
+            )
+    return jobs
+
+
+def jobs(config: Mapping[str, Any]) -> list[Job]:
+    """Every job of the model stages the config makes, stage by stage (ISQA, DRFR, arena)."""
+    return _isqa_jobs(config) + _drfr_jobs(config) + _arena_jobs(config)
+
+
+def find(listed: Iterable[Job], rule: str, wildcards: Mapping[str, Any]) -> Job:
+    """The job of ``rule`` with these wildcards among ``listed`` (:func:`jobs` of a config, or
+    those of one rule); a KeyError naming them when there is none."""
+    wanted = {key: str(value) for key, value in dict(wildcards).items()}
+    for job in listed:
+        if job.rule == rule and dict(job.wildcards) == wanted:
+            return job
+    raise KeyError(f"the config makes no {rule} job with wildcards {wanted}")
