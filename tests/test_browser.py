@@ -230,3 +230,91 @@ def test_arena_page_filters_to_the_tables_counts_in_chromium(arena_files, tmp_pa
     assert shown_count(dom) == 1 and 'data-id="h2"' in dom and 'data-id="h1"' not in dom
     dom = dump_dom(page, "kind=control")
     assert shown_count(dom) == arena_files["n_controls"] and "known-answer control: no_answer" in dom
+
+
+# ------------------------------------------------------------------ DRFR
+@pytest.fixture
+def drfr_files(tmp_path, monkeypatch):
+    """Instructions, responses, and the judgments and control records of rule drfr_judge's entry
+    point (isqaflow.drfr.judge_responses.run_judge) with a fake log-prob judge."""
+    from test_drfr_controls import INSTRUCTIONS, TopicJudge
+
+    from isqaflow.drfr import judge_responses
+
+    monkeypatch.setattr("isqaflow.models.registry.load_model", lambda spec, **kwargs: TopicJudge())
+    instructions = tmp_path / "instructions.jsonl"
+    write_jsonl(instructions, INSTRUCTIONS)
+    responses = []
+    for model in ("alpha", "beta"):  # beta names the topic of odd instructions only: some NO
+        path = tmp_path / f"{model}.jsonl"
+        write_jsonl(path, [{"instruction_id": i.id, "model": model,
+                            "response": f"A text on {i.id if model == 'alpha' or int(i.id[1:]) % 2 else 'it'}."}
+                           for i in INSTRUCTIONS])
+        responses.append(str(path))
+    judge_responses.run_judge(instructions, responses, tmp_path / "judgments.jsonl", tmp_path / "controls.jsonl",
+                              judge_spec={"backend": "fake"}, judge_name="local", dataset="infobench",
+                              mode="logprob", rule="calibrated", generation=None,
+                              cache_path=tmp_path / "calls.sqlite", controls=["empty_response", "other_response"],
+                              control_instructions=3, seed=11)
+    return {"infobench": {"instructions": str(instructions), "responses": responses,
+                          "judgments": [str(tmp_path / "judgments.jsonl")],
+                          "controls": [str(tmp_path / "controls.jsonl")]}}
+
+
+def drfr_judgments(files) -> pd.DataFrame:
+    from isqaflow.io import read_jsonl
+
+    return pd.DataFrame([r for _, r in read_jsonl(files["infobench"]["judgments"][0])])
+
+
+def test_drfr_items_join_the_responses_and_mark_the_controls(drfr_files):
+    from isqaflow.drfr.browse import drfr_items
+
+    items = drfr_items(drfr_files, {"local": "calibrated"})
+    check_items(items)
+    responses = [item for item in items if item["kind"] == "response"]
+    assert len(responses) == 2 * 9
+    beta2 = next(item for item in responses if item["id"] == "t2|beta")
+    assert beta2["texts"] == [["instruction", "Write about t2."], ["response: beta", "A text on it."]]
+    with_input = next(item for item in responses if item["id"] == "t3|alpha")
+    assert with_input["texts"][1] == ["input", "Notes on t3."]
+    assert beta2["verdict"] == "some NO" and beta2["tally"]["questions"] == 5
+    assert beta2["replies"][0][0].startswith("Q1: Is the generated text polite (t2)? -> ")
+    assert beta2["replies"][0][1] == "" and {"logprob_yes", "calibrated_log_odds"} <= set(beta2["replies"][0][2])
+    judged = drfr_judgments(drfr_files)
+    assert sum(item["tally"]["YES"] for item in responses) == (judged["answer"] == "YES").sum()
+    controls = [item for item in items if item["kind"] == "control"]
+    assert {item["control"] for item in controls} == {"empty_response", "other_response"}
+    other = next(item for item in controls if item["control"] == "other_response")
+    assert other["texts"][-1][1].startswith("A text on ")  # the other instruction's response, joined
+    empty = next(item for item in controls if item["control"] == "empty_response")
+    assert empty["texts"][-1][1] == "" and empty["correct"] is True
+
+
+def test_drfr_judgments_of_an_unknown_response_fail_naming_the_file(drfr_files, tmp_path):
+    from isqaflow.drfr.browse import drfr_items
+
+    files = {"infobench": {**drfr_files["infobench"], "responses": drfr_files["infobench"]["responses"][:1]}}
+    with pytest.raises(ValueError, match=r"judgments.jsonl: judge 'local' judged a response of 'beta'"):
+        drfr_items(files)
+
+
+@pytest.mark.slow
+def test_drfr_page_filters_to_the_tables_counts_in_chromium(drfr_files, tmp_path):
+    from isqaflow.drfr.aggregate import drfr_summary
+    from isqaflow.drfr.browse import run_drfr_browser
+
+    page = tmp_path / "drfr.html"
+    run_drfr_browser(page, drfr_files, {"local": "calibrated"})
+    summary = drfr_summary(drfr_judgments(drfr_files))
+    for model in ("alpha", "beta"):
+        dom = dump_dom(page, f"kind=response&system={model}")
+        tally = {key: int(re.search(rf'<span id="tally-{key}">(\d+)</span>', dom).group(1))
+                 for key in ("questions", "YES")}
+        assert tally["questions"] == summary.loc[model, "n_questions"]
+        assert tally["YES"] == summary.loc[model, "n_yes"]
+        assert tally["YES"] / tally["questions"] == pytest.approx(summary.loc[model, "drfr"])
+        all_yes = shown_count(dump_dom(page, f"kind=response&system={model}&verdict=all YES"))
+        assert all_yes == round(summary.loc[model, "strict_rate"] * summary.loc[model, "n_instructions"])
+    dom = dump_dom(page, "kind=control")
+    assert shown_count(dom) > 0 and "known-answer control: empty_response" in dom
