@@ -115,7 +115,7 @@ rule table_html:
         table="results/tables/{table}.md",
     output:
         page=report(
-            "results/tables/html/{table}.html",
+            "results/tables/{table}.html",
             caption="../report/table_html.rst",
             category="Tables",
             subcategory=lambda wc: table_suite(wc.table),

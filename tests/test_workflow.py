@@ -52,6 +52,9 @@ def test_every_table_and_figure_is_made_from_real_scores(run):
     for table in TABLES:
         for ext in ("csv", "md", "tex"):
             assert (run / f"results/tables/{table}.{ext}").stat().st_size > 0, table
+        assert "<table>" in (run / f"results/tables/{table}.html").read_text(), table  # for the report
+    for suite in ("arena", "drfr"):  # the judgment browsers, every item embedded
+        assert '<script type="application/json" id="items">' in (run / f"results/browser/{suite}.html").read_text()
     for figure in FIGURES:
         for ext in ("png", "svg"):
             assert (run / f"results/figures/{figure}.{ext}").stat().st_size > 1000, figure

@@ -105,4 +105,4 @@ def table_suite(table):
 
 
 def readable_table_targets():
-    return [f"results/tables/html/{t}.html" for t in table_names()]
+    return [f"results/tables/{t}.html" for t in table_names()]
