@@ -20,15 +20,15 @@ import pytest
 from isqaflow.arena.browse import arena_items, run_arena_browser
 from isqaflow.arena.checks import build_controls, control_records
 from isqaflow.arena.judge import judge_pairs
-from isqaflow.arena.tables import outcomes_vs
 from isqaflow.arena.ratings import win_rates
+from isqaflow.arena.tables import outcomes_vs
 from isqaflow.arena.verdicts import position_consistency
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import write_jsonl
 from isqaflow.models.base import LanguageModel
 from isqaflow.report.browser import check_items, render_page
 
-ANSWER_TAGS = re.compile(r"<answer 1>\n(.*?)\n</answer 1>.*<answer 2>\n(.*?)\n</answer 2>", re.S)
+ANSWER_TAGS = re.compile(r"<answer 1>\n(.*?)\n</answer 1>.*<answer 2>\n(.*?)\n</answer 2>", re.DOTALL)
 
 
 class PositionalScorer(LanguageModel):
@@ -169,7 +169,7 @@ def test_page_embeds_items_safely_and_checks_them():
     items = items_of_simple()
     page = render_page("t", items)
     assert "</script><b>" not in page  # an answer's markup cannot close the data element
-    data = re.search(r'<script type="application/json" id="items">(.*?)</script>', page, re.S).group(1)
+    data = re.search(r'<script type="application/json" id="items">(.*?)</script>', page, re.DOTALL).group(1)
     assert json.loads(data)["items"][0]["texts"][1][1] == "poor </script><b>d</b>."
     assert "http" not in page.split("<script>")[0].lower().replace("http-equiv", "")  # nothing external
     with pytest.raises(ValueError, match="lacks"):

@@ -36,14 +36,14 @@ _SCORE_VERDICT = {1: "1", -1: "2", 0: "tie"}
 _OUTCOME_VERDICT = {"a": "1", "b": "2", "tie": "tie", "invalid": "invalid"}
 _ORDER_LABEL = {"ab": "order ab (answer a shown first)", "ba": "order ba (answer b shown first)"}
 NOTES = (
-    "Verdict 1: answer a (system a) is better; 2: answer b is better; tie; invalid: no "
-    "verdict could be read. The verdict shown first is the judge's configured rule's; the "
-    "badges give every rule's.",
-    "Log-prob judges generate no reply text: they score the three replies <rating>1, "
-    "<rating>2 and <rating>0, whose log-probabilities (and the margin of answer a in that "
-    "order) are listed instead.",
-    "Known-answer controls (yellow) are pairs whose right verdict is known by construction; "
-    "red-edged items disagree with the human label.",
+    ("Verdict 1: answer a (system a) is better; 2: answer b is better; tie; invalid: no "
+     "verdict could be read. The verdict shown first is the judge's configured rule's; the "
+     "badges give every rule's."),
+    ("Log-prob judges generate no reply text: they score the three replies <rating>1, "
+     "<rating>2 and <rating>0, whose log-probabilities (and the margin of answer a in that "
+     "order) are listed instead."),
+    ("Known-answer controls (yellow) are pairs whose right verdict is known by construction; "
+     "red-edged items disagree with the human label."),
 )
 
 
@@ -127,7 +127,7 @@ def control_items(records: Sequence[Mapping[str, Any]], pairs: Mapping[str, Mapp
                   "position_consistent": None if detail.get("verdict_ba") is None or detail.get("verdict_ab") is None
                   else detail["verdict_ab"] == detail["verdict_ba"]}
         if detail.get("margin_ab") is not None and detail.get("margin_ba") is not None:
-            sign = lambda value: (value > 0) - (value < 0)  # noqa: E731
+            sign = lambda value: (value > 0) - (value < 0)
             record["position_consistent_calibrated"] = sign(detail["margin_ab"]) == sign(detail["margin_ba"])
         item = pair_item(record, "controls", shown["name"], shown["rule"])
         item["verdict"] = verdicts[shown["rule"]]

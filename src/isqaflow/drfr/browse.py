@@ -31,13 +31,13 @@ __all__ = ["control_items", "drfr_items", "response_items", "run_drfr_browser"]
 
 TALLY_KEYS = ("questions", "YES", "NO", "INVALID")
 NOTES = (
-    "One item per judged response: the instruction, its input, the response and the judge's "
-    "answer to each decomposed question (the configured rule's; the badges give every rule's "
-    "YES count). INVALID counts as NO in the DRFR; the shown items' DRFR is YES / questions.",
-    "Log-prob judges generate no reply text: the log-probabilities of YES and NO decide, "
-    "listed with the calibration's content-free log-odds.",
-    "Known-answer controls (yellow) ask questions a response cannot meet (the empty response, "
-    "or a response written for another instruction): expected NO.",
+    ("One item per judged response: the instruction, its input, the response and the judge's "
+     "answer to each decomposed question (the configured rule's; the badges give every rule's "
+     "YES count). INVALID counts as NO in the DRFR; the shown items' DRFR is YES / questions."),
+    ("Log-prob judges generate no reply text: the log-probabilities of YES and NO decide, "
+     "listed with the calibration's content-free log-odds."),
+    ("Known-answer controls (yellow) ask questions a response cannot meet (the empty response, "
+     "or a response written for another instruction): expected NO."),
 )
 _SCORES = ("logprob_yes", "logprob_no", "log_odds", "content_free_log_odds", "calibrated_log_odds")
 

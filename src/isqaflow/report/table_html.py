@@ -34,11 +34,7 @@ _STYLE = (
 
 
 def _cells(line: str) -> list[str]:
-    line = line.strip()
-    if line.startswith("|"):
-        line = line[1:]
-    if line.endswith("|"):
-        line = line[:-1]
+    line = line.strip().removeprefix("|").removesuffix("|")
     return [cell.strip().replace("\\|", "|") for cell in _UNESCAPED_PIPE.split(line)]
 
 
