@@ -134,3 +134,32 @@ rule table_html:
         code=code("isqaflow.report.table_html"),
     script:
         "../scripts/table_html.py"
+
+
+# Paired tests between systems judged on the same items (McNemar for DRFR's YES/NO,
+# sign-flip for the arena's preferences), Holm-corrected.
+rule paired_tests:
+    input:
+        arena=lambda wc: list(arena_judged_files().values()),
+        drfr=lambda wc: list(drfr_judged_files().values()),
+    output:
+        tables=report(
+            expand("results/tables/paired_tests.{ext}", ext=["csv", "md", "tex"]),
+            caption="../report/paired_tests.rst",
+            category="Leaderboard",
+        ),
+    log:
+        "logs/paired_tests.log",
+    conda:
+        "../envs/data.yaml"
+    threads: threads_for("tables")
+    resources:
+        **cluster_resources("tables", gpu=0),
+    params:
+        arena=lambda wc: arena_judged_files(),
+        drfr=lambda wc: drfr_judged_files(),
+        rounds=config["metrics"]["bootstrap_rounds"],
+        seed=config["seed"],
+        code=code("isqaflow.report.paired"),
+    script:
+        "../scripts/paired_tests.py"

@@ -31,6 +31,7 @@ TABLES = [
                               "agreement", "summaries", "length_controlled", "length_bias")),
     "validity",
     "leaderboard",
+    "paired_tests",
 ]
 FIGURES = ["isqa_figure3_qasper", "drfr_constraints", "arena_ratings"]
 
@@ -146,7 +147,7 @@ def test_lora_parameter_reruns_finetuning_and_only_what_depends_on_it(run):
     assert set(jobs) == {
         "evaluate_feedback", "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_judge",
         "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard",
-        "manifest", "all", "drfr_browser", "table_html",
+        "manifest", "all", "drfr_browser", "table_html", "paired_tests",
     }
 
 
@@ -156,14 +157,14 @@ def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "tie_band", change))
     assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "validity_table",
-                         "leaderboard", "manifest", "all", "arena_browser", "table_html"}
+                         "leaderboard", "manifest", "all", "arena_browser", "table_html", "paired_tests"}
 
     def change_drfr(config):
         config["drfr"]["judges"]["local"].update(mode="text", rule="raw")
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "drfr_text", change_drfr))
     assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "validity_table", "leaderboard", "manifest",
-                         "all", "drfr_browser", "table_html"}
+                         "all", "drfr_browser", "table_html", "paired_tests"}
 
 
 def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
@@ -198,9 +199,10 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
 # One's own system's file edited -> the jobs that read its outputs and the tables (the other
 # judges wait for results/systems/checked.json as ancient input: they do not rerun).
 SYSTEM_FILE_RERUNS = {
-    "answers-handwritten.jsonl": {"file_answers", "check_systems", "arena_judge", "arena_tables", "arena_browser"},
+    "answers-handwritten.jsonl": {"file_answers", "check_systems", "arena_judge", "arena_tables", "arena_browser",
+                                  "paired_tests"},
     "model_outputs.json": {"file_responses", "check_systems", "drfr_judge", "drfr_tables", "validity_table",
-                           "drfr_browser"},
+                           "drfr_browser", "paired_tests"},
     "summaries-handwritten.jsonl": {"file_summaries", "check_systems", "score_summaries", "drfr_summaries",
                                     "arena_summaries", "drfr_tables", "arena_tables"},
 }

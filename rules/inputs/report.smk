@@ -30,6 +30,7 @@ STAGE_MODULES = {
     "arena_browser": "isqaflow.arena.browse",
     "drfr_browser": "isqaflow.drfr.browse",
     "table_html": "isqaflow.report.table_html",
+    "paired_tests": "isqaflow.report.paired",
 }
 
 
@@ -85,6 +86,15 @@ def drfr_browser_inputs(kind):
     return [p for f in files for p in f[kind]]
 
 
+def drfr_judged_files():
+    """Label "<dataset>.<judge>" -> that judge's judgments file, for the paired tests."""
+    return {
+        f"{d}.{j}": judgments
+        for d, files in drfr_browser_files().items()
+        for j, judgments in zip(config["drfr"]["judges"], files["judgments"])
+    }
+
+
 def browser_targets():
     return ["results/browser/arena.html", "results/browser/drfr.html"]
 
@@ -95,7 +105,7 @@ def table_names():
         [f"isqa_{t}" for t in ISQA_TABLES]
         + [f"drfr_{t}" for t in DRFR_TABLES]
         + [f"arena_{t}" for t in ARENA_TABLES]
-        + ["leaderboard", "validity"]
+        + ["leaderboard", "validity", "paired_tests"]
     )
 
 
