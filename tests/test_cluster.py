@@ -57,7 +57,7 @@ def test_partition_names_from_config_then_environment():
 def test_gpu_job_goes_to_the_gpu_partition_with_its_model_and_extra():
     req = job_request(RES, "generate", gpus=1, environ={})
     assert req == {"mem_mb": 64000, "runtime": 1440, "slurm_partition": "gpu-a100", "gpu_model": "a100",
-                   "slurm_extra": "--exclusive"}
+                   "slurm_extra": "--exclusive", "nodes": 1}
 
 
 def test_cpu_job_of_a_gpu_stage_gets_neither_gpu_model_nor_gpu_partition():
@@ -265,6 +265,19 @@ def test_sbatch_arguments_of_a_cpu_a_gpu_and_a_download_job(paper_dry_run):
     download = next(j for j in jobs if j["rule"] == "download")
     call = sbatch_args(download)
     assert "-p cpuq" in call and "--cpus-per-task=1" in call and "--gpus" not in call
+
+
+def test_multi_gpu_jobs_are_held_on_one_node(paper_dry_run):
+    """Issue 28, item 4: the plugin adds --nodes only for a nodes resource, and --gpus=N alone lets
+    SLURM spread a tensor-parallel server's GPUs over nodes.  Every job asks for one node."""
+    *_, jobs = paper_dry_run
+    submitted = [j for j in jobs if not j["local"]]
+    big = [j for j in submitted if j["resources"].get("gpu", 0) >= 4]
+    assert big, "the paper config plans no job with 4 or more GPUs"
+    for job in big + [j for j in submitted if j["resources"].get("gpu", 0) == 1][:3]:
+        call = sbatch_args(job)
+        assert "--nodes=1" in call.split() and f"--gpus={job['resources']['gpu']}" in call, (job["rule"], call)
+    assert all(j["resources"].get("nodes") == 1 for j in submitted)
 
 
 def test_downloads_submitted_to_the_cpu_partition_when_not_local(tmp_path):
