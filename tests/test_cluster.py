@@ -295,6 +295,44 @@ def test_downloads_submitted_to_the_cpu_partition_when_not_local(tmp_path):
     assert "--gpus=h100:1" in call and "-C nvlink" in call and "-p gpuq" in call
 
 
+def test_every_stage_honours_local(tmp_path):
+    """Issue 28, item 2: resources.<stage>.local was accepted for every stage and honoured only for
+    downloads; the API judges (stage judge) then needed the internet on compute nodes.  Each rule
+    follows its stage's local: (read from Snakemake's own API)."""
+    workdir, run_env = checkout(tmp_path)
+    config = yaml.safe_load((workdir / "config/paper.yaml").read_text())
+    config["resources"]["judge"]["local"] = True
+    config["resources"]["data"]["local"] = True
+    (workdir / "config/api-local.yaml").write_text(yaml.safe_dump(config))
+    local = local_rules(workdir, run_env, "config/api-local.yaml")
+    judges = {"arena_judge", "arena_judge_checks", "arena_summaries", "drfr_judge", "drfr_summaries"}
+    data = {"convert_papers", "convert_qa_train", "convert_instructions", "convert_rag"}
+    assert judges | data <= local
+    assert not {"baseline_summaries", "isqa_refine", "rag_answers", "finetune_feedback", "retrieve"} & local
+    text = run_snakemake(workdir, run_env, "--profile", "profiles/slurm", "--configfile", "config/api-local.yaml", "-n")
+    assert judges <= {j["rule"] for j in parse_jobs(text)}  # the cluster command plans them (as local jobs)
+
+
+def test_each_rule_takes_local_from_the_stage_of_its_resources():
+    """A rule's localrule: names the stage its cluster_resources come from (or the rule is always local)."""
+    always = set()
+    checked = 0
+    for path in sorted((REPO / "rules").glob("*.smk")):
+        text = path.read_text()
+        for block in re.findall(r"(?ms)^localrules:\n(.*?)\n\n", text):
+            always |= set(re.findall(r"(\w+),", block))
+        for name, body in re.findall(r"(?ms)^rule (\w+):\n(.*?)(?=^rule |\Z)", text):
+            stage = re.search(r'cluster_resources\(\s*"(\w+)"', body)
+            if stage is None:
+                continue
+            if name in always:
+                assert "localrule:" not in body, name
+                continue
+            assert f'localrule: local_stage("{stage.group(1)}")' in body, name
+            checked += 1
+    assert checked >= 30 and always >= {"manifest", "check_systems"}
+
+
 def test_a_request_above_its_partition_cap_fails_at_dag_build_naming_the_stage(tmp_path):
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     config["resources"]["partitions"] = {"cpu": {"max_mem_mb": 1000}}
