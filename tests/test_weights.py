@@ -82,7 +82,7 @@ MIXED = {
     "consolidated.safetensors": b"\5" * 4096, "consolidated.00.pth": b"\6" * 4096,
     "original/consolidated.00.pth": b"\7" * 4096, "original/params.json": b"{}\n",
     "original/tokenizer.model": b"sp",
-    "tf_model.h5": b"\8" * 1024, "flax_model.msgpack": b"\9" * 1024, "model.onnx": b"o" * 1024,
+    "tf_model.h5": b"\x08" * 1024, "flax_model.msgpack": b"\x09" * 1024, "model.onnx": b"o" * 1024,
     "adapter/adapter_config.json": b"{}\n", "adapter/adapter_model.bin": b"a" * 512,
     "1_Pooling/config.json": b"{}\n", "README.md": b"# card\n",
 }

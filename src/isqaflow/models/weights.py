@@ -100,7 +100,7 @@ def select_files(files: list[str]) -> list[str]:
             continue
         if name.endswith(OTHER_WEIGHTS):
             continue
-        if (name.endswith(".bin") or name.endswith(".bin.index.json")) and path.parent in safetensors_folders:
+        if name.endswith((".bin", ".bin.index.json")) and path.parent in safetensors_folders:
             continue
         chosen.append(name)
     return sorted(chosen)
