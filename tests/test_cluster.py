@@ -90,11 +90,18 @@ def test_downloads_are_local_unless_configured():
     assert not is_local({**RES, "download": {"local": False}}, "download")
 
 
+def test_a_gpu_job_of_a_local_stage_is_an_error_naming_the_stage():
+    local = {**RES, "generate": {**RES["generate"], "local": True}}
+    assert job_request(local, "generate", gpus=0, environ={})["nodes"] == 1  # its API-only jobs: fine
+    with pytest.raises(ResourceError, match=r"resources\.generate: local is true, .* needs 1 GPU\(s\)"):
+        job_request(local, "generate", gpus=1, environ={})
+
+
 def test_paper_config_every_stage_fits_its_partitions():
     res = PAPER["resources"]
     stages = [s for s in res if s != "partitions"]
     for stage in stages:
-        for gpus in (0, 1):
+        for gpus in (0,) if is_local(res, stage) else (0, 1):  # a local stage's jobs get no GPU
             job_request(res, stage, gpus, environ={})  # raises when above a cap
 
 

@@ -17,6 +17,8 @@ value reaches ``sbatch`` through snakemake-executor-plugin-slurm:
   to the partition's ``max_mem_mb`` / ``max_runtime``, never past them.  A stage whose
   first request is already above its partition's cap is an error when the DAG is built
   (:class:`ResourceError`, naming the stage), not a job that sbatch refuses later.
+* ``local``: a stage's rules run on the submit host (:func:`is_local`); a job of such a stage
+  that needs a GPU is an error at DAG build, naming the stage (the submit host has none).
 
 Only the standard library: the workflow imports this at parse time.
 """
@@ -93,6 +95,11 @@ def job_request(
     ``constraint``, ``slurm_extra``.  Raises :class:`ResourceError` when the first try
     already asks for more than the partition's cap."""
     settings = stage_settings(resources, stage)
+    if gpus > 0 and is_local(resources, stage):
+        raise ResourceError(
+            f"resources.{stage}: local is true, so this stage's rules run on the submit host, but one of "
+            f"its jobs needs {gpus} GPU(s); set local only on stages whose jobs all call an API or the "
+            "network (docs/paper-scale.md, outbound access), or reach the API through a proxy")
     kind = partition_kind(gpus)
     part = partition(resources, kind, environ)
     mem = int(settings["mem_mb"])
