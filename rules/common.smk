@@ -116,7 +116,8 @@ def cluster_resources(stage, gpu=None):
     """Every resource of a stage's jobs (isqaflow.cluster): mem_mb and runtime growing with
     each retry up to the partition's caps (above a cap: an error at DAG build naming the
     stage), gpu (an int or a function of the wildcards; default the stage's), the partition
-    (GPU jobs to the GPU partition, all others to the CPU one), and gpu_model, constraint,
+    (GPU jobs to the GPU partition, all others to the CPU one), one node (sbatch --nodes=1: a
+    job's GPUs on one node), and gpu_model, constraint,
     slurm_extra where the stage or its partition sets them.  Use as `resources: **...`.
     """
     if gpu is None:
@@ -132,6 +133,7 @@ def cluster_resources(stage, gpu=None):
         "gpu": gpu,
         "slurm_partition": lambda wildcards: request(wildcards)["slurm_partition"]
         or None,
+        "nodes": lambda wildcards: request(wildcards)["nodes"],
     }
     for key in ("gpu_model", "constraint", "slurm_extra"):
         values[key] = lambda wildcards, key=key: request(wildcards).get(key)
