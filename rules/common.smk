@@ -16,6 +16,7 @@ from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow import grid  # noqa: E402
+from isqaflow.devices import DevicePoolError, use_gpu_pool  # noqa: E402
 from isqaflow.models import gpu_plan  # noqa: E402
 from isqaflow.models.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights import hub_models  # noqa: E402
@@ -84,6 +85,15 @@ def check_api_models_or_exit():
             flush=True,
         )
         sys.exit(1)
+
+
+def use_gpu_pool_or_exit():
+    """On one machine without a scheduler (ISQAFLOW_GPUS, profiles/workstation): at most as
+    many GPU jobs at once as the pool has devices (isqaflow.devices.use_gpu_pool)."""
+    try:
+        use_gpu_pool(workflow)
+    except DevicePoolError as err:
+        sys.exit(f"isqaflow: {err}")
 
 
 def print_gpu_plan():
