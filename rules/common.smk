@@ -16,7 +16,7 @@ from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow import grid  # noqa: E402
-from isqaflow.devices import DevicePoolError, use_gpu_pool  # noqa: E402
+from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
 from isqaflow.models import gpu_plan  # noqa: E402
 from isqaflow.models.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights import hub_models  # noqa: E402
@@ -136,10 +136,17 @@ def cluster_resources(stage, gpu=None):
     def request(wildcards, attempt=1):
         return job_request(config["resources"], stage, int(count(wildcards)), attempt)
 
+    def gpus(wildcards):
+        # Snakemake would cut a request above --resources gpu down to it: an error instead
+        limit = workflow.global_resources.get("gpu").value
+        return check_job_gpus(
+            int(count(wildcards)), limit, f"a {stage} job {dict(wildcards)}"
+        )
+
     values = {
         "mem_mb": lambda wildcards, attempt: request(wildcards, attempt)["mem_mb"],
         "runtime": lambda wildcards, attempt: request(wildcards, attempt)["runtime"],
-        "gpu": gpu,
+        "gpu": gpus,
         "slurm_partition": lambda wildcards: request(wildcards)["slurm_partition"]
         or None,
     }

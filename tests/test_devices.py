@@ -286,3 +286,35 @@ def test_retrievers_in_a_gpu_job_without_a_gpu_fail_and_colbert_gets_its_device(
         with pytest.raises(RuntimeError, match="stop here"):
             colbert.build_colbert_index(passages, tmp_path / "index", device="cpu")
     assert seen == ["cpu", "cpu"]
+
+
+# ----------------------------------------------------------------------------- the paper grid on a workstation
+
+@pytest.fixture(scope="module")
+def paper_workdir(tmp_path_factory):
+    from workflow_utils import copy_repo
+
+    workdir = copy_repo(tmp_path_factory.mktemp("paper-workstation"))
+    stub = workdir / "resources/local/scimrc/scimrc_train_dev.json"
+    stub.parent.mkdir(parents=True)
+    stub.write_text("[]\n")
+    return workdir
+
+
+@pytest.mark.parametrize("ids, ok", [("0,1", False), ("0,1,2,3,4,5,6,7", True)])
+def test_paper_grid_on_a_workstation_plans_only_what_its_gpus_hold(paper_workdir, monkeypatch, ids, ok):
+    """Snakemake cuts a job's gpu request down to --resources gpu without a word; the workflow
+    refuses instead, at DAG build, naming the job (a 4-GPU tensor-parallel server on 2 GPUs fails)."""
+    from workflow_utils import snakemake
+
+    monkeypatch.setenv("OPENAI_API_KEY", "placeholder-for-a-dry-run")
+    monkeypatch.setenv(devices.GPUS_ENV, ids)
+    result = snakemake(paper_workdir, "-n", "--profile", "profiles/workstation", "--configfile", "config/paper.yaml",
+                       timeout=300)
+    text = result.stdout + result.stderr
+    if ok:
+        assert result.returncode == 0, text[-3000:]
+        assert "drfr_responses" in text
+    else:
+        assert result.returncode != 0
+        assert "needs 4 GPUs" in text and "this run has gpu=2" in text, text[-3000:]

@@ -201,6 +201,17 @@ def pool_gpu_limit(given: int | None, environ: Mapping[str, str] | None = None) 
     return len(pool.ids) if given is None else int(given)
 
 
+def check_job_gpus(needed: int, limit: int | None, job: str) -> int:
+    """A job's GPU count against Snakemake's global ``gpu`` resource (``limit``), at DAG build:
+    Snakemake would silently cut a larger request down to the limit, and the job's GPU plan
+    (tensor parallelism, one GPU per server) would then not fit the devices it gets."""
+    if limit is not None and needed > int(limit):
+        raise DevicePoolError(f"{job} needs {needed} GPUs (its GPU plan or its stage's resources), but this run "
+                              f"has gpu={limit} ({GPUS_ENV} or --resources gpu): run it on a machine with "
+                              f"{needed} GPUs, or lower the stage's needs (gpu_plan, resources)")
+    return needed
+
+
 def use_gpu_pool(workflow) -> int | None:
     """Called when the workflow is parsed (Snakefile): in a run on this machine (not SLURM's
     executor) with ``ISQAFLOW_GPUS``, Snakemake's global ``gpu`` resource becomes the pool's size
