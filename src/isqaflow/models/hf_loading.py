@@ -14,10 +14,10 @@ from isqaflow.models.templates import (
 from isqaflow.runtime import job_device
 
 
-def resolve_device(device: str = "auto", name: str = "model") -> str:
+def resolve_device(device: str = "auto", name: str = "model", key: str | None = None) -> str:
     """``auto``: CUDA when torch sees a device, else the CPU; in a job given GPUs that sees none,
     :class:`isqaflow.devices.NoGPUError` naming the job and ``name`` (see :func:`isqaflow.runtime.job_device`)."""
-    return job_device(device, model=name)
+    return job_device(device, model=name, key=key)
 
 
 def resolve_dtype(dtype: str, device: str):
