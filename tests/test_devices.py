@@ -318,3 +318,47 @@ def test_paper_grid_on_a_workstation_plans_only_what_its_gpus_hold(paper_workdir
     else:
         assert result.returncode != 0
         assert "needs 4 GPUs" in text and "this run has gpu=2" in text, text[-3000:]
+
+
+# A job that starts a model server (a stand-in that ignores SIGTERM, as a slow engine would) and is
+# then killed: its watchdog stops the orphaned server, and holds the job's devices until it has.
+SERVER_JOB = textwrap.dedent("""
+    import sys, time
+    from pathlib import Path
+    from types import SimpleNamespace
+    from isqaflow import runtime
+    from isqaflow.models.serve_process import ManagedServer
+
+    out = Path(sys.argv[1])
+    smk = SimpleNamespace(log=[str(out.with_suffix(".log"))], threads=1, rule="fake_served_job", wildcards={},
+                          output=[str(out)], resources=SimpleNamespace(gpu=1))
+    up = out.with_suffix(".up")
+    server = [sys.executable, "-c", "import pathlib, signal, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+              "pathlib.Path(sys.argv[1]).touch(); time.sleep(600)", str(up)]
+    with runtime.job(smk):
+        started = ManagedServer(server, name="stand-in", port=1, probe_model="m", stop_timeout=2.0).start()
+        while not up.exists():  # the stand-in ignores SIGTERM from here on
+            time.sleep(0.02)
+        out.with_suffix(".ready").write_text(str(started.pgid))
+        time.sleep(600)
+""")
+
+
+def test_after_kill_9_the_devices_stay_taken_until_the_orphaned_server_is_gone(tmp_path):
+    from isqaflow.models.serve_process import group_alive
+
+    env = _env(tmp_path, "fake0")
+    out = tmp_path / "served.json"
+    job = subprocess.Popen([sys.executable, "-c", SERVER_JOB, str(out)], env=env)
+    _wait_for(out.with_suffix(".ready"))
+    pgid = int(out.with_suffix(".ready").read_text())
+    pool = devices.DevicePool(["fake0"], tmp_path / "pool")
+    assert pool.try_acquire(1, "test") is None
+    os.kill(job.pid, signal.SIGKILL)
+    job.wait(timeout=30)
+    time.sleep(0.3)
+    assert group_alive(pgid), "the stand-in server should outlive the job for its stop timeout"
+    assert pool.try_acquire(1, "test") is None, "the device was free while the orphaned server still ran"
+    with pool.acquire(1, "test", timeout=60, poll=0.05) as lease:
+        assert lease.devices == ["fake0"]
+        assert not group_alive(pgid), "the device came back before the orphaned server was gone"

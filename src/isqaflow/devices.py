@@ -10,7 +10,9 @@ indices into it) and its in-process models (``cuda`` = its first device) use tho
 only.  Each device is one lock file in the pool directory (``ISQAFLOW_GPU_POOL``, default
 ``<tmp>/isqaflow-gpus-<uid>``) held with ``flock`` by the job process: it is given back when
 the job ends, however it ends -- a process killed with SIGKILL closes its files, and the
-kernel drops its locks.  Nothing is a marker file that a crash could leave behind.  A job
+kernel drops its locks.  Nothing is a marker file that a crash could leave behind.  A model
+server's watchdog (:mod:`isqaflow.models.serve_process`) holds the same locks, so after
+``kill -9`` of a job its devices stay taken until its orphaned server has been stopped.  A job
 takes all its devices or none (it never holds some while waiting for the rest), so two jobs
 cannot block each other; one that finds too few free waits, logging who holds them.
 Snakemake's global resource ``gpu`` (``--resources gpu=N``; the workflow sets it from
@@ -82,6 +84,12 @@ class Lease:
 
     devices: list[str]
     _fds: list[int] = field(default_factory=list, repr=False)
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """The open lock files: a child process given them (``pass_fds``) keeps the devices taken
+        until it exits too, even when this process is killed (a server's watchdog)."""
+        return tuple(self._fds)
 
     def release(self) -> None:
         while self._fds:

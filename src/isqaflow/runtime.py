@@ -117,6 +117,10 @@ class Job:
     outputs: list[str]
     wildcards: dict[str, str] = field(default_factory=dict)
     gpus: int = 0  # the rule's gpu resource (the GPU plan's count for a model stage)
+    # the open lock files of the devices the job drew from the pool (isqaflow.devices): a model
+    # server's watchdog inherits them, so that after kill -9 of the job the devices stay taken
+    # until the watchdog has stopped the orphaned server
+    device_locks: tuple[int, ...] = ()
 
     def label(self) -> str:
         """The job as messages name it: ``job <rule> {wildcards}``."""
@@ -192,6 +196,7 @@ def job(smk: Any) -> Iterator[Job]:
         # given back last, after the job's servers have stopped (hooks run last-in first-out)
         lease = devices.assign_job_devices(gpus, _current.label())
         if lease is not None:
+            _current.device_locks = tuple(lease.fds)
             _exit_hooks.append(lease.release)
         yield _current
     except BaseException:
