@@ -2,6 +2,8 @@
 
 snakemake --profile profiles/local                                  # embedded default, offline
 snakemake --profile profiles/slurm --configfile config/paper.yaml   # paper scale
+ISQAFLOW_GPUS=0,1,2,3 snakemake --profile profiles/workstation --configfile config/paper.yaml
+                                                                    # one machine, 4 GPUs
 """
 
 from snakemake.utils import min_version, validate
@@ -26,6 +28,8 @@ include: "rules/common.smk"
 # run needs (isqaflow.configcheck): all problems at once, then exit before any rule is
 # parsed -- in a dry run too, with no job started and no output deleted.
 exit_on_config_problems()
+# One machine without a scheduler (ISQAFLOW_GPUS): at most as many GPU jobs at once as GPUs.
+use_gpu_pool_or_exit()
 
 
 # API models: one listing per endpoint when the run starts (not in a dry run), before any job.

@@ -16,6 +16,7 @@ from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow import grid  # noqa: E402
+from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
 from isqaflow.models import gpu_plan  # noqa: E402
 from isqaflow.models.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights import hub_models  # noqa: E402
@@ -86,6 +87,15 @@ def check_api_models_or_exit():
         sys.exit(1)
 
 
+def use_gpu_pool_or_exit():
+    """On one machine without a scheduler (ISQAFLOW_GPUS, profiles/workstation): at most as
+    many GPU jobs at once as the pool has devices (isqaflow.devices.use_gpu_pool)."""
+    try:
+        use_gpu_pool(workflow)
+    except DevicePoolError as err:
+        sys.exit(f"isqaflow: {err}")
+
+
 def print_gpu_plan():
     """A dry run of a config with a gpu_plan section prints every GPU job's plan (stderr)."""
     if config.get("gpu_plan") is not None and {"-n", "--dry-run", "--dryrun"} & set(
@@ -127,10 +137,17 @@ def cluster_resources(stage, gpu=None):
     def request(wildcards, attempt=1):
         return job_request(config["resources"], stage, int(count(wildcards)), attempt)
 
+    def gpus(wildcards):
+        # Snakemake would cut a request above --resources gpu down to it: an error instead
+        limit = workflow.global_resources.get("gpu").value
+        return check_job_gpus(
+            int(count(wildcards)), limit, f"a {stage} job {dict(wildcards)}"
+        )
+
     values = {
         "mem_mb": lambda wildcards, attempt: request(wildcards, attempt)["mem_mb"],
         "runtime": lambda wildcards, attempt: request(wildcards, attempt)["runtime"],
-        "gpu": gpu,
+        "gpu": gpus,
         "slurm_partition": lambda wildcards: request(wildcards)["slurm_partition"]
         or None,
         "nodes": lambda wildcards: request(wildcards)["nodes"],
