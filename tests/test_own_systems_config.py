@@ -26,17 +26,85 @@ def test_the_embedded_config_has_a_file_based_system_in_every_suite():
     assert check_config(EMBEDDED, REPO, {}) == []
 
 
-def test_a_missing_file_stops_the_dag_naming_it(tmp_path):
-    """Like a dataset's raw file: Snakemake's missing input, when the DAG is built."""
+def file_problems(change, workdir=REPO, environ=None):
+    config = copy.deepcopy(EMBEDDED)
+    change(config)
+    return [(p.path, p.message) for p in check_config(config, workdir, environ or {})
+            if p.path.endswith(".file")]
+
+
+def set_file(section, key, name, value):
+    return lambda config: config[section][key][name].update(file=value)
+
+
+def test_a_misspelled_file_is_a_config_problem_naming_key_path_and_resolved_path():
+    problems = file_problems(set_file("arena", "answerers", "handwritten",
+                                      "data/embedded/systems/answers-handwriten.jsonl"))
+    assert len(problems) == 1
+    path, message = problems[0]
+    assert path == "arena.answerers.handwritten.file"
+    assert "'data/embedded/systems/answers-handwriten.jsonl'" in message
+    assert f"resolved to {REPO}/data/embedded/systems/answers-handwriten.jsonl" in message
+    assert "did you mean 'data/embedded/systems/answers-handwritten.jsonl'?" in message
+
+
+def test_a_missing_folder_is_named():
+    _, message = file_problems(set_file("drfr", "responders", "handwritten", "outputs/mine/model_outputs.json"))[0]
+    assert f"its folder {REPO}/outputs does not exist" in message
+
+
+def test_a_path_relative_to_the_folder_the_command_was_started_in(tmp_path):
+    """Written relative to where the user stands (PWD), read from the workflow's folder."""
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs/answers.jsonl").write_text("{}\n")
+    problems = file_problems(set_file("arena", "answerers", "handwritten", "runs/answers.jsonl"),
+                             environ={"PWD": str(tmp_path)})
+    [(path, message)] = problems
+    assert path == "arena.answerers.handwritten.file"
+    assert f"read from the workflow's folder {REPO}" in message
+    assert f"it exists relative to {tmp_path}, where the command was started: write {tmp_path}/runs/answers.jsonl" \
+        in message
+
+
+def test_a_folder_is_not_a_file():
+    [(path, message)] = file_problems(set_file("isqa", "file_summaries", "handwritten", "data/embedded/systems"))
+    assert path == "isqa.file_summaries.handwritten.file"
+    assert "'data/embedded/systems' (resolved to" in message and "is a folder" in message
+
+
+def test_an_unreadable_file(tmp_path):
+    import os
+
+    if os.geteuid() == 0:
+        import pytest
+
+        pytest.skip("root reads every file")
+    (tmp_path / "a.jsonl").write_text("{}\n")
+    (tmp_path / "a.jsonl").chmod(0)
+    [(_, message)] = file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "a.jsonl")))
+    assert "cannot be read" in message
+
+
+def test_a_file_deleted_after_a_run_stops_the_dry_run(tmp_path):
+    """The outputs of the system's import job may all be there (a finished run): the dry run
+    must fail naming the file, not say "Nothing to be done" with the last run's tables."""
     from workflow_utils import snakemake
 
     repo = copy_repo(tmp_path / "repo")
-    config = copy.deepcopy(EMBEDDED)
-    config["arena"]["answerers"]["handwritten"]["file"] = "data/nowhere.jsonl"
-    (repo / "config/missing.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake(repo, "-n", "--configfile", "config/missing.yaml", timeout=300)
+    assert file_problems(lambda c: None, workdir=repo) == []
+    (repo / "data/embedded/systems/answers-handwritten.jsonl").unlink()
+    # what a finished run leaves: the import job's outputs, newer than everything
+    for out in ("results/arena/answers/bm25-k5/handwritten.jsonl", "results/systems/arena/bm25-k5/handwritten.json",
+                "results/systems/checked.json"):
+        (repo / out).parent.mkdir(parents=True, exist_ok=True)
+        (repo / out).write_text("{}\n")
+    result = snakemake(repo, "-n", "--profile", "profiles/local", timeout=300)
+    text = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "data/nowhere.jsonl" in result.stdout + result.stderr
+    assert "Nothing to be done" not in text
+    assert ("arena.answerers.handwritten.file: 'data/embedded/systems/answers-handwritten.jsonl' (resolved to "
+            f"{repo}/data/embedded/systems/answers-handwritten.jsonl) does not exist") in text
+    assert "no job was started" in text
 
 
 def test_file_summaries_need_a_paper_dataset_and_their_own_name():
