@@ -4,6 +4,9 @@ snakemake --profile profiles/local                                  # embedded d
 snakemake --profile profiles/slurm --configfile config/paper.yaml   # paper scale
 """
 
+import sys
+from pathlib import Path
+
 from snakemake.utils import min_version, validate
 
 min_version("9.20")
@@ -16,6 +19,17 @@ if not workflow.overwrite_configfiles:
     configfile: "config/config.yaml"
 
 
+# The schema's errors, each naming its config key in one line (isqaflow.configcheck.schema):
+# "did you mean" for a misspelled key or value, never jsonschema's dump of a oneOf; then
+# validate fills in the defaults.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from isqaflow.configcheck.schema import exit_on_schema_problems
+
+exit_on_schema_problems(
+    config,
+    Path(workflow.basedir) / "config/schema.yaml",
+    workflow.overwrite_configfiles or ["config/config.yaml"],
+)
 validate(config, "config/schema.yaml")
 
 

@@ -1,7 +1,8 @@
 """Cross-references of the workflow config, checked when the workflow is parsed.
 
 The schema (``config/schema.yaml``) checks each value on its own: types, ranges,
-misspelled keys.  It cannot check that a *name* refers to something: that
+misspelled keys (its errors explained one line each by :mod:`.schema`, before Snakemake's
+``validate``).  It cannot check that a *name* refers to something: that
 ``arena.judges.local.model`` is a key of ``models``, that a feedback model's adapter
 is a key of ``finetune``, that a local model path exists.  A wrong name used to
 surface only inside a job -- a ``KeyError`` traceback from an input function, or a
