@@ -24,6 +24,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from isqaflow.runtime import NamedError
+
 __all__ = [
     "RecordError",
     "apply_umask",
@@ -42,7 +44,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-class RecordError(ValueError):
+class RecordError(NamedError, ValueError):
     """A malformed input record: says which file, which record and which field."""
 
     def __init__(

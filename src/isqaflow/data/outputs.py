@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.data.download import file_digest
+from isqaflow.runtime import NamedError
 
 FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
 COVERAGES = ("full", "partial")
@@ -85,7 +86,7 @@ class SystemOutputs:
                 "missing_first": self.missing[:MISSING_SHOWN], "generator": self.generator}
 
 
-class OutputFileError(ValueError):
+class OutputFileError(NamedError, ValueError):
     """Every problem of one outputs file, each naming the file, the line and the id."""
 
     def __init__(self, path: str, problems: Sequence[str]) -> None:
