@@ -10,7 +10,6 @@ from workflow_utils import copy_repo, snakemake
 
 from isqaflow import runtime
 from isqaflow.data.outputs import OutputFileError
-from isqaflow.io import RecordError
 
 
 def fake_job(tmp_path, log=True):
@@ -18,9 +17,8 @@ def fake_job(tmp_path, log=True):
                                  wildcards={}, output=[str(tmp_path / "out.jsonl")])
 
 
-@pytest.mark.parametrize("error", [OutputFileError("mine.jsonl", ["mine.jsonl, line 2, id '9': not in the dataset"]),
-                                   RecordError("data.jsonl", "empty question", record="q1", field="question")])
-def test_a_named_error_is_logged_once_without_a_traceback(tmp_path, capsys, error):
+def test_a_named_error_is_logged_once_without_a_traceback(tmp_path, capsys):
+    error = OutputFileError("mine.jsonl", ["mine.jsonl, line 2, id '9': not in the dataset"])
     hooks = []
     with pytest.raises(SystemExit) as exit_info:
         with runtime.job(fake_job(tmp_path)):
@@ -62,3 +60,84 @@ def test_a_malformed_file_is_reported_once_by_the_run(tmp_path):
     message = "data/embedded/systems/answers-handwritten.jsonl, line 2, id '9999': not in the dataset (domain 'fiqa')"
     assert output.count(message) == 1, output[-4000:]
     assert "Traceback" not in output and "OutputFileError" not in output
+
+
+# ----------------------------------------------------------------------------- unmatched items
+def _instructions():
+    from isqaflow.data.outputs import instruction_items
+    from isqaflow.data.schema import Instruction
+
+    long = ("Write a reply to the following email from a colleague who asks whether you can cover "
+            "her shift on Friday evening.")
+    return instruction_items([
+        Instruction(id="user_oriented_task_3", subset="Easy", category="c", instruction=long,
+                    input="Hi, could you take my Friday shift?", requirements=[{"question": "Polite?", "labels": ["Style"]}]),
+        Instruction(id="user_oriented_task_4", subset="Hard", category="c", instruction="Write a poem about rain.",
+                    requirements=[{"question": "A poem?", "labels": ["Style"]}]),
+    ]), long
+
+
+def test_an_unmatched_instruction_names_the_closest_item_and_where_the_texts_differ(tmp_path):
+    """AlpacaEval record whose instruction has its input appended as "\\nInput: ...": the first
+    60 characters are the dataset's; the message says where the texts part."""
+    import json
+
+    from isqaflow.data.outputs import read_system_outputs
+
+    items, long = _instructions()
+    path = tmp_path / "model_outputs.json"
+    path.write_text(json.dumps([{"instruction": f"{long}\nInput: Hi, could you take my Friday shift?",
+                                 "output": "Sure.", "generator": "mine"}]))
+    with pytest.raises(OutputFileError) as err:
+        read_system_outputs(path, "drfr", items, coverage="partial")
+    [problem] = err.value.problems
+    assert problem.startswith(f"{path}, line 1, instruction {long[:60]!r}: not in the dataset; "
+                              "closest: item 'user_oriented_task_3' (")
+    # after the instruction and the one space its newline collapses to
+    assert (f"the texts first differ at character {len(long) + 2}: the file has 'Input: Hi, could you take my "
+            "Friday shif'..., the dataset has 'Hi, could you take my Friday shift?'") in problem
+
+
+def test_an_unmatched_query_text_with_a_trailing_difference(tmp_path):
+    import json
+
+    from isqaflow.data.outputs import Item, read_system_outputs
+
+    items = [Item("science:science-search-test-140", "science-search-test-140", ("why does ice float on water?",),
+                  "science"), Item("fiqa:1", "1", ("what is an index fund?",), "fiqa")]
+    path = tmp_path / "science_from_colbert_5_psgs.json"
+    path.write_text(json.dumps([{"query": "why does ice float on water", "pred": "Density."}]))
+    with pytest.raises(OutputFileError) as err:
+        read_system_outputs(path, "arena", items, coverage="partial")
+    assert err.value.problems == [
+        f"{path}, line 1, query 'why does ice float on water': not in the dataset; closest: item "
+        "'science-search-test-140' ('science') (98% alike), the texts first differ at character 28: the file has "
+        "nothing more (its end), the dataset has '?'"]
+
+
+def test_an_unmatched_id_names_the_closest_id(tmp_path):
+    from isqaflow.data.outputs import Item, read_system_outputs
+
+    items = [Item("science:science-search-test-140", "science-search-test-140", ("q",), "science")]
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"domain": "science", "query_id": "science-search-test-14O", "answer": "x"}\n')
+    with pytest.raises(OutputFileError, match=r"line 1, id 'science-search-test-14O': not in the dataset "
+                                              r"\(domain 'science'\); closest id: 'science-search-test-140'$"):
+        read_system_outputs(path, "arena", items, coverage="partial")
+
+
+def test_coverage_errors_name_the_items_in_the_files_own_keys(tmp_path):
+    """A file keyed by query text lists the queries it lacks by their text, not by internal ids."""
+    import json
+
+    from isqaflow.data.outputs import Item, read_system_outputs
+
+    items = [Item("fiqa:1", "1", ("what is an index fund?",), "fiqa"),
+             Item("science:science-search-test-140", "science-search-test-140", ("why does ice float?",), "science")]
+    path = tmp_path / "fiqa_from_colbert_5_psgs.json"
+    path.write_text(json.dumps([{"query": "what is an index fund?", "pred": "A fund."}]))
+    with pytest.raises(OutputFileError) as err:
+        read_system_outputs(path, "arena", items)
+    assert err.value.problems == [f"{path}: 1 of 2 dataset queries missing, first ['why does ice float?' (science)]; "
+                                  "add them, or set coverage: partial"]
+    assert "science-search-test-140" not in str(err.value)

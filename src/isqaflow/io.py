@@ -24,8 +24,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
-from isqaflow.runtime import NamedError
-
 __all__ = [
     "RecordError",
     "apply_umask",
@@ -44,7 +42,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-class RecordError(NamedError, ValueError):
+class RecordError(ValueError):
     """A malformed input record: says which file, which record and which field."""
 
     def __init__(
