@@ -21,7 +21,8 @@ unambiguous):
 
 Every problem is found before any judge runs, all at once, each with the file, the
 line and the id: bytes that are not UTF-8, text that is not JSON, a record that is not
-an object or lacks its id or text, an id (or text) not in the dataset, an id given
+an object or lacks its id or text, an id (or text) not in the dataset (with the closest
+item and, for a text, where the two first differ: :mod:`isqaflow.data.unmatched`), an id given
 twice, an empty output, several generators in one file.  Ids of the dataset that the
 file lacks are an error too (their count and the first few) unless the system says
 ``coverage: partial``; the tables then show the system's n.
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.data.download import file_digest
+from isqaflow.data.unmatched import TEXT_FORMATS, explain_id, explain_text, file_key
 from isqaflow.runtime import NamedError
 
 FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
@@ -248,6 +250,7 @@ def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt
     outputs: dict[str, str] = {}
     lines: dict[str, int] = {}
     generators: set[str] = set()
+    unmatched = 0
     for line_no, obj in records:
         where = f"{path}, line {line_no}"
         if not isinstance(obj, dict):
@@ -289,7 +292,13 @@ def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt
         if domain is not None:
             candidates = [c for c in candidates if c.domain == domain]
         if not candidates:
-            problems.append(f"{where}, {label}: not in the dataset" + (f" (domain {domain!r})" if domain else ""))
+            hint = ""
+            if unmatched < MAX_PROBLEMS:  # difflib over the dataset: for the records shown
+                pool = [i for i in items if domain is None or i.domain == domain]
+                hint = explain_text(ident, pool, normalize_text) if fmt in TEXT_FORMATS else explain_id(ident, pool)
+            unmatched += 1
+            problems.append(f"{where}, {label}: not in the dataset" + (f" (domain {domain!r})" if domain else "")
+                            + hint)
             continue
         if len(candidates) > 1:
             problems.append(f"{where}, {label}: ambiguous, matches {[c.key for c in candidates]}; add a 'domain'")
@@ -312,8 +321,11 @@ def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt
     if not problems and not outputs:
         problems.append(f"{path}: no outputs")
     if missing and coverage == "full" and outputs:
-        problems.append(f"{path}: {len(missing)} of {len(items)} dataset ids missing, first "
-                        f"{missing[:MISSING_SHOWN]}; add them, or set coverage: partial")
+        # in the file's own keys: a text-keyed file lists the texts it lacks
+        first = [file_key(item, fmt) for item in items if item.key not in outputs][:MISSING_SHOWN]
+        noun = {"alpaca_eval": "instructions", "ragqa_arena": "queries"}.get(fmt, "ids")
+        problems.append(f"{path}: {len(missing)} of {len(items)} dataset {noun} missing, first "
+                        f"[{', '.join(first)}]; add them, or set coverage: partial")
     if problems:
         raise OutputFileError(path, problems)
     return SystemOutputs(path=path, format=fmt, sha256=file_digest(path), outputs=outputs, lines=lines,
