@@ -145,3 +145,36 @@ def test_the_dag_treats_file_systems_like_models(tmp_path):
     jobs = dry_run_jobs(repo, "--configfile", "config/models_only.yaml")
     assert not {"file_answers", "file_responses", "file_summaries", "check_systems"} & set(jobs)
     assert jobs["leaderboard"] == 1 and jobs["score_summaries"] == 1
+
+
+def test_an_overlay_adds_a_system_without_editing_the_default(tmp_path):
+    """A config file with only some sections is merged onto config/config.yaml; a whole config
+    (every top-level section, as config/paper.yaml) still replaces it."""
+    from isqaflow.configcheck.files import is_overlay
+    from isqaflow.configcheck.schema import load_schema
+
+    required = load_schema(REPO / "config/schema.yaml")["required"]
+    assert not is_overlay([REPO / "config/paper.yaml"], required)
+    assert not is_overlay([REPO / "config/paper.yaml", tmp_path / "mine.yaml"], required)
+    repo = copy_repo(tmp_path / "repo")
+    (repo / "mine").mkdir()
+    lines = (repo / "data/embedded/systems/answers-handwritten.jsonl").read_text().splitlines(keepends=True)
+    (repo / "mine/answers.jsonl").write_text("".join(lines[:3]))
+    overlay = {"arena": {"answerers": {"my-rag": {"file": "mine/answers.jsonl", "coverage": "partial"}}}}
+    (repo / "mine/systems.yaml").write_text(yaml.safe_dump(overlay))
+    assert is_overlay([repo / "mine/systems.yaml"], required)
+    jobs = dry_run_jobs(repo, "--configfile", "mine/systems.yaml")
+    assert jobs["file_answers"] == 2  # handwritten (the default's) and my-rag
+    assert jobs["rag_answers"] == 2 and jobs["leaderboard"] == 1  # the default's models, as without the overlay
+
+
+def test_a_typo_in_an_overlay_is_named_with_the_overlay(tmp_path):
+    from workflow_utils import snakemake
+
+    repo = copy_repo(tmp_path / "repo")
+    (repo / "mine.yaml").write_text("arena:\n  answerers:\n    my-rag: {fiel: mine/answers.jsonl}\n")
+    result = snakemake(repo, "-n", "--profile", "profiles/local", "--configfile", "mine.yaml", timeout=120)
+    text = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert "1 problem in the config (config/config.yaml, " in text and "mine.yaml); no job was started" in text
+    assert "arena.answerers.my-rag.fiel: unknown key (did you mean 'file'?)" in text
