@@ -66,10 +66,19 @@ def test_a_path_relative_to_the_folder_the_command_was_started_in(tmp_path):
         in message
 
 
-def test_a_folder_is_not_a_file():
-    [(path, message)] = file_problems(set_file("isqa", "file_summaries", "handwritten", "data/embedded/systems"))
-    assert path == "isqa.file_summaries.handwritten.file"
-    assert "'data/embedded/systems' (resolved to" in message and "is a folder" in message
+def test_a_folder_or_glob_must_name_prediction_files(tmp_path):
+    """A folder (its *.json files) or a glob: RAG-QA Arena's per-domain files; none is an error."""
+    (tmp_path / "preds").mkdir()
+    (tmp_path / "preds/notes.txt").write_text("x")
+    [(path, message)] = file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "preds")))
+    assert path == "arena.answerers.handwritten.file"
+    assert f"'{tmp_path}/preds' (resolved to {tmp_path}/preds) is a folder without *.json files" in message
+    [(_, message)] = file_problems(set_file("arena", "answerers", "handwritten", "data/embedded/systems/*_psgs.json"))
+    assert f"'data/embedded/systems/*_psgs.json' (resolved to {REPO}/data/embedded/systems/*_psgs.json) matches no " \
+           "file" in message
+    (tmp_path / "preds/fiqa_from_colbert_5_psgs.json").write_text("[]")
+    assert file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "preds"))) == []
+    assert file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "preds/*_psgs.json"))) == []
 
 
 def test_an_unreadable_file(tmp_path):

@@ -1,4 +1,5 @@
-"""Systems read from files (``file:`` entries): the file is there, is a file, and can be read.
+"""Systems read from files (``file:`` entries): the file is there, is a file, and can be read
+(a folder or a glob: RAG-QA Arena's per-domain prediction files, at least one, each readable).
 
 A system's outputs file is an input of its import job only; when it was missing,
 Snakemake said nothing as long as that job's outputs existed ("Nothing to be done", with
@@ -11,6 +12,7 @@ path is read from (the workflow's folder, not the folder the command was started
 from __future__ import annotations
 
 import difflib
+import glob
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -29,8 +31,27 @@ def system_entries(config: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str
                 yield f"{section}.{key}.{name}", entry
 
 
+GLOB_CHARS = "*?["
+
+
+def system_files(written: str, workdir: str | os.PathLike = ".") -> list[str]:
+    """The files a system's ``file:`` names: the file; the ``*.json`` files of a folder or the
+    files a glob matches (RAG-QA Arena's one prediction file per domain, :mod:`isqaflow.data.ragqa_files`),
+    sorted.  Relative paths stay relative (to ``workdir``, where they are looked up)."""
+    path = Path(written).expanduser()
+    base = Path(workdir)
+    if any(c in written for c in GLOB_CHARS):
+        found = (Path(p) for p in glob.glob(str(path if path.is_absolute() else base / path)))
+    elif (path if path.is_absolute() else base / path).is_dir():
+        found = (path if path.is_absolute() else base / path).glob("*.json")
+    else:
+        return [str(path)]
+    files = sorted(p for p in found if p.is_file())
+    return [str(p if path.is_absolute() else p.relative_to(base)) for p in files]
+
+
 def check_system_files(refs: References) -> None:
-    """Every ``file:`` of a system entry is a readable file (relative to ``refs.workdir``)."""
+    """Every ``file:`` of a system entry names readable files (relative to ``refs.workdir``)."""
     for path, entry in system_entries(refs.config):
         problem = file_problem(str(entry["file"]), refs.workdir, refs.environ.get("PWD"))
         if problem:
@@ -38,7 +59,8 @@ def check_system_files(refs: References) -> None:
 
 
 def file_problem(written: str, workdir: Path, started_in: str | None = None) -> str | None:
-    """What is wrong with the outputs file ``written`` (None when it can be read).
+    """What is wrong with the outputs file ``written`` (None when it can be read): a folder
+    or a glob must name at least one file, each readable.
 
     ``started_in``: the folder the command was started in (the shell's ``PWD``), when it
     differs from the workflow's folder: a relative path found there, not here, is named.
@@ -47,8 +69,17 @@ def file_problem(written: str, workdir: Path, started_in: str | None = None) -> 
     path = Path(written).expanduser()
     resolved = path if path.is_absolute() else workdir / path
     where = f"{written!r} (resolved to {os.path.normpath(resolved)})"
-    if resolved.is_dir():
-        return f"{where} is a folder; a file of the system's outputs is expected"
+    if any(c in written for c in GLOB_CHARS) or resolved.is_dir():
+        files = system_files(written, workdir)
+        if not files:
+            what = "matches no file" if any(c in written for c in GLOB_CHARS) else \
+                "is a folder without *.json files (a folder holds RAG-QA Arena's per-domain prediction files)"
+            return f"{where} {what}; a relative path is read from the workflow's folder {workdir}"
+        for file in files:
+            problem = file_problem(str(workdir / file), workdir) if not any(c in file for c in GLOB_CHARS) else None
+            if problem:
+                return problem
+        return None
     if not resolved.exists():
         hint = _relative_hint(path, workdir, started_in) or _close_name(path, resolved)
         return (f"{where} does not exist; a relative path is read from the workflow's folder "
