@@ -33,3 +33,13 @@ def test_the_no_answer_table_lists_a_file_system_once_under_own():
     assert table.loc[("own", "-", "my-rag"), "no_answer"] == 1
     assert table.loc[("bm25", "5", "smollm2"), "answers"] == 2 and table.loc[("dense", "5", "smollm2"), "answers"] == 2
     assert not [key for key in table.index if key[2] == "my-rag" and key[0] != "own"]
+
+
+def test_the_check_record_lists_the_items_of_a_partial_file(tmp_path):
+    from isqaflow.data.outputs import Item, read_system_outputs
+
+    items = [Item("fiqa:1", "1", ("a",), "fiqa"), Item("fiqa:2", "2", ("b",), "fiqa"),
+             Item("science:3", "3", ("c",), "science")]
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"domain": "science", "query_id": "3", "answer": "x"}\n{"domain": "fiqa", "qid": "1", "answer": "y"}\n')
+    assert read_system_outputs(path, "arena", items, coverage="partial").summary()["covered"] == ["fiqa:1", "science:3"]

@@ -91,7 +91,9 @@ class SystemOutputs:
         return {"file": self.path, "files": sorted(set(self.files.values())), "format": self.format,
                 "sha256": self.sha256, "coverage": self.coverage, "processed": self.processed,
                 "n": len(self.outputs), "n_dataset": self.n_dataset, "missing": len(self.missing),
-                "missing_first": self.missing[:MISSING_SHOWN], "generator": self.generator}
+                "missing_first": self.missing[:MISSING_SHOWN], "generator": self.generator,
+                # which items a partial file covers (the leaderboard's source column says so)
+                "covered": sorted(self.outputs) if self.coverage == "partial" else []}
 
 
 class OutputFileError(NamedError, ValueError):
