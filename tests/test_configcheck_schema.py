@@ -40,17 +40,17 @@ def answerer(**change):
     (answerer(covrage="partial"),
      [f"arena.answerers.handwritten.covrage: unknown key (did you mean 'coverage'?); {SYSTEM_FORMS}"]),
     (answerer(format="rag_qa_arena"),
-     ["arena.answerers.handwritten.format: 'rag_qa_arena' is not a valid value (did you mean 'ragqa_arena'?); "
-      "one of: auto, jsonl, alpaca_eval, arena_hard, ragqa_arena"]),
+     [("arena.answerers.handwritten.format: 'rag_qa_arena' is not a valid value (did you mean 'ragqa_arena'?); "
+      "one of: auto, jsonl, alpaca_eval, arena_hard, ragqa_arena")]),
     (lambda c: c["arena"]["answerers"]["handwritten"].update(fiel=c["arena"]["answerers"]["handwritten"].pop("file")),
      # the misspelled key, not also "missing key 'file'"
      [f"arena.answerers.handwritten.fiel: unknown key (did you mean 'file'?); {SYSTEM_FORMS}"]),
     (lambda c: c["drfr"]["responders"]["handwritten"].update(fromat="jsonl"),
-     ["drfr.responders.handwritten.fromat: unknown key (did you mean 'format'?); this entry takes one with "
-      "'model': adapter, model; or one with 'file': coverage, file, format, process_response"]),
+     [("drfr.responders.handwritten.fromat: unknown key (did you mean 'format'?); this entry takes one with "
+      "'model': adapter, model; or one with 'file': coverage, file, format, process_response")]),
     (lambda c: c["isqa"]["file_summaries"]["handwritten"].update(covrage="partial"),
-     ["isqa.file_summaries.handwritten.covrage: unknown key (did you mean 'coverage'?); "
-      "valid keys here: coverage, dataset, file, format"]),
+     [("isqa.file_summaries.handwritten.covrage: unknown key (did you mean 'coverage'?); "
+      "valid keys here: coverage, dataset, file, format")]),
     (lambda c: c["arena"]["answerers"]["smollm2"].update(modl="x"),
      [f"arena.answerers.smollm2.modl: unknown key (did you mean 'model'?); {SYSTEM_FORMS}"]),
 ])
@@ -82,21 +82,21 @@ def test_every_oneof_section_is_explained():
     assert problems_of(lambda c: c["datasets"]["papers"]["qasper"].update(files=[5])) == [
         f"datasets.papers.qasper.files[0]: expected a string, got 5 ({raw})"]
     assert problems_of(lambda c: c["metrics"]["questeval"].update(weighter={"model": "x", "mode": "questeval_v25"})) \
-        == ["metrics.questeval.weighter.mode: 'questeval_v25' is not a valid value (did you mean 'questeval_v024'?); "
-            "one of: questeval_v024, questeval_v011, prompted"]
+        == [("metrics.questeval.weighter.mode: 'questeval_v25' is not a valid value (did you mean 'questeval_v024'?); "
+            "one of: questeval_v024, questeval_v011, prompted")]
     assert problems_of(lambda c: c["metrics"]["questeval"].update(weighter="prompted")) == [
-        "metrics.questeval.weighter: expected null, got 'prompted' (this entry takes null; or one with 'model' "
-        "and 'mode': max_input_tokens, mode, model)"]
+        ("metrics.questeval.weighter: expected null, got 'prompted' (this entry takes null; or one with 'model' "
+        "and 'mode': max_input_tokens, mode, model)")]
     # both forms' keys: read as the closer form, the other form's key named
     assert problems_of(lambda c: c["drfr"]["responders"].update(both={"file": "x", "model": "smollm2"})) == [
-        "drfr.responders.both.model: unknown key; this entry takes one with 'model': adapter, model; "
-        "or one with 'file': coverage, file, format, process_response"]
+        ("drfr.responders.both.model: unknown key; this entry takes one with 'model': adapter, model; "
+        "or one with 'file': coverage, file, format, process_response")]
 
 
 def test_other_errors_name_their_key():
     assert problems_of(lambda c: c.update(arenaa=c.pop("arena"))) == [
-        "arenaa: unknown key (did you mean 'arena'?); valid keys here: arena, datasets, downloads, drfr, finetune, "
-        "gpu_plan, human_eval, isqa, metrics, models, published_prompts, resources, seed, validity, weights"]
+        ("arenaa: unknown key (did you mean 'arena'?); valid keys here: arena, datasets, downloads, drfr, finetune, "
+        "gpu_plan, human_eval, isqa, metrics, models, published_prompts, resources, seed, validity, weights")]
     # (not also "missing key 'arena'": the misspelling says it)
 
 

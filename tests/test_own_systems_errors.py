@@ -20,10 +20,9 @@ def fake_job(tmp_path, log=True):
 def test_a_named_error_is_logged_once_without_a_traceback(tmp_path, capsys):
     error = OutputFileError("mine.jsonl", ["mine.jsonl, line 2, id '9': not in the dataset"])
     hooks = []
-    with pytest.raises(SystemExit) as exit_info:
-        with runtime.job(fake_job(tmp_path)):
-            runtime.at_job_exit(lambda: hooks.append("ran"))
-            raise error
+    with pytest.raises(SystemExit) as exit_info, runtime.job(fake_job(tmp_path)):
+        runtime.at_job_exit(lambda: hooks.append("ran"))
+        raise error
     assert exit_info.value.code == 1 and hooks == ["ran"]
     log = (tmp_path / "logs/x.log").read_text()
     assert log.count(str(error).splitlines()[0]) == 1 and "Traceback" not in log
@@ -31,17 +30,15 @@ def test_a_named_error_is_logged_once_without_a_traceback(tmp_path, capsys):
 
 
 def test_without_a_log_file_the_message_goes_to_stderr(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        with runtime.job(fake_job(tmp_path, log=False)):
-            raise OutputFileError("mine.jsonl", ["mine.jsonl, line 2: no id field"])
+    with pytest.raises(SystemExit), runtime.job(fake_job(tmp_path, log=False)):
+        raise OutputFileError("mine.jsonl", ["mine.jsonl, line 2: no id field"])
     err = capsys.readouterr().err
     assert err.count("mine.jsonl, line 2: no id field") == 1 and "Traceback" not in err
 
 
 def test_an_unexpected_error_keeps_its_traceback(tmp_path):
-    with pytest.raises(KeyError):
-        with runtime.job(fake_job(tmp_path)):
-            raise KeyError("model")
+    with pytest.raises(KeyError), runtime.job(fake_job(tmp_path)):
+        raise KeyError("model")
     assert "Traceback" in (tmp_path / "logs/x.log").read_text()
 
 
@@ -110,9 +107,9 @@ def test_an_unmatched_query_text_with_a_trailing_difference(tmp_path):
     with pytest.raises(OutputFileError) as err:
         read_system_outputs(path, "arena", items, coverage="partial")
     assert err.value.problems == [
-        f"{path}, line 1, query 'why does ice float on water': not in the dataset; closest: item "
+        (f"{path}, line 1, query 'why does ice float on water': not in the dataset; closest: item "
         "'science-search-test-140' ('science') (98% alike), the texts first differ at character 28: the file has "
-        "nothing more (its end), the dataset has '?'"]
+        "nothing more (its end), the dataset has '?'")]
 
 
 def test_an_unmatched_id_names_the_closest_id(tmp_path):
@@ -138,6 +135,6 @@ def test_coverage_errors_name_the_items_in_the_files_own_keys(tmp_path):
     path.write_text(json.dumps([{"query": "what is an index fund?", "pred": "A fund."}]))
     with pytest.raises(OutputFileError) as err:
         read_system_outputs(path, "arena", items)
-    assert err.value.problems == [f"{path}: 1 of 2 dataset queries missing, first ['why does ice float?' (science)]; "
-                                  "add them, or set coverage: partial"]
+    assert err.value.problems == [(f"{path}: 1 of 2 dataset queries missing, first ['why does ice float?' (science)]; "
+                                  "add them, or set coverage: partial")]
     assert "science-search-test-140" not in str(err.value)
