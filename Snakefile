@@ -6,18 +6,40 @@ ISQAFLOW_GPUS=0,1,2,3 snakemake --profile profiles/workstation --configfile conf
                                                                     # one machine, 4 GPUs
 """
 
+import sys
+from pathlib import Path
+
 from snakemake.utils import min_version, validate
 
 min_version("9.20")
 
 
-# The embedded default, unless a config is given on the command line (config/paper.yaml
-# replaces it whole: Snakemake would otherwise merge the two).
-if not workflow.overwrite_configfiles:
+# The library (common.smk puts it on the path too, for the jobs).
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from isqaflow.configcheck.files import is_overlay
+from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
+
+SCHEMA = Path(workflow.basedir) / "config/schema.yaml"
+# The embedded default, unless a whole config (every top-level section, as config/paper.yaml) is
+# given on the command line: it replaces the default whole (Snakemake would otherwise merge the
+# two). Config files with only some sections -- an overlay adding one's own systems
+# (docs/own-systems.md) -- are merged onto the default, in the order given.
+DEFAULT_CONFIG = not workflow.overwrite_configfiles or is_overlay(
+    workflow.overwrite_configfiles, load_schema(SCHEMA)["required"]
+)
+if DEFAULT_CONFIG:
 
     configfile: "config/config.yaml"
 
 
+CONFIG_FILES = ["config/config.yaml"] * DEFAULT_CONFIG + list(
+    workflow.overwrite_configfiles
+)
+
+# The schema's errors, each naming its config key in one line (isqaflow.configcheck.schema):
+# "did you mean" for a misspelled key or value, never jsonschema's dump of a oneOf; then
+# validate fills in the defaults.
+exit_on_schema_problems(config, SCHEMA, CONFIG_FILES)
 validate(config, "config/schema.yaml")
 
 

@@ -65,8 +65,7 @@ wildcard_constraints:
 def exit_on_config_problems():
     """Stop with one message listing every cross-reference problem of the config (names,
     local model paths, API key variables; see isqaflow.configcheck), before any job."""
-    config_files = workflow.overwrite_configfiles or ["config/config.yaml"]
-    exit_on_problems(config, config_files, extra=check_serving(config))
+    exit_on_problems(config, CONFIG_FILES, extra=check_serving(config))
     print_gpu_plan()
 
 

@@ -8,6 +8,12 @@ of the job's own call cache: ``<first output>.calls.sqlite``, beside its outputs
 The cache file is not a declared output, so Snakemake keeps it when it deletes the
 outputs of a failed or killed job, and the rerun resumes from it.
 
+An expected failure that names its cause itself (:class:`NamedError`: a malformed input
+file, with its file, line or record and field) is logged once, as its message without a
+traceback, to the log file (which Snakemake prints under ``show-failed-logs``; stderr when
+the job has no log), and the job exits with status 1: not the three tracebacks (the log
+handler on stderr, Python's, the printed log) of an unexpected error.
+
 Resources that must not outlive the job (a model server the job started, the
 job's token-usage record) register a hook with :func:`at_job_exit`; :func:`job`
 runs the hooks when the job ends -- normally, on an exception, and on SIGTERM from
@@ -92,11 +98,21 @@ def allow_hub() -> bool:
     return online
 
 
+class NamedError(Exception):
+    """An expected failure whose message says everything (file, line or record, field):
+    :func:`job` logs it once, without a traceback, and exits with status 1."""
+
+
+#: A log record with this attribute set goes to the log file only, not to stderr.
+FILE_ONLY = "isqaflow_file_only"
+
+
 def setup_logging(log_file: str | os.PathLike | None = None, level: int = logging.INFO) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+        handlers[0].addFilter(lambda record: not getattr(record, FILE_ONLY, False))
     logging.basicConfig(level=level, format=FORMAT, handlers=handlers, force=True)
     logging.captureWarnings(True)
     for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub"):
@@ -199,6 +215,10 @@ def job(smk: Any) -> Iterator[Job]:
             _current.device_locks = tuple(lease.fds)
             _exit_hooks.append(lease.release)
         yield _current
+    except NamedError as err:
+        log.error("%s failed after %.1fs: %s", rule, time.monotonic() - started, err,
+                  extra={FILE_ONLY: log_file is not None})
+        raise SystemExit(1) from None
     except BaseException:
         log.exception("%s failed after %.1fs", rule, time.monotonic() - started)
         raise
