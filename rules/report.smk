@@ -150,6 +150,7 @@ rule paired_tests:
         ),
     log:
         "logs/paired_tests.log",
+    localrule: local_stage("tables")
     conda:
         "../envs/data.yaml"
     threads: threads_for("tables")
