@@ -53,6 +53,7 @@ rule arena_browser:
         human=lambda wc: arena_human_files(),
         human_csv=config["datasets"]["rag"].get("human_labels") or [],
         controls=lambda wc: arena_validity_files(),
+        summaries=lambda wc: arena_summary_files(),
     output:
         page=report(
             "results/browser/arena.html",

@@ -15,4 +15,5 @@ with job(snakemake):
         per_domain=snakemake.params.per_domain,
         seed=snakemake.params.seed,
         rules=snakemake.params.rules,
+        summary_paths=list(snakemake.input.summaries),
     )

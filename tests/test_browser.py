@@ -318,3 +318,26 @@ def test_drfr_page_filters_to_the_tables_counts_in_chromium(drfr_files, tmp_path
         assert all_yes == round(summary.loc[model, "strict_rate"] * summary.loc[model, "n_instructions"])
     dom = dump_dom(page, "kind=control")
     assert shown_count(dom) > 0 and "known-answer control: empty_response" in dom
+
+
+def test_judged_summaries_are_items_of_their_own_kind(tmp_path):
+    """Rule arena_summaries' records (judge_pairs with the summaries' keys) as browser items."""
+    pairs = [{"pair_id": f"p1:{system}|abstract", "kind": "reference", "domain": "qasper", "qid": "p1",
+              "query": 'Summarize the scientific paper "T".', "summarizer": "smollm2", "system_a": system,
+              "answer_a": text, "system_b": "abstract", "answer_b": "GOOD abstract."}
+             for system, text in (("baseline", "poor summary."), ("isqa-x-human", "GOOD summary."))]
+    pairs.append({**pairs[1], "pair_id": "p1:isqa-x-human|baseline", "kind": "head_to_head",
+                  "system_b": "baseline", "answer_b": "poor summary."})
+    records = judge_pairs(PositionalScorer(), pairs, mode="logprob", orders="both", rule="calibrated", tie_band=0.1)
+    for record in records:
+        record["judge"] = "local"
+    path = tmp_path / "summaries.jsonl"
+    write_jsonl(path, records)
+    items = arena_items({}, summary_paths=[str(path)])
+    check_items(items)
+    assert [(i["kind"], i["setting"], i["verdict"]) for i in items] == [
+        ("summary reference", "summaries qasper/smollm2", "2"),
+        ("summary reference", "summaries qasper/smollm2", "tie"),
+        ("summary head_to_head", "summaries qasper/smollm2", "1"),
+    ]
+    assert items[2]["texts"][1] == ["answer a: isqa-x-human", "GOOD summary."]

@@ -12,6 +12,9 @@ Items (:mod:`isqaflow.report.browser`), one per judged pair and judge:
 * the human-labelled pairs (kind "human", ``results/arena/agreement/<judge>.jsonl``) with
   the human majority label (:func:`isqaflow.arena.agreement.human_majority`, in verdict
   terms: "1", "2", "tie") and whether the judge's verdict agrees with it;
+* the ISQA summaries judged in the arena (``results/arena/summaries/``: each summary vs the
+  paper's abstract, kind "summary reference", and vs the baseline summary, "summary
+  head_to_head"; the query is "Summarize the scientific paper ...");
 * the known-answer controls (kind "control", ``results/validity/arena/<judge>.jsonl``),
   marked as such with their expected side; their records keep no texts, so the pairs'
   texts are rebuilt by :func:`isqaflow.arena.checks.build_controls` from the same
@@ -141,16 +144,24 @@ def control_items(records: Sequence[Mapping[str, Any]], pairs: Mapping[str, Mapp
 def arena_items(judged: Mapping[str, str], human_paths: Sequence[str] = (), human_csv: str | None = None,
                 control_paths: Sequence[str] = (), queries: Sequence[RagQuery] = (),
                 controls: Sequence[str] = (), per_domain: int = 0, seed: int = 0,
-                rules: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+                rules: Mapping[str, str] | None = None, summary_paths: Sequence[str] = ()) -> list[dict[str, Any]]:
     """Every item of the arena browser: ``judged`` (setting label -> judged pairs file), the judged
     human pairs (with ``human_csv``), the control records (texts rebuilt from ``queries``,
-    ``controls``, ``per_domain``, ``seed``); ``rules``: judge -> configured verdict rule."""
+    ``controls``, ``per_domain``, ``seed``), the judged summaries (``summary_paths``: rule
+    arena_summaries' files; kinds "summary reference" -- vs the abstract -- and "summary
+    head_to_head", setting "summaries <dataset>/<summarizer>"); ``rules``: judge -> configured
+    verdict rule."""
     rules = dict(rules or {})
     items = []
     for setting, path in judged.items():
         for _, record in read_jsonl(path):
             judge = record.get("judge", "")
             items.append(pair_item(record, setting.removesuffix(f".{judge}"), judge))
+    for path in summary_paths:
+        for _, record in read_jsonl(path):
+            item = pair_item(record, f"summaries {record['domain']}/{record['summarizer']}", record.get("judge", ""))
+            item["kind"] = f"summary {record['kind']}"
+            items.append(item)
     if human_paths:
         if not human_csv:
             raise ValueError("judged human pairs given without the human preference file")
@@ -170,8 +181,10 @@ def arena_items(judged: Mapping[str, str], human_paths: Sequence[str] = (), huma
 def run_arena_browser(out_path, judged: Mapping[str, str], query_paths: Sequence[str],
                       human_paths: Sequence[str] = (), human_csv: str | None = None,
                       control_paths: Sequence[str] = (), controls: Sequence[str] = (), per_domain: int = 0,
-                      seed: int = 0, rules: Mapping[str, str] | None = None) -> int:
+                      seed: int = 0, rules: Mapping[str, str] | None = None,
+                      summary_paths: Sequence[str] = ()) -> int:
     """Entry point of rule arena_browser: write the page; returns the number of items."""
     queries = [q for path in query_paths for q in read_records(path, RagQuery)]
-    items = arena_items(judged, human_paths, human_csv, control_paths, queries, controls, per_domain, seed, rules)
+    items = arena_items(judged, human_paths, human_csv, control_paths, queries, controls, per_domain, seed, rules,
+                        summary_paths)
     return write_browser(out_path, "RAG-QA Arena: every judgment", items, NOTES, TALLY_KEYS)
