@@ -98,3 +98,10 @@ def drfr_outcomes_frame(tmp_path) -> pd.DataFrame:
     path = tmp_path / "d.jsonl"
     write_jsonl(path, drfr_records())
     return drfr_outcomes({"infobench": str(path)})
+
+
+def test_the_preference_convention_is_the_length_controlled_win_rates_one():
+    from isqaflow.arena.length import PREFERENCE
+    from isqaflow.report.paired import _PREFERENCE
+
+    assert _PREFERENCE == PREFERENCE
