@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from isqaflow.arena.browse import arena_items, run_arena_browser
+from isqaflow.arena.browse import arena_items, pair_item, run_arena_browser
 from isqaflow.arena.checks import build_controls, control_records
 from isqaflow.arena.judge import judge_pairs
 from isqaflow.arena.ratings import win_rates
@@ -341,3 +341,28 @@ def test_judged_summaries_are_items_of_their_own_kind(tmp_path):
         ("summary head_to_head", "summaries qasper/smollm2", "1"),
     ]
     assert items[2]["texts"][1] == ["answer a: isqa-x-human", "GOOD summary."]
+
+
+class PositionOneWriter(LanguageModel):
+    """A fake text judge that always rates the answer shown first."""
+
+    backend = "fake"
+
+    def identity(self) -> dict:
+        return {"backend": self.backend}
+
+    def generate(self, requests, params):
+        from isqaflow.models.base import Generation
+
+        return [Generation(text="<thinking>The first is fine.</thinking>\n<rating>1") for _ in requests]
+
+
+def test_a_text_judges_replies_are_shown_verbatim_and_its_position_bias_as_flips():
+    records = judge_pairs(PositionOneWriter(), reference_pairs()[:2], mode="text", orders="both")
+    for record in records:
+        record["judge"] = "gpt"
+    items = [pair_item(record, "bm25-k5", "gpt") for record in records]
+    check_items(items)
+    assert all(item["flip"] is True and item["verdict"] == "tie" for item in items)
+    assert [reply[1] for reply in items[0]["replies"]] == ["<thinking>The first is fine.</thinking>\n<rating>1"] * 2
+    assert all(reply[2] is None for reply in items[0]["replies"]) and set(items[0]["verdicts"]) == {"raw"}
