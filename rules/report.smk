@@ -87,6 +87,7 @@ rule drfr_browser:
         responses=lambda wc: drfr_browser_inputs("responses"),
         judgments=lambda wc: drfr_browser_inputs("judgments"),
         controls=lambda wc: drfr_browser_inputs("controls"),
+        summaries=lambda wc: drfr_summary_browser_inputs(),
     output:
         page=report(
             "results/browser/drfr.html",
@@ -103,6 +104,7 @@ rule drfr_browser:
         **cluster_resources("tables", gpu=0),
     params:
         datasets=lambda wc: drfr_browser_files(),
+        summaries=lambda wc: drfr_summary_browser_files(),
         rules=lambda wc: {j: drfr_judge_rule(j) for j in config["drfr"]["judges"]},
         code=code("isqaflow.drfr.browse"),
     script:

@@ -366,3 +366,53 @@ def test_a_text_judges_replies_are_shown_verbatim_and_its_position_bias_as_flips
     assert all(item["flip"] is True and item["verdict"] == "tie" for item in items)
     assert [reply[1] for reply in items[0]["replies"]] == ["<thinking>The first is fine.</thinking>\n<rating>1"] * 2
     assert all(reply[2] is None for reply in items[0]["replies"]) and set(items[0]["verdicts"]) == {"raw"}
+
+
+class GoodReader(LanguageModel):
+    """A fake log-prob YES/NO judge: YES exactly when the judged text says GOOD."""
+
+    backend = "fake"
+
+    def identity(self) -> dict:
+        return {"backend": self.backend}
+
+    def generate(self, requests, params):
+        raise AssertionError("logprob mode only")
+
+    def score_batch(self, items):
+        texts = [context[0]["content"].split("Generated Text:\n", 1)[1] for context, _ in items]
+        return [[-0.2, -2.0] if "GOOD" in text.split("\n\nQuestion:", 1)[0] else [-2.0, -0.2] for text in texts]
+
+
+def test_summary_judgments_join_their_summaries_and_papers(tmp_path, monkeypatch):
+    """Rule drfr_summaries' entry point (a paper's QA pairs as requirements), then the browser."""
+    from isqaflow.data.schema import Answer, Paper, QAPair, Section
+    from isqaflow.drfr.browse import drfr_items
+    from isqaflow.drfr.summaries import run_summary_judge
+
+    monkeypatch.setattr("isqaflow.models.registry.load_model", lambda spec, **kwargs: GoodReader())
+    paper = Paper(id="p1", dataset="qasper", title="A paper", abstract="It studies things.",
+                  sections=[Section(name="S", paragraphs=["Text."])],
+                  qas=[QAPair(id=f"q{i}", question=f"What is {i}?", answers=[Answer(text=f"{i}", type="abstractive")])
+                       for i in range(2)])
+    papers, summaries = tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl"
+    write_jsonl(papers, [paper])
+    write_jsonl(summaries, [{"paper_id": "p1", "system": system, "summary": text, "final": True,
+                             "dataset": "qasper", "summarizer": "smollm2"}
+                            for system, text in (("baseline", "A GOOD summary."), ("generic", "A summary."))])
+    judged = tmp_path / "judged.jsonl"
+    run_summary_judge(papers, [summaries], ["baseline", "generic"], judged, {"backend": "fake"}, "local",
+                      "logprob", None, tmp_path / "calls.sqlite")
+    items = drfr_items({}, summary_sets=[{"judgments": str(judged), "papers": str(papers),
+                                          "summaries": [str(summaries)]}])
+    check_items(items)
+    assert [(i["kind"], i["setting"], i["systems"], i["verdict"], i["tally"]["YES"]) for i in items] == [
+        ("summary", "summaries qasper/smollm2", ["baseline"], "all YES", 2),
+        ("summary", "summaries qasper/smollm2", ["generic"], "some NO", 0),
+    ]
+    assert items[0]["texts"] == [["paper (title and abstract)", "A paper\n\nIt studies things."],
+                                 ["summary: baseline", "A GOOD summary."]]
+    assert items[0]["replies"][0][0].startswith("Q1: Does the summary correctly state that the answer to: What is 0")
+    with pytest.raises(ValueError, match="judged a summary of 'generic' of paper 'p1' that no summaries"):
+        write_jsonl(summaries, [{"paper_id": "p1", "system": "baseline", "summary": "x", "final": True}])
+        drfr_items({}, summary_sets=[{"judgments": str(judged), "papers": str(papers), "summaries": [str(summaries)]}])

@@ -176,7 +176,7 @@ def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
     assert set(jobs) == {  # validity: the feedback-model control reads the first summaries
         "baseline_summaries", "generic_feedback", "score_summaries", "isqa_tables", "human_eval_sheets",
         "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest",
-        "all", "table_html", "arena_browser",
+        "all", "table_html", "arena_browser", "drfr_browser",
     }
 
 
@@ -192,7 +192,7 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
     assert set(jobs) == {
         "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_summaries", "drfr_tables",
         "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest", "all", "table_html",
-        "arena_browser",
+        "arena_browser", "drfr_browser",
     }
     assert dry_run_jobs(run) == {}
 
@@ -205,7 +205,8 @@ SYSTEM_FILE_RERUNS = {
     "model_outputs.json": {"file_responses", "check_systems", "drfr_judge", "drfr_tables", "validity_table",
                            "drfr_browser", "paired_tests"},
     "summaries-handwritten.jsonl": {"file_summaries", "check_systems", "score_summaries", "drfr_summaries",
-                                    "arena_summaries", "drfr_tables", "arena_tables", "arena_browser"},
+                                    "arena_summaries", "drfr_tables", "arena_tables", "arena_browser",
+                                    "drfr_browser"},
 }
 
 

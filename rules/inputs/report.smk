@@ -79,6 +79,28 @@ def drfr_browser_files():
     }
 
 
+def drfr_summary_browser_files():
+    """Per drfr_summaries job: its judgments, the papers file and the summaries it judged."""
+    sets = []
+    for job in model_jobs("drfr_summaries"):
+        dataset, summarizer = job.wildcard("dataset"), job.wildcard("summarizer")
+        sets.append(
+            {
+                "judgments": job.output,
+                "papers": papers_file(dataset),
+                "summaries": summary_files(dataset, summarizer),
+            }
+        )
+    return sets
+
+
+def drfr_summary_browser_inputs():
+    files = []
+    for s in drfr_summary_browser_files():
+        files += [s["judgments"], s["papers"], *s["summaries"]]
+    return sorted(set(files))
+
+
 def drfr_browser_inputs(kind):
     files = drfr_browser_files().values()
     if kind == "instructions":

@@ -10,6 +10,10 @@ calibrated log-odds.  The item's verdict is "all YES", "some NO" or "some INVALI
 INVALID answer counts as NO in the DRFR); its tally counts the questions and their YES,
 NO and INVALID answers, so the shown items' DRFR is YES / questions.
 
+The ISQA summaries' DRFR judgments (``results/drfr/summaries/``: a paper's QA pairs as
+requirements of its summary) are items of kind "summary", the summary joined from the
+summaries files (its final step) and the paper's title and abstract from the papers file.
+
 The known-answer controls (kind "control", ``results/validity/drfr/``) are marked as
 such: one item per control, judge and instruction, with its scored questions (expected
 NO) and the response it was asked about (the empty text, or another instruction's
@@ -21,13 +25,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from isqaflow.data.schema import Instruction
+from isqaflow.data.schema import Instruction, Paper
 from isqaflow.drfr.controls import EXPECTED
 from isqaflow.drfr.judge_responses import read_responses
 from isqaflow.io import read_jsonl, read_records
 from isqaflow.report.browser import write_browser
 
-__all__ = ["control_items", "drfr_items", "response_items", "run_drfr_browser"]
+__all__ = ["control_items", "drfr_items", "response_items", "run_drfr_browser", "summary_items"]
 
 TALLY_KEYS = ("questions", "YES", "NO", "INVALID")
 NOTES = (
@@ -124,9 +128,56 @@ def control_items(records: Sequence[Mapping[str, Any]], dataset: str, instructio
     return items
 
 
-def drfr_items(datasets: Mapping[str, Mapping[str, Any]], rules: Mapping[str, str] | None = None) -> list[dict]:
+def summary_items(records: Sequence[Mapping[str, Any]], papers: Mapping[str, Paper],
+                  summaries: Mapping[tuple[str, str], str], where: str = "") -> list[dict[str, Any]]:
+    """Items of rule drfr_summaries' records (a summary's QA pairs as requirements): the paper's
+    title and abstract and the final summary, joined from the summaries files (kind "summary")."""
+    items = []
+    grouped: dict[tuple[str, str, str, str], list[Mapping[str, Any]]] = {}
+    for record in records:
+        key = (record.get("judge", ""), record["paper_id"], record["system"], record["summarizer"])
+        grouped.setdefault(key, []).append(record)
+    for (judge, paper_id, system, summarizer), questions in grouped.items():
+        if (paper_id, system) not in summaries or paper_id not in papers:
+            raise ValueError(f"{where}: judge {judge!r} judged a summary of {system!r} of paper {paper_id!r} "
+                             "that no summaries or papers file holds")
+        paper = papers[paper_id]
+        questions = sorted(questions, key=lambda r: r["question_index"])
+        answers = [r["answer"] for r in questions]
+        items.append({
+            "id": f"{paper_id}|{system}", "kind": "summary", "judge": judge,
+            "setting": f"summaries {paper.dataset}/{summarizer}", "title": f"{paper_id} ({paper.title})  {system}",
+            "systems": [system],
+            "texts": [["paper (title and abstract)", f"{paper.title}\n\n{paper.abstract}"],
+                      [f"summary: {system}", summaries[(paper_id, system)]]],
+            "replies": [[f"Q{r['question_index'] + 1}: {r['question']} -> {r['answer']}", r.get("raw") or "",
+                         _scores(r)] for r in questions],
+            "verdict": _summary_verdict(answers),
+            "verdicts": {"raw": f"{sum(r['answer_raw'] == 'YES' for r in questions)}/{len(questions)} YES"},
+            "flip": None, "length_diff": None, "human": None, "human_agrees": None, "control": None,
+            "expected": None, "correct": None,
+            "tally": {"questions": len(answers), **{a: answers.count(a) for a in ("YES", "NO", "INVALID")}},
+        })
+    return items
+
+
+def _summary_set_items(summary_set: Mapping[str, Any]) -> list[dict[str, Any]]:
+    papers = {p.id: p for p in read_records(summary_set["papers"], Paper)}
+    summaries = {}
+    for path in summary_set["summaries"]:
+        for _, row in read_jsonl(path):
+            if row.get("final", True):
+                summaries[(row["paper_id"], row["system"])] = row["summary"]
+    records = [record for _, record in read_jsonl(summary_set["judgments"])]
+    return summary_items(records, papers, summaries, where=str(summary_set["judgments"]))
+
+
+def drfr_items(datasets: Mapping[str, Mapping[str, Any]], rules: Mapping[str, str] | None = None,
+               summary_sets: Sequence[Mapping[str, Any]] = ()) -> list[dict]:
     """Every item of the DRFR browser.  ``datasets``: dataset -> {"instructions": path, "responses":
-    [paths], "judgments": [paths], "controls": [paths]}; ``rules``: judge -> configured rule."""
+    [paths], "judgments": [paths], "controls": [paths]}; ``rules``: judge -> configured rule;
+    ``summary_sets``: per drfr_summaries job {"judgments": path, "papers": path, "summaries":
+    [paths]}."""
     rules = dict(rules or {})
     items = []
     for dataset, files in datasets.items():
@@ -140,9 +191,11 @@ def drfr_items(datasets: Mapping[str, Mapping[str, Any]], rules: Mapping[str, st
             records = [record for _, record in read_jsonl(path)]
             judge = records[0]["name"] if records else ""
             items += control_items(records, dataset, instructions, responses, rules.get(judge, "raw"))
-    return items
+    return items + [item for summary_set in summary_sets for item in _summary_set_items(summary_set)]
 
 
-def run_drfr_browser(out_path, datasets: Mapping[str, Mapping[str, Any]], rules: Mapping[str, str] | None = None) -> int:
+def run_drfr_browser(out_path, datasets: Mapping[str, Mapping[str, Any]], rules: Mapping[str, str] | None = None,
+                     summary_sets: Sequence[Mapping[str, Any]] = ()) -> int:
     """Entry point of rule drfr_browser: write the page; returns the number of items."""
-    return write_browser(out_path, "InFoBench DRFR: every judgment", drfr_items(datasets, rules), NOTES, TALLY_KEYS)
+    items = drfr_items(datasets, rules, summary_sets)
+    return write_browser(out_path, "InFoBench DRFR: every judgment", items, NOTES, TALLY_KEYS)
