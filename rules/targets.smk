@@ -59,4 +59,11 @@ def result_targets():
 
 
 def all_targets():
-    return result_targets() + ["results/manifest.json"]
+    # the browsers, the readable tables and the paired tests: not inputs of the manifest
+    return (
+        result_targets()
+        + ["results/manifest.json"]
+        + browser_targets()
+        + readable_table_targets()
+        + ["results/tables/paired_tests.csv"]
+    )

@@ -56,6 +56,13 @@ EXPECTED = {
     "arena_tables": 1,
     "validity_table": 1,
     "leaderboard": 1,  # one table across the suites (no file-based system: no check_systems job)
+    # every judgment on a page per judged suite; the paired tests between systems; every table's
+    # Markdown as HTML for the report (7 ISQA + 4 DRFR + 9 arena tables, the leaderboard, the
+    # validity table and the paired tests)
+    "arena_browser": 1,
+    "drfr_browser": 1,
+    "paired_tests": 1,
+    "table_html": 7 + 4 + 9 + 3,
     "manifest": 1,
     "all": 1,
 }

@@ -31,6 +31,7 @@ TABLES = [
                               "agreement", "summaries", "length_controlled", "length_bias")),
     "validity",
     "leaderboard",
+    "paired_tests",
 ]
 FIGURES = ["isqa_figure3_qasper", "drfr_constraints", "arena_ratings"]
 
@@ -52,6 +53,9 @@ def test_every_table_and_figure_is_made_from_real_scores(run):
     for table in TABLES:
         for ext in ("csv", "md", "tex"):
             assert (run / f"results/tables/{table}.{ext}").stat().st_size > 0, table
+        assert "<table>" in (run / f"results/tables/{table}.html").read_text(), table  # for the report
+    for suite in ("arena", "drfr"):  # the judgment browsers, every item embedded
+        assert '<script type="application/json" id="items">' in (run / f"results/browser/{suite}.html").read_text()
     for figure in FIGURES:
         for ext in ("png", "svg"):
             assert (run / f"results/figures/{figure}.{ext}").stat().st_size > 1000, figure
@@ -143,7 +147,7 @@ def test_lora_parameter_reruns_finetuning_and_only_what_depends_on_it(run):
     assert set(jobs) == {
         "evaluate_feedback", "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_judge",
         "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard",
-        "manifest", "all",
+        "manifest", "all", "drfr_browser", "table_html", "paired_tests", "arena_browser",
     }
 
 
@@ -153,14 +157,14 @@ def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "tie_band", change))
     assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "validity_table",
-                         "leaderboard", "manifest", "all"}
+                         "leaderboard", "manifest", "all", "arena_browser", "table_html", "paired_tests"}
 
     def change_drfr(config):
         config["drfr"]["judges"]["local"].update(mode="text", rule="raw")
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "drfr_text", change_drfr))
     assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "validity_table", "leaderboard", "manifest",
-                         "all"}
+                         "all", "drfr_browser", "table_html", "paired_tests"}
 
 
 def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
@@ -172,7 +176,7 @@ def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
     assert set(jobs) == {  # validity: the feedback-model control reads the first summaries
         "baseline_summaries", "generic_feedback", "score_summaries", "isqa_tables", "human_eval_sheets",
         "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest",
-        "all",
+        "all", "table_html", "arena_browser", "drfr_browser",
     }
 
 
@@ -187,7 +191,8 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
     assert jobs.pop("isqa_refine") == 3
     assert set(jobs) == {
         "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_summaries", "drfr_tables",
-        "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest", "all",
+        "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest", "all", "table_html",
+        "arena_browser", "drfr_browser",
     }
     assert dry_run_jobs(run) == {}
 
@@ -195,10 +200,13 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
 # One's own system's file edited -> the jobs that read its outputs and the tables (the other
 # judges wait for results/systems/checked.json as ancient input: they do not rerun).
 SYSTEM_FILE_RERUNS = {
-    "answers-handwritten.jsonl": {"file_answers", "check_systems", "arena_judge", "arena_tables"},
-    "model_outputs.json": {"file_responses", "check_systems", "drfr_judge", "drfr_tables", "validity_table"},
+    "answers-handwritten.jsonl": {"file_answers", "check_systems", "arena_judge", "arena_tables", "arena_browser",
+                                  "paired_tests"},
+    "model_outputs.json": {"file_responses", "check_systems", "drfr_judge", "drfr_tables", "validity_table",
+                           "drfr_browser", "paired_tests"},
     "summaries-handwritten.jsonl": {"file_summaries", "check_systems", "score_summaries", "drfr_summaries",
-                                    "arena_summaries", "drfr_tables", "arena_tables"},
+                                    "arena_summaries", "drfr_tables", "arena_tables", "arena_browser",
+                                    "drfr_browser"},
 }
 
 
@@ -211,8 +219,9 @@ def test_editing_a_systems_file_reruns_only_its_jobs_and_the_tables(run, name):
         jobs = dry_run_jobs(run)
     finally:
         path.write_bytes(original)
-    assert all(count == 1 for count in jobs.values()), jobs  # that system's jobs only
-    assert set(jobs) == SYSTEM_FILE_RERUNS[name] | {"leaderboard", "manifest", "all"}
+    # that system's jobs only (table_html: one job per table rendered for the report)
+    assert all(count == 1 for rule, count in jobs.items() if rule != "table_html"), jobs
+    assert set(jobs) == SYSTEM_FILE_RERUNS[name] | {"leaderboard", "manifest", "all", "table_html"}
 
 
 # name -> (suite, the file's content, what the error must say)
@@ -333,3 +342,7 @@ def test_report_gathers_every_table_and_figure(run, tmp_path):
     for figure in FIGURES:
         assert f"{figure}.png" in names, figure
     assert "manifest.json" in names
+    # every table shown inline (an .html result), and the judgment browsers
+    for table in TABLES:
+        assert f"{table}.html" in names, table
+    assert {"arena.html", "drfr.html"} <= names

@@ -27,6 +27,10 @@ STAGE_MODULES = {
     "file_summaries": "isqaflow.isqa.file_summaries",
     "check_systems": "isqaflow.data.outputs",
     "leaderboard": "isqaflow.report.leaderboard",
+    "arena_browser": "isqaflow.arena.browse",
+    "drfr_browser": "isqaflow.drfr.browse",
+    "table_html": "isqaflow.report.table_html",
+    "paired_tests": "isqaflow.report.paired",
 }
 
 
@@ -50,3 +54,87 @@ def raw_dataset_files():
         files["rag/human_labels"] = [datasets["rag"]["human_labels"]]
     files.update(system_files())  # one's own systems' outputs files (rules/systems.smk)
     return files
+
+
+# ----------------------------------------------------------------- browsers and readable tables
+def drfr_browser_files():
+    """dataset -> the files the DRFR browser reads: instructions, every responder's responses,
+    every judge's judgments and control records (the drfr_judge jobs' inputs and outputs).
+    """
+    drfr = config["drfr"]
+    return {
+        d: {
+            "instructions": instructions_file(d),
+            "responses": [
+                f"results/drfr/responses/{d}/{r}.jsonl" for r in drfr["responders"]
+            ],
+            "judgments": [
+                f"results/drfr/judgments/{d}/{j}.jsonl" for j in drfr["judges"]
+            ],
+            "controls": [
+                f"results/validity/drfr/{d}/{j}.jsonl" for j in drfr["judges"]
+            ],
+        }
+        for d in drfr["datasets"]
+    }
+
+
+def drfr_summary_browser_files():
+    """Per drfr_summaries job: its judgments, the papers file and the summaries it judged."""
+    sets = []
+    for job in model_jobs("drfr_summaries"):
+        dataset, summarizer = job.wildcard("dataset"), job.wildcard("summarizer")
+        sets.append(
+            {
+                "judgments": job.output,
+                "papers": papers_file(dataset),
+                "summaries": summary_files(dataset, summarizer),
+            }
+        )
+    return sets
+
+
+def drfr_summary_browser_inputs():
+    files = []
+    for s in drfr_summary_browser_files():
+        files += [s["judgments"], s["papers"], *s["summaries"]]
+    return sorted(set(files))
+
+
+def drfr_browser_inputs(kind):
+    files = drfr_browser_files().values()
+    if kind == "instructions":
+        return [f["instructions"] for f in files]
+    return [p for f in files for p in f[kind]]
+
+
+def drfr_judged_files():
+    """Label "<dataset>.<judge>" -> that judge's judgments file, for the paired tests."""
+    return {
+        f"{d}.{j}": judgments
+        for d, files in drfr_browser_files().items()
+        for j, judgments in zip(config["drfr"]["judges"], files["judgments"])
+    }
+
+
+def browser_targets():
+    return ["results/browser/arena.html", "results/browser/drfr.html"]
+
+
+def table_names():
+    """Every table of the run with a Markdown file (results/tables/<name>.md)."""
+    return (
+        [f"isqa_{t}" for t in ISQA_TABLES]
+        + [f"drfr_{t}" for t in DRFR_TABLES]
+        + [f"arena_{t}" for t in ARENA_TABLES]
+        + ["leaderboard", "validity", "paired_tests"]
+    )
+
+
+def table_suite(table):
+    """The report's subcategory of a readable table: the part of its name before "_"."""
+    return table.split("_", 1)[0]
+
+
+def readable_table_targets():
+    return [f"results/tables/{t}.html" for t in table_names()]

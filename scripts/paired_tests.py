@@ -1,0 +1,13 @@
+"""Paired tests between systems judged on the same items -> results/tables/paired_tests.* (rule paired_tests)."""
+
+from isqaflow.report.paired import write_paired_tests
+from isqaflow.runtime import job
+
+with job(snakemake):
+    write_paired_tests(
+        snakemake.params.arena,
+        snakemake.params.drfr,
+        snakemake.output.tables,
+        rounds=snakemake.params.rounds,
+        seed=snakemake.params.seed,
+    )

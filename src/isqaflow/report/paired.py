@@ -1,0 +1,156 @@
+"""Paired tests between systems judged on the same items (results/tables/paired_tests.*).
+
+Two systems judged on the same items deserve a paired test, not two overlapping intervals.
+For every pair of systems of one family (a suite, its setting and its judge):
+
+* **DRFR** (binary outcomes: a decomposed question answered YES or not, items = (instruction,
+  question)): the two-sided exact McNemar test -- only discordant questions count, ``only_a``
+  (YES for a, not for b) and ``only_b``; under no difference each is a fair coin, so the
+  p-value is the two-sided binomial test of ``only_b`` out of ``only_a + only_b`` at 1/2
+  (1 when none is discordant).  INVALID counts as NO, as in the DRFR.
+* **Arena** (the reference pairs; items = (domain, query)): each system's preference over
+  the LFRQA reference (win 1, tie 0.5, loss 0; the AlpacaEval convention), compared with the
+  two-sided sign-flip permutation test of the mean paired difference
+  (:func:`isqaflow.stats.sign_flip_test`, exact up to 16 pairs, seeded Monte Carlo beyond,
+  no p-value below 6 pairs).  A query without a valid verdict for either system is left out.
+
+``diff`` is mean(b) - mean(a) on the paired items.  The p-values of a family are corrected
+for multiple comparisons by Holm's step-down method (``p_holm``); a pair without a p-value
+(too few pairs) is left out of the correction.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from isqaflow.io import read_jsonl
+from isqaflow.report.tables import write_table
+from isqaflow.stats import sign_flip_test
+
+__all__ = ["arena_outcomes", "drfr_outcomes", "holm", "mcnemar_exact", "paired_tests", "write_paired_tests"]
+
+# the same as isqaflow.arena.length.PREFERENCE, a floor above (tests/test_paired.py checks it)
+_PREFERENCE = {"1": 1.0, "tie": 0.5, "2": 0.0}
+COLUMNS = ("suite", "setting", "judge", "system_a", "system_b", "n", "mean_a", "mean_b", "diff", "only_a",
+           "only_b", "test", "p", "p_holm")
+
+
+def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
+    """Two-sided exact McNemar test of paired binary outcomes (``only_a``, ``only_b``, ``p``)."""
+    from scipy.stats import binomtest
+
+    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if a.shape != b.shape:
+        raise ValueError(f"paired outcomes need equal lengths, got {a.size} and {b.size}")
+    only_a, only_b = int(np.count_nonzero(a & ~b)), int(np.count_nonzero(~a & b))
+    discordant = only_a + only_b
+    p = 1.0 if discordant == 0 else float(binomtest(only_b, discordant, 0.5, alternative="two-sided").pvalue)
+    return {"only_a": only_a, "only_b": only_b, "p": p}
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (NaN stays NaN and is not counted among the tests)."""
+    p = np.asarray(p_values, dtype=float)
+    adjusted = np.full(p.shape, np.nan)
+    tested = np.flatnonzero(~np.isnan(p))
+    m = tested.size
+    running = 0.0
+    for rank, index in enumerate(tested[np.argsort(p[tested], kind="stable")]):
+        running = max(running, min(1.0, (m - rank) * p[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def drfr_outcomes(paths: Mapping[str, str]) -> pd.DataFrame:
+    """Long table (setting, judge, system, item, value) of DRFR judgments: YES as True.
+
+    ``paths``: setting label (the dataset, or "<dataset>.<judge>") -> judgments file of rule
+    drfr_judge."""
+    rows = []
+    for setting, path in paths.items():
+        for line, record in read_jsonl(path):
+            for field in ("judge", "model", "instruction_id", "question_index", "answer"):
+                if field not in record:
+                    raise ValueError(f"{path}, line {line}: judgment record lacks {field!r}")
+            rows.append({"setting": setting.removesuffix(f".{record['judge']}"), "judge": record["judge"],
+                         "system": record["model"],
+                         "item": f"{record['instruction_id']}#{record['question_index']}",
+                         "value": record["answer"] == "YES"})
+    return pd.DataFrame(rows, columns=["setting", "judge", "system", "item", "value"])
+
+
+def arena_outcomes(paths: Mapping[str, str]) -> pd.DataFrame:
+    """Long table (setting, judge, system, item, value) of the arena's reference pairs: each
+    system's preference over the reference (1, 0.5, 0; NaN without a valid verdict).
+
+    ``paths``: setting label -> judged pairs file of rule arena_judge."""
+    rows = []
+    for setting, path in paths.items():
+        for line, record in read_jsonl(path):
+            if record.get("kind") != "reference":  # system_b is the reference answer
+                continue
+            for field in ("system_a", "domain", "qid", "verdict"):
+                if field not in record:
+                    raise ValueError(f"{path}, line {line}: judged pair lacks {field!r}")
+            rows.append({"setting": setting.removesuffix(f".{record.get('judge', '')}"),
+                         "judge": record.get("judge", ""), "system": record["system_a"],
+                         "item": f"{record['domain']}:{record['qid']}",
+                         "value": _PREFERENCE.get(record.get("verdict"), np.nan)})
+    return pd.DataFrame(rows, columns=["setting", "judge", "system", "item", "value"])
+
+
+def _family_rows(suite: str, setting: str, judge: str, wide: pd.DataFrame, rounds: int, seed: int) -> list[dict]:
+    rows = []
+    for a, b in itertools.combinations(sorted(wide.columns), 2):
+        pair = wide[[a, b]].dropna()
+        row = {"suite": suite, "setting": setting, "judge": judge, "system_a": a, "system_b": b, "n": len(pair),
+               "mean_a": float(pair[a].astype(float).mean()) if len(pair) else np.nan,
+               "mean_b": float(pair[b].astype(float).mean()) if len(pair) else np.nan,
+               "only_a": np.nan, "only_b": np.nan}
+        row["diff"] = row["mean_b"] - row["mean_a"]
+        if suite == "drfr":
+            result = mcnemar_exact(pair[a].astype(bool), pair[b].astype(bool))
+            row.update(result, test="exact McNemar")
+        else:
+            result = sign_flip_test(pair[a].astype(float), pair[b].astype(float), rounds=rounds, seed=seed)
+            row.update(p=result["p_value"], test=f"sign-flip ({result['method']})")
+        rows.append(row)
+    adjusted = holm([row["p"] for row in rows])
+    for row, p_holm in zip(rows, adjusted, strict=True):
+        row["p_holm"] = p_holm
+    return rows
+
+
+def paired_tests(outcomes: Mapping[str, pd.DataFrame], rounds: int = 10000, seed: int = 0) -> pd.DataFrame:
+    """Every pair of systems of each (suite, setting, judge) family; ``outcomes``: suite -> long table."""
+    rows = []
+    for suite, long in outcomes.items():
+        duplicated = long.duplicated(["setting", "judge", "system", "item"])
+        if duplicated.any():
+            first = long.loc[duplicated].iloc[0]
+            raise ValueError(f"{suite}: two outcomes of {first['system']!r} on item {first['item']!r} "
+                             f"({first['setting']}, judge {first['judge']})")
+        for (setting, judge), family in long.groupby(["setting", "judge"], sort=True):
+            wide = family.pivot(index="item", columns="system", values="value")
+            rows += _family_rows(suite, setting, judge, wide, rounds, seed)
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def write_paired_tests(arena_paths: Mapping[str, str], drfr_paths: Mapping[str, str],
+                       out_paths: Sequence[str | os.PathLike], rounds: int = 10000, seed: int = 0) -> pd.DataFrame:
+    """Entry point of rule paired_tests: the table as .csv, .md and .tex."""
+    table = paired_tests({"arena": arena_outcomes(arena_paths), "drfr": drfr_outcomes(drfr_paths)}, rounds, seed)
+    caption = (
+        "Paired tests between systems judged on the same items, per suite, setting and judge. "
+        "DRFR: YES per decomposed question, two-sided exact McNemar (only_a / only_b: questions "
+        "only a / only b got YES). Arena: preference over the LFRQA reference per query (win 1, "
+        "tie 0.5, loss 0), two-sided sign-flip test (no p-value below 6 pairs). diff = mean_b - "
+        "mean_a on the n paired items; p_holm: Holm-corrected within each suite, setting and judge."
+    )
+    write_table(table, out_paths, digits=3, caption=caption)
+    return table
