@@ -18,8 +18,9 @@
 * ISQA summaries in the arena: each system against the abstract, and head to head.
 * Length-controlled win rates (AlpacaEval 2.0's regression, :mod:`isqaflow.arena.length`)
   beside the raw ones, for every kind of pair (against LFRQA, all pairs, the summaries
-  against the abstract and head to head), and the judge's length bias: the share of
-  decided pairs the longer answer wins, with its exact interval.
+  against the abstract and head to head), "not identified" where a length difference of 0
+  lies outside the data, and the judge's length bias among pairs of two model answers: the
+  share of decided pairs the longer answer wins, with its exact interval.
 """
 
 from __future__ import annotations
@@ -315,15 +316,27 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                 caption="Length-controlled win rates (AlpacaEval 2.0): each system's preference over its "
                         "baseline (LFRQA, another model, the abstract, the baseline summary) modelled on the "
                         "system, tanh of the standardized length difference (characters) and the query's "
-                        "difficulty (fit over the systems meeting the same baseline); LC: the modelled win rate "
-                        "with the length term at zero, ties half a win, 95% bootstrap CI over queries; beside "
-                        "it the raw win rate with ties half; n: judged pairs with a valid verdict" + controls)
+                        "difficulty (fit over the systems meeting the same baseline), fit as alpaca_eval fits it "
+                        "by default (L1, penalty C by 5-fold cross-validation); LC: the modelled win rate with "
+                        "the length term at zero, ties half a win, 95% bootstrap CI over queries at the chosen "
+                        "C. Reported only where a length difference of 0 lies inside the data: at least "
+                        "3 pairs with the system not shorter and 3 not longer, and at least 10 pairs; else "
+                        "'not identified' (the reason in 'LC status') and no LC, no interval. longer / "
+                        "shorter: pairs with the system's answer longer / shorter; n: judged pairs with a "
+                        "valid verdict" + controls)
     if not bias.empty:  # p as read (three significant digits), not to the table's one decimal
-        bias["p"] = bias["p"].map(lambda p: f"{p:.3g}")
+        for column in ("p", "p by query"):
+            bias[column] = bias[column].map(lambda p: f"{p:.3g}")
     write_table(bias, table_paths(out_dir / "arena_length_bias"), digits=1,
-                caption="The judge's length bias: share of decided pairs (no tie, valid verdict) of unequal "
-                        "length that the longer answer wins, exact (Clopper-Pearson) 95% CI, two-sided exact "
-                        "binomial p against 50%" + controls)
+                caption="The judge's length bias among pairs of two model answers (all pairs, head to "
+                        "head; pairs against the reference or the abstract are left out: there the longer "
+                        "answer is mostly the reference, and its wins measure its quality, not length): share "
+                        "of decided pairs (no tie, valid verdict) of unequal length that the longer answer "
+                        "wins, exact (Clopper-Pearson) 95% CI, two-sided exact binomial p against 50% "
+                        "(pairs as independent) and 'p by query': sign-flip permutation test with each "
+                        "query's pairs flipped together (pairs over one query are not independent). Both "
+                        "answers are the judged models': a longer answer may also be a better one, so this "
+                        "bounds the judge's length preference together with any length-quality link" + controls)
 
 
 def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:
