@@ -115,3 +115,21 @@ def test_no_file_based_system(tables):
                               rounds=100, seed=0)
     assert set(board["source"]) == {"model"} and list(board.columns) == ["source", "DRFR overall", "DRFR easy",
                                                                           "DRFR hard"]
+
+
+def test_online_elo_that_has_not_converged_stays_off_the_leaderboard(tables):
+    """Bradley-Terry is the headline; Elo only where arena_ratings says it has converged."""
+    t = tables
+    ratings = pd.read_csv(t / "arena_ratings.csv", header=[0, 1], index_col=0)
+    ratings[("Elo", "converged")] = False
+    write_table(ratings, [t / "arena_ratings.csv"])
+    kwargs = {"drfr_table5": None, "drfr_summaries": None, "arena_win_rates": None,
+              "arena_ratings": t / "arena_ratings.csv", "arena_summaries": None, "score_paths": [],
+              "summary_systems": {}, "validity_summary_path": t / "summary.json", "systems_path": None,
+              "rounds": 100, "seed": 0}
+    board = build_leaderboard(t / "lb", **kwargs)
+    assert "Bradley-Terry" in board.columns and "Elo" not in board.columns
+    ratings[("Elo", "converged")] = True
+    write_table(ratings, [t / "arena_ratings.csv"])
+    board = build_leaderboard(t / "lb", **kwargs)
+    assert list(board.columns)[-2:] == ["Bradley-Terry", "Elo"]

@@ -3,10 +3,11 @@
 * Win and win+tie rates against LFRQA per domain and overall (Table 3), per
   retrieval setting; judged pairs without a valid verdict are excluded and counted.
 * The no-answer ratio per model (Table 9) and the retriever's recall of gold documents.
-* Elo (online; K 4, base 10, scale 400, initial 1000; the point is the median of
-  the bootstrap, as in FastChat, since one online pass depends on the battles'
-  order) and Bradley-Terry (maximum likelihood, ties half a win each way) with 95%
-  bootstrap intervals and ranks by interval separation: (A) the reference pairs only,
+* Bradley-Terry (the headline: maximum likelihood, ties half a win each way) and online
+  Elo (K 4, base 10, scale 400, initial 1000; the point is the median of the bootstrap,
+  as in FastChat, since one online pass depends on the battles' order; ranked only where
+  it has converged to Bradley-Terry's spread) with 95% bootstrap intervals over queries
+  and ranks by interval separation: (A) the reference pairs only,
   (B) plus the all-pairs battles among the models (Table 5).  Plotted with their
   intervals.
 * Position consistency of the judge (both-orders judging), under both verdict rules:
@@ -41,9 +42,11 @@ from isqaflow.arena.bradley_terry import bradley_terry
 from isqaflow.arena.length import length_tables
 from isqaflow.arena.players import ABSTRACT, REFERENCE
 from isqaflow.arena.ratings import (
+    ELO_CONVERGED,
     battles_from_verdicts,
     bootstrap_ratings,
     bt_separation,
+    elo_convergence,
     elo_with_intervals,
     rating_intervals,
     win_rates,
@@ -100,27 +103,47 @@ def win_rate_table(judged: pd.DataFrame, reference: str) -> pd.DataFrame:
     return _pct(table, ["win_rate", "win_tie_rate"]).set_index(["setting", "domain", "model"])
 
 
+def _query_ids(df: pd.DataFrame) -> np.ndarray | None:
+    """The query of each judged pair (the cluster of the ratings' bootstrap), when the records say it."""
+    if {"domain", "qid"} <= set(df.columns):
+        return (df["domain"].astype(str) + ":" + df["qid"].astype(str)).to_numpy()
+    return None
+
+
 def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed: int,
                   kinds: Sequence[str]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """Elo and Bradley-Terry with intervals from the judged pairs of the given kinds."""
+    """Bradley-Terry (the headline) and online Elo with intervals from the judged pairs of the
+    given kinds; the bootstrap resamples queries (all their battles) where the records name
+    them.  Elo's rank only where it has converged (:func:`elo_convergence`)."""
     battles, invalid = battles_from_verdicts(judged[judged["kind"].isin(kinds)], "system_a", "system_b")
     if battles.empty:
         return pd.DataFrame(), {}
+    queries = _query_ids(judged.loc[battles.index])
     battles = battles.reset_index(drop=True)
-    results = {"Elo": elo_with_intervals(battles, rounds=rounds, seed=seed, **elo)}
     bt_kwargs = {k: elo[k] for k in ("base", "scale", "initial")}
     point_bt = bradley_terry(battles, **bt_kwargs)
-    results["Bradley-Terry"] = rating_intervals(
-        point_bt, bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, **bt_kwargs))
-    separation = bt_separation(battles, rounds=rounds, seed=seed)
+    results = {"Bradley-Terry": rating_intervals(
+        point_bt, bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, groups=queries, **bt_kwargs))}
+    results["Elo"] = elo_with_intervals(battles, rounds=rounds, seed=seed, groups=queries, **elo)
+    convergence = elo_convergence(results["Elo"]["rating"], point_bt)
+    separation = bt_separation(battles, rounds=rounds, seed=seed, groups=queries)
     votes = pd.concat([battles["model_a"], battles["model_b"]]).value_counts()
     table = pd.concat(
         {name: r[["rating", "lower", "upper", "rank"]] for name, r in results.items()}, axis=1
     )
-    # a separated model's Bradley-Terry bound is set by the pseudo-count prior: flagged, not hidden
+    # a bound set by the pseudo-count prior (the model's own separation, or through centring
+    # another's): flagged, not hidden
     table[("Bradley-Terry", "separated %")] = 100 * separation["separated_share"].reindex(table.index)
+    table[("Bradley-Terry", "prior-set %")] = 100 * separation["prior_share"].reindex(table.index)
+    low, high = ELO_CONVERGED
+    converged = bool(low <= convergence <= high)
+    if not converged:
+        table[("Elo", "rank")] = np.nan
+    table[("Elo", "spread / BT")] = convergence
+    table[("Elo", "converged")] = converged
     table[("votes", "")] = votes.reindex(table.index).fillna(0).astype(int)
     table[("invalid excluded", "")] = invalid
+    table[("resampled", "")] = "queries" if queries is not None else "battles"
     return table.sort_values(("Bradley-Terry", "rating"), ascending=False), results
 
 
@@ -283,14 +306,20 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
             figure_data[f"{setting} {column}"] = results
     ratings = pd.concat(rating_tables) if rating_tables else pd.DataFrame()
     write_table(ratings, table_paths(out_dir / "arena_ratings"), digits=1,
-                caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation. "
-                        "Elo: the median over the bootstrap rounds of online Elo on resampled battle sequences "
-                        "(as FastChat; one online pass depends on the battles' order); Bradley-Terry: the "
-                        "maximum-likelihood fit with a 0.001 pseudo-win per ordered pair. 'separated %': share "
-                        "of the bootstrap resamples in which the model wins none or loses none of its battles "
-                        "(no finite maximum-likelihood rating); above 2.5% its Bradley-Terry bound on that side "
-                        "is set by the pseudo-count, not by the battles: read it as unbounded. (A) reference "
-                        "pairs only, (B) plus all pairs among the models" + controls)
+                caption="Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
+                        "pseudo-win per ordered pair, as FastChat reports its arena today) and online Elo "
+                        "(K, base, scale, initial as configured; the median over the bootstrap rounds), with "
+                        "95% bootstrap intervals; rank by interval separation. The bootstrap resamples queries "
+                        "with all their battles ('resampled': queries), since the systems answer the same "
+                        "queries. 'spread / BT': the spread of the Elo points over that of Bradley-Terry on "
+                        "the same battles; outside 0.8-1.25 online Elo has not converged (a small K over few "
+                        "battles shrinks every difference) and gets no rank: read Bradley-Terry. 'separated "
+                        "%': share of the resamples in which the model wins none or loses none of its battles; "
+                        "'prior-set %': share in which any model or group is so separated (no finite "
+                        "maximum-likelihood fit), which through the centring on the mean moves every model's "
+                        "rating: above 2.5% the bounds are set by the pseudo-count, not by the battles: read "
+                        "them as unbounded. (A) reference pairs only, (B) plus all pairs among the models"
+                        + controls)
     ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
     write_table(position_consistency_table(judged), table_paths(out_dir / "arena_position_consistency"), digits=3,
                 caption="Position consistency: share of pairs judged alike in both orders. raw: the two orders' "
