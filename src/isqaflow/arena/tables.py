@@ -56,6 +56,7 @@ from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 from isqaflow.report.validity import read_control_records, validity_note, validity_summary
+from isqaflow.stats import SMALL_N
 
 
 def _load(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -142,6 +143,7 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
     table[("Elo", "spread / BT")] = convergence
     table[("Elo", "converged")] = converged
     table[("votes", "")] = votes.reindex(table.index).fillna(0).astype(int)
+    table[(f"votes < {SMALL_N}", "")] = table[("votes", "")] < SMALL_N  # its intervals: indicative
     table[("invalid excluded", "")] = invalid
     table[("resampled", "")] = "queries" if queries is not None else "battles"
     return table.sort_values(("Bradley-Terry", "rating"), ascending=False), results
@@ -318,8 +320,9 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                         "'prior-set %': share in which any model or group is so separated (no finite "
                         "maximum-likelihood fit), which through the centring on the mean moves every model's "
                         "rating: above 2.5% the bounds are set by the pseudo-count, not by the battles: read "
-                        "them as unbounded. (A) reference pairs only, (B) plus all pairs among the models"
-                        + controls)
+                        f"them as unbounded. 'votes < {SMALL_N}': a model with fewer than {SMALL_N} battles, whose "
+                        "bootstrap intervals cover far less than 95% (read them as indicative). (A) reference "
+                        "pairs only, (B) plus all pairs among the models" + controls)
     ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
     write_table(position_consistency_table(judged), table_paths(out_dir / "arena_position_consistency"), digits=3,
                 caption="Position consistency: share of pairs judged alike in both orders. raw: the two orders' "

@@ -26,7 +26,7 @@ import pandas as pd
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.tables import table_paths, write_table
 from isqaflow.report.validity import validity_note
-from isqaflow.stats import bootstrap_ci
+from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, small_n_note
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
 REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
@@ -38,8 +38,10 @@ def _cell(point: float, lower: float | None = None, upper: float | None = None, 
     if point is None or (isinstance(point, float) and np.isnan(point)):
         return "--"
     text = f"{point:.{digits}f}"
-    if lower is not None and upper is not None and not (np.isnan(lower) or np.isnan(upper)):
-        text += f" [{lower:.{digits}f}, {upper:.{digits}f}]"
+    few = n is not None and not pd.isna(n) and int(n) < SMALL_N
+    one = n is not None and not pd.isna(n) and int(n) < 2  # a zero-width interval from one item: none
+    if lower is not None and upper is not None and not (np.isnan(lower) or np.isnan(upper) or one):
+        text += f" [{lower:.{digits}f}, {upper:.{digits}f}]" + (SMALL_N_MARK if few else "")
     if n is not None:
         text += f" (n={int(n)})"
     return text
@@ -212,8 +214,8 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                "Bradley-Terry and, only where it has converged (arena_ratings), online Elo with 95% "
                "bootstrap CI over queries (n = votes; with the all-pairs battles where the run has them); QAGS, "
                "QuestEval and ROUGE x100 of the final summaries, 95% CI over papers (n = papers); the "
-               "summaries' DRFR and win rate against the abstract. ROUGE has no control (a reference "
-               "overlap, not a judge). " + " ".join(notes))
+               "summaries' DRFR and win rate against the abstract. " + small_n_note("items (the cell's n)")
+               + ". ROUGE has no control (a reference overlap, not a judge). " + " ".join(notes))
     stem = Path(out_stem)
     write_table(table, table_paths(stem), digits=1, caption=caption)
     long = pd.DataFrame(board.numbers)
