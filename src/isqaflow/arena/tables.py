@@ -51,7 +51,7 @@ from isqaflow.arena.ratings import (
     rating_intervals,
     win_rates,
 )
-from isqaflow.arena.verdicts import calibrated_side, fit_tie_band, position_consistency
+from isqaflow.arena.verdicts import calibrated_side, fit_tie_band, loo_tie_band_sides, position_consistency
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
@@ -180,21 +180,30 @@ def ratings_figure(results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[
 _SIDE_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
 
 
-def fitted_band_verdicts(judged: pd.DataFrame, human: pd.Series) -> tuple[dict, pd.Series] | None:
-    """The tie band fitted on the human-labelled pairs (:func:`fit_tie_band`) and the calibrated
-    verdicts under it, per pair id; None when the records have no margins."""
+def fitted_band_verdicts(judged: pd.DataFrame, human: pd.Series) -> tuple[dict, pd.Series, pd.Series] | None:
+    """The tie band fitted on the human-labelled pairs (:func:`fit_tie_band`), the calibrated
+    verdicts under it (in-sample), and the out-of-sample verdicts of the labelled pairs, each
+    under the band fitted on the others (:func:`loo_tie_band_sides`), per pair id; None when
+    the records have no margins."""
     if "margin" not in judged.columns or judged["margin"].isna().all():
         return None
     margins = judged.set_index("pair_id")["margin"].astype(float)
     labelled = margins.index.intersection(human.index)
     fit = fit_tie_band(margins[labelled].to_numpy(), human[labelled].to_numpy())
     verdicts = margins.map(lambda m: _SIDE_VERDICT[calibrated_side(m, fit["tie_band"])])
-    return fit, verdicts
+    loo = pd.Series([_SIDE_VERDICT[side] for side in loo_tie_band_sides(
+        list(margins[labelled].to_numpy()), list(human[labelled].to_numpy()))], index=labelled, dtype=object)
+    return fit, verdicts, loo
+
+
+IN_SAMPLE = "in-sample: band fitted on these pairs"
 
 
 def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Judge vs human majority per judge; for a judge with margins, also under the tie band fitted on
-    these pairs (in-sample: the band the judge's ``tie_band`` can be set to)."""
+    """Judge vs human majority per judge; for a judge with margins, also under the tie band
+    fitted on these pairs (in-sample: the band the judge's ``tie_band`` can be set to) and
+    out of sample (each pair under the band fitted on the others).  ``sample`` says which: a
+    configured band equal (to 3 decimals) to the one fitted on these pairs is in-sample too."""
     labels = read_human_labels(human_csv)
     human = human_majority(labels)
     rows = []
@@ -203,12 +212,18 @@ def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -
         if judged.empty:
             continue
         configured = float(judged["tie_band"].iloc[0]) if "tie_band" in judged.columns else float("nan")
-        settings = [(verdict_rule(judged), configured, judged.set_index("pair_id")["verdict"])]
         fitted = fitted_band_verdicts(judged, human)
+        same = fitted is not None and round(configured, 3) == round(fitted[0]["tie_band"], 3)
+        settings = [(verdict_rule(judged), configured, judged.set_index("pair_id")["verdict"],
+                     IN_SAMPLE + " (the configured band)" if same else "configured")]
         if fitted is not None:
-            settings.append(("calibrated, tie band fitted on these pairs", fitted[0]["tie_band"], fitted[1]))
-        for rule, band, verdicts in settings:
-            rows.append(_agreement_row(judged["judge"].iloc[0], rule, band, human, verdicts, labels))
+            settings.append(("calibrated, tie band fitted on these pairs", fitted[0]["tie_band"], fitted[1],
+                             IN_SAMPLE))
+            settings.append(("calibrated, tie band fitted leave-one-out", float("nan"), fitted[2],
+                             "out of sample: each pair under the band fitted on the others"))
+        for rule, band, verdicts, sample in settings:
+            rows.append({**_agreement_row(judged["judge"].iloc[0], rule, band, human, verdicts, labels),
+                         "sample": sample})
     return pd.DataFrame(rows).set_index("judge") if rows else pd.DataFrame()
 
 
@@ -341,7 +356,10 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                 caption="Judge vs human majority (3 annotators; no majority = tie). 'tie band': the judge's "
                         "configured band (nats); a logprob judge also has a row under the band fitted on these "
                         "pairs so that it ties as many of them as the people did (in-sample; set it as the "
-                        "judge's tie_band to use it)" + controls)
+                        "judge's tie_band to use it) and a row where each pair is judged under the band fitted "
+                        "on the other pairs (leave-one-out: the out-of-sample agreement). 'sample' says which "
+                        "rows are in-sample: the configured row too when its band equals the fitted one (the "
+                        "embedded default's was fitted on these pairs)" + controls)
     write_table(summary_arena_table(summaries), table_paths(out_dir / "arena_summaries"), digits=1,
                 caption="ISQA summaries in the arena: against the abstract and head to head" + controls)
     write_table(lc, table_paths(out_dir / "arena_length_controlled"), digits=1,
