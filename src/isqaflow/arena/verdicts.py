@@ -44,6 +44,7 @@ __all__ = [
     "check_verdict_rule",
     "fit_tie_band",
     "combine_orders",
+    "loo_tie_band_sides",
     "margins_agree",
     "parse_verdict",
     "position_consistency",
