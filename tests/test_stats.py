@@ -374,3 +374,16 @@ def test_small_n_bootstrap_coverage_is_as_the_docstring_says():
             hits += ci["lower"] <= 0.0 <= ci["upper"]
         assert hits / 1000 == pytest.approx(stated, abs=0.04), n
     assert SMALL_N == 10 and SMALL_N_MARK in small_n_note() and "fewer than 10" in small_n_note()
+
+
+def test_docstrings_state_the_items_a_perfect_instrument_needs():
+    """The module's figures are the function's: 5 items at alpha 0.05, 6 at the validity
+    table's 0.025 (issue 30: the docstring said 5 while the table needs 6)."""
+    import isqaflow.stats as stats
+    from isqaflow.report.validity import ALPHA
+    from isqaflow.stats import min_items_to_separate
+
+    assert (min_items_to_separate(0.5, 0.05), min_items_to_separate(0.5, ALPHA)) == (5, 6)
+    doc = " ".join(stats.__doc__.split())
+    assert "it takes 5 items at a one-sided alpha of 0.05" in doc and f"and 6 at the {ALPHA:g}" in doc
+    assert "6 at the validity table's 0.025" in " ".join(stats.min_items_to_separate.__doc__.split())
