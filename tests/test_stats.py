@@ -379,7 +379,7 @@ def test_small_n_bootstrap_coverage_is_as_the_docstring_says():
 def test_docstrings_state_the_items_a_perfect_instrument_needs():
     """The module's figures are the function's: 5 items at alpha 0.05, 6 at the validity
     table's 0.025 (issue 30: the docstring said 5 while the table needs 6)."""
-    import isqaflow.stats as stats
+    from isqaflow import stats
     from isqaflow.report.validity import ALPHA
     from isqaflow.stats import min_items_to_separate
 
