@@ -141,12 +141,22 @@ def _soft(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
     return np.vstack([Xs, Xs]), np.r_[np.ones(len(y)), np.zeros(len(y))], np.r_[y, 1 - y]
 
 
-def _fit_at(X: np.ndarray, y: np.ndarray, C: float) -> np.ndarray:
+def _fit_at(X: np.ndarray, y: np.ndarray, C: float, quiet: bool = False) -> np.ndarray:
+    """L1 fit at ``C``; ``quiet``: liblinear's non-convergence warnings (its 100 iterations, as
+    alpaca_eval) silenced -- for the cross-validation's and the bootstrap's many fits, not the
+    reported one."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
     Xd, yd, wd = _soft(X, y)
     for label in (0, 1):  # all wins (or all losses): liblinear drops a class of zero weight; keep it, negligibly
         if wd[yd == label].sum() == 0:
             wd[yd == label] = 1e-12
-    coef = _l1(C).fit(Xd, yd, sample_weight=wd).coef_[0]
+    with warnings.catch_warnings():
+        if quiet:
+            warnings.simplefilter("ignore", ConvergenceWarning)
+        coef = _l1(C).fit(Xd, yd, sample_weight=wd).coef_[0]
     return coef[[2, 0, 1]]  # back to [intercept, length, difficulty]
 
 
@@ -158,17 +168,18 @@ def choose_penalty(X: np.ndarray, y: np.ndarray) -> float:
     losses = np.zeros(len(CS))
     for train, test in GroupKFold(n_splits=FOLDS).split(X, y, groups=np.arange(len(y))):
         for i, C in enumerate(CS):
-            p = np.clip(_sigmoid(X[test] @ _fit_at(X[train], y[train], C)), 1e-15, 1 - 1e-15)
+            p = np.clip(_sigmoid(X[test] @ _fit_at(X[train], y[train], C, quiet=True)), 1e-15, 1 - 1e-15)
             losses[i] += -np.mean(y[test] * np.log(p) + (1 - y[test]) * np.log(1 - p)) / FOLDS
     return float(CS[int(np.argmin(losses))])
 
 
-def fit_lc(X: np.ndarray, y: np.ndarray, C: float | None = None) -> tuple[float, np.ndarray, float]:
+def fit_lc(X: np.ndarray, y: np.ndarray, C: float | None = None, quiet: bool = False,
+           ) -> tuple[float, np.ndarray, float]:
     """(LC win rate in %, coefficients [theta, phi, psi], C) of alpaca_eval's default fit on the
     design ``X`` (columns intercept, length term, difficulty) and preferences ``y``; ``C``
-    chosen by cross-validation unless given."""
+    chosen by cross-validation unless given; ``quiet`` as :func:`_fit_at`."""
     C = choose_penalty(X, y) if C is None else C
-    beta = _fit_at(X, y, C)
+    beta = _fit_at(X, y, C, quiet)
     X0 = X.copy()
     X0[:, 1] = 0.0  # the length term at zero
     return float(100 * _sigmoid(X0 @ beta).mean()), beta, C
@@ -230,7 +241,7 @@ def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.D
                 for _ in range(rounds):
                     chosen = rng.integers(0, len(rows_of), size=len(rows_of))
                     idx = np.concatenate([rows_of[q] for q in chosen])
-                    draws.append(fit_lc(X[idx], y[idx], C)[0])
+                    draws.append(fit_lc(X[idx], y[idx], C, quiet=True)[0])
                 lower, upper = (np.percentile(draws, [2.5, 97.5]) if draws else (np.nan, np.nan))
                 row.update({"LC win rate %": lc, "LC lower": float(lower), "LC upper": float(upper),
                             "length coefficient": float(beta[1]), "C": C})
