@@ -2,20 +2,44 @@
 
 snakemake --profile profiles/local                                  # embedded default, offline
 snakemake --profile profiles/slurm --configfile config/paper.yaml   # paper scale
+ISQAFLOW_GPUS=0,1,2,3 snakemake --profile profiles/workstation --configfile config/paper.yaml
+                                                                    # one machine, 4 GPUs
 """
+
+import sys
+from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
 min_version("9.20")
 
 
-# The embedded default, unless a config is given on the command line (config/paper.yaml
-# replaces it whole: Snakemake would otherwise merge the two).
-if not workflow.overwrite_configfiles:
+# The library (common.smk puts it on the path too, for the jobs).
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+from isqaflow.configcheck.files import is_overlay
+from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
+
+SCHEMA = Path(workflow.basedir) / "config/schema.yaml"
+# The embedded default, unless a whole config (every top-level section, as config/paper.yaml) is
+# given on the command line: it replaces the default whole (Snakemake would otherwise merge the
+# two). Config files with only some sections -- an overlay adding one's own systems
+# (docs/own-systems.md) -- are merged onto the default, in the order given.
+DEFAULT_CONFIG = not workflow.overwrite_configfiles or is_overlay(
+    workflow.overwrite_configfiles, load_schema(SCHEMA)["required"]
+)
+if DEFAULT_CONFIG:
 
     configfile: "config/config.yaml"
 
 
+CONFIG_FILES = ["config/config.yaml"] * DEFAULT_CONFIG + list(
+    workflow.overwrite_configfiles
+)
+
+# The schema's errors, each naming its config key in one line (isqaflow.configcheck.schema):
+# "did you mean" for a misspelled key or value, never jsonschema's dump of a oneOf; then
+# validate fills in the defaults.
+exit_on_schema_problems(config, SCHEMA, CONFIG_FILES)
 validate(config, "config/schema.yaml")
 
 
@@ -26,6 +50,8 @@ include: "rules/common.smk"
 # run needs (isqaflow.configcheck): all problems at once, then exit before any rule is
 # parsed -- in a dry run too, with no job started and no output deleted.
 exit_on_config_problems()
+# One machine without a scheduler (ISQAFLOW_GPUS): at most as many GPU jobs at once as GPUs.
+use_gpu_pool_or_exit()
 
 
 # API models: one listing per endpoint when the run starts (not in a dry run), before any job.

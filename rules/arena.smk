@@ -26,6 +26,7 @@ rule retrieve:
         "benchmarks/retrieve/{domain}/{retriever}.tsv"
     wildcard_constraints:
         retriever=retrievers_served_by("retrieve"),
+    localrule: local_stage("retrieve")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("retrieve")
@@ -55,6 +56,7 @@ rule colbert_index:
         "benchmarks/colbert_index/{domain}/{retriever}.tsv"
     wildcard_constraints:
         retriever=retrievers_served_by("colbert"),
+    localrule: local_stage("retrieve")
     conda:
         "../envs/colbert.yaml"
     threads: threads_for("retrieve")
@@ -83,6 +85,7 @@ rule retrieve_colbert:
         "benchmarks/retrieve/{domain}/{retriever}.tsv"
     wildcard_constraints:
         retriever=retrievers_served_by("colbert"),
+    localrule: local_stage("retrieve")
     conda:
         "../envs/colbert.yaml"
     threads: threads_for("retrieve")
@@ -116,6 +119,7 @@ rule rag_answers:
         answerer=names_pattern(model_answerers()),  # file-based ones: rule file_answers
     # the arena chain: answers -> the longest judge job, started early so short jobs end the DAG
     priority: 50
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -156,6 +160,7 @@ rule arena_judge:
         "benchmarks/arena_judge/{retriever}-k{k}/{judge}.tsv"
     # the longest judge job: early, so short jobs end the DAG
     priority: 50
+    localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("judge")
@@ -191,6 +196,7 @@ rule arena_judge_checks:
         "logs/arena_judge_checks/{judge}.log",
     benchmark:
         "benchmarks/arena_judge_checks/{judge}.tsv"
+    localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("judge")
@@ -226,6 +232,7 @@ rule arena_summaries:
         "logs/arena_summaries/{dataset}/{summarizer}.{judge}.log",
     benchmark:
         "benchmarks/arena_summaries/{dataset}/{summarizer}.{judge}.tsv"
+    localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("judge")
@@ -273,6 +280,7 @@ rule arena_tables:
         ),
     log:
         "logs/arena_tables.log",
+    localrule: local_stage("tables")
     conda:
         "../envs/data.yaml"
     threads: threads_for("tables")

@@ -16,6 +16,7 @@ from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow import grid  # noqa: E402
+from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
 from isqaflow.models import gpu_plan  # noqa: E402
 from isqaflow.models.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights import hub_models  # noqa: E402
@@ -64,8 +65,7 @@ wildcard_constraints:
 def exit_on_config_problems():
     """Stop with one message listing every cross-reference problem of the config (names,
     local model paths, API key variables; see isqaflow.configcheck), before any job."""
-    config_files = workflow.overwrite_configfiles or ["config/config.yaml"]
-    exit_on_problems(config, config_files, extra=check_serving(config))
+    exit_on_problems(config, CONFIG_FILES, extra=check_serving(config))
     print_gpu_plan()
 
 
@@ -84,6 +84,15 @@ def check_api_models_or_exit():
             flush=True,
         )
         sys.exit(1)
+
+
+def use_gpu_pool_or_exit():
+    """On one machine without a scheduler (ISQAFLOW_GPUS, profiles/workstation): at most as
+    many GPU jobs at once as the pool has devices (isqaflow.devices.use_gpu_pool)."""
+    try:
+        use_gpu_pool(workflow)
+    except DevicePoolError as err:
+        sys.exit(f"isqaflow: {err}")
 
 
 def print_gpu_plan():
@@ -116,7 +125,8 @@ def cluster_resources(stage, gpu=None):
     """Every resource of a stage's jobs (isqaflow.cluster): mem_mb and runtime growing with
     each retry up to the partition's caps (above a cap: an error at DAG build naming the
     stage), gpu (an int or a function of the wildcards; default the stage's), the partition
-    (GPU jobs to the GPU partition, all others to the CPU one), and gpu_model, constraint,
+    (GPU jobs to the GPU partition, all others to the CPU one), one node (sbatch --nodes=1: a
+    job's GPUs on one node), and gpu_model, constraint,
     slurm_extra where the stage or its partition sets them.  Use as `resources: **...`.
     """
     if gpu is None:
@@ -126,12 +136,20 @@ def cluster_resources(stage, gpu=None):
     def request(wildcards, attempt=1):
         return job_request(config["resources"], stage, int(count(wildcards)), attempt)
 
+    def gpus(wildcards):
+        # Snakemake would cut a request above --resources gpu down to it: an error instead
+        limit = workflow.global_resources.get("gpu").value
+        return check_job_gpus(
+            int(count(wildcards)), limit, f"a {stage} job {dict(wildcards)}"
+        )
+
     values = {
         "mem_mb": lambda wildcards, attempt: request(wildcards, attempt)["mem_mb"],
         "runtime": lambda wildcards, attempt: request(wildcards, attempt)["runtime"],
-        "gpu": gpu,
+        "gpu": gpus,
         "slurm_partition": lambda wildcards: request(wildcards)["slurm_partition"]
         or None,
+        "nodes": lambda wildcards: request(wildcards)["nodes"],
     }
     for key in ("gpu_model", "constraint", "slurm_extra"):
         values[key] = lambda wildcards, key=key: request(wildcards).get(key)

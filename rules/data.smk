@@ -2,12 +2,8 @@
 from each raw format to the normalized records under results/data/."""
 
 # Downloads and archive extraction need the network or only move bytes: on the submit host
-# (compute nodes often have no internet), unless resources.download.local is false.
-if local_stage("download"):
-
-    localrules:
-        download,
-        extract,
+# (compute nodes often have no internet), unless resources.download.local is false
+# (localrule: every rule follows its stage's resources.<stage>.local).
 
 
 # This stage's input functions (rules with functions fail snakemake --lint).
@@ -22,6 +18,7 @@ rule download:
     wildcard_constraints:
         filename="[^/]+",
     retries: 2
+    localrule: local_stage("download")
     conda:
         "../envs/data.yaml"
     threads: threads_for("download")
@@ -44,6 +41,7 @@ rule extract:
         "logs/extract/{download}/{member}.log",
     wildcard_constraints:
         member=".+",
+    localrule: local_stage("download")
     conda:
         "../envs/data.yaml"
     threads: threads_for("download")
@@ -65,6 +63,7 @@ rule convert_papers:
         "logs/convert_papers/{dataset}.log",
     # the ISQA chain (summaries -> refinement -> scoring) is the longest
     priority: 80
+    localrule: local_stage("data")
     conda:
         "../envs/data.yaml"
     threads: threads_for("data")
@@ -91,6 +90,7 @@ rule convert_qa_train:
         "logs/convert_qa_train/{dataset}.{split}.log",
     # on the critical path: training data -> fine-tuning
     priority: 90
+    localrule: local_stage("data")
     conda:
         "../envs/data.yaml"
     threads: threads_for("data")
@@ -112,6 +112,7 @@ rule convert_instructions:
         instructions="results/data/instructions/{dataset}.jsonl",
     log:
         "logs/convert_instructions/{dataset}.log",
+    localrule: local_stage("data")
     conda:
         "../envs/data.yaml"
     threads: threads_for("data")
@@ -132,6 +133,7 @@ rule convert_rag:
         passages="results/data/rag/{domain}/passages.jsonl",
     log:
         "logs/convert_rag/{domain}.log",
+    localrule: local_stage("data")
     conda:
         "../envs/data.yaml"
     threads: threads_for("data")

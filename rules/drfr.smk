@@ -20,6 +20,7 @@ rule drfr_responses:
         "benchmarks/drfr_responses/{dataset}/{responder}.tsv"
     wildcard_constraints:
         responder=names_pattern(model_responders()),  # file-based ones: rule file_responses
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -63,6 +64,7 @@ rule drfr_judge:
         "logs/drfr_judge/{dataset}/{judge}.log",
     benchmark:
         "benchmarks/drfr_judge/{dataset}/{judge}.tsv"
+    localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("judge")
@@ -95,6 +97,7 @@ rule drfr_summaries:
         "logs/drfr_summaries/{dataset}/{summarizer}.{judge}.log",
     benchmark:
         "benchmarks/drfr_summaries/{dataset}/{summarizer}.{judge}.tsv"
+    localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("judge")
@@ -138,6 +141,7 @@ rule drfr_tables:
         ),
     log:
         "logs/drfr_tables.log",
+    localrule: local_stage("tables")
     conda:
         "../envs/data.yaml"
     threads: threads_for("tables")

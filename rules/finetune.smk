@@ -25,6 +25,7 @@ rule finetune_feedback:
         "benchmarks/finetune_feedback/{adapter}.tsv"
     # on the critical path: adapter -> ISQA runs and responders -> scoring -> tables
     priority: 90
+    localrule: local_stage("finetune")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("finetune")
@@ -51,6 +52,7 @@ rule evaluate_feedback:
         "logs/evaluate_feedback/{adapter}.log",
     benchmark:
         "benchmarks/evaluate_feedback/{adapter}.tsv"
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")

@@ -26,6 +26,7 @@ rule leaderboard:
         long="results/tables/leaderboard_long.csv",
     log:
         "logs/leaderboard.log",
+    localrule: local_stage("default")
     conda:
         "../envs/data.yaml"
     threads: threads_for("default")

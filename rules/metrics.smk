@@ -21,6 +21,7 @@ rule score_summaries:
         "benchmarks/score_summaries/{dataset}/{summarizer}.tsv"
     # the ISQA chain: the last model job before the tables
     priority: 60
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -47,6 +48,7 @@ rule metric_controls:
         "logs/metric_controls/{dataset}.log",
     benchmark:
         "benchmarks/metric_controls/{dataset}.tsv"
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -95,6 +97,7 @@ rule isqa_tables:
         ),
     log:
         "logs/isqa_tables.log",
+    localrule: local_stage("tables")
     conda:
         "../envs/data.yaml"
     threads: threads_for("tables")
@@ -124,6 +127,7 @@ rule human_eval_sheets:
         assignment="results/human_eval/{dataset}/{summarizer}/assignment.json",
     log:
         "logs/human_eval_sheets/{dataset}/{summarizer}.log",
+    localrule: local_stage("tables")
     conda:
         "../envs/data.yaml"
     threads: threads_for("tables")
@@ -154,6 +158,7 @@ rule human_eval_results:
         agreement="results/human_eval/{dataset}/{summarizer}/agreement.csv",
     log:
         "logs/human_eval_results/{dataset}/{summarizer}.log",
+    localrule: local_stage("tables")
     conda:
         "../envs/data.yaml"
     threads: threads_for("tables")

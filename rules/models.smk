@@ -2,11 +2,7 @@
 package, and the Hub weights of the paper-scale models, fetched once (isqaflow.models.weights).
 """
 
-# The weights come over the network: on the submit host, with the downloads.
-if local_stage("download"):
-
-    localrules:
-        fetch_weights,
+# The weights come over the network: on the submit host, with the downloads (stage download).
 
 
 # This stage's input functions (rules with functions fail snakemake --lint).
@@ -23,6 +19,7 @@ rule convert_gguf_model:
         "benchmarks/convert_gguf_model/{model}.tsv"
     # the root of every model job
     priority: 100
+    localrule: local_stage("convert")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("convert")
@@ -45,6 +42,7 @@ rule fetch_weights:
     # the root of every model job at paper scale
     priority: 100
     retries: 2
+    localrule: local_stage("download")
     conda:
         "../envs/data.yaml"
     threads: threads_for("download")

@@ -19,6 +19,7 @@ rule generate_questions:
         "benchmarks/generate_questions/{dataset}.tsv"
     # the ISQA chain: the run with generated questions
     priority: 70
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -48,6 +49,7 @@ rule baseline_summaries:
         "benchmarks/baseline_summaries/{dataset}/{summarizer}.tsv"
     # the ISQA chain: its first summaries
     priority: 80
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -79,6 +81,7 @@ rule generic_feedback:
         "benchmarks/generic_feedback/{dataset}/{summarizer}.tsv"
     # the ISQA chain: scoring waits for it
     priority: 70
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")
@@ -115,6 +118,7 @@ rule isqa_refine:
         "benchmarks/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.tsv"
     # the ISQA chain
     priority: 70
+    localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"
     threads: threads_for("generate")

@@ -24,7 +24,7 @@ localrules:
 rule file_answers:
     input:
         queries=lambda wc: arena_files("queries"),
-        system=lambda wc: config["arena"]["answerers"][wc.answerer]["file"],
+        system=lambda wc: system_inputs(config["arena"]["answerers"][wc.answerer]),
     output:
         answers="results/arena/answers/{retriever}-k{k}/{answerer}.jsonl",
         check="results/systems/arena/{retriever}-k{k}/{answerer}.json",
@@ -49,7 +49,7 @@ rule file_answers:
 rule file_responses:
     input:
         instructions=lambda wc: instructions_file(wc.dataset),
-        system=lambda wc: config["drfr"]["responders"][wc.responder]["file"],
+        system=lambda wc: system_inputs(config["drfr"]["responders"][wc.responder]),
     output:
         responses="results/drfr/responses/{dataset}/{responder}.jsonl",
         check="results/systems/drfr/{dataset}/{responder}.json",
@@ -74,7 +74,7 @@ rule file_responses:
 rule file_summaries:
     input:
         papers=lambda wc: papers_file(wc.dataset),
-        system=lambda wc: file_summary_entries()[wc.summarizer]["file"],
+        system=lambda wc: system_inputs(file_summary_entries()[wc.summarizer]),
     output:
         summaries="results/summaries/{dataset}/{summarizer}/file.jsonl",
         check="results/systems/isqa/{dataset}/{summarizer}.json",

@@ -18,6 +18,7 @@ rule validity_table:
         summary="results/validity/summary.json",
     log:
         "logs/validity_table.log",
+    localrule: local_stage("tables")
     conda:
         "../envs/data.yaml"
     threads: threads_for("tables")

@@ -6,7 +6,7 @@ from isqaflow.runtime import job
 with job(snakemake):
     run_file_answers(
         snakemake.input.queries,
-        snakemake.input.system,
+        list(snakemake.input.system),
         snakemake.output.answers,
         snakemake.output.check,
         answerer=snakemake.wildcards.answerer,
@@ -14,4 +14,6 @@ with job(snakemake):
         k=int(snakemake.wildcards.k),
         fmt=snakemake.params.options["format"],
         coverage=snakemake.params.options["coverage"],
+        process=snakemake.params.options["process_response"],
+        name=snakemake.params.options["file"],
     )

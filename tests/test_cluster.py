@@ -57,7 +57,7 @@ def test_partition_names_from_config_then_environment():
 def test_gpu_job_goes_to_the_gpu_partition_with_its_model_and_extra():
     req = job_request(RES, "generate", gpus=1, environ={})
     assert req == {"mem_mb": 64000, "runtime": 1440, "slurm_partition": "gpu-a100", "gpu_model": "a100",
-                   "slurm_extra": "--exclusive"}
+                   "slurm_extra": "--exclusive", "nodes": 1}
 
 
 def test_cpu_job_of_a_gpu_stage_gets_neither_gpu_model_nor_gpu_partition():
@@ -90,11 +90,18 @@ def test_downloads_are_local_unless_configured():
     assert not is_local({**RES, "download": {"local": False}}, "download")
 
 
+def test_a_gpu_job_of_a_local_stage_is_an_error_naming_the_stage():
+    local = {**RES, "generate": {**RES["generate"], "local": True}}
+    assert job_request(local, "generate", gpus=0, environ={})["nodes"] == 1  # its API-only jobs: fine
+    with pytest.raises(ResourceError, match=r"resources\.generate: local is true, .* needs 1 GPU\(s\)"):
+        job_request(local, "generate", gpus=1, environ={})
+
+
 def test_paper_config_every_stage_fits_its_partitions():
     res = PAPER["resources"]
     stages = [s for s in res if s != "partitions"]
     for stage in stages:
-        for gpus in (0, 1):
+        for gpus in (0,) if is_local(res, stage) else (0, 1):  # a local stage's jobs get no GPU
             job_request(res, stage, gpus, environ={})  # raises when above a cap
 
 
@@ -267,6 +274,19 @@ def test_sbatch_arguments_of_a_cpu_a_gpu_and_a_download_job(paper_dry_run):
     assert "-p cpuq" in call and "--cpus-per-task=1" in call and "--gpus" not in call
 
 
+def test_multi_gpu_jobs_are_held_on_one_node(paper_dry_run):
+    """Issue 28, item 4: the plugin adds --nodes only for a nodes resource, and --gpus=N alone lets
+    SLURM spread a tensor-parallel server's GPUs over nodes.  Every job asks for one node."""
+    *_, jobs = paper_dry_run
+    submitted = [j for j in jobs if not j["local"]]
+    big = [j for j in submitted if j["resources"].get("gpu", 0) >= 4]
+    assert big, "the paper config plans no job with 4 or more GPUs"
+    for job in big + [j for j in submitted if j["resources"].get("gpu", 0) == 1][:3]:
+        call = sbatch_args(job)
+        assert "--nodes=1" in call.split() and f"--gpus={job['resources']['gpu']}" in call, (job["rule"], call)
+    assert all(j["resources"].get("nodes") == 1 for j in submitted)
+
+
 def test_downloads_submitted_to_the_cpu_partition_when_not_local(tmp_path):
     workdir, run_env = checkout(tmp_path)
     config = yaml.safe_load((workdir / "config/paper.yaml").read_text())
@@ -280,6 +300,44 @@ def test_downloads_submitted_to_the_cpu_partition_when_not_local(tmp_path):
     gpu = next(j for j in jobs if j["rule"] == "baseline_summaries")
     call = sbatch_args(gpu)
     assert "--gpus=h100:1" in call and "-C nvlink" in call and "-p gpuq" in call
+
+
+def test_every_stage_honours_local(tmp_path):
+    """Issue 28, item 2: resources.<stage>.local was accepted for every stage and honoured only for
+    downloads; the API judges (stage judge) then needed the internet on compute nodes.  Each rule
+    follows its stage's local: (read from Snakemake's own API)."""
+    workdir, run_env = checkout(tmp_path)
+    config = yaml.safe_load((workdir / "config/paper.yaml").read_text())
+    config["resources"]["judge"]["local"] = True
+    config["resources"]["data"]["local"] = True
+    (workdir / "config/api-local.yaml").write_text(yaml.safe_dump(config))
+    local = local_rules(workdir, run_env, "config/api-local.yaml")
+    judges = {"arena_judge", "arena_judge_checks", "arena_summaries", "drfr_judge", "drfr_summaries"}
+    data = {"convert_papers", "convert_qa_train", "convert_instructions", "convert_rag"}
+    assert judges | data <= local
+    assert not {"baseline_summaries", "isqa_refine", "rag_answers", "finetune_feedback", "retrieve"} & local
+    text = run_snakemake(workdir, run_env, "--profile", "profiles/slurm", "--configfile", "config/api-local.yaml", "-n")
+    assert judges <= {j["rule"] for j in parse_jobs(text)}  # the cluster command plans them (as local jobs)
+
+
+def test_each_rule_takes_local_from_the_stage_of_its_resources():
+    """A rule's localrule: names the stage its cluster_resources come from (or the rule is always local)."""
+    always = set()
+    checked = 0
+    for path in sorted((REPO / "rules").glob("*.smk")):
+        text = path.read_text()
+        for block in re.findall(r"(?ms)^localrules:\n(.*?)\n\n", text):
+            always |= set(re.findall(r"(\w+),", block))
+        for name, body in re.findall(r"(?ms)^rule (\w+):\n(.*?)(?=^rule |\Z)", text):
+            stage = re.search(r'cluster_resources\(\s*"(\w+)"', body)
+            if stage is None:
+                continue
+            if name in always:
+                assert "localrule:" not in body, name
+                continue
+            assert f'localrule: local_stage("{stage.group(1)}")' in body, name
+            checked += 1
+    assert checked >= 30 and always >= {"manifest", "check_systems"}
 
 
 def test_a_request_above_its_partition_cap_fails_at_dag_build_naming_the_stage(tmp_path):

@@ -6,6 +6,8 @@ The same checks through ``snakemake -n`` on a copy of the repository are in test
 from __future__ import annotations
 
 import copy
+import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -21,6 +23,8 @@ KEY = {"OPENAI_API_KEY": "sk-test-value-never-printed"}
 def problems_of(change, base=EMBEDDED, environ=None, workdir=REPO):
     config = copy.deepcopy(base)
     change(config)
+    if workdir != REPO:  # the embedded systems' files are read relative to the workdir
+        shutil.copytree(REPO / "data/embedded/systems", Path(workdir) / "data/embedded/systems", dirs_exist_ok=True)
     return check_config(config, workdir, {} if environ is None else environ)
 
 

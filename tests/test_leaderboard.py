@@ -136,3 +136,15 @@ def test_online_elo_that_has_not_converged_stays_off_the_leaderboard(tables):
     write_table(ratings, [t / "arena_ratings.csv"])
     board = build_leaderboard(t / "lb", **kwargs)
     assert list(board.columns)[-2:] == ["Bradley-Terry", "Elo"]
+
+
+def test_a_partial_files_row_says_which_items_it_covers():
+    from isqaflow.report.leaderboard import coverage_note
+
+    assert coverage_note({"n": 15, "n_dataset": 15, "coverage": "full"}) == "15/15"
+    assert coverage_note({"n": 3, "n_dataset": 15, "coverage": "partial",
+                          "covered": ["fiqa:4021", "fiqa:4302", "science:science-search-test-12"]}) \
+        == "3/15, partial: fiqa 2 science 1"
+    assert coverage_note({"n": 4, "n_dataset": 12, "coverage": "partial",
+                          "covered": ["t1", "t2", "t3", "t4"]}) == "4/12, partial: t1 t2 t3 +1 more"
+    assert coverage_note({"n": 2, "n_dataset": 3, "coverage": "partial"}) == "2/3, partial"  # an older record

@@ -476,6 +476,43 @@ def test_vllm_decoding_extensions_and_unsupported_settings(tiny_causal, tmp_path
         dropping.close()
 
 
+def test_vllm_server_gets_the_engine_timeout_and_ignores_the_checkpoints_generation_config(tiny_causal, tmp_path):
+    """Issue 28, items 3 and 8: vLLM waits VLLM_ENGINE_READY_TIMEOUT_S (600 s unless set) for its
+    engine, whatever the job's ready_timeout; and it fills every sampling field a request leaves
+    out from the checkpoint's generation_config.json.  The server runs with the variable set from
+    ready_timeout (read from the running process), with --generation-config vllm, and every
+    greedy request sends each of those fields, at its neutral value too."""
+    requests_log = tmp_path / "requests.jsonl"
+    spec = double_spec(tiny_causal, log=requests_log, serve={"ready_timeout": 1799.5})
+    model = load_model(spec, name="summ")
+    try:
+        environ = dict(item.split("=", 1) for item in
+                       Path(f"/proc/{model.server.proc.pid}/environ").read_text().split("\0") if "=" in item)
+        assert environ["VLLM_ENGINE_READY_TIMEOUT_S"] == "1800"  # whole seconds, rounded up
+        argv = model.server.argv
+        assert argv[argv.index("--generation-config") + 1] == "vllm"
+        assert model.identity()["server"]["command"].count("--generation-config") == 1  # recorded
+        model.generate([CHAT], GenerationParams(max_new_tokens=3))
+        body = logged(requests_log)[-1]["body"]
+        assert {k: body.get(k) for k in ("max_tokens", "temperature", "top_p", "top_k", "min_p", "repetition_penalty",
+                                         "presence_penalty", "frequency_penalty", "min_tokens")} == {
+            "max_tokens": 3, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0,
+            "presence_penalty": 0.0, "frequency_penalty": 0.0, "min_tokens": 0}
+    finally:
+        model.close()
+
+
+def test_a_commands_own_generation_config_is_kept_and_other_engines_get_nothing(tiny_causal):
+    from isqaflow.models.serve_settings import ServeSettings
+
+    own = ServeSettings.from_config({"engine": "vllm", "command": "vllm serve {model} --port {port} "
+                                     "--generation-config=auto"}, "m")
+    assert [a for a in own.argv_template(False) if a.startswith("--generation-config")] == ["--generation-config=auto"]
+    other = ServeSettings.from_config({"engine": "transformers", "command": "x {model} {port}"}, "m")
+    assert "--generation-config" not in other.argv_template(False)
+    assert "VLLM_ENGINE_READY_TIMEOUT_S" not in other.server_env({})
+
+
 def test_lora_adapter_is_requested_by_its_served_name(tiny_causal, tmp_path):
     adapter = tmp_path / "adapter"
     adapter.mkdir()

@@ -69,6 +69,47 @@ def test_fetch_at_a_pinned_commit_then_offline_from_the_cache(tmp_path):
     assert json.loads(record.read_text())["fingerprint"] == fingerprint
 
 
+# a repository holding its weights three times over (Llama-3's original/*.pth, Mistral's consolidated
+# file, .bin beside .safetensors), an adapter folder with .bin only, and sentence-transformers' modules
+MIXED = {
+    "config.json": b'{"model_type": "llama"}\n', "generation_config.json": b"{}\n",
+    "tokenizer.json": b"{}\n", "tokenizer_config.json": b"{}\n", "tokenizer.model": b"sp",
+    "special_tokens_map.json": b"{}\n", "chat_template.jinja": b"{{ messages }}",
+    "model-00001-of-00002.safetensors": b"\1" * 2048, "model-00002-of-00002.safetensors": b"\2" * 2048,
+    "model.safetensors.index.json": b"{}\n",
+    "pytorch_model-00001-of-00002.bin": b"\3" * 2048, "pytorch_model-00002-of-00002.bin": b"\4" * 2048,
+    "pytorch_model.bin.index.json": b"{}\n",
+    "consolidated.safetensors": b"\5" * 4096, "consolidated.00.pth": b"\6" * 4096,
+    "original/consolidated.00.pth": b"\7" * 4096, "original/params.json": b"{}\n",
+    "original/tokenizer.model": b"sp",
+    "tf_model.h5": b"\x08" * 1024, "flax_model.msgpack": b"\x09" * 1024, "model.onnx": b"o" * 1024,
+    "adapter/adapter_config.json": b"{}\n", "adapter/adapter_model.bin": b"a" * 512,
+    "1_Pooling/config.json": b"{}\n", "README.md": b"# card\n",
+}
+MIXED = {path: data + path.encode() for path, data in MIXED.items()}  # distinct blobs: each file is fetched
+LOADED = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json", "tokenizer.model",
+          "special_tokens_map.json", "chat_template.jinja", "model-00001-of-00002.safetensors",
+          "model-00002-of-00002.safetensors", "model.safetensors.index.json", "adapter/adapter_config.json",
+          "adapter/adapter_model.bin", "1_Pooling/config.json", "README.md"}
+
+
+def test_fetch_takes_only_the_files_the_backend_loads(tmp_path):
+    """Issue 28, item 7: safetensors where a folder has them, .bin only where it has none, never
+    original/*.pth, consolidated*, TF/Flax/ONNX weights; configs, tokenizer and adapter files kept."""
+    with HubDouble() as hub:
+        commit = hub.add("owner/mixed-model", MIXED)
+        result, record = fetch_in_subprocess(tmp_path, hub, "owner/mixed-model")
+        downloaded = {path.split(f"/resolve/{commit}/", 1)[1] for method, path, _ in hub.requests
+                      if method == "GET" and "/resolve/" in path}
+    assert result.returncode == 0, result.stderr
+    assert downloaded == LOADED
+    snapshot = tmp_path / "cache" / "models--owner--mixed-model" / "snapshots" / commit
+    assert {p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file()} == LOADED
+    data = json.loads(record.read_text())
+    assert {f["path"] for f in data["files"]} == LOADED
+    assert data["bytes"] == sum(len(MIXED[f]) for f in LOADED)
+
+
 def test_fingerprint_follows_the_contents(tmp_path):
     changed = dict(WEIGHTS, **{"model.safetensors": b"\1" * 4096})
     prints = []

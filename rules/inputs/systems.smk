@@ -2,6 +2,7 @@
 
 import re
 
+from isqaflow.configcheck.systems import system_files as files_named_by
 from isqaflow.settings import reads_file as is_file_system
 
 
@@ -43,9 +44,16 @@ def names_pattern(names):
 
 def system_file_options(entry):
     return {
+        "file": entry["file"],
         "format": entry.get("format", "auto"),
         "coverage": entry.get("coverage", "full"),
+        "process_response": entry.get("process_response", True),
     }
+
+
+def system_inputs(entry):
+    """The files of a system's file: (a folder or a glob: RAG-QA Arena's per-domain files)."""
+    return files_named_by(entry["file"])
 
 
 def file_summary_path(dataset, system):
@@ -86,16 +94,19 @@ def systems_targets():
 def system_files():
     """label -> the outputs file of each file-based system, for the manifest's checksums."""
     files = {
-        f"systems/arena/{a}": [config["arena"]["answerers"][a]["file"]]
+        f"systems/arena/{a}": system_inputs(config["arena"]["answerers"][a])
         for a in file_answerers()
     }
     files.update(
         {
-            f"systems/drfr/{r}": [config["drfr"]["responders"][r]["file"]]
+            f"systems/drfr/{r}": system_inputs(config["drfr"]["responders"][r])
             for r in file_responders()
         }
     )
     files.update(
-        {f"systems/isqa/{s}": [e["file"]] for s, e in file_summary_entries().items()}
+        {
+            f"systems/isqa/{s}": system_inputs(e)
+            for s, e in file_summary_entries().items()
+        }
     )
     return files

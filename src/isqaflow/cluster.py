@@ -10,10 +10,15 @@ value reaches ``sbatch`` through snakemake-executor-plugin-slurm:
   partition).  A stage's own ``slurm_partition`` overrides both.
 * ``gpu_model`` (``--gpus=<model>:<n>``, GPU jobs only), ``constraint`` (``-C``) and
   ``slurm_extra`` (appended to sbatch as is): the stage's value, else its partition's.
+* ``nodes``: 1 for every job.  The plugin passes ``--nodes`` only for a ``nodes``
+  resource, and ``--gpus=N`` alone lets SLURM spread a job's GPUs over several nodes,
+  where a tensor-parallel server cannot see them; no stage runs on more than one node.
 * ``mem_mb`` and ``runtime`` grow with each retry (``attempt`` x the stage's value) up
   to the partition's ``max_mem_mb`` / ``max_runtime``, never past them.  A stage whose
   first request is already above its partition's cap is an error when the DAG is built
   (:class:`ResourceError`, naming the stage), not a job that sbatch refuses later.
+* ``local``: a stage's rules run on the submit host (:func:`is_local`); a job of such a stage
+  that needs a GPU is an error at DAG build, naming the stage (the submit host has none).
 
 Only the standard library: the workflow imports this at parse time.
 """
@@ -86,10 +91,15 @@ def job_request(
     environ: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The resources of one job of ``stage`` with ``gpus`` GPUs at its ``attempt``-th try:
-    ``mem_mb``, ``runtime`` (minutes), ``slurm_partition`` and, where set, ``gpu_model``,
+    ``mem_mb``, ``runtime`` (minutes), ``slurm_partition``, ``nodes`` (1) and, where set, ``gpu_model``,
     ``constraint``, ``slurm_extra``.  Raises :class:`ResourceError` when the first try
     already asks for more than the partition's cap."""
     settings = stage_settings(resources, stage)
+    if gpus > 0 and is_local(resources, stage):
+        raise ResourceError(
+            f"resources.{stage}: local is true, so this stage's rules run on the submit host, but one of "
+            f"its jobs needs {gpus} GPU(s); set local only on stages whose jobs all call an API or the "
+            "network (docs/paper-scale.md, outbound access), or reach the API through a proxy")
     kind = partition_kind(gpus)
     part = partition(resources, kind, environ)
     mem = int(settings["mem_mb"])
@@ -112,6 +122,7 @@ def job_request(
         "mem_mb": mem * attempt if max_mem is None else min(mem * attempt, max_mem),
         "runtime": runtime * attempt if max_minutes is None else min(runtime * attempt, max_minutes),
         "slurm_partition": name,
+        "nodes": 1,
     }
     for key in ("constraint", "slurm_extra") + (("gpu_model",) if gpus > 0 else ()):
         value = settings.get(key, part.get(key))

@@ -8,11 +8,22 @@ of the job's own call cache: ``<first output>.calls.sqlite``, beside its outputs
 The cache file is not a declared output, so Snakemake keeps it when it deletes the
 outputs of a failed or killed job, and the rerun resumes from it.
 
+An expected failure that names its cause itself (:class:`NamedError`: a malformed input
+file, with its file, line or record and field) is logged once, as its message without a
+traceback, to the log file (which Snakemake prints under ``show-failed-logs``; stderr when
+the job has no log), and the job exits with status 1: not the three tracebacks (the log
+handler on stderr, Python's, the printed log) of an unexpected error.
+
 Resources that must not outlive the job (a model server the job started, the
 job's token-usage record) register a hook with :func:`at_job_exit`; :func:`job`
 runs the hooks when the job ends -- normally, on an exception, and on SIGTERM from
 the scheduler, which it turns into :class:`JobTerminated` (exit status 143) so the
 hooks run before the process exits.
+
+A job whose rule asks for GPUs (``resources: gpu``) on a machine without a scheduler
+draws its own devices from the device pool first (:mod:`isqaflow.devices`,
+``ISQAFLOW_GPUS``) and gives them back last; :func:`job_device` places a model on them,
+and fails the job when it was given GPUs and torch sees none.
 """
 
 from __future__ import annotations
@@ -29,6 +40,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from isqaflow import devices
 
 log = logging.getLogger("isqaflow")
 
@@ -85,11 +98,21 @@ def allow_hub() -> bool:
     return online
 
 
+class NamedError(Exception):
+    """An expected failure whose message says everything (file, line or record, field):
+    :func:`job` logs it once, without a traceback, and exits with status 1."""
+
+
+#: A log record with this attribute set goes to the log file only, not to stderr.
+FILE_ONLY = "isqaflow_file_only"
+
+
 def setup_logging(log_file: str | os.PathLike | None = None, level: int = logging.INFO) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:
         Path(log_file).parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(log_file, mode="w", encoding="utf-8"))
+        handlers[0].addFilter(lambda record: not getattr(record, FILE_ONLY, False))
     logging.basicConfig(level=level, format=FORMAT, handlers=handlers, force=True)
     logging.captureWarnings(True)
     for noisy in ("httpx", "httpx2", "urllib3", "filelock", "huggingface_hub"):
@@ -109,6 +132,15 @@ class Job:
     threads: int
     outputs: list[str]
     wildcards: dict[str, str] = field(default_factory=dict)
+    gpus: int = 0  # the rule's gpu resource (the GPU plan's count for a model stage)
+    # the open lock files of the devices the job drew from the pool (isqaflow.devices): a model
+    # server's watchdog inherits them, so that after kill -9 of the job the devices stay taken
+    # until the watchdog has stopped the orphaned server
+    device_locks: tuple[int, ...] = ()
+
+    def label(self) -> str:
+        """The job as messages name it: ``job <rule> {wildcards}``."""
+        return f"job {self.rule} {self.wildcards}" if self.wildcards else f"job {self.rule}"
 
     def cache_path(self) -> Path:
         """This job's own call cache, beside its first output."""
@@ -167,15 +199,26 @@ def job(smk: Any) -> Iterator[Job]:
     set_threads(threads)
     rule = getattr(smk, "rule", "job")
     wildcards = dict(getattr(smk, "wildcards", {}).items()) if hasattr(smk, "wildcards") else {}
-    log.info("start %s %s (threads=%d)", rule, wildcards, threads)
+    gpus = int(getattr(getattr(smk, "resources", None), "gpu", 0) or 0)
+    log.info("start %s %s (threads=%d, gpus=%d)", rule, wildcards, threads, gpus)
     started = time.monotonic()
     global _current
     _current = Job(rule=rule, threads=threads, outputs=[str(o) for o in smk.output],
-                   wildcards={k: str(v) for k, v in wildcards.items()})
+                   wildcards={k: str(v) for k, v in wildcards.items()}, gpus=gpus)
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     try:
+        # on a workstation (ISQAFLOW_GPUS, no SLURM): the job's own GPUs from the device pool,
+        # given back last, after the job's servers have stopped (hooks run last-in first-out)
+        lease = devices.assign_job_devices(gpus, _current.label())
+        if lease is not None:
+            _current.device_locks = tuple(lease.fds)
+            _exit_hooks.append(lease.release)
         yield _current
+    except NamedError as err:
+        log.error("%s failed after %.1fs: %s", rule, time.monotonic() - started, err,
+                  extra={FILE_ONLY: log_file is not None})
+        raise SystemExit(1) from None
     except BaseException:
         log.exception("%s failed after %.1fs", rule, time.monotonic() - started)
         raise
@@ -189,3 +232,17 @@ def job(smk: Any) -> Iterator[Job]:
             if main_thread:
                 signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
     log.info("done %s in %.1fs", rule, time.monotonic() - started)
+
+
+def job_device(device: str | None, *, model: str, key: str | None = None) -> str:
+    """The torch device of a model in this process (:func:`isqaflow.devices.planned_device`):
+    ``auto`` is CUDA when torch sees a device, else the CPU -- but a job given GPUs that sees
+    none fails, naming the job and the model, unless the entry says ``device: cpu``."""
+    if device not in (None, "", "auto"):
+        return str(device)
+    import torch
+
+    current = current_job()
+    return devices.planned_device(device, job_gpus=current.gpus if current else 0,
+                                  cuda_available=torch.cuda.is_available(), model=model,
+                                  job=current.label() if current else "this job", key=key)

@@ -40,6 +40,7 @@ from typing import Any, Protocol
 from isqaflow.arena.hits import check_inputs, corpus_hash, query_pairs, write_retrieval
 from isqaflow.data.schema import Passage, RagQuery
 from isqaflow.io import read_json, read_records, write_json
+from isqaflow.runtime import job_device
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,10 @@ def _engine(engine: LateInteraction | None, model: str, device: str | None, opti
     unknown = sorted(set(options) - set(INDEX_OPTIONS))
     if unknown:
         raise ValueError(f"unknown colbert option(s) {unknown}; known: {', '.join(INDEX_OPTIONS)}, model, device")
-    return engine if engine is not None else pylate_engine(model, device, **options)
+    if engine is not None:
+        return engine
+    # the device explicitly: auto is CUDA when present; a job given GPUs that sees none fails (runtime.job_device)
+    return pylate_engine(model, job_device(device, model=model, key="arena.retrievers.<name>.device"), **options)
 
 
 def _meta(engine: LateInteraction, passages: Sequence[Passage]) -> dict[str, Any]:

@@ -5,7 +5,10 @@ The file is checked against the queries of the arena's domains
 setting, in the records of :mod:`isqaflow.arena.answers`: from there on the system is
 judged like a model the workflow runs (the same pairs against LFRQA and among the
 models, both orders, ratings, controls).  The system used its own retrieval, so
-``passages`` is empty, and its text is its answer as given (no thinking is removed).
+``passages`` is empty.  Its answer is the text as given, except in RAG-QA Arena's own
+format, which is read as RAG-QA Arena reads it (its ``process_response``: a thought before the
+answer and the answer tags removed, :mod:`isqaflow.data.ragqa_files`) unless the system says
+``process_response: false``.
 """
 
 from __future__ import annotations
@@ -21,21 +24,25 @@ log = logging.getLogger(__name__)
 
 
 def run_file_answers(query_paths, system_file, out_path, check_path, answerer: str, retriever: str, k: int,
-                     fmt: str = "auto", coverage: str = "full") -> int:
-    """Entry point of rule file_answers: check the file, write the setting's answers file."""
+                     fmt: str = "auto", coverage: str = "full", process: bool = True, name: str | None = None) -> int:
+    """Entry point of rule file_answers: check the file (or RAG-QA Arena's per-domain files),
+    write the setting's answers file.  ``process``: RAG-QA Arena's ``process_response`` on a
+    ``ragqa_arena`` file's predictions (``raw`` keeps the text as given)."""
     queries = [q for path in query_paths for q in read_records(path, RagQuery)]
-    outputs = read_system_outputs(system_file, "arena", rag_items(queries), fmt, coverage)
+    outputs = read_system_outputs(system_file, "arena", rag_items(queries), fmt, coverage, process=process,
+                                  name=name)
     rows = []
     for q in queries:
-        text = outputs.outputs.get(f"{q.domain}:{q.id}")
-        if text is None:
+        key = f"{q.domain}:{q.id}"
+        if key not in outputs.outputs:
             continue
-        answer = text.strip()
+        answer = outputs.outputs[key].strip()
         rows.append({"domain": q.domain, "qid": q.id, "answerer": answerer, "retriever": retriever, "k": k,
-                     "cot": None, "passages": [], "raw": text, "answer": answer, "no_answer": is_no_answer(answer),
+                     "cot": None, "passages": [], "raw": outputs.raw[key], "answer": answer,
+                     "no_answer": is_no_answer(answer),
                      "new_tokens": None, "finish_reason": None, "thinking_blocks": 0, "thinking_unclosed": False,
                      "source": "file"})
-    log.info("%s: %d answers from %s (%s), %d of %d queries", answerer, len(rows), system_file, outputs.format,
-             len(rows), len(queries))
+    log.info("%s: %d answers from %s (%s%s), %d of %d queries", answerer, len(rows), outputs.path, outputs.format,
+             ", process_response" if outputs.processed else "", len(rows), len(queries))
     write_json(check_path, {"suite": "arena", "system": answerer, **outputs.summary()})
     return write_jsonl(out_path, rows)

@@ -252,7 +252,32 @@ def _annotator_agreement(labels: pd.DataFrame) -> float:
     return float(merged.groupby("pair_id")["score"].nunique().eq(1).mean())
 
 
+def own_retrieval(answers: pd.DataFrame) -> set[str]:
+    """The answerers read from files (``source: file``): they brought their own retrieval."""
+    if answers.empty or "source" not in answers:
+        return set()
+    return set(answers.loc[answers["source"].eq("file"), "answerer"])
+
+
+def with_retrieval(rates: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
+    """The win-rate table with a ``retrieval`` column: the setting's retriever and depth for
+    the models, ``own`` for a system read from a file (its file serves every setting)."""
+    own = own_retrieval(answers)
+    rates = rates.copy()
+    settings = rates.index.get_level_values("setting").str.split(".").str[0]
+    models = rates.index.get_level_values("model")
+    rates.insert(0, "retrieval", np.where(models.isin(list(own)), "own", settings))
+    return rates
+
+
 def no_answer_table(answers: pd.DataFrame) -> pd.DataFrame:
+    """No-answer counts per retrieval setting and answerer; a system read from a file is listed
+    once, under retriever ``own`` (the same file is each setting's answers)."""
+    own = answers["answerer"].isin(list(own_retrieval(answers)))
+    answers = answers[~own | ~answers.duplicated(["answerer", "domain", "qid"])].copy()
+    own = answers["answerer"].isin(list(own_retrieval(answers)))
+    answers["retriever"] = answers["retriever"].where(~own, "own")
+    answers["k"] = answers["k"].astype(str).where(~own, "-")
     table = answers.groupby(["retriever", "k", "answerer"]).agg(
         answers=("no_answer", "size"), no_answer=("no_answer", "sum"),
         unclosed_thinking=("thinking_unclosed", "sum"))
@@ -300,9 +325,13 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                        ignore_index=True)
     summaries = _load(summary_paths)
     lc, bias = length_control_tables(judged, summaries, rounds, seed)
-    write_table(with_lc(win_rate_table(judged, REFERENCE), lc), table_paths(out_dir / "arena_win_rates"), digits=1,
+    answers = _load(answer_paths)
+    write_table(with_retrieval(with_lc(win_rate_table(judged, REFERENCE), lc), answers),
+                table_paths(out_dir / "arena_win_rates"), digits=1,
                 caption="Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
-                        "query's reference; verdicts under the judge's rule (raw: both orders must agree; "
+                        "query's reference (retrieval: the setting's retriever and depth; own: a system read "
+                        "from a file, which brought its own retrieval); "
+                        "verdicts under the judge's rule (raw: both orders must agree; "
                         "calibrated: mean label log-probability margin over both orders, a tie within "
                         "tie_band); pairs without a valid verdict are excluded (n_invalid); beside them, "
                         "overall, the length-controlled win rate (AlpacaEval 2.0, ties half; see "
@@ -343,9 +372,9 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                 caption="Position consistency: share of pairs judged alike in both orders. raw: the two orders' "
                         "labels agree; calibrated: the two orders' label log-probability margins have the same "
                         "sign (logprob judges). 'configured' marks the rule the judge's verdicts use" + controls)
-    answers = _load(answer_paths)
     write_table(no_answer_table(answers), table_paths(out_dir / "arena_no_answer"), digits=1,
-                caption="'I couldn't find an answer.' per model (Table 9)")
+                caption="'I couldn't find an answer.' per model (Table 9); retriever 'own': a system read from a "
+                        "file, listed once (its file serves every setting)")
     recall = {(label, k): {m: v for m, v in values.items() if m != "k"}
               for label, path in recall_paths.items() for k, values in read_json(path).items()}
     write_table(pd.DataFrame(recall).T.rename_axis(["retriever / domain", "depth"]),

@@ -1,7 +1,8 @@
 """Cross-references of the workflow config, checked when the workflow is parsed.
 
 The schema (``config/schema.yaml``) checks each value on its own: types, ranges,
-misspelled keys.  It cannot check that a *name* refers to something: that
+misspelled keys (its errors explained one line each by :mod:`.schema`, before Snakemake's
+``validate``).  It cannot check that a *name* refers to something: that
 ``arena.judges.local.model`` is a key of ``models``, that a feedback model's adapter
 is a key of ``finetune``, that a local model path exists.  A wrong name used to
 surface only inside a job -- a ``KeyError`` traceback from an input function, or a
@@ -26,6 +27,8 @@ Checked:
 * values of different sections that contradict each other (:mod:`.samples`): the human
   evaluation's shared papers within its sample, sample sizes within a dataset's
   ``max_papers``, retriever options their backend reads;
+* every system read from a file (``file:``) names a readable file (:mod:`.systems`): the
+  config key, the path as written and the path it resolved to;
 * every local model the run uses exists, or is made by a rule of this run (a
   ``convert:`` entry, which writes ``resources/models/<name>``);
 * every API model the run uses (``backend: openai`` without ``base_url`` or ``serve``)
@@ -59,12 +62,14 @@ from isqaflow.configcheck.sections import (
     check_isqa,
     check_models,
 )
+from isqaflow.configcheck.systems import check_system_files
 
 __all__ = ["ConfigProblem", "check_config", "format_problems", "exit_on_problems"]
 
 ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
-SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_samples, check_models)
+SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_system_files, check_samples,
+            check_models)
 
 
 def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",

@@ -1,4 +1,9 @@
-"""The config files themselves: a key written twice in one mapping.
+"""The config files themselves: overlays, and a key written twice in one mapping.
+
+A config file given on the command line with every top-level section (``config/paper.yaml``)
+replaces the embedded default; one with only some sections is an overlay, merged onto the
+default (:func:`is_overlay`, used by the Snakefile): one's own systems are added in a file of
+their own, without editing ``config/config.yaml``.
 
 YAML readers (PyYAML, so Snakemake's ``--configfile``) keep the last of two equal keys
 without a word, so a second ``bm25:`` under ``arena.retrievers``, or a second ``papers:``
@@ -47,3 +52,15 @@ def duplicate_keys(paths: Iterable[str | os.PathLike]) -> list[ConfigProblem]:
             continue  # Snakemake has reported it already, when it loaded the file
         walk(root, "")
     return problems
+
+
+def is_overlay(paths: Iterable[str | os.PathLike], required: Iterable[str]) -> bool:
+    """Whether the config files ``paths`` are all overlays: none has every ``required``
+    top-level section (the schema's), so they are merged onto the default config."""
+    import yaml
+
+    for file in map(Path, paths):
+        data = yaml.safe_load(file.read_text(encoding="utf-8")) if file.is_file() else None
+        if isinstance(data, dict) and set(required) <= set(data):
+            return False
+    return True

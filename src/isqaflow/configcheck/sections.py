@@ -137,8 +137,7 @@ def _systems(refs: References, path: str, wanted: Any, systems: dict[tuple[str, 
 
 
 def _file_summaries(refs: References, isqa: Mapping[str, Any], summarizers: Sequence[str]) -> list[str]:
-    """isqa.file_summaries: its dataset is a paper dataset, its name is its own (a missing file is
-    Snakemake's missing input, named when the DAG is built, like a dataset's raw files)."""
+    """isqa.file_summaries: its dataset is a paper dataset, its name is its own (its file: .systems)."""
     entries = isqa.get("file_summaries") or {}
     for name, entry in entries.items():
         path = f"isqa.file_summaries.{name}"

@@ -21,7 +21,8 @@ unambiguous):
 
 Every problem is found before any judge runs, all at once, each with the file, the
 line and the id: bytes that are not UTF-8, text that is not JSON, a record that is not
-an object or lacks its id or text, an id (or text) not in the dataset, an id given
+an object or lacks its id or text, an id (or text) not in the dataset (with the closest
+item and, for a text, where the two first differ: :mod:`isqaflow.data.unmatched`), an id given
 twice, an empty output, several generators in one file.  Ids of the dataset that the
 file lacks are an error too (their count and the first few) unless the system says
 ``coverage: partial``; the tables then show the system's n.
@@ -29,6 +30,7 @@ file lacks are an error too (their count and the first few) unless the system sa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -37,6 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.data.download import file_digest
+from isqaflow.data.ragqa_files import domain_of_file, process_response
+from isqaflow.data.unmatched import TEXT_FORMATS, explain_id, explain_text, file_key
+from isqaflow.runtime import NamedError
 
 FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
 COVERAGES = ("full", "partial")
@@ -78,14 +83,20 @@ class SystemOutputs:
     n_dataset: int
     missing: list[str] = field(default_factory=list)
     generator: str | None = None
+    raw: dict[str, str] = field(default_factory=dict)  # the texts as in the file
+    files: dict[str, str] = field(default_factory=dict)  # item key -> the file it came from
+    processed: bool = False  # RAG-QA Arena's process_response applied
 
     def summary(self) -> dict[str, Any]:
-        return {"file": self.path, "format": self.format, "sha256": self.sha256, "coverage": self.coverage,
+        return {"file": self.path, "files": sorted(set(self.files.values())), "format": self.format,
+                "sha256": self.sha256, "coverage": self.coverage, "processed": self.processed,
                 "n": len(self.outputs), "n_dataset": self.n_dataset, "missing": len(self.missing),
-                "missing_first": self.missing[:MISSING_SHOWN], "generator": self.generator}
+                "missing_first": self.missing[:MISSING_SHOWN], "generator": self.generator,
+                # which items a partial file covers (the leaderboard's source column says so)
+                "covered": sorted(self.outputs) if self.coverage == "partial" else []}
 
 
-class OutputFileError(ValueError):
+class OutputFileError(NamedError, ValueError):
     """Every problem of one outputs file, each naming the file, the line and the id."""
 
     def __init__(self, path: str, problems: Sequence[str]) -> None:
@@ -210,31 +221,50 @@ def _arena_hard_record(obj: dict) -> tuple[Any, Any, str | None]:
     return obj.get("question_id"), text, obj.get("model_id")
 
 
-def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt: str = "auto",
-                        coverage: str = "full") -> SystemOutputs:
-    """Read and check one system's outputs file against the dataset's ``items``.
+def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, items: Sequence[Item],
+                        fmt: str = "auto", coverage: str = "full", process: bool = True,
+                        name: str | None = None) -> SystemOutputs:
+    """Read and check one system's outputs against the dataset's ``items``.
 
-    ``suite``: arena, drfr or isqa (which id and text keys a JSON Lines record may
-    use).  Raises :class:`OutputFileError` listing every problem.
+    ``path``: the file, or the files of one system (RAG-QA Arena's one file per domain,
+    :mod:`isqaflow.data.ragqa_files`; ``name``: how the system's ``file:`` was written).
+    ``suite``: arena, drfr or isqa (which id and text keys a JSON Lines record may use).
+    ``process``: RAG-QA Arena's ``process_response`` on a ``ragqa_arena`` file's answers
+    (its own reading; False judges the text as given).  Raises :class:`OutputFileError`
+    listing every problem.
     """
-    path = str(path)
+    paths = [str(p) for p in path] if isinstance(path, (list, tuple)) else [str(path)]
+    source = name or paths[0]
     if fmt not in FORMATS:
-        raise ValueError(f"{path}: unknown format {fmt!r}; one of {list(FORMATS)}")
+        raise ValueError(f"{source}: unknown format {fmt!r}; one of {list(FORMATS)}")
     if coverage not in COVERAGES:
-        raise ValueError(f"{path}: unknown coverage {coverage!r}; one of {list(COVERAGES)}")
-    data = Path(path).read_bytes()
+        raise ValueError(f"{source}: unknown coverage {coverage!r}; one of {list(COVERAGES)}")
+    if not paths:
+        raise OutputFileError(source, [f"{source}: no file"])
     problems: list[str] = []
-    text = _decode(path, data, problems)
-    if text is None:
-        raise OutputFileError(path, problems)
-    if fmt == "auto":
-        fmt = detect_format(path, text)
-    if fmt in ("alpaca_eval", "ragqa_arena", "json_list"):
-        records = _json_array(path, text, problems)
-    else:
-        records = _json_lines(path, text, problems)
-    if fmt == "json_list":  # invalid JSON: detection could not look inside
-        raise OutputFileError(path, problems)
+    domains = sorted({i.domain for i in items if i.domain})
+    # (file, line, record, the domain the file's name gives) of every file
+    records: list[tuple[str, int, Any, str | None]] = []
+    formats: dict[str, list[str]] = {}
+    for file in paths:
+        text = _decode(file, Path(file).read_bytes(), problems)
+        if text is None:
+            continue
+        file_fmt = detect_format(file, text) if fmt == "auto" else fmt
+        if file_fmt in ("alpaca_eval", "ragqa_arena", "json_list"):
+            found = _json_array(file, text, problems)
+        else:
+            found = _json_lines(file, text, problems)
+        if file_fmt == "json_list":  # invalid JSON: detection could not look inside
+            continue
+        formats.setdefault(file_fmt, []).append(file)
+        hint = domain_of_file(file, domains) if len(paths) > 1 or file_fmt == "ragqa_arena" else None
+        records += [(file, line_no, obj, hint) for line_no, obj in found]
+    if len(formats) > 1:
+        problems.append(f"{source}: files of different formats {sorted(formats)}; one format per system")
+    if problems and not records:
+        raise OutputFileError(source, problems)
+    fmt = next(iter(formats), fmt)
 
     by_id: dict[str, list[Item]] = {}
     by_text: dict[str, list[Item]] = {}
@@ -245,10 +275,13 @@ def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt
             by_text.setdefault(t, []).append(item)
 
     outputs: dict[str, str] = {}
+    raw: dict[str, str] = {}  # as in the file, before process_response
     lines: dict[str, int] = {}
+    files: dict[str, str] = {}
     generators: set[str] = set()
-    for line_no, obj in records:
-        where = f"{path}, line {line_no}"
+    unmatched = 0
+    for file, line_no, obj, hint in records:
+        where = f"{file}, line {line_no}"
         if not isinstance(obj, dict):
             problems.append(f"{where}: expected a JSON object, got {type(obj).__name__}")
             continue
@@ -287,8 +320,16 @@ def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt
         label = f"id {ident!r}" if fmt in ("jsonl", "arena_hard") else f"{id_key} {str(ident)[:60]!r}"
         if domain is not None:
             candidates = [c for c in candidates if c.domain == domain]
+        elif len(candidates) > 1 and hint is not None:  # the domain of a per-domain file
+            candidates = [c for c in candidates if c.domain == hint]
         if not candidates:
-            problems.append(f"{where}, {label}: not in the dataset" + (f" (domain {domain!r})" if domain else ""))
+            hint = ""
+            if unmatched < MAX_PROBLEMS:  # difflib over the dataset: for the records shown
+                pool = [i for i in items if domain is None or i.domain == domain]
+                hint = explain_text(ident, pool, normalize_text) if fmt in TEXT_FORMATS else explain_id(ident, pool)
+            unmatched += 1
+            problems.append(f"{where}, {label}: not in the dataset" + (f" (domain {domain!r})" if domain else "")
+                            + hint)
             continue
         if len(candidates) > 1:
             problems.append(f"{where}, {label}: ambiguous, matches {[c.key for c in candidates]}; add a 'domain'")
@@ -301,23 +342,38 @@ def read_system_outputs(path: str | Path, suite: str, items: Sequence[Item], fmt
             problems.append(f"{where}, {label}: empty output")
             continue
         if item.key in outputs:
-            problems.append(f"{where}, {label}: duplicate, {item.key!r} first on line {lines[item.key]}")
+            first = f"line {lines[item.key]}" if files[item.key] == file else f"{files[item.key]}, line {lines[item.key]}"
+            problems.append(f"{where}, {label}: duplicate, {item.key!r} first on {first}")
             continue
-        outputs[item.key] = value
+        raw[item.key] = value
+        outputs[item.key] = process_response(value) if process and fmt == "ragqa_arena" else value
         lines[item.key] = line_no
+        files[item.key] = file
     if len(generators) > 1:
-        problems.append(f"{path}: outputs of several generators {sorted(generators)}; one system per file")
+        problems.append(f"{source}: outputs of several generators {sorted(generators)}; one system per file")
     missing = [item.key for item in items if item.key not in outputs]
     if not problems and not outputs:
-        problems.append(f"{path}: no outputs")
+        problems.append(f"{source}: no outputs")
     if missing and coverage == "full" and outputs:
-        problems.append(f"{path}: {len(missing)} of {len(items)} dataset ids missing, first "
-                        f"{missing[:MISSING_SHOWN]}; add them, or set coverage: partial")
+        # in the file's own keys: a text-keyed file lists the texts it lacks
+        first = [file_key(item, fmt) for item in items if item.key not in outputs][:MISSING_SHOWN]
+        noun = {"alpaca_eval": "instructions", "ragqa_arena": "queries"}.get(fmt, "ids")
+        problems.append(f"{source}: {len(missing)} of {len(items)} dataset {noun} missing, first "
+                        f"[{', '.join(first)}]; add them, or set coverage: partial")
     if problems:
-        raise OutputFileError(path, problems)
-    return SystemOutputs(path=path, format=fmt, sha256=file_digest(path), outputs=outputs, lines=lines,
+        raise OutputFileError(source, problems)
+    return SystemOutputs(path=source, format=fmt, sha256=_digest(paths), outputs=outputs, lines=lines,
                          coverage=coverage, n_dataset=len(items), missing=missing,
-                         generator=next(iter(generators), None))
+                         generator=next(iter(generators), None), raw=raw, files=files,
+                         processed=process and fmt == "ragqa_arena")
+
+
+def _digest(paths: Sequence[str]) -> str:
+    """The file's SHA-256; of several files, the SHA-256 of their names and SHA-256s."""
+    if len(paths) == 1:
+        return file_digest(paths[0])
+    lines = "".join(f"{file_digest(p)}  {Path(p).name}\n" for p in sorted(paths))
+    return hashlib.sha256(lines.encode()).hexdigest()
 
 
 def rag_items(queries: Iterable[Any]) -> list[Item]:

@@ -89,7 +89,7 @@ class HFModel(Generating, Scoring, PrefixKV, TokenizedText, LanguageModel):
         self.prefix_sharing = prefix_sharing
         # keys and values of sequences already read, reused by later requests that start alike
         self.store = PrefixStore(prefix_cache_mb * 2**20) if prefix_sharing and prefix_cache_mb else None
-        self.device = resolve_device(device)
+        self.device = resolve_device(device, self.name)
         self.torch_dtype = resolve_dtype(dtype, self.device)
         started = time.monotonic()
         config, self.tokenizer, self.chat_template, self.net = load_pretrained(

@@ -11,14 +11,13 @@ from isqaflow.models.templates import (
     resolve_chat_template,
     tokenizer_template,
 )
+from isqaflow.runtime import job_device
 
 
-def resolve_device(device: str = "auto") -> str:
-    import torch
-
-    if device != "auto":
-        return device
-    return "cuda" if torch.cuda.is_available() else "cpu"
+def resolve_device(device: str = "auto", name: str = "model", key: str | None = None) -> str:
+    """``auto``: CUDA when torch sees a device, else the CPU; in a job given GPUs that sees none,
+    :class:`isqaflow.devices.NoGPUError` naming the job and ``name`` (see :func:`isqaflow.runtime.job_device`)."""
+    return job_device(device, model=name, key=key)
 
 
 def resolve_dtype(dtype: str, device: str):

@@ -62,6 +62,8 @@ log = logging.getLogger(__name__)
 LOGPROB_FLOOR = -9999.0
 # servers shared by several models of this job (the GPU plan's ``server`` key) -> (server, its models)
 _SHARED: dict[str, tuple[Any, list[Any]]] = {}
+# vLLM sampling fields the project never changes, sent at their neutral values (0: top_k off)
+VLLM_NEUTRAL = {"top_k": 0, "min_p": 0.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
 
 
 class ServedModel(TokenizedText, OpenAIModel):
@@ -170,7 +172,7 @@ class ServedModel(TokenizedText, OpenAIModel):
             log.info("%s: shares the server of %s at %s (GPU plan)", self.name, self.server.name,
                      self.server.base_url)
             return
-        env = dict(os.environ)
+        env = self.settings.server_env(os.environ)
         if plan.get("gpus") is not None:
             devices = [d for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
             env["CUDA_VISIBLE_DEVICES"] = ",".join(devices[i] if devices else str(i) for i in plan["gpus"])
@@ -254,10 +256,11 @@ class ServedModel(TokenizedText, OpenAIModel):
                     ("min_new_tokens", params.min_new_tokens, 0), ("repetition_penalty", params.repetition_penalty, 1.0),
                     ("stop", list(params.stop), [])) if value != default]
             else:
-                if params.min_new_tokens:
-                    extras["min_tokens"] = params.min_new_tokens
-                if params.repetition_penalty != 1.0:
-                    extras["repetition_penalty"] = params.repetition_penalty
+                # every field vLLM would otherwise take from the checkpoint's generation_config.json
+                # (get_diff_sampling_param, vllm/config/model.py), sent even at its neutral value;
+                # temperature, top_p and max_tokens come with every request (OpenAIModel._sampling)
+                extras.update(min_tokens=params.min_new_tokens, repetition_penalty=params.repetition_penalty,
+                              **VLLM_NEUTRAL)
             if params.max_input_tokens:
                 # keeps the end, as the hf backend: vLLM loads a generating model's tokenizer with
                 # truncation_side left (0.33.0: vllm/tokenizers/registry.py; 0.11.0: transformers_utils/tokenizer.py)

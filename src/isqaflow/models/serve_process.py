@@ -9,7 +9,9 @@ its last log lines (:class:`ServerStartError`).  The server is stopped -- SIGTER
 to its process group, SIGKILL after ``stop_timeout`` -- when the job ends: normally,
 on an exception, and on SIGTERM from the scheduler (:func:`isqaflow.runtime.job`);
 outside a job, at interpreter exit.  A small watchdog process stops the group too
-if the job process dies without cleaning up (``kill -9``, the OOM killer).
+if the job process dies without cleaning up (``kill -9``, the OOM killer); it holds the
+job's device locks (:mod:`isqaflow.devices`) until then, so no other job takes the GPUs of
+a server that is still stopping.
 """
 
 from __future__ import annotations
@@ -143,9 +145,13 @@ class ManagedServer:
         runtime.at_job_exit(self.stop)
         self._reader = threading.Thread(target=self._read_output, name=f"server-log-{self.name}", daemon=True)
         self._reader.start()
+        # the watchdog holds the job's device locks too (isqaflow.devices): after kill -9 of the job
+        # its devices stay taken until the orphaned server is gone
+        job = runtime.current_job()
         self.watchdog = subprocess.Popen(
             [sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.proc.pid), str(self.stop_timeout)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            pass_fds=job.device_locks if job is not None else ())
         return self
 
     def _read_output(self) -> None:

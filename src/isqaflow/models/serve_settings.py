@@ -27,10 +27,24 @@
   no ``lora_args`` fails at start.
 * ``extra_args`` -- a list of further arguments, appended as they are.
 * ``ready_timeout`` (s, default 900), ``stop_timeout`` (s, default 20).
+
+What the project adds to every vLLM server it starts (:meth:`ServeSettings.argv_template`,
+:meth:`ServeSettings.server_env`):
+
+* ``--generation-config vllm`` unless the command sets ``--generation-config`` itself:
+  vLLM otherwise takes every sampling setting a request leaves out from the checkpoint's
+  ``generation_config.json`` (``get_diff_sampling_param`` in ``vllm/config/model.py``).
+  The requests send every decoding setting as well (:mod:`.serve`), so either alone
+  would do; the flag is part of the server's record (``command``), i.e. of the cache identity.
+* ``VLLM_ENGINE_READY_TIMEOUT_S`` = ``ready_timeout`` (whole seconds, rounded up) in the
+  server's environment: vLLM waits that long for its engine core, which is ready only
+  after the weights are loaded (``vllm/envs.py``: default 600 s), so without it a large
+  checkpoint dies in vLLM's own timeout however long the job waits.
 """
 
 from __future__ import annotations
 
+import math
 import shlex
 import socket
 import string
@@ -43,6 +57,10 @@ PLACEHOLDERS = {"model", "port", "host", "revision", "dtype", "chat_template", "
 LOCALHOST = "127.0.0.1"
 # an environment variable nobody sets: a served model never sends a real API key
 SERVED_KEY_ENV = "ISQAFLOW_SERVED_MODEL_KEY"
+# vLLM: the checkpoint's generation_config.json sets no default of any request (module docstring)
+VLLM_GENERATION_CONFIG = ("--generation-config", "vllm")
+# vLLM's own wait for its engine core, in whole seconds (vllm/envs.py; 600 when unset)
+VLLM_READY_ENV = "VLLM_ENGINE_READY_TIMEOUT_S"
 
 
 @dataclass(frozen=True)
@@ -105,6 +123,8 @@ class ServeSettings:
 
     def argv_template(self, with_lora: bool) -> list[str]:
         argv = shlex.split(self.command) + list(self.extra_args)
+        if self.engine == "vllm" and not any(a.split("=", 1)[0] == VLLM_GENERATION_CONFIG[0] for a in argv):
+            argv += list(VLLM_GENERATION_CONFIG)
         if with_lora and self.lora_args:
             argv += shlex.split(self.lora_args)
         return argv
@@ -112,6 +132,13 @@ class ServeSettings:
     def argv(self, values: Mapping[str, Any], with_lora: bool) -> list[str]:
         """The command line with every placeholder filled (each argument formatted on its own)."""
         return [arg.format(**values) for arg in self.argv_template(with_lora)]
+
+    def server_env(self, environ: Mapping[str, str]) -> dict[str, str]:
+        """The server's environment: ``environ`` and, for vLLM, its engine wait = ``ready_timeout``."""
+        env = dict(environ)
+        if self.engine == "vllm":
+            env[VLLM_READY_ENV] = str(math.ceil(self.ready_timeout))
+        return env
 
     def record(self, with_lora: bool) -> dict[str, Any]:
         """What identifies the server (for the cache identity and the usage record): no port."""

@@ -15,6 +15,16 @@ and its token in ``HF_TOKEN``: it is read from the environment and never logged 
 recorded.  A gated, private or missing repository fails its fetch job with
 :class:`WeightsError` naming the repository and what to do.
 
+Only the files the backends load come down (:func:`select_files`, passed to
+``snapshot_download`` as ``allow_patterns``): in each folder the ``.safetensors`` weights,
+or the ``.bin`` ones where the folder has no ``.safetensors``; never another weight
+format (``.pth``, ``.pt``, ``.ckpt``, ``.h5``, ``.msgpack``, ``.onnx``, ``.gguf``, ...), the
+``original/`` folder (Meta's ``.pth`` checkpoints) or ``consolidated*`` files (Mistral's
+own format); every other file (configs, tokenizers, chat templates, remote code, adapter
+and sentence-transformers configs) is kept.  A Llama-3-70B repository holds its weights
+twice over (``original/*.pth``), Mistral's and older ones hold both ``.bin`` and
+``.safetensors``.  The record lists the files it fetched, and the fingerprint covers those.
+
 The fingerprint needs no second read of the weights: the cache stores each file as a
 blob named by its content hash (SHA-256 for LFS files, the git blob id otherwise), so
 the sorted (path, size, blob) triples identify the snapshot's contents.
@@ -22,13 +32,14 @@ the sorted (path, size, blob) triples identify the snapshot's contents.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import logging
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -73,15 +84,40 @@ def hub_models(models: Mapping[str, Mapping[str, Any]],
     return found
 
 
-def fingerprint(snapshot: Path) -> tuple[str, list[dict[str, Any]]]:
-    """sha256 over the snapshot's sorted (path, size, blob name) triples, and the triples."""
-    files = []
-    for path in sorted(p for p in snapshot.rglob("*") if p.is_file()):
+# weight formats no backend here loads (vLLM and transformers read .safetensors, else .bin)
+OTHER_WEIGHTS = (".pth", ".pt", ".ckpt", ".h5", ".msgpack", ".onnx", ".onnx_data", ".gguf", ".tflite", ".ot",
+                 ".mlmodel", ".pb", ".nemo")
+SKIPPED_FOLDERS = ("original",)
+
+
+def select_files(files: list[str]) -> list[str]:
+    """The repository files a backend loads (module docstring), sorted."""
+    safetensors_folders = {PurePosixPath(f).parent for f in files if f.endswith(".safetensors")}
+    chosen = []
+    for name in files:
+        path = PurePosixPath(name)
+        if path.parts[0] in SKIPPED_FOLDERS or path.name.startswith("consolidated"):
+            continue
+        if name.endswith(OTHER_WEIGHTS):
+            continue
+        if name.endswith((".bin", ".bin.index.json")) and path.parent in safetensors_folders:
+            continue
+        chosen.append(name)
+    return sorted(chosen)
+
+
+def fingerprint(snapshot: Path, files: list[str] | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """sha256 over the sorted (path, size, blob name) triples of the snapshot's ``files`` (default:
+    every file in it), and the triples."""
+    paths = sorted(p for p in snapshot.rglob("*") if p.is_file()) if files is None else sorted(
+        snapshot / f for f in files)
+    triples = []
+    for path in paths:
         blob = path.resolve()
-        files.append({"path": path.relative_to(snapshot).as_posix(), "size": blob.stat().st_size,
-                      "blob": blob.name})
-    digest = hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
-    return f"sha256:{digest}", files
+        triples.append({"path": path.relative_to(snapshot).as_posix(), "size": blob.stat().st_size,
+                        "blob": blob.name})
+    digest = hashlib.sha256(json.dumps(triples, sort_keys=True).encode()).hexdigest()
+    return f"sha256:{digest}", triples
 
 
 def _advice(repo: str, error: Exception) -> str:
@@ -114,6 +150,28 @@ def _advice(repo: str, error: Exception) -> str:
     return f"{repo}: {type(error).__name__}"
 
 
+def _listing(repo: str, revision: str | None, token: str | None) -> list[str] | None:
+    """The repository's files at ``revision``; None offline or where the listing fails (then
+    ``snapshot_download`` reads the cache or raises the error :func:`_advice` explains, as
+    before; what a cached snapshot holds is selected the same way for the record)."""
+    from huggingface_hub import HfApi, constants
+    from huggingface_hub.errors import HfHubHTTPError
+    from huggingface_hub.utils import OfflineModeIsEnabled
+
+    if constants.HF_HUB_OFFLINE:
+        return None
+    try:
+        return list(HfApi().list_repo_files(repo, revision=revision, token=token))
+    except (HfHubHTTPError, OfflineModeIsEnabled) as error:
+        log.warning("%s: cannot list its files (%s)", repo, type(error).__name__)
+        return None
+    except Exception as error:  # the Hub unreachable: httpx's/requests' connection errors
+        if type(error).__module__.split(".")[0] not in ("httpx", "httpx2", "requests", "urllib3"):
+            raise
+        log.warning("%s: cannot list its files (%s)", repo, type(error).__name__)
+        return None
+
+
 def fetch(repo: str, revision: str | None, record: str | os.PathLike, cache_dir: str | None = None,
           name: str | None = None) -> dict[str, Any]:
     """Download ``repo`` at ``revision`` (default: the main branch) and write its record."""
@@ -124,12 +182,16 @@ def fetch(repo: str, revision: str | None, record: str | os.PathLike, cache_dir:
     log.info("fetching %s at %s into %s (token: %s)", repo, revision or "main", cache_dir or "the HF cache",
              "set" if token else "none")
     try:
-        path = snapshot_download(repo, revision=revision, cache_dir=cache_dir, token=token)
+        listing = _listing(repo, revision, token)
+        patterns = None if listing is None else [glob.escape(f) for f in select_files(listing)]
+        path = snapshot_download(repo, revision=revision, cache_dir=cache_dir, token=token,
+                                 allow_patterns=patterns)
     except (HfHubHTTPError, LocalEntryNotFoundError) as error:
         where = f"model {name!r} ({repo})" if name else repo
         raise WeightsError(f"{where}: {_advice(repo, error)}") from None
     snapshot = Path(path)
-    digest, files = fingerprint(snapshot)
+    present = [p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file()]
+    digest, files = fingerprint(snapshot, select_files(present))
     result = {
         "model": name, "repo": repo, "revision": revision, "commit": snapshot.name,
         "fingerprint": digest, "files": files, "bytes": sum(f["size"] for f in files),

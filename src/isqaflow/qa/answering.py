@@ -376,7 +376,8 @@ class ExtractiveQA:
 
         if threads:
             torch.set_num_threads(threads)
-        self.device = resolve_device(spec.get("device", "auto"))
+        self.device = resolve_device(spec.get("device", "auto"), spec["model"],
+                                     key="models.<the metrics.qa model>.device")
         self.tokenizer = AutoTokenizer.from_pretrained(spec["model"], revision=spec.get("revision"))
         self.net = AutoModelForQuestionAnswering.from_pretrained(
             spec["model"], revision=spec.get("revision")).to(self.device).eval()

@@ -16,6 +16,7 @@ numbers of results/tables/validity.*).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,26 @@ def read_ratings(path: str | Path | None) -> pd.DataFrame:
     return table.rename_axis("model").reset_index()
 
 
+COVERED_SHOWN = 3
+
+
+def coverage_note(check: Mapping[str, Any]) -> str:
+    """"3/15" for a full file; for a partial one, which items it covers: per domain for RAG
+    queries (``<domain>:<id>``), else the first few ids ("3/15, partial: fiqa 2, science 1")."""
+    text = f"{check['n']}/{check['n_dataset']}"
+    if check.get("coverage") != "partial":
+        return text
+    covered = list(check.get("covered") or [])
+    if not covered:
+        return f"{text}, partial"
+    if all(":" in key for key in covered):
+        per_domain = Counter(key.split(":", 1)[0] for key in covered)
+        return f"{text}, partial: " + " ".join(f"{d} {n}" for d, n in sorted(per_domain.items()))
+    shown = " ".join(covered[:COVERED_SHOWN]) + (f" +{len(covered) - COVERED_SHOWN} more"
+                                                 if len(covered) > COVERED_SHOWN else "")
+    return f"{text}, partial: {shown}"
+
+
 def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, drfr_summaries: str | Path | None,
                       arena_win_rates: str | Path | None, arena_ratings: str | Path | None,
                       arena_summaries: str | Path | None, score_paths: Sequence[str | Path],
@@ -193,9 +214,7 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
     for system in sorted(board.cells, key=lambda s: (s not in file_systems, s)):
         checks = file_systems.get(system, {})
         if checks:
-            source = "file: " + ", ".join(
-                f"{suite} ({c['n']}/{c['n_dataset']}{', partial' if c['coverage'] == 'partial' else ''})"
-                for suite, c in sorted(checks.items()))
+            source = "file: " + ", ".join(f"{suite} ({coverage_note(c)})" for suite, c in sorted(checks.items()))
         else:
             source = "model"
         rows.append({"system": system, "source": source,
@@ -207,7 +226,9 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                                                                     "arena judge"),
         ("QAGS", "QAGS"), ("QuestEval", "QuestEval"))]
     caption = ("Leaderboard: one row per system across the suites (models the workflow runs and systems "
-               "read from files; 'source' gives a file's coverage, n of the dataset's items). DRFR x100 "
+               "read from files; 'source' gives a file's coverage, n of the dataset's items, and for a partial "
+               "file the items it covers: per domain, or its first ids; its cells are computed on those items, "
+               "the models' on all). DRFR x100 "
                "with 95% bootstrap CI over instructions (n = instructions); arena win and win+tie rates "
                "against LFRQA (%, n = judged pairs with a valid verdict) and the length-controlled win "
                "rate (AlpacaEval 2.0, ties half, 95% CI over queries; '--' where not identified); "

