@@ -168,3 +168,55 @@ def test_length_bias_resamples_queries_not_pairs():
     assert bias["p"] == pytest.approx(2 / 2**15)
     assert bias["p by query"] == pytest.approx(2 / 2**3)
     assert bias["queries"] == 3
+
+
+SMALL = Path(__file__).parent / "fixtures" / "lc_alpaca_eval_small.json"
+
+
+def test_lc_win_rate_equals_alpaca_eval_on_run_sized_preferences():
+    """30 seeded cases of 10-33 pairs (the embedded run's size), lengths on both sides:
+    alpaca_eval 0.6.6's default fit (tests/fixtures/make_lc_reference_small.py), to 1e-6
+    points -- including the cases where its cross-validation picks C = 1e-4 and every
+    coefficient is 0 (exactly 50)."""
+    cases = json.loads(SMALL.read_text())["cases"]
+    assert len(cases) == 30
+    for case in cases:
+        prefs = pd.DataFrame(case["preferences"])
+        lc, _ = lc_win_rate(prefs, pd.Series(case["difficulty"]))
+        assert lc == pytest.approx(case["length_controlled_winrate_cv"], abs=1e-6)
+    assert sum(c["length_controlled_winrate_cv"] == pytest.approx(50.0) for c in cases) >= 10
+
+
+def test_a_fit_the_penalty_zeroes_is_not_identified():
+    """12 noisy pairs, lengths on both sides: the cross-validation picks C = 1e-4, every
+    coefficient is 0 and the LC win rate would be 50 whatever the preferences."""
+    rng = np.random.default_rng(2)
+    prefs = pd.DataFrame({"system": "m", "baseline": "ref", "query": [f"q{i}" for i in range(12)],
+                          "preference": rng.choice([0.0, 0.5, 1.0], size=12), "len_system": rng.integers(100, 500, 12),
+                          "len_baseline": 300})
+    row = lc_table(prefs, rounds=20, seed=0).iloc[0]
+    assert row["C"] == pytest.approx(1e-4) and np.isnan(row["LC win rate %"]) and np.isnan(row["LC lower"])
+    assert row["LC status"].startswith("not identified: the cross-validated L1 penalty (C = 0.0001) sets every")
+
+
+def test_a_systems_difficulty_term_comes_from_the_other_systems():
+    """One pair per query: a difficulty fit over the system's own pairs would restate its
+    outcomes.  Each system's difficulties come from the others' pairs; alone, it has none.
+    (24 easy queries, 6 hard ones, the same for both systems.)"""
+    from isqaflow.arena.length import _design, fit_lc
+
+    rng = np.random.default_rng(5)
+    rows = [{"system": s, "baseline": "ref", "query": f"q{i}",
+             "preference": float(rng.random() < (0.95 if i < 24 else 0.1)),
+             "len_system": int(rng.integers(100, 500)), "len_baseline": 300} for s in ("a", "b") for i in range(30)]
+    prefs = pd.DataFrame(rows)
+    mine = prefs[prefs["system"] == "a"].reset_index(drop=True)
+    y = mine["preference"].to_numpy()
+    table = lc_table(prefs, rounds=5, seed=0).set_index("system")
+    assert table.loc["a", "LC status"] == "identified"
+    from_b, _, _ = fit_lc(_design(mine, query_difficulty(prefs[prefs["system"] == "b"])), y)
+    assert table.loc["a", "LC win rate %"] == pytest.approx(from_b)
+    alone = lc_table(prefs[prefs["system"] == "a"], rounds=5, seed=0).iloc[0]
+    no_difficulty, beta, _ = fit_lc(_design(mine, pd.Series(dtype=float)), y)
+    assert beta[2] == 0.0 and alone["LC status"] == "identified"
+    assert alone["LC win rate %"] == pytest.approx(no_difficulty)

@@ -13,9 +13,11 @@ with the length term set to zero, averaged over the system's pairs:
 ``delta_len`` is the difference in characters (system minus baseline; ``sd`` over the
 system's pairs, as AlpacaEval), and a tie counts half a win (AlpacaEval's 1.5).  The
 query difficulties ``gamma_x``: AlpacaEval takes them from a fit over the models of
-its leaderboard; here they are fit the same way over the systems of the run that meet
-the same baseline (per-system intercepts and length slopes, one effect per query,
-ridge-penalized, centred and scaled to unit variance).
+its leaderboard; here they are fit the same way over the *other* systems of the run that
+meet the same baseline (per-system intercepts and length slopes, one effect per query,
+ridge-penalized, centred and scaled to unit variance; 0 for a query no other system
+met) -- never over the system's own pairs, whose outcomes they would otherwise restate
+(one pair per query: the difficulty term would fit each outcome exactly).
 
 **The fit is AlpacaEval's default fit** (``fit_LogisticRegressionCV`` of
 ``alpaca_eval.metrics.glm_winrate``): scikit-learn's L1-penalized logistic regression
@@ -36,7 +38,9 @@ equal lengths counts on both sides), and at least
 ``MIN_PAIRS`` (10) pairs in all (5 folds of at least 2 pairs).  Otherwise the row says
 "not identified" with the reason and carries no LC win rate and no interval: when every
 answer is shorter than its reference, the intercept is an extrapolation that the
-penalty, not the data, sets.
+penalty, not the data, sets.  So is a fit whose cross-validated penalty sets every
+coefficient to 0 (on few, noisy pairs the cross-validation often picks the smallest C):
+its LC win rate is 50 by construction, and the row says so instead.
 
 The length bias: only pairs of **two model answers** (kinds ``all_pairs`` and
 ``head_to_head``: no reference, no abstract) separate the judge's preference for length
@@ -123,8 +127,9 @@ def query_difficulty(pairs: pd.DataFrame) -> pd.Series:
 
 
 def _design(pairs: pd.DataFrame, gamma: pd.Series) -> np.ndarray:
+    """Columns intercept, length term, difficulty (0 for a query ``gamma`` does not know)."""
     return np.column_stack([np.ones(len(pairs)), length_feature(pairs["len_system"], pairs["len_baseline"]),
-                            pairs["query"].map(gamma).to_numpy(dtype=float)])
+                            pairs["query"].map(gamma).fillna(0.0).to_numpy(dtype=float)])
 
 
 def _l1(C: float):
@@ -223,8 +228,11 @@ def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.D
     length coefficient phi and the penalty C; else NaN and the reason in 'LC status'."""
     rows = []
     for baseline, group in prefs.groupby("baseline", sort=True):
-        gamma = query_difficulty(group)
         for system, mine in group.groupby("system", sort=True):
+            others = group[group["system"] != system]
+            # the difficulties from the *other* systems (AlpacaEval: from other models): a system's
+            # own outcomes never enter its difficulty term; no other system: no difficulty term
+            gamma = query_difficulty(others) if len(others) else pd.Series(dtype=float)
             mine = mine.reset_index(drop=True)
             delta = mine["len_system"].to_numpy(dtype=float) - mine["len_baseline"].to_numpy(dtype=float)
             row = {"system": system, "baseline": baseline, "n": len(mine), "longer": int((delta > 0).sum()),
@@ -235,6 +243,12 @@ def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.D
             if row["LC status"] == "identified":
                 X, y = _design(mine, gamma), mine["preference"].to_numpy(dtype=float)
                 lc, beta, C = fit_lc(X, y)
+                if not np.any(beta):  # the chosen penalty, not the data, sets it: 50 by construction
+                    row.update({"C": C, "LC status": f"not identified: the cross-validated L1 penalty (C = {C:.2g}) "
+                                                     "sets every coefficient to 0 (an LC win rate of 50 whatever "
+                                                     "the preferences)"})
+                    rows.append(row)
+                    continue
                 rng = keyed_rng(seed, f"lc:{key}:{system}|{baseline}")
                 rows_of = list(mine.groupby("query", sort=True).indices.values())
                 draws = []
