@@ -432,15 +432,16 @@ def test_ratings_table_resamples_queries_and_ranks_elo_only_when_converged():
 
     elo = {"k": 4, "base": 10, "scale": 400, "initial": 1000}
     few = random_battles(35, ["m1", "m2", "m3", "m4"], seed=5)
-    table, _ = ratings_table(_judged(few), elo, rounds=200, seed=0, kinds=["reference"])
-    assert table[("Elo", "spread / BT")].iloc[0] < 0.8
+    table, plotted = ratings_table(_judged(few), elo, rounds=200, seed=0, kinds=["reference"])
+    assert table[("Elo", "spread / BT")].iloc[0] < 0.8 and list(plotted) == ["Bradley-Terry"]  # no Elo panel
     assert table[("Elo", "rank")].isna().all() and table[("Bradley-Terry", "rank")].notna().all()
     assert list(table.columns.get_level_values(0)[:4]) == ["Bradley-Terry"] * 4  # the headline first
     tiny, _ = ratings_table(_judged(random_battles(6, ["m1", "m2", "m3"], seed=1)), elo, rounds=50, seed=0,
                             kinds=["reference"])
     assert tiny[("votes < 10", "")].all() and not table[("votes < 10", "")].any()
     many = random_battles(6000, ["m1", "m2", "m3"], seed=6)
-    table, _ = ratings_table(_judged(many), elo, rounds=20, seed=0, kinds=["reference"])
+    table, plotted = ratings_table(_judged(many), elo, rounds=20, seed=0, kinds=["reference"])
+    assert set(plotted) == {"Bradley-Terry", "Elo"}
     assert 0.8 <= table[("Elo", "spread / BT")].iloc[0] <= 1.25 and table[("Elo", "rank")].notna().all()
     battles, queries = query_battles()
     table, _ = ratings_table(_judged(battles, queries), elo, rounds=50, seed=0, kinds=["reference"])

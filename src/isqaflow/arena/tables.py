@@ -115,7 +115,8 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
                   kinds: Sequence[str]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """Bradley-Terry (the headline) and online Elo with intervals from the judged pairs of the
     given kinds; the bootstrap resamples queries (all their battles) where the records name
-    them.  Elo's rank only where it has converged (:func:`elo_convergence`)."""
+    them.  Elo's rank, and its panel in the figure (the returned results), only where it has
+    converged (:func:`elo_convergence`)."""
     battles, invalid = battles_from_verdicts(judged[judged["kind"].isin(kinds)], "system_a", "system_b")
     if battles.empty:
         return pd.DataFrame(), {}
@@ -146,7 +147,8 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
     table[(f"votes < {SMALL_N}", "")] = table[("votes", "")] < SMALL_N  # its intervals: indicative
     table[("invalid excluded", "")] = invalid
     table[("resampled", "")] = "queries" if queries is not None else "battles"
-    return table.sort_values(("Bradley-Terry", "rating"), ascending=False), results
+    plotted = results if converged else {"Bradley-Terry": results["Bradley-Terry"]}  # the figure: no unconverged Elo
+    return table.sort_values(("Bradley-Terry", "rating"), ascending=False), plotted
 
 
 def position_consistency_table(judged: pd.DataFrame) -> pd.DataFrame:
