@@ -163,7 +163,27 @@ def test_agreement_table_adds_the_fitted_band(tmp_path):
     judged.write_text("".join(json.dumps({"pair_id": p, "judge": "local", "rule": "calibrated", "tie_band": 0.0,
                                           "margin": m, "verdict": side(m)}) + "\n" for p, _, m in pairs))
     table = agreement_table(human_csv, [judged])
-    assert list(table["rule"]) == ["calibrated", "calibrated, tie band fitted on these pairs"]
-    assert list(table["tie band"]) == [0.0, pytest.approx((0.2 + 0.9) / 2)]
-    assert list(table["judge tie %"]) == [0.0, 40.0] and list(table["human tie %"]) == [40.0, 40.0]
-    assert list(table["accuracy %"]) == [60.0, 100.0]
+    assert list(table["rule"]) == ["calibrated", "calibrated, tie band fitted on these pairs",
+                                   "calibrated, tie band fitted leave-one-out"]
+    assert list(table["tie band"])[:2] == [0.0, pytest.approx((0.2 + 0.9) / 2)]
+    assert list(table["judge tie %"]) == [0.0, 40.0, 40.0] and list(table["human tie %"]) == [40.0] * 3
+    assert list(table["accuracy %"]) == [60.0, 100.0, 100.0]
+    # every row says whether it is in-sample; the configured band 0 was not fitted here
+    assert list(table["sample"]) == ["configured", "in-sample: band fitted on these pairs",
+                                     "out of sample: each pair under the band fitted on the others"]
+    # a configured band equal to the fitted one (the embedded default's) is marked in-sample too
+    judged.write_text("".join(json.dumps({"pair_id": p, "judge": "local", "rule": "calibrated", "tie_band": 0.55,
+                                          "margin": m, "verdict": side(m)}) + "\n" for p, _, m in pairs))
+    table = agreement_table(human_csv, [judged])
+    assert table["sample"].iloc[0] == "in-sample: band fitted on these pairs (the configured band)"
+
+
+def test_leave_one_out_tie_band_judges_each_pair_out_of_sample():
+    """In sample the band 0.025 ties exactly the two human ties (4/4 right); left out, the pair
+    at 0.03 meets the band fitted on the others, (0.02 + 0.04) / 2 = 0.03, and becomes a tie."""
+    from isqaflow.arena.verdicts import calibrated_side, fit_tie_band, loo_tie_band_sides
+
+    margins, human = [0.01, 0.02, 0.03, 0.04], [0, 0, 1, 1]
+    band = fit_tie_band(margins, human)["tie_band"]
+    assert [calibrated_side(m, band) for m in margins] == ["tie", "tie", "a", "a"]
+    assert loo_tie_band_sides(margins, human) == ["tie", "tie", "tie", "a"]

@@ -357,3 +357,92 @@ def test_bradley_terry_stays_finite_and_separation_is_flagged():
     unbeaten = bt_separation(battles.iloc[[0, 3, 4, 5]], rounds=10, seed=0)
     assert unbeaten.loc["A", "separated"] and unbeaten.loc["A", "separated_share"] == 1.0
     assert np.isfinite(bootstrap_ratings(battles.iloc[[0, 3, 4, 5]], "bt", rounds=10, seed=0).to_numpy()).all()
+
+
+def test_separation_through_centring_is_flagged_for_every_player():
+    """C loses to A every time and beats B once in 8: in the resamples that miss that one win,
+    C is separated, its rating goes to the prior, and the centring on the mean lifts A and B by
+    hundreds of points although neither is itself separated (issue 30: their flag said 0%)."""
+    from isqaflow.arena.ratings import bt_separation
+
+    rows = [("A", "B", "model_a"), ("B", "A", "model_a")] * 4 + [("A", "C", "model_a")] * 4
+    rows += [("B", "C", "model_a")] * 7 + [("B", "C", "model_b")]
+    battles = make_battles(*rows)
+    flags = bt_separation(battles, rounds=400, seed=2)
+    boot = bootstrap_ratings(battles, "bt", rounds=400, seed=2)
+    assert (flags["prior_share"] == flags["prior_share"].iloc[0]).all()  # every player: the same rounds
+    assert (flags["prior_share"] >= flags["separated_share"]).all()
+    assert flags.loc["C", "separated_share"] > 0.025
+    for player in ("A", "B"):  # hardly ever separated itself, yet its bound is set by the prior
+        assert flags.loc[player, "separated_share"] < 0.025 < flags.loc[player, "prior_share"]
+    # those rounds are the ones where A sits hundreds of points above its usual place
+    assert (boot["A"] > boot["A"].median() + 200).mean() == pytest.approx(flags.loc["A", "prior_share"], abs=0.02)
+
+
+def test_group_separation_is_flagged():
+    """A and B always beat C and D (each group wins and loses inside): nobody alone is separated,
+    but no finite maximum-likelihood fit exists in any resample."""
+    from isqaflow.arena.ratings import bt_separation
+
+    rows = [("A", "B", "model_a"), ("A", "B", "model_b"), ("C", "D", "model_a"), ("C", "D", "model_b")] * 3
+    rows += [("A", "C", "model_a"), ("B", "D", "model_a"), ("D", "A", "model_b"), ("C", "B", "model_b")] * 3
+    flags = bt_separation(make_battles(*rows), rounds=50, seed=0)
+    assert flags["separated"].sum() == 0 and (flags["separated_share"] < 0.1).all()
+    assert (flags["prior_share"] == 1.0).all()
+
+
+def query_battles() -> tuple[pd.DataFrame, np.ndarray]:
+    """6 queries, 4 battles each, one outcome per query (A wins all of q0-q3, B all of q4-q5)."""
+    rows, queries = [], []
+    for q in range(6):
+        rows += [("A", "B", "model_a" if q < 4 else "model_b")] * 4
+        queries += [f"d:q{q}"] * 4
+    return make_battles(*rows), np.array(queries)
+
+
+def test_bootstrap_by_query_resamples_whole_queries():
+    battles, queries = query_battles()
+    _, by_query = bootstrap_cell_counts(battles, rounds=200, seed=0, groups=queries)
+    _, by_battle = bootstrap_cell_counts(battles, rounds=200, seed=0)
+    assert (by_query % 4 == 0).all() and (by_query.sum(axis=1) == 24).all()
+    assert not (by_battle % 4 == 0).all()
+    wide = bootstrap_ratings(battles, "bt", rounds=400, seed=0, groups=queries)
+    narrow = bootstrap_ratings(battles, "bt", rounds=400, seed=0)
+    assert (wide["A"].quantile(0.975) - wide["A"].quantile(0.025)
+            > 1.5 * (narrow["A"].quantile(0.975) - narrow["A"].quantile(0.025)))
+    # Elo by query: the same queries drawn (padding changes nothing), every round finite
+    elo = bootstrap_ratings(battles, "elo", rounds=50, seed=0, groups=queries)
+    assert np.isfinite(elo.to_numpy()).all() and np.allclose(elo.mean(axis=1), 1000.0)
+    one_query = bootstrap_ratings(battles.iloc[:4], "elo", rounds=3, seed=0, groups=queries[:4])
+    np.testing.assert_allclose(one_query[["A", "B"]], np.tile(online_elo(battles.iloc[:4])[["A", "B"]], (3, 1)))
+
+
+def _judged(battles: pd.DataFrame, queries: np.ndarray | None = None) -> pd.DataFrame:
+    judged = pd.DataFrame({"kind": "reference", "system_a": battles["model_a"], "system_b": battles["model_b"],
+                           "verdict": battles["winner"].map({"model_a": "1", "model_b": "2", "tie": "tie"})})
+    if queries is not None:
+        judged["domain"], judged["qid"] = [q.split(":")[0] for q in queries], [q.split(":")[1] for q in queries]
+    return judged
+
+
+def test_ratings_table_resamples_queries_and_ranks_elo_only_when_converged():
+    """35 battles, K = 4: online Elo's spread is a fraction of Bradley-Terry's (issue 30: 6.5x
+    narrower), so it gets no rank; on 6000 battles it has converged and is ranked."""
+    from isqaflow.arena.tables import ratings_table
+
+    elo = {"k": 4, "base": 10, "scale": 400, "initial": 1000}
+    few = random_battles(35, ["m1", "m2", "m3", "m4"], seed=5)
+    table, plotted = ratings_table(_judged(few), elo, rounds=200, seed=0, kinds=["reference"])
+    assert table[("Elo", "spread / BT")].iloc[0] < 0.8 and list(plotted) == ["Bradley-Terry"]  # no Elo panel
+    assert table[("Elo", "rank")].isna().all() and table[("Bradley-Terry", "rank")].notna().all()
+    assert list(table.columns.get_level_values(0)[:4]) == ["Bradley-Terry"] * 4  # the headline first
+    tiny, _ = ratings_table(_judged(random_battles(6, ["m1", "m2", "m3"], seed=1)), elo, rounds=50, seed=0,
+                            kinds=["reference"])
+    assert tiny[("votes < 10", "")].all() and not table[("votes < 10", "")].any()
+    many = random_battles(6000, ["m1", "m2", "m3"], seed=6)
+    table, plotted = ratings_table(_judged(many), elo, rounds=20, seed=0, kinds=["reference"])
+    assert set(plotted) == {"Bradley-Terry", "Elo"}
+    assert 0.8 <= table[("Elo", "spread / BT")].iloc[0] <= 1.25 and table[("Elo", "rank")].notna().all()
+    battles, queries = query_battles()
+    table, _ = ratings_table(_judged(battles, queries), elo, rounds=50, seed=0, kinds=["reference"])
+    assert set(table[("resampled", "")]) == {"queries"}

@@ -102,7 +102,8 @@ def test_every_drfr_caption_names_the_rule_and_the_controls(tmp_path):
 def test_caption_of_a_judge_that_passes_its_controls_has_no_warning(tmp_path):
     captions = build(tmp_path, controls(correct=True), rule="calibrated")
     assert "Verdict rule: local calibrated." in captions["drfr_table5"]
-    assert "empty_response 8/8 correct (100% [63, 100], chance 50%, binomial p = 0.004)" in captions["drfr_table5"]
+    assert ("empty_response 8/8 correct (100% [63, 100], chance 50%, binomial p = 0.004, Holm 0.008)"
+            in captions["drfr_table5"])
     assert "NO EVIDENCE" not in captions["drfr_table5"]
 
 
@@ -120,3 +121,25 @@ def test_rule_note_refuses_judgments_without_a_rule_or_under_two_rules():
         ValueError, match=r"more than one verdict rule: \{'local': \['calibrated', 'raw'\]\}"
     ):
         rule_note(pd.DataFrame(judgments("raw")), pd.DataFrame(summary_judgments("calibrated")))
+
+
+def test_every_drfr_cell_says_its_n_and_marks_small_n_intervals(tmp_path):
+    """4 instructions (2 per subset), 4 papers: below 10, every interval carries the mark and the
+    caption says why; the constraint table gives each label's question count."""
+    build(tmp_path, controls(correct=True))
+    out = tmp_path / "tables"
+    table5 = (out / "drfr_table5.md").read_text()
+    row = next(line for line in table5.splitlines() if "| alpha" in line)
+    assert "]\u2021 (n=2)" in row and "]\u2021 (n=4)" in row
+    assert "\u2021 interval from fewer than 10 instructions" in table5.split("\n\n")[0]
+    summaries = (out / "drfr_summaries.md").read_text()
+    assert "]\u2021 (n=4)" in summaries and "fewer than 10 papers" in summaries.split("\n\n")[0]
+    constraint = pd.read_csv(out / "drfr_by_constraint.csv")
+    assert list(constraint["Content n"]) == [8, 8]
+
+
+def test_no_small_n_mark_from_ten_instructions():
+    from isqaflow.drfr.tables import _cell
+
+    assert _cell(0.5, 0.4, 0.6, 10) == "50.0 [40.0, 60.0] (n=10)"
+    assert _cell(0.5, 0.4, 0.6, 9) == "50.0 [40.0, 60.0]\u2021 (n=9)"

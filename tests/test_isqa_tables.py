@@ -209,13 +209,17 @@ def test_table1_wide(t1):
     assert list(wide.index.names) == ["summarizer", "condition"]
     cell = wide.loc[("smollm2", "w/ ISQA"), ("qasper", "QAGS")]
     mean = expected_mean("isqa-lora-human", "qags", "qasper", "smollm2", step=2)
-    # significant vs w/o ISQA (p = 2 / 2**7): a dagger; n papers; q questions kept per summary
-    assert cell.startswith(f"{mean:.2f}\u2020 [")
-    assert re.fullmatch(r"\d+\.\d\d\u2020 \[\d+\.\d\d, \d+\.\d\d\] \(n=7, q=3\.0\)", cell)
+    # p = 2 / 2**7 = 0.016 unadjusted, but Holm over the table's 9 comparisons gives 9 x 0.016 = 0.14:
+    # no dagger; the interval from 7 < 10 papers carries the small-n mark; n papers; q questions kept
+    assert cell.startswith(f"{mean:.2f} [")
+    assert re.fullmatch(r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]\u2021 \(n=7, q=3\.0\)", cell)
+    long, _ = t1
+    tested = long["p_sign_flip"].notna()
+    assert tested.sum() == 9 and list(long.loc[tested, "p_holm"]) == pytest.approx([9 * 2 / 2**PAPERS] * 9)
     # the reference row has no test, so no dagger; no q outside QAGS
     assert wide.loc[("flan_t5", "w/o ISQA"), ("qasper", "QuestEval")] == (
         f"{expected_mean('baseline_1', 'questeval', 'qasper', 'flan_t5'):.2f} "
-        + re.search(r"\[.*\]", wide.loc[("flan_t5", "w/o ISQA"), ("qasper", "QuestEval")]).group() + " (n=7)")
+        + re.search(r"\[.*\]", wide.loc[("flan_t5", "w/o ISQA"), ("qasper", "QuestEval")]).group() + "\u2021 (n=7)")
 
 
 # ----------------------------------------------------------------------------- the oracle
@@ -399,9 +403,11 @@ def test_markdown_table1_cells(built):
     assert text.startswith("Table 1: without vs with ISQA")
     mean = expected_mean("isqa-lora-human", "qags", "qasper", "smollm2", 2)
     line = next(line for line in text.splitlines() if "smollm2" in line and "w/ ISQA" in line)
-    assert f"{mean:.2f}\u2020 [" in line and "(n=7, q=3.0)" in line
-    # the caption names the test behind the daggers and what n and q are
+    assert f"{mean:.2f} [" in line and "]\u2021 (n=7, q=3.0)" in line
+    # the caption names the test and the correction behind the daggers, the small-n mark, what n and q are
     assert "sign-flip permutation test" in text.splitlines()[0] and "no test below 6 papers" in text.splitlines()[0]
+    assert "Holm-adjusted p < 0.05" in text.splitlines()[0] and "over the table's 9 tested" in text.splitlines()[0]
+    assert "\u2021 interval from fewer than 10 papers" in text.splitlines()[0]
     assert "n = papers" in text.splitlines()[0] and "q = QAGS questions kept" in text.splitlines()[0]
     header = next(line for line in text.splitlines() if line.startswith("|"))
     assert "qasper QAGS" in header and "scimrc ROUGE" in header
@@ -432,10 +438,10 @@ def test_markdown_marks_absent_cells_like_latex(built):
 
 def test_cell_format():
     fmt = tables._fmt
-    assert fmt(57.1429, 42.0, 71.5, 3) == "57.14 [42.00, 71.50] (n=3)"
+    assert fmt(57.1429, 42.0, 71.5, 3) == "57.14 [42.00, 71.50]\u2021 (n=3)"  # below 10 papers: marked
     assert fmt(85.714, math.nan, math.nan, 1) == "85.71 (n=1)"  # one paper: no zero-width interval
-    assert fmt(60.0, 50.0, 70.0, 8, p_value=0.01, questions=2.25) == "60.00\u2020 [50.00, 70.00] (n=8, q=2.2)"
-    assert fmt(60.0, 50.0, 70.0, 8, p_value=0.05) == "60.00 [50.00, 70.00] (n=8)"  # p < 0.05 only
+    assert fmt(60.0, 50.0, 70.0, 8, p_value=0.01, questions=2.25) == "60.00\u2020 [50.00, 70.00]\u2021 (n=8, q=2.2)"
+    assert fmt(60.0, 50.0, 70.0, 10, p_value=0.05) == "60.00 [50.00, 70.00] (n=10)"  # p < 0.05 only
     assert fmt(math.nan, math.nan, math.nan, 0) == "--"
 
 
@@ -473,6 +479,19 @@ def test_no_dagger_without_a_significant_difference():
     row = long[(long["metric"] == "QAGS") & (long["condition"] == "w/ ISQA")].iloc[0]
     assert row.p_sign_flip > 0.05 and row.n_paired == 7
     assert "\u2020" not in wide.loc[("smollm2", "w/ ISQA"), ("qasper", "QAGS")]
+
+
+def test_dagger_reads_the_holm_adjusted_p():
+    """One significant comparison among three (QAGS differs, QuestEval and ROUGE do not): Holm
+    gives 3 x 2/2**7 = 0.047 < 0.05, a dagger; with a second such family member it stays (the
+    step-down); unadjusted p kept."""
+    base = [50.0 + i for i in range(7)]
+    scores = _small_scores({"baseline_1": base, "isqa-lora-human": [b + 1 for b in base]})
+    long, wide = table1(scores, "isqa-lora-human", ROUNDS, SEED)
+    qags = long[(long["metric"] == "QAGS") & (long["condition"] == "w/ ISQA")].iloc[0]
+    assert qags.p_sign_flip == 2 / 2**7 and qags.p_holm == pytest.approx(3 * 2 / 2**7)
+    assert "\u2020" in wide.loc[("smollm2", "w/ ISQA"), ("qasper", "QAGS")]
+    assert "\u2020" not in wide.loc[("smollm2", "w/ ISQA"), ("qasper", "ROUGE")]
 
 
 def test_best_prompt_compares_prompts_scored_on_the_same_number_of_papers():

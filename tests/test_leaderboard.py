@@ -82,15 +82,18 @@ def test_one_row_per_system_with_n_per_cell(tables):
     assert list(board.index) == ["mine", "smollm2", "smollm2 baseline_2"]  # file-based systems first
     mine = board.loc["mine"]
     assert mine["source"] == "file: arena (3/15, partial), drfr (4/12, partial), isqa (2/3, partial)"
-    assert mine["DRFR overall"] == "70.0 [50.0, 90.0] (n=4)" and mine["DRFR easy"] == "100.0 [100.0, 100.0] (n=2)"
+    # every interval from fewer than 10 items carries the small-n mark
+    assert mine["DRFR overall"] == "70.0 [50.0, 90.0]\u2021 (n=4)"
+    assert mine["DRFR easy"] == "100.0 [100.0, 100.0]\u2021 (n=2)"
     assert mine["arena win % vs LFRQA"] == "66.7 (n=3)"
-    assert mine["arena LC win % vs LFRQA"] == "50.0 [45.0, 55.0] (n=3)"
-    assert mine["Elo"] == "1000 [985, 1015] (n=6)"  # the widest battles (B), the reference left out
+    assert mine["arena LC win % vs LFRQA"] == "50.0 [45.0, 55.0]\u2021 (n=3)"
+    assert mine["Elo"] == "1000 [985, 1015]\u2021 (n=6)"  # the widest battles (B), the reference left out
     assert mine["QAGS"].startswith("60.0 [") and mine["QAGS"].endswith("(n=2)")
-    assert mine["summary DRFR"] == "80.0 [60.0, 100.0] (n=2)" and mine["summary win % vs abstract"] == "50.0 (n=2)"
+    assert mine["summary DRFR"] == "80.0 [60.0, 100.0]\u2021 (n=2)" and mine["summary win % vs abstract"] == "50.0 (n=2)"
     smollm2 = board.loc["smollm2"]
     assert smollm2["arena win % vs LFRQA"] == "10.0 (n=15)" and smollm2["Elo"] == "995 [985, 1005] (n=18)"
-    assert smollm2["QAGS"] == "" and board.loc["smollm2 baseline_2", "QAGS"] == "10.0 [10.0, 10.0] (n=1)"
+    assert "\u2021 interval from fewer than 10 items" in (t / "leaderboard.md").read_text().split("\n\n")[0]
+    assert smollm2["QAGS"] == "" and board.loc["smollm2 baseline_2", "QAGS"] == "10.0 (n=1)"  # one paper: no interval
     assert "lfrqa" not in board.index and "smollm2 baseline_1" not in board.index  # not a judged system
     caption = (t / "leaderboard.md").read_text().split("\n\n")[0]
     for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):  # each column's instrument
@@ -115,6 +118,24 @@ def test_no_file_based_system(tables):
                               rounds=100, seed=0)
     assert set(board["source"]) == {"model"} and list(board.columns) == ["source", "DRFR overall", "DRFR easy",
                                                                           "DRFR hard"]
+
+
+def test_online_elo_that_has_not_converged_stays_off_the_leaderboard(tables):
+    """Bradley-Terry is the headline; Elo only where arena_ratings says it has converged."""
+    t = tables
+    ratings = pd.read_csv(t / "arena_ratings.csv", header=[0, 1], index_col=0)
+    ratings[("Elo", "converged")] = False
+    write_table(ratings, [t / "arena_ratings.csv"])
+    kwargs = {"drfr_table5": None, "drfr_summaries": None, "arena_win_rates": None,
+              "arena_ratings": t / "arena_ratings.csv", "arena_summaries": None, "score_paths": [],
+              "summary_systems": {}, "validity_summary_path": t / "summary.json", "systems_path": None,
+              "rounds": 100, "seed": 0}
+    board = build_leaderboard(t / "lb", **kwargs)
+    assert "Bradley-Terry" in board.columns and "Elo" not in board.columns
+    ratings[("Elo", "converged")] = True
+    write_table(ratings, [t / "arena_ratings.csv"])
+    board = build_leaderboard(t / "lb", **kwargs)
+    assert list(board.columns)[-2:] == ["Bradley-Terry", "Elo"]
 
 
 def test_a_partial_files_row_says_which_items_it_covers():

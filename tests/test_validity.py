@@ -117,11 +117,31 @@ def test_too_few_items_are_named_in_the_verdict():
 
     few = validity_summary([record(f"i{k}", True) for k in range(3)])["groups"][0]
     assert verdict_text(few) == (
-        "NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE (exact binomial p = 0.125; "
+        "NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE (exact binomial p = 0.125, Holm 0.125; "
         "too few to show it: a perfect instrument needs 6 items)"
     )
     enough = validity_summary([record(f"i{k}", True) for k in range(6)])["groups"][0]
-    assert verdict_text(enough) == "separates (exact binomial p = 0.016)"
+    assert verdict_text(enough) == "separates (exact binomial p = 0.016, Holm 0.016)"
+
+
+def test_verdicts_carry_holm_per_judge():
+    """Two controls of one judge, 6/6 each (p = 0.016 < 0.025): Holm over the judge's two
+    tested controls gives 0.031; the verdicts stay (the judge is trusted only if every control
+    passes: an intersection-union test) but say that neither passes alone after Holm; another
+    judge is its own family; the unadjusted p stays beside the adjusted one."""
+    from isqaflow.report.validity import verdict_text
+
+    records = [record(f"i{k}", True, control=c) for c in ("empty_response", "other_response") for k in range(6)]
+    records += [record(f"i{k}", True, name="other") for k in range(6)]
+    groups = validity_summary(records)["groups"]
+    local = [g for g in groups if g["name"] == "local"]
+    assert [g["p_value"] for g in local] == pytest.approx([0.5**6] * 2)
+    assert [g["p_holm"] for g in local] == pytest.approx([2 * 0.5**6] * 2)
+    assert all(g["verdict"] == "separates" for g in local)
+    assert verdict_text(local[0]) == "separates (exact binomial p = 0.016, Holm 0.031; not alone after Holm)"
+    other = next(g for g in groups if g["name"] == "other")
+    assert other["p_holm"] == pytest.approx(0.5**6)
+    assert verdict_text(other) == "separates (exact binomial p = 0.016, Holm 0.016)"
 
 
 def test_paired_control_is_tested_by_exact_mcnemar_against_its_baseline():
@@ -231,18 +251,20 @@ def test_note_names_each_control_its_accuracy_and_the_missing_evidence():
     summary = validity_summary(records)
     note = validity_note(summary, "DRFR judge")
     assert note.startswith(
-        "Controls (known answers; share correct, exact 95% CI, one-sided exact test against chance): "
+        "Controls (known answers; share correct, exact 95% CI, one-sided exact test against chance, "
+        "and its Holm adjustment over the instrument's controls): "
     )
     raw, calibrated = note.split(". DRFR judge")
     assert raw.endswith(
         "DRFR judge local on infobench, raw: empty_response 0/6 correct (0% [0, 46], chance 50%, "
-        "binomial p = 1.000) -- NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE"
+        "binomial p = 1.000, Holm 1.000) -- NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE"
     )
+    # Holm over the judge's three tested controls: 2 x 0.016 = 0.031 for the 6/6 control
     assert calibrated.startswith(
         " local on infobench, calibrated: empty_response 6/6 correct (100% [54, 100], "
-        "chance 50%, binomial p = 0.016); other_response 11/12 correct (92% [62, 100], "
+        "chance 50%, binomial p = 0.016, Holm 0.031); other_response 11/12 correct (92% [62, 100], "
     )
-    assert "chance 50%, binomial p = 0.003, 1 invalid)" in calibrated
+    assert "chance 50%, binomial p = 0.003, Holm 0.010, 1 invalid)" in calibrated
     assert NO_EVIDENCE.upper() not in calibrated
     assert note.endswith(".")
     assert (
@@ -301,7 +323,7 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
         "0",
         "100.0 [63.1, 100.0]",
         "50.0",
-        "separates (exact binomial p = 0.004)",
+        "separates (exact binomial p = 0.004, Holm 0.004)",
     ]
     assert rows[2][5:7] == ["6", "2"] and rows[2][8] == "50.0"
     lower, upper = map(float, re.fullmatch(r"50\.0 \[([\d.]+), ([\d.]+)\]", rows[2][7]).groups())
@@ -422,5 +444,5 @@ def test_table_shows_the_mcnemar_counts_as_integers(tmp_path):
     tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md")]
     build_validity_table([path], tables, tmp_path / "summary.json")
     md = tables[1].read_text()
-    assert "separates (exact McNemar p = 0.016: 6 gained, 0 lost)" in md
+    assert "separates (exact McNemar p = 0.016, Holm 0.016: 6 gained, 0 lost)" in md
     assert "too few to show it: a perfect instrument needs 6 items)" in md

@@ -19,10 +19,24 @@ tested exactly: :func:`share_test` gives the share correct with its Clopper-Pear
 interval and the one-sided exact binomial test against the chance level,
 :func:`mcnemar_test` the one-sided exact McNemar test of a paired design (the same
 items with and without a change), and :func:`min_items_to_separate` the smallest
-number of items at which a perfect instrument can pass (5 at chance 50% and
-alpha 0.05, one-sided: 0.5**5 = 0.031; 0.5**4 = 0.0625 cannot).  A bootstrap
+number of items at which a perfect instrument can pass: n/n has p = chance**n, so at
+chance 50% it takes 5 items at a one-sided alpha of 0.05 (0.5**5 = 0.031) and 6 at the
+0.025 the validity table uses (:data:`isqaflow.report.validity.ALPHA`: 0.5**5 = 0.031
+cannot, 0.5**6 = 0.016 can).  A bootstrap
 interval of an all-correct group is [1, 1] whatever its size, so it cannot decide
 such a verdict.
+
+**Small n.**  A nominal 95% percentile bootstrap interval of a mean covers the true mean
+far less often on few items (normal data, simulated with this module's
+:func:`bootstrap_ci`: 51% at n = 2, 73% at 3, 81% at 4, 84% at 6, 89% at 8, 90% at 10;
+``tests/test_stats.py`` re-runs the simulation).  Below :data:`SMALL_N` items every table
+shows such an interval with :data:`SMALL_N_MARK` and says why in its caption
+(:func:`small_n_note`); every cell says its n.
+
+**Multiple comparisons.**  :func:`holm` (family-wise error, for a table's handful of
+comparisons and a judge's controls) and :func:`benjamini_hochberg` (false discovery rate,
+for many-cell tables) adjust a family of p-values; the tables keep the unadjusted p beside
+the adjusted one and name the correction in their captions.
 
 Every resampling uses ``numpy.random.default_rng(seed)``: the same inputs and seed
 give the same interval.  NaN values are dropped (pairwise for paired tests) and
@@ -41,13 +55,18 @@ from numpy.typing import ArrayLike
 __all__ = [
     "EXACT_SIGN_FLIP_MAX_PAIRS",
     "MIN_PAIRS_FOR_TEST",
+    "SMALL_N",
+    "SMALL_N_MARK",
+    "benjamini_hochberg",
     "bootstrap_ci",
     "compare_systems",
+    "holm",
     "mcnemar_test",
     "min_items_to_separate",
     "paired_bootstrap",
     "share_test",
     "sign_flip_test",
+    "small_n_note",
     "wilcoxon_signed_rank",
 ]
 
@@ -58,6 +77,11 @@ MIN_PAIRS_FOR_TEST = 6
 # All 2**n sign patterns are enumerated up to this many pairs (65,536 patterns at 16);
 # beyond, a seeded Monte Carlo sample of patterns.
 EXACT_SIGN_FLIP_MAX_PAIRS = 16
+
+# Below this many items a nominal 95% bootstrap interval of a mean covers at most ~89% (see
+# the module docstring): such intervals carry SMALL_N_MARK and the caption's small_n_note.
+SMALL_N = 10
+SMALL_N_MARK = "\u2021"  # double dagger (the single dagger marks significance)
 
 _VECTORISED_MEANS = (np.mean, np.nanmean)
 _COMPARISON_COLUMNS = (
@@ -76,6 +100,43 @@ _COMPARISON_COLUMNS = (
     "wilcoxon_statistic",
     "p_wilcoxon",
 )
+
+
+def small_n_note(unit: str = "items") -> str:
+    """The caption sentence behind :data:`SMALL_N_MARK`."""
+    return (f"{SMALL_N_MARK} interval from fewer than {SMALL_N} {unit}: a nominal 95% percentile bootstrap "
+            f"interval covers far less there (simulated: about 51% at n = 2, 73% at 3, 81% at 4, 89% at 8); "
+            f"read it as indicative")
+
+
+def holm(p_values: ArrayLike) -> np.ndarray:
+    """Holm's step-down adjusted p-values (family-wise error) of a family; NaN stays NaN and is
+    not counted in the family.  p_(i) -> max_{j <= i} min(1, (m - j + 1) p_(j)), sorted ascending."""
+    p = np.asarray(p_values, dtype=float).ravel()
+    adjusted = np.full(p.shape, np.nan)
+    present = np.flatnonzero(~np.isnan(p))
+    m = len(present)
+    if m == 0:
+        return adjusted
+    order = present[np.argsort(p[present], kind="stable")]
+    scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
+    adjusted[order] = np.maximum.accumulate(scaled)
+    return adjusted
+
+
+def benjamini_hochberg(p_values: ArrayLike) -> np.ndarray:
+    """Benjamini-Hochberg adjusted p-values (false discovery rate); NaN stays NaN and is not
+    counted.  p_(i) -> min_{j >= i} min(1, m p_(j) / j), sorted ascending."""
+    p = np.asarray(p_values, dtype=float).ravel()
+    adjusted = np.full(p.shape, np.nan)
+    present = np.flatnonzero(~np.isnan(p))
+    m = len(present)
+    if m == 0:
+        return adjusted
+    order = present[np.argsort(p[present], kind="stable")]
+    scaled = np.minimum(1.0, m * p[order] / np.arange(1, m + 1))
+    adjusted[order] = np.minimum.accumulate(scaled[::-1])[::-1]
+    return adjusted
 
 
 def _check_resampling(rounds: int, alpha: float) -> None:
@@ -324,8 +385,9 @@ def share_test(n_correct: int, n: int, chance: float, alpha: float = 0.05,
     (``alternative="greater"``: P(X >= n_correct) for X ~ Binomial(n, chance)).
     ``separates`` is ``p_value < alpha``.  A chance level of 1 cannot be exceeded:
     ``p_value`` is 1 (never separates).  With n = 0 everything but n is NaN and
-    ``separates`` False.  3/3 at chance 0.5 gives p = 0.125 (does not separate), 5/5
-    gives 0.031 (separates), 6/7 gives 0.0625 (does not).
+    ``separates`` False.  At chance 0.5: 3/3 gives p = 0.125, 5/5 gives 0.031 (separates
+    at alpha 0.05, not at the validity table's 0.025), 6/6 gives 0.016 (separates at
+    both), 6/7 gives 0.0625 (at neither).
     """
     from scipy.stats import binomtest
 
@@ -388,9 +450,10 @@ def mcnemar_test(after: ArrayLike, before: ArrayLike, alpha: float = 0.05) -> di
 def min_items_to_separate(chance: float, alpha: float = 0.05) -> int | None:
     """The smallest n at which n/n correct passes :func:`share_test` (None at chance 1).
 
-    n/n has p = chance**n, so n is the smallest integer with chance**n < alpha: 5 at
-    chance 0.5 and alpha 0.05 (0.031), 3 at chance 1/3 (0.037); a paired McNemar
-    control needs that many discordant pairs at 1/2.
+    n/n has p = chance**n, so n is the smallest integer with chance**n < alpha: at chance
+    0.5, 5 at alpha 0.05 (0.031) and 6 at the validity table's 0.025 (0.016); at chance
+    1/3, 3 at alpha 0.05 (0.037) and 4 at 0.025 (0.012); a paired McNemar control needs
+    that many discordant pairs at 1/2.
     """
     if not 0.0 <= chance <= 1.0:
         raise ValueError(f"chance must lie in [0, 1], got {chance}")

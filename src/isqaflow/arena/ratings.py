@@ -12,6 +12,25 @@ Battles follow the Chatbot Arena convention: a DataFrame with columns ``model_a`
 ``model_b`` and ``winner`` in {"model_a", "model_b", "tie"}.  The defaults (K=4,
 base 10, scale 400, initial 1000) are those of RAG-QA Arena and Chatbot Arena.
 
+**Resampling unit.**  Where the systems answer the same queries, their battles over one
+query are not independent (one hard query moves them all): pass ``groups`` (a query id per
+battle) and every bootstrap resamples whole queries with all their battles (a cluster
+bootstrap); without it, battles are resampled one by one.
+
+**Separation.**  A resample in which the win graph (i -> j when i wins or ties against j at
+least once) is not strongly connected has no finite maximum-likelihood fit: some rating
+there is set by the pseudo-count prior, thousands of points away, and because the ratings
+are centred on their mean, that shift moves *every* player's rating in that resample.
+:func:`bt_separation` reports both the share of resamples in which the player itself is
+separated and the share in which any player (or group of players) is, which is the share in
+which this player's centred rating depends on the prior.
+
+**Elo's convergence.**  Online Elo with a small K over few battles has not moved far from
+its initial rating: it shrinks every difference.  :func:`elo_convergence` measures it as the
+spread of the Elo points over the spread of the Bradley-Terry points on the same battles;
+outside [0.8, 1.25] Elo is not converged, and the tables give it no rank (Bradley-Terry, the
+maximum-likelihood fit, is the headline, as FastChat reports today).
+
 The bootstraps are vectorised across rounds: Bradley–Terry only depends on how many
 battles fall in each (pair, outcome) cell, so all rounds' cell counts are drawn at
 once and fitted together by batched Newton steps; Elo runs all rounds side by side,
@@ -38,19 +57,31 @@ OUTCOMES = ("win", "tie", "loss", "invalid")
 _ELO_BLOCK = 512
 
 
+ELO_CONVERGED = (0.8, 1.25)  # Elo spread / Bradley-Terry spread counted as converged
+
+
+def _query_draws(groups: np.ndarray, rounds: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(query index of each battle, multiplicities (rounds, queries) of a resample of the queries)."""
+    _, query_of = np.unique(np.asarray(groups).astype(str), return_inverse=True)
+    n_queries = int(query_of.max()) + 1
+    return query_of, rng.multinomial(n_queries, np.full(n_queries, 1.0 / n_queries), size=rounds)
+
+
 def bootstrap_cell_counts(
-    battles: pd.DataFrame, rounds: int = 1000, seed: int = 0
+    battles: pd.DataFrame, rounds: int = 1000, seed: int = 0, groups: np.ndarray | None = None
 ) -> tuple[pd.DataFrame, np.ndarray]:
     """Bootstrap resamples of the battles as counts per distinct (model_a, model_b, winner) cell.
 
     Resampling n battles with replacement gives cell counts distributed
-    Multinomial(n, observed cell shares), so all rounds are drawn in one call.
+    Multinomial(n, observed cell shares), so all rounds are drawn in one call.  With
+    ``groups`` (a query id per battle) the queries are resampled instead, each with all its
+    battles: the counts are the query multiplicities times each query's cell counts.
     Returns the cells (one row per distinct battle) and counts of shape (rounds, cells);
-    `bootstrap_ratings(method="bt")` with the same seed fits exactly these counts.
+    `bootstrap_ratings(method="bt")` with the same seed and groups fits exactly these counts.
     """
     models, index_a, index_b, winner_code = encode_battles(battles)
     cell_code = (index_a * len(models) + index_b) * len(WINNERS) + winner_code
-    unique_codes, observed = np.unique(cell_code, return_counts=True)
+    unique_codes, cell_of, observed = np.unique(cell_code, return_inverse=True, return_counts=True)
     pair_code, cell_winner = np.divmod(unique_codes, len(WINNERS))
     cell_a, cell_b = np.divmod(pair_code, len(models))
     cells = pd.DataFrame(
@@ -61,7 +92,13 @@ def bootstrap_cell_counts(
         }
     )
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(len(battles), observed / len(battles), size=rounds)
+    if groups is None:
+        counts = rng.multinomial(len(battles), observed / len(battles), size=rounds)
+    else:
+        query_of, draws = _query_draws(groups, rounds, rng)
+        per_query = np.zeros((draws.shape[1], len(unique_codes)))
+        np.add.at(per_query, (query_of, cell_of), 1.0)
+        counts = draws @ per_query
     return cells, counts
 
 
@@ -73,17 +110,33 @@ def _resampled_orders(
         yield rng.integers(0, n_battles, size=(min(_ELO_BLOCK, n_battles - start), rounds))
 
 
+def _resampled_query_orders(groups: np.ndarray, rounds: int, rng: np.random.Generator) -> np.ndarray:
+    """(positions, rounds) battle indices: each round the battles of resampled queries in a random
+    order, padded with the index ``len(groups)`` (a battle that changes nothing)."""
+    query_of, draws = _query_draws(groups, rounds, rng)
+    members = [np.flatnonzero(query_of == q) for q in range(draws.shape[1])]
+    sequences = [rng.permutation(np.concatenate([members[q] for q in np.repeat(np.arange(len(members)), d)]))
+                 for d in draws]
+    longest = max(len(seq) for seq in sequences)
+    orders = np.full((longest, rounds), len(groups))
+    for r, seq in enumerate(sequences):
+        orders[: len(seq), r] = seq
+    return orders
+
+
 def bootstrap_ratings(
     battles: pd.DataFrame,
     method: Literal["elo", "bt"],
     rounds: int = 1000,
     seed: int = 0,
+    groups: np.ndarray | None = None,
     **kwargs: float | str | None,
 ) -> pd.DataFrame:
     """Ratings on ``rounds`` bootstrap resamples of the battles (rows = rounds, columns = models).
 
-    Each round resamples the battles with replacement (numpy Generator seeded with
-    ``seed``: the same seed gives identical output).  ``"bt"`` fits all rounds together
+    Each round resamples the battles with replacement, or with ``groups`` (a query id per
+    battle) the queries with all their battles (numpy Generator seeded with ``seed``: the
+    same seed gives identical output).  ``"bt"`` fits all rounds together
     from multinomial cell counts (see `bootstrap_cell_counts`); ``"elo"`` runs every
     round's resampled battle sequence side by side.  ``kwargs`` go to `bradley_terry`
     or `online_elo` (k, base, scale, initial, ...).
@@ -105,7 +158,7 @@ def bootstrap_ratings(
         if unknown:
             raise TypeError(f"unexpected options for method='bt': {sorted(unknown)}")
         options.update(kwargs)
-        cells, counts = bootstrap_cell_counts(battles, rounds, seed)
+        cells, counts = bootstrap_cell_counts(battles, rounds, seed, groups)
         cell_a = models.get_indexer(cells["model_a"])
         cell_b = models.get_indexer(cells["model_b"])
         cell_score = SCORE_A[pd.Index(WINNERS).get_indexer(cells["winner"])]
@@ -117,30 +170,50 @@ def bootstrap_ratings(
         if unknown:
             raise TypeError(f"unexpected options for method='elo': {sorted(unknown)}")
         options.update(kwargs)
-        orders = _resampled_orders(len(battles), rounds, np.random.default_rng(seed))
-        ratings = run_elo(
-            index_a, index_b, SCORE_A[winner_code], orders, len(models), rounds, **options
-        )
+        if groups is None:
+            orders = _resampled_orders(len(battles), rounds, np.random.default_rng(seed))
+            ratings = run_elo(
+                index_a, index_b, SCORE_A[winner_code], orders, len(models), rounds, **options
+            )
+        else:  # the padding battle: an extra model against itself, a tie (no change)
+            orders = iter([_resampled_query_orders(groups, rounds, np.random.default_rng(seed))])
+            pad = len(models)
+            ratings = run_elo(np.r_[index_a, pad], np.r_[index_b, pad], np.r_[SCORE_A[winner_code], 0.5],
+                              orders, len(models) + 1, rounds, **options)[:, :-1]
     else:
         raise ValueError(f"method must be 'elo' or 'bt', got {method!r}")
     return pd.DataFrame(ratings, index=pd.RangeIndex(rounds, name="round"), columns=models)
 
 
-def bt_separation(battles: pd.DataFrame, rounds: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Per model: is it separated in the battles, and in what share of the bootstrap resamples?
+def _not_connected(wins: np.ndarray) -> np.ndarray:
+    """Per round: the win graph (i -> j when wins[r, i, j] > 0) is not strongly connected
+    (no finite maximum-likelihood fit; a player without battles counts as cut off)."""
+    from scipy.sparse.csgraph import connected_components
+
+    return np.array([connected_components(w > 0, directed=True, connection="strong")[0] > 1 for w in wins])
+
+
+def bt_separation(
+    battles: pd.DataFrame, rounds: int = 1000, seed: int = 0, groups: np.ndarray | None = None
+) -> pd.DataFrame:
+    """Per model: is it separated in the battles, in what share of the bootstrap resamples,
+    and in what share does the prior set its centred rating?
 
     A model that wins none or loses none of its battles (a tie counts half each way)
     has no finite Bradley-Terry maximum-likelihood rating: its fitted rating is set by
     the pseudo-count prior (:data:`PSEUDO_COUNT`), thousands of points away, and so is
-    any percentile bound that more than alpha/2 of the resamples decide.  The
-    resamples are exactly those of ``bootstrap_ratings(method="bt")`` with the same
-    seed.  Returns ``separated`` (bool, in the battles themselves) and
-    ``separated_share`` (share of rounds), indexed by model.  (Separation of a group
-    of models -- A and B always beat C and D -- is not flagged here.)
+    any percentile bound that more than alpha/2 of the resamples decide.  The same holds
+    for a group (A and B always beat C and D), and, through the centring on the mean
+    rating, for every other player of that resample.  The resamples are exactly those of
+    ``bootstrap_ratings(method="bt")`` with the same seed and groups.  Returns
+    ``separated`` (bool, the model alone, in the battles themselves), ``separated_share``
+    (share of rounds in which the model alone is separated) and ``prior_share`` (share of
+    rounds whose win graph is not strongly connected: the model's centred rating there
+    depends on the prior), indexed by model.
     """
     models, index_a, index_b, winner_code = encode_battles(battles)
     point = win_matrices(index_a, index_b, SCORE_A[winner_code], np.ones((1, len(battles))), len(models))
-    cells, counts = bootstrap_cell_counts(battles, rounds, seed)
+    cells, counts = bootstrap_cell_counts(battles, rounds, seed, groups)
     cell_a = models.get_indexer(cells["model_a"])
     cell_b = models.get_indexer(cells["model_b"])
     cell_score = SCORE_A[pd.Index(WINNERS).get_indexer(cells["winner"])]
@@ -152,9 +225,18 @@ def bt_separation(battles: pd.DataFrame, rounds: int = 1000, seed: int = 0) -> p
         return played & ((won == 0) | (lost == 0))
 
     return pd.DataFrame(
-        {"separated": separated(point)[0], "separated_share": separated(resampled).mean(axis=0)},
+        {"separated": separated(point)[0], "separated_share": separated(resampled).mean(axis=0),
+         "prior_share": np.full(len(models), _not_connected(resampled).mean())},
         index=models,
     )
+
+
+def elo_convergence(elo: pd.Series, bt: pd.Series) -> float:
+    """Spread (standard deviation) of the Elo points over that of the Bradley-Terry points of
+    the same players: near 1 when online Elo has converged to the maximum-likelihood scale,
+    well below 1 when a small K over few battles has not moved it from its initial rating."""
+    bt_spread = float(bt.std(ddof=0))
+    return float(elo.reindex(bt.index).std(ddof=0)) / bt_spread if bt_spread > 0 else float("nan")
 
 
 def rating_intervals(point: pd.Series, boot: pd.DataFrame, alpha: float = 0.05) -> pd.DataFrame:
@@ -184,6 +266,7 @@ def elo_with_intervals(
     rounds: int = 1000,
     seed: int = 0,
     alpha: float = 0.05,
+    groups: np.ndarray | None = None,
     **kwargs: float,
 ) -> pd.DataFrame:
     """Elo ratings with bootstrap percentile intervals; the point is the bootstrap median.
@@ -196,7 +279,7 @@ def elo_with_intervals(
     reports it), which always lies inside its own interval.  ``kwargs`` go to
     `online_elo` (k, base, scale, initial).  Columns as in `rating_intervals`.
     """
-    boot = bootstrap_ratings(battles, "elo", rounds=rounds, seed=seed, **kwargs)
+    boot = bootstrap_ratings(battles, "elo", rounds=rounds, seed=seed, groups=groups, **kwargs)
     return rating_intervals(boot.median(), boot, alpha)
 
 

@@ -3,10 +3,11 @@
 * Win and win+tie rates against LFRQA per domain and overall (Table 3), per
   retrieval setting; judged pairs without a valid verdict are excluded and counted.
 * The no-answer ratio per model (Table 9) and the retriever's recall of gold documents.
-* Elo (online; K 4, base 10, scale 400, initial 1000; the point is the median of
-  the bootstrap, as in FastChat, since one online pass depends on the battles'
-  order) and Bradley-Terry (maximum likelihood, ties half a win each way) with 95%
-  bootstrap intervals and ranks by interval separation: (A) the reference pairs only,
+* Bradley-Terry (the headline: maximum likelihood, ties half a win each way) and online
+  Elo (K 4, base 10, scale 400, initial 1000; the point is the median of the bootstrap,
+  as in FastChat, since one online pass depends on the battles' order; ranked only where
+  it has converged to Bradley-Terry's spread) with 95% bootstrap intervals over queries
+  and ranks by interval separation: (A) the reference pairs only,
   (B) plus the all-pairs battles among the models (Table 5).  Plotted with their
   intervals.
 * Position consistency of the judge (both-orders judging), under both verdict rules:
@@ -18,8 +19,9 @@
 * ISQA summaries in the arena: each system against the abstract, and head to head.
 * Length-controlled win rates (AlpacaEval 2.0's regression, :mod:`isqaflow.arena.length`)
   beside the raw ones, for every kind of pair (against LFRQA, all pairs, the summaries
-  against the abstract and head to head), and the judge's length bias: the share of
-  decided pairs the longer answer wins, with its exact interval.
+  against the abstract and head to head), "not identified" where a length difference of 0
+  lies outside the data, and the judge's length bias among pairs of two model answers: the
+  share of decided pairs the longer answer wins, with its exact interval.
 """
 
 from __future__ import annotations
@@ -40,18 +42,21 @@ from isqaflow.arena.bradley_terry import bradley_terry
 from isqaflow.arena.length import length_tables
 from isqaflow.arena.players import ABSTRACT, REFERENCE
 from isqaflow.arena.ratings import (
+    ELO_CONVERGED,
     battles_from_verdicts,
     bootstrap_ratings,
     bt_separation,
+    elo_convergence,
     elo_with_intervals,
     rating_intervals,
     win_rates,
 )
-from isqaflow.arena.verdicts import calibrated_side, fit_tie_band, position_consistency
+from isqaflow.arena.verdicts import calibrated_side, fit_tie_band, loo_tie_band_sides, position_consistency
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 from isqaflow.report.validity import read_control_records, validity_note, validity_summary
+from isqaflow.stats import SMALL_N
 
 
 def _load(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -99,28 +104,51 @@ def win_rate_table(judged: pd.DataFrame, reference: str) -> pd.DataFrame:
     return _pct(table, ["win_rate", "win_tie_rate"]).set_index(["setting", "domain", "model"])
 
 
+def _query_ids(df: pd.DataFrame) -> np.ndarray | None:
+    """The query of each judged pair (the cluster of the ratings' bootstrap), when the records say it."""
+    if {"domain", "qid"} <= set(df.columns):
+        return (df["domain"].astype(str) + ":" + df["qid"].astype(str)).to_numpy()
+    return None
+
+
 def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed: int,
                   kinds: Sequence[str]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
-    """Elo and Bradley-Terry with intervals from the judged pairs of the given kinds."""
+    """Bradley-Terry (the headline) and online Elo with intervals from the judged pairs of the
+    given kinds; the bootstrap resamples queries (all their battles) where the records name
+    them.  Elo's rank, and its panel in the figure (the returned results), only where it has
+    converged (:func:`elo_convergence`)."""
     battles, invalid = battles_from_verdicts(judged[judged["kind"].isin(kinds)], "system_a", "system_b")
     if battles.empty:
         return pd.DataFrame(), {}
+    queries = _query_ids(judged.loc[battles.index])
     battles = battles.reset_index(drop=True)
-    results = {"Elo": elo_with_intervals(battles, rounds=rounds, seed=seed, **elo)}
     bt_kwargs = {k: elo[k] for k in ("base", "scale", "initial")}
     point_bt = bradley_terry(battles, **bt_kwargs)
-    results["Bradley-Terry"] = rating_intervals(
-        point_bt, bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, **bt_kwargs))
-    separation = bt_separation(battles, rounds=rounds, seed=seed)
+    results = {"Bradley-Terry": rating_intervals(
+        point_bt, bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, groups=queries, **bt_kwargs))}
+    results["Elo"] = elo_with_intervals(battles, rounds=rounds, seed=seed, groups=queries, **elo)
+    convergence = elo_convergence(results["Elo"]["rating"], point_bt)
+    separation = bt_separation(battles, rounds=rounds, seed=seed, groups=queries)
     votes = pd.concat([battles["model_a"], battles["model_b"]]).value_counts()
     table = pd.concat(
         {name: r[["rating", "lower", "upper", "rank"]] for name, r in results.items()}, axis=1
     )
-    # a separated model's Bradley-Terry bound is set by the pseudo-count prior: flagged, not hidden
+    # a bound set by the pseudo-count prior (the model's own separation, or through centring
+    # another's): flagged, not hidden
     table[("Bradley-Terry", "separated %")] = 100 * separation["separated_share"].reindex(table.index)
+    table[("Bradley-Terry", "prior-set %")] = 100 * separation["prior_share"].reindex(table.index)
+    low, high = ELO_CONVERGED
+    converged = bool(low <= convergence <= high)
+    if not converged:
+        table[("Elo", "rank")] = np.nan
+    table[("Elo", "spread / BT")] = convergence
+    table[("Elo", "converged")] = converged
     table[("votes", "")] = votes.reindex(table.index).fillna(0).astype(int)
+    table[(f"votes < {SMALL_N}", "")] = table[("votes", "")] < SMALL_N  # its intervals: indicative
     table[("invalid excluded", "")] = invalid
-    return table.sort_values(("Bradley-Terry", "rating"), ascending=False), results
+    table[("resampled", "")] = "queries" if queries is not None else "battles"
+    plotted = results if converged else {"Bradley-Terry": results["Bradley-Terry"]}  # the figure: no unconverged Elo
+    return table.sort_values(("Bradley-Terry", "rating"), ascending=False), plotted
 
 
 def position_consistency_table(judged: pd.DataFrame) -> pd.DataFrame:
@@ -154,21 +182,30 @@ def ratings_figure(results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[
 _SIDE_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
 
 
-def fitted_band_verdicts(judged: pd.DataFrame, human: pd.Series) -> tuple[dict, pd.Series] | None:
-    """The tie band fitted on the human-labelled pairs (:func:`fit_tie_band`) and the calibrated
-    verdicts under it, per pair id; None when the records have no margins."""
+def fitted_band_verdicts(judged: pd.DataFrame, human: pd.Series) -> tuple[dict, pd.Series, pd.Series] | None:
+    """The tie band fitted on the human-labelled pairs (:func:`fit_tie_band`), the calibrated
+    verdicts under it (in-sample), and the out-of-sample verdicts of the labelled pairs, each
+    under the band fitted on the others (:func:`loo_tie_band_sides`), per pair id; None when
+    the records have no margins."""
     if "margin" not in judged.columns or judged["margin"].isna().all():
         return None
     margins = judged.set_index("pair_id")["margin"].astype(float)
     labelled = margins.index.intersection(human.index)
     fit = fit_tie_band(margins[labelled].to_numpy(), human[labelled].to_numpy())
     verdicts = margins.map(lambda m: _SIDE_VERDICT[calibrated_side(m, fit["tie_band"])])
-    return fit, verdicts
+    loo = pd.Series([_SIDE_VERDICT[side] for side in loo_tie_band_sides(
+        list(margins[labelled].to_numpy()), list(human[labelled].to_numpy()))], index=labelled, dtype=object)
+    return fit, verdicts, loo
+
+
+IN_SAMPLE = "in-sample: band fitted on these pairs"
 
 
 def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Judge vs human majority per judge; for a judge with margins, also under the tie band fitted on
-    these pairs (in-sample: the band the judge's ``tie_band`` can be set to)."""
+    """Judge vs human majority per judge; for a judge with margins, also under the tie band
+    fitted on these pairs (in-sample: the band the judge's ``tie_band`` can be set to) and
+    out of sample (each pair under the band fitted on the others).  ``sample`` says which: a
+    configured band equal (to 3 decimals) to the one fitted on these pairs is in-sample too."""
     labels = read_human_labels(human_csv)
     human = human_majority(labels)
     rows = []
@@ -177,12 +214,18 @@ def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -
         if judged.empty:
             continue
         configured = float(judged["tie_band"].iloc[0]) if "tie_band" in judged.columns else float("nan")
-        settings = [(verdict_rule(judged), configured, judged.set_index("pair_id")["verdict"])]
         fitted = fitted_band_verdicts(judged, human)
+        same = fitted is not None and round(configured, 3) == round(fitted[0]["tie_band"], 3)
+        settings = [(verdict_rule(judged), configured, judged.set_index("pair_id")["verdict"],
+                     IN_SAMPLE + " (the configured band)" if same else "configured")]
         if fitted is not None:
-            settings.append(("calibrated, tie band fitted on these pairs", fitted[0]["tie_band"], fitted[1]))
-        for rule, band, verdicts in settings:
-            rows.append(_agreement_row(judged["judge"].iloc[0], rule, band, human, verdicts, labels))
+            settings.append(("calibrated, tie band fitted on these pairs", fitted[0]["tie_band"], fitted[1],
+                             IN_SAMPLE))
+            settings.append(("calibrated, tie band fitted leave-one-out", float("nan"), fitted[2],
+                             "out of sample: each pair under the band fitted on the others"))
+        for rule, band, verdicts, sample in settings:
+            rows.append({**_agreement_row(judged["judge"].iloc[0], rule, band, human, verdicts, labels),
+                         "sample": sample})
     return pd.DataFrame(rows).set_index("judge") if rows else pd.DataFrame()
 
 
@@ -311,13 +354,20 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
             figure_data[f"{setting} {column}"] = results
     ratings = pd.concat(rating_tables) if rating_tables else pd.DataFrame()
     write_table(ratings, table_paths(out_dir / "arena_ratings"), digits=1,
-                caption="Elo and Bradley-Terry ratings with 95% bootstrap intervals; rank by interval separation. "
-                        "Elo: the median over the bootstrap rounds of online Elo on resampled battle sequences "
-                        "(as FastChat; one online pass depends on the battles' order); Bradley-Terry: the "
-                        "maximum-likelihood fit with a 0.001 pseudo-win per ordered pair. 'separated %': share "
-                        "of the bootstrap resamples in which the model wins none or loses none of its battles "
-                        "(no finite maximum-likelihood rating); above 2.5% its Bradley-Terry bound on that side "
-                        "is set by the pseudo-count, not by the battles: read it as unbounded. (A) reference "
+                caption="Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
+                        "pseudo-win per ordered pair, as FastChat reports its arena today) and online Elo "
+                        "(K, base, scale, initial as configured; the median over the bootstrap rounds), with "
+                        "95% bootstrap intervals; rank by interval separation. The bootstrap resamples queries "
+                        "with all their battles ('resampled': queries), since the systems answer the same "
+                        "queries. 'spread / BT': the spread of the Elo points over that of Bradley-Terry on "
+                        "the same battles; outside 0.8-1.25 online Elo has not converged (a small K over few "
+                        "battles shrinks every difference) and gets no rank: read Bradley-Terry. 'separated "
+                        "%': share of the resamples in which the model wins none or loses none of its battles; "
+                        "'prior-set %': share in which any model or group is so separated (no finite "
+                        "maximum-likelihood fit), which through the centring on the mean moves every model's "
+                        "rating: above 2.5% the bounds are set by the pseudo-count, not by the battles: read "
+                        f"them as unbounded. 'votes < {SMALL_N}': a model with fewer than {SMALL_N} battles, whose "
+                        "bootstrap intervals cover far less than 95% (read them as indicative). (A) reference "
                         "pairs only, (B) plus all pairs among the models" + controls)
     ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
     write_table(position_consistency_table(judged), table_paths(out_dir / "arena_position_consistency"), digits=3,
@@ -337,22 +387,37 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
                 caption="Judge vs human majority (3 annotators; no majority = tie). 'tie band': the judge's "
                         "configured band (nats); a logprob judge also has a row under the band fitted on these "
                         "pairs so that it ties as many of them as the people did (in-sample; set it as the "
-                        "judge's tie_band to use it)" + controls)
+                        "judge's tie_band to use it) and a row where each pair is judged under the band fitted "
+                        "on the other pairs (leave-one-out: the out-of-sample agreement). 'sample' says which "
+                        "rows are in-sample: the configured row too when its band equals the fitted one (the "
+                        "embedded default's was fitted on these pairs)" + controls)
     write_table(summary_arena_table(summaries), table_paths(out_dir / "arena_summaries"), digits=1,
                 caption="ISQA summaries in the arena: against the abstract and head to head" + controls)
     write_table(lc, table_paths(out_dir / "arena_length_controlled"), digits=1,
                 caption="Length-controlled win rates (AlpacaEval 2.0): each system's preference over its "
                         "baseline (LFRQA, another model, the abstract, the baseline summary) modelled on the "
                         "system, tanh of the standardized length difference (characters) and the query's "
-                        "difficulty (fit over the systems meeting the same baseline); LC: the modelled win rate "
-                        "with the length term at zero, ties half a win, 95% bootstrap CI over queries; beside "
-                        "it the raw win rate with ties half; n: judged pairs with a valid verdict" + controls)
+                        "difficulty (fit over the systems meeting the same baseline), fit as alpaca_eval fits it "
+                        "by default (L1, penalty C by 5-fold cross-validation); LC: the modelled win rate with "
+                        "the length term at zero, ties half a win, 95% bootstrap CI over queries at the chosen "
+                        "C. Reported only where a length difference of 0 lies inside the data: at least "
+                        "3 pairs with the system not shorter and 3 not longer, and at least 10 pairs; else "
+                        "'not identified' (the reason in 'LC status') and no LC, no interval. longer / "
+                        "shorter: pairs with the system's answer longer / shorter; n: judged pairs with a "
+                        "valid verdict" + controls)
     if not bias.empty:  # p as read (three significant digits), not to the table's one decimal
-        bias["p"] = bias["p"].map(lambda p: f"{p:.3g}")
+        for column in ("p", "p by query"):
+            bias[column] = bias[column].map(lambda p: f"{p:.3g}")
     write_table(bias, table_paths(out_dir / "arena_length_bias"), digits=1,
-                caption="The judge's length bias: share of decided pairs (no tie, valid verdict) of unequal "
-                        "length that the longer answer wins, exact (Clopper-Pearson) 95% CI, two-sided exact "
-                        "binomial p against 50%" + controls)
+                caption="The judge's length bias among pairs of two model answers (all pairs, head to "
+                        "head; pairs against the reference or the abstract are left out: there the longer "
+                        "answer is mostly the reference, and its wins measure its quality, not length): share "
+                        "of decided pairs (no tie, valid verdict) of unequal length that the longer answer "
+                        "wins, exact (Clopper-Pearson) 95% CI, two-sided exact binomial p against 50% "
+                        "(pairs as independent) and 'p by query': sign-flip permutation test with each "
+                        "query's pairs flipped together (pairs over one query are not independent). Both "
+                        "answers are the judged models': a longer answer may also be a better one, so this "
+                        "bounds the judge's length preference together with any length-quality link" + controls)
 
 
 def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 __all__ = [
@@ -44,6 +44,7 @@ __all__ = [
     "check_verdict_rule",
     "fit_tie_band",
     "combine_orders",
+    "loo_tie_band_sides",
     "margins_agree",
     "parse_verdict",
     "position_consistency",
@@ -166,6 +167,18 @@ def fit_tie_band(margins: Iterable[float], human: Iterable[int]) -> dict[str, An
         band = (below[-1] + size[ties]) / 2 if below else 0.0
     return {"tie_band": float(band), "n": n, "n_human_ties": ties,
             "n_judge_ties": sum(m <= band for m in size)}
+
+
+def loo_tie_band_sides(margins: Sequence[float], human: Sequence[int]) -> list[Side | None]:
+    """Out-of-sample verdicts under a fitted tie band: each pair judged under the band
+    :func:`fit_tie_band` fits on all the *other* pairs (leave-one-out), so no pair decides
+    its own band."""
+    margins, human = list(margins), list(human)
+    sides = []
+    for i, margin in enumerate(margins):
+        band = fit_tie_band(margins[:i] + margins[i + 1:], human[:i] + human[i + 1:])["tie_band"]
+        sides.append(calibrated_side(float(margin), band))
+    return sides
 
 
 def margins_agree(margin_ab: float, margin_ba: float) -> bool:

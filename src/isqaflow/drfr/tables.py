@@ -2,7 +2,8 @@
 summary DRFR table (without vs with ISQA).
 
 DRFR is x 100.  Intervals are 95% bootstrap intervals resampling instructions (papers
-for summaries).  INVALID judge replies count as NO and are reported in their own
+for summaries); every cell says its n, and an interval from fewer than
+:data:`isqaflow.stats.SMALL_N` of them carries :data:`isqaflow.stats.SMALL_N_MARK`.  INVALID judge replies count as NO and are reported in their own
 column of every table.  Answers are read under each judge's configured verdict rule
 (raw or calibrated, :mod:`isqaflow.drfr.judge`), which every caption names, and
 every caption ends with the judges' known-answer controls
@@ -30,6 +31,7 @@ from isqaflow.io import read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 from isqaflow.report.validity import read_control_records, validity_note, validity_summary
+from isqaflow.stats import SMALL_N, SMALL_N_MARK, small_n_note
 
 
 def load_judgments(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -59,8 +61,12 @@ def _caption(text: str, *notes: str) -> str:
     return " ".join([text.rstrip(".") + ".", *(n for n in notes if n)])
 
 
-def _cell(point: float, lower: float, upper: float) -> str:
-    return "--" if np.isnan(point) else f"{100 * point:.1f} [{100 * lower:.1f}, {100 * upper:.1f}]"
+def _cell(point: float, lower: float, upper: float, n: int) -> str:
+    """``DRFR [lower, upper] (n=N)`` x100, the interval marked below :data:`isqaflow.stats.SMALL_N`."""
+    if np.isnan(point):
+        return "--"
+    mark = SMALL_N_MARK if n < SMALL_N else ""
+    return f"{100 * point:.1f} [{100 * lower:.1f}, {100 * upper:.1f}]{mark} (n={int(n)})"
 
 
 def main_table(judgments: pd.DataFrame, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -78,7 +84,7 @@ def main_table(judgments: pd.DataFrame, rounds: int, seed: int) -> tuple[pd.Data
                     b = boot.loc[key]
                     row.update({label: b["drfr"], f"{label}_lower": b["lower"], f"{label}_upper": b["upper"],
                                 f"{label}_n": int(b["n_instructions"])})
-                    cells[label] = _cell(b["drfr"], b["lower"], b["upper"])
+                    cells[label] = _cell(b["drfr"], b["lower"], b["upper"], int(b["n_instructions"]))
                 else:
                     cells[label] = "--"
             s = summary.loc[model]
@@ -104,10 +110,21 @@ def _per_judge(judgments: pd.DataFrame, table) -> pd.DataFrame:
     return long
 
 
-def label_table(judgments: pd.DataFrame) -> pd.DataFrame:
+def label_table(judgments: pd.DataFrame, with_n: bool = False) -> pd.DataFrame:
+    """DRFR x100 per (judge, model) and constraint label; ``with_n``: each label followed by
+    its question count (``<label> n``)."""
     long = _per_judge(judgments, drfr_by_label)
-    return long.pivot_table(index=["judge", "model"], columns="label", values="drfr").reindex(
-        columns=[lab for lab in LABELS if lab in set(long["label"])])
+    labels = [lab for lab in LABELS if lab in set(long["label"])]
+    drfr = long.pivot_table(index=["judge", "model"], columns="label", values="drfr", observed=True)
+    drfr = drfr.reindex(columns=labels)
+    if not with_n:
+        return drfr
+    counts = long.pivot_table(index=["judge", "model"], columns="label", values="n", observed=True)
+    table = pd.DataFrame(index=drfr.index)
+    for label in labels:
+        table[label] = drfr[label]
+        table[f"{label} n"] = counts[label].astype("Int64")
+    return table
 
 
 def category_table(judgments: pd.DataFrame) -> pd.DataFrame:
@@ -149,21 +166,22 @@ def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Seque
     numeric, formatted = main_table(judgments, rounds, seed)
     numeric.to_csv(out_dir / "drfr_table5_long.csv", index=False)
     write_table(formatted, table_paths(out_dir / "drfr_table5"),
-                caption=_caption("DRFR (x100, 95% bootstrap CI over instructions); INVALID replies "
-                                 "count as NO", rules, controls))
+                caption=_caption("DRFR (x100, 95% bootstrap CI over instructions; n = instructions; "
+                                 + small_n_note("instructions") + "); INVALID replies count as NO", rules,
+                                 controls))
     labels = label_table(judgments)
-    write_table(labels, table_paths(out_dir / "drfr_by_constraint"), digits=1,
-                caption=_caption("DRFR per constraint type (x100); a question with several labels "
-                                 "counts toward each", rules, controls))
+    write_table(label_table(judgments, with_n=True), table_paths(out_dir / "drfr_by_constraint"), digits=1,
+                caption=_caption("DRFR per constraint type (x100; '<label> n': its questions); a question "
+                                 "with several labels counts toward each", rules, controls))
     write_table(category_table(judgments), table_paths(out_dir / "drfr_by_category"), digits=1,
-                caption=_caption("DRFR per instruction category (x100)", rules, controls))
+                caption=_caption("DRFR per instruction category (x100; n: questions)", rules, controls))
     label_figure(labels, [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"])
     table = summary_drfr(summaries, rounds=rounds, seed=seed)
     table.to_csv(out_dir / "drfr_summaries_long.csv", index=False)
-    shown = table.assign(DRFR=[_cell(d, lo, hi) for d, lo, hi in zip(table["drfr"], table["lower"], table["upper"],
-                                                                        strict=True)])
+    shown = table.assign(DRFR=[_cell(d, lo, hi, n) for d, lo, hi, n in zip(
+        table["drfr"], table["lower"], table["upper"], table["n_papers"], strict=True)])
     write_table(shown.set_index(["dataset", "summarizer", "system"])[["DRFR", "n_papers", "n_questions",
                                                                        "n_invalid"]],
                 table_paths(out_dir / "drfr_summaries"),
                 caption=_caption("DRFR of the summaries: QA pairs as requirements (x100, 95% CI "
-                                 "over papers)", rules, controls))
+                                 "over papers; n = papers; " + small_n_note("papers") + ")", rules, controls))

@@ -3,10 +3,12 @@
 All scores are x 100, as in the paper.  Every cell is a mean over papers with its
 95% bootstrap confidence interval over papers and its number of papers n (a cell of
 one paper has no interval); QAGS cells add q, the mean number of questions kept per
-summary.  Comparisons against a table's reference row add, on the papers both have,
-the mean difference with its paired-bootstrap interval, the exact sign-flip
-permutation test (its p-value marks a cell with a dagger at p < 0.05; no test below
-6 papers) and a Wilcoxon signed-rank test (also no p-value below 6 papers).
+summary; an interval from fewer than :data:`isqaflow.stats.SMALL_N` papers carries a
+double dagger (it covers far less than 95%).  Comparisons against a table's reference row
+add, on the papers both have, the mean difference with its paired-bootstrap interval, the
+exact sign-flip permutation test (its p-value, Holm-adjusted over the table's tested
+comparisons, marks a cell with a dagger at p < 0.05; both p-values in the long CSV; no test
+below 6 papers) and a Wilcoxon signed-rank test (also no p-value below 6 papers).
 
 * Table 1 -- summarizers x datasets x {QAGS, QuestEval, ROUGE}, without vs with
   ISQA.  "Without" is, per metric, the best of the baseline prompts (Appendix E.1),
@@ -39,9 +41,13 @@ from isqaflow.io import read_jsonl
 from isqaflow.isqa.prompts import BASELINE_PROMPTS, PREHOC_PROMPTS
 from isqaflow.stats import (
     MIN_PAIRS_FOR_TEST,
+    SMALL_N,
+    SMALL_N_MARK,
     bootstrap_ci,
+    holm,
     paired_bootstrap,
     sign_flip_test,
+    small_n_note,
     wilcoxon_signed_rank,
 )
 from isqaflow.report.figures import new_figure, save_figure
@@ -56,7 +62,7 @@ QUESTEVAL_VARIANTS = {"questeval": "QuestEval (paper: harmonic mean)",
 SIGNIFICANCE = 0.05
 DAGGER = "\u2020"
 CELL_NOTE = ("mean [95% bootstrap CI] over papers, x100; n = papers (one paper: no interval); "
-             "q = QAGS questions kept per summary (mean)")
+             "q = QAGS questions kept per summary (mean); " + small_n_note("papers"))
 
 
 def qa_metric_note(scores: pd.DataFrame) -> str:
@@ -81,11 +87,21 @@ def qa_metric_note(scores: pd.DataFrame) -> str:
     return " " + "; ".join(parts) + "."
 
 
-def significance_note(reference: str) -> str:
-    """The caption sentence that names the test behind the daggers."""
-    return (f"{DAGGER} p < {SIGNIFICANCE:g} vs {reference}: two-sided sign-flip permutation test of the mean "
-            f"paired difference over papers (exact up to 16 papers, Monte Carlo beyond; no test below "
-            f"{MIN_PAIRS_FOR_TEST} papers)")
+def significance_note(reference: str, long: pd.DataFrame | None = None) -> str:
+    """The caption sentence that names the test and the correction behind the daggers."""
+    tested = 0 if long is None or "p_sign_flip" not in long else int(long["p_sign_flip"].notna().sum())
+    return (f"{DAGGER} Holm-adjusted p < {SIGNIFICANCE:g} vs {reference} over the table's {tested} tested "
+            f"comparisons (family-wise): two-sided sign-flip permutation test of the mean paired difference "
+            f"over papers (exact up to 16 papers, Monte Carlo beyond; no test below {MIN_PAIRS_FOR_TEST} "
+            f"papers); the unadjusted and the Holm-adjusted p of every comparison are in the table's long CSV")
+
+
+def with_holm(long: pd.DataFrame) -> pd.DataFrame:
+    """The long table with ``p_holm``: Holm's adjustment of its sign-flip p-values (one family
+    per table); the daggers read it, the unadjusted ``p_sign_flip`` stays."""
+    if "p_sign_flip" in long:
+        long = long.assign(p_holm=holm(long["p_sign_flip"].astype(float)))
+    return long
 
 
 ZERO_PAPERS = ("keep", "drop")
@@ -117,12 +133,15 @@ def _cell(values: pd.Series, rounds: int, seed: int) -> dict[str, float]:
 
 def _fmt(mean: float, lower: float, upper: float, n: int | None = None, p_value: float = np.nan,
          questions: float = np.nan) -> str:
-    """``mean[dagger] [lower, upper] (n=N, q=Q)``; "--" without a mean."""
+    """``mean[dagger] [lower, upper][double dagger below SMALL_N] (n=N, q=Q)``; "--" without a mean;
+    ``p_value`` is the adjusted one (Holm)."""
     if np.isnan(mean):
         return "--"
     text = f"{mean:.2f}{DAGGER if p_value < SIGNIFICANCE else ''}"
     if not (np.isnan(lower) or np.isnan(upper)):
         text += f" [{lower:.2f}, {upper:.2f}]"
+        if n is not None and n < SMALL_N:
+            text += SMALL_N_MARK
     counts = [] if n is None else [f"n={int(n)}"]
     if not np.isnan(questions):
         counts.append(f"q={questions:.1f}")
@@ -184,7 +203,7 @@ def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tu
                 if condition == "w/ ISQA" and base:
                     row.update(compare(df, main_system, base, metric, rounds, seed))
                 long_rows.append(row)
-    long = pd.DataFrame(long_rows)
+    long = with_holm(pd.DataFrame(long_rows))
     wide = _wide(long, ["summarizer", "condition"], ["dataset", "metric"])
     return long, wide
 
@@ -197,7 +216,7 @@ def _wide(long: pd.DataFrame, index: list[str], columns: list[str]) -> pd.DataFr
 
     cells = long.assign(cell=[
         _fmt(m, lo, hi, n, p, q) for m, lo, hi, n, p, q in zip(
-            long["mean"], long["lower"], long["upper"], long["n"], column("p_sign_flip"), column("questions_kept"),
+            long["mean"], long["lower"], long["upper"], long["n"], column("p_holm"), column("questions_kept"),
             strict=True)
     ])
     wide = cells.pivot_table(index=index, columns=columns, values="cell", aggfunc="first", sort=False)
@@ -223,7 +242,7 @@ def system_table(scores: pd.DataFrame, systems: dict[str, Any], baseline: str | 
                 if base_system and system and name != baseline and not values.empty:
                     row.update(compare(df, system, base_system, metric, rounds, seed))
                 long_rows.append(row)
-    long = pd.DataFrame(long_rows)
+    long = with_holm(pd.DataFrame(long_rows))
     return long, _wide(long, ["dataset", "summarizer", "row"], ["metric"])
 
 
@@ -322,7 +341,7 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     long, wide = table1(scores, main, rounds, seed)
     long.to_csv(out_dir / "isqa_table1_long.csv", index=False)
     write_table(wide, table_paths(out_dir / "isqa_table1"),
-                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA')}" + metric_controls
+                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA', long)}" + metric_controls
                 + qa_metric_note(scores))
     long2, wide2 = system_table(
         scores, {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
@@ -330,30 +349,31 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     long2.to_csv(out_dir / "isqa_table2_long.csv", index=False)
     write_table(wide2, table_paths(out_dir / "isqa_table2"),
                 caption=("Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric, among the "
-                         f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt')}")
+                         f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt', long2)}")
                 + metric_controls)
     long3, wide3 = system_table(scores, {f: f"isqa-{f}-human" for f in feedback_models}, main_feedback, rounds,
                                 seed)
     long3.to_csv(out_dir / "isqa_table3_long.csv", index=False)
     write_table(wide3, table_paths(out_dir / "isqa_table3"),
-                caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback)}"
+                caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback, long3)}"
                 + metric_controls)
     long4, wide4 = system_table(
         scores, {"model-generated": f"isqa-{main_feedback}-generated", "human-annotated": main},
         "model-generated", rounds, seed)
     long4.to_csv(out_dir / "isqa_table4_long.csv", index=False)
     write_table(wide4, table_paths(out_dir / "isqa_table4"),
-                caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated')}"
+                caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated', long4)}"
                 + metric_controls)
     isqa_systems = sorted(s for s in scores["system"].unique() if s.startswith("isqa-"))
     write_table(oracle_table(scores, isqa_systems, rounds, seed), table_paths(out_dir / "isqa_oracle"),
                 caption=("Final step (the ISQA result) vs best-of-steps oracle (selects on the test metric; "
-                         "mean [95% bootstrap CI] over papers, x100; n = papers)") + metric_controls)
+                         "mean [95% bootstrap CI] over papers, x100; n = papers; " + small_n_note("papers") + ")")
+                + metric_controls)
     write_table(questeval_appendix(scores, rounds, seed), table_paths(out_dir / "isqa_appendix_questeval_v024"),
                 caption=("Appendix: QuestEval as the paper defines it (harmonic mean of precision and recall) and "
                          "as the public v0.2.4 code computes it (arithmetic mean of both directions' F1 and "
                          "answerability; no BERTScore), final summaries (mean [95% bootstrap CI] over papers, "
-                         "x100; n = papers)") + metric_controls)
+                         "x100; n = papers; " + small_n_note("papers") + ")") + metric_controls)
     write_table(feedback_statistics(steps_paths), table_paths(out_dir / "isqa_feedback_stats"), digits=0,
                 caption="Feedback decisions per run." + feedback_controls)
     for dataset in datasets:

@@ -3,7 +3,8 @@
 One row per system -- the models the workflow runs and the systems read from files
 (:mod:`isqaflow.data.outputs`) -- with, where the system takes part: InFoBench DRFR
 (overall, Easy, Hard), the arena's win and win+tie rates against LFRQA with the
-length-controlled win rate, Elo and Bradley-Terry with their intervals, and for
+length-controlled win rate, Bradley-Terry and (where it has converged) online Elo with
+their intervals, and for
 summarizers QAGS, QuestEval and ROUGE (mean over papers with a 95% bootstrap
 interval), the summaries' DRFR and their win rate against the abstract.  Every cell
 carries its n (instructions, judged pairs, battles' votes, papers), so a system with
@@ -26,7 +27,7 @@ import pandas as pd
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.tables import table_paths, write_table
 from isqaflow.report.validity import validity_note
-from isqaflow.stats import bootstrap_ci
+from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, small_n_note
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
 REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
@@ -38,8 +39,10 @@ def _cell(point: float, lower: float | None = None, upper: float | None = None, 
     if point is None or (isinstance(point, float) and np.isnan(point)):
         return "--"
     text = f"{point:.{digits}f}"
-    if lower is not None and upper is not None and not (np.isnan(lower) or np.isnan(upper)):
-        text += f" [{lower:.{digits}f}, {upper:.{digits}f}]"
+    few = n is not None and not pd.isna(n) and int(n) < SMALL_N
+    one = n is not None and not pd.isna(n) and int(n) < 2  # a zero-width interval from one item: none
+    if lower is not None and upper is not None and not (np.isnan(lower) or np.isnan(upper) or one):
+        text += f" [{lower:.{digits}f}, {upper:.{digits}f}]" + (SMALL_N_MARK if few else "")
     if n is not None:
         text += f" (n={int(n)})"
     return text
@@ -101,7 +104,9 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
         for row in df[df["battles"] == battles].to_dict("records"):
             if row["model"] == REFERENCE:
                 continue
-            for method in ("Elo", "Bradley-Terry"):
+            for method in ("Bradley-Terry", "Elo"):  # the maximum-likelihood fit first
+                if method == "Elo" and str(row.get("Elo converged", True)) == "False":
+                    continue  # online Elo that has not converged (arena_ratings: 'spread / BT')
                 board.put(row["model"], f"{method}{tag}",
                           _cell(row[f"{method} rating"], row[f"{method} lower"], row[f"{method} upper"],
                                 row["votes"], digits=0),
@@ -226,11 +231,12 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                "the models' on all). DRFR x100 "
                "with 95% bootstrap CI over instructions (n = instructions); arena win and win+tie rates "
                "against LFRQA (%, n = judged pairs with a valid verdict) and the length-controlled win "
-               "rate (AlpacaEval 2.0, ties half, 95% CI over queries); Elo and Bradley-Terry with 95% "
-               "bootstrap CI (n = votes; with the all-pairs battles where the run has them); QAGS, "
+               "rate (AlpacaEval 2.0, ties half, 95% CI over queries; '--' where not identified); "
+               "Bradley-Terry and, only where it has converged (arena_ratings), online Elo with 95% "
+               "bootstrap CI over queries (n = votes; with the all-pairs battles where the run has them); QAGS, "
                "QuestEval and ROUGE x100 of the final summaries, 95% CI over papers (n = papers); the "
-               "summaries' DRFR and win rate against the abstract. ROUGE has no control (a reference "
-               "overlap, not a judge). " + " ".join(notes))
+               "summaries' DRFR and win rate against the abstract. " + small_n_note("items (the cell's n)")
+               + ". ROUGE has no control (a reference overlap, not a judge). " + " ".join(notes))
     stem = Path(out_stem)
     write_table(table, table_paths(stem), digits=1, caption=caption)
     long = pd.DataFrame(board.numbers)

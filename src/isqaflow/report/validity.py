@@ -31,7 +31,13 @@ interval, the chance level, an exact one-sided test and ``no_evidence``
   ``correct``).  Its chance column is the baseline's share correct.
 
 "separates" only when the test's one-sided p < 0.025 (:data:`ALPHA`: exactly when the exact
-two-sided 95% interval lies above chance); otherwise ``no_evidence`` is true -- there is
+two-sided 95% interval lies above chance).  Beside it, ``p_holm``: Holm's adjustment over
+the tested controls of the same instrument and name (every scope and rule of one judge or
+metric: one family).  The verdicts stay on the unadjusted p because the claim a caption
+makes -- the instrument separates on *every* control; one failing control raises the flag
+-- is an intersection-union test, which holds its level without adjustment; a "separates"
+row that does not survive Holm says so ("not alone after Holm"), for a reader who takes
+that one row as a finding.  Otherwise ``no_evidence`` is true -- there is
 no evidence that the instrument separates better from worse.  A perfect instrument
 needs :func:`isqaflow.stats.min_items_to_separate` items (6 at chance 50%), reported per row as ``min_n``: fewer
 items cannot show separation whatever the instrument.  A control whose fixed chance
@@ -59,7 +65,7 @@ import pandas as pd
 
 from isqaflow.io import RecordError, read_jsonl, write_json
 from isqaflow.report.tables import write_table
-from isqaflow.stats import mcnemar_test, min_items_to_separate, share_test
+from isqaflow.stats import holm, mcnemar_test, min_items_to_separate, share_test
 
 __all__ = [
     "GROUP_KEYS",
@@ -212,6 +218,7 @@ def validity_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 "chance": chance,
                 "test": ("mcnemar" if paired else "binomial") if tested else None,
                 "p_value": test["p_value"] if tested else None,
+                "p_holm": None,
                 "n_gained": gained,
                 "n_lost": lost,
                 "min_n": min_n,
@@ -220,8 +227,23 @@ def validity_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
                 "no_evidence": no_evidence,
             }
         )
+    _adjust(rows)
     rows.sort(key=_sort_key)
     return {"alpha": ALPHA, "groups": rows}
+
+
+def _adjust(rows: list[dict[str, Any]]) -> None:
+    """``p_holm``: Holm over the tested controls of each (instrument, name), one family per judge
+    or metric.  The verdicts stay on the unadjusted p: the claim a caption makes is that the
+    instrument separates on *every* control (an intersection-union test, which holds its
+    level without adjustment); a row read alone as a discovery is read with ``p_holm``."""
+    families: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in rows:
+        if row["verdict"] in ("separates", "no evidence"):
+            families.setdefault((row["instrument"], row["name"]), []).append(row)
+    for members in families.values():
+        for row, adjusted in zip(members, holm([r["p_value"] for r in members]), strict=True):
+            row["p_holm"] = float(adjusted)
 
 
 _FRAME_COLUMNS = (
@@ -234,6 +256,7 @@ _FRAME_COLUMNS = (
     "chance",
     "test",
     "p_value",
+    "p_holm",
     "n_gained",
     "n_lost",
     "min_n",
@@ -257,6 +280,11 @@ def _p(value: float) -> str:
     return f"{value:.3f}" if value >= 0.001 else f"{value:.1e}"
 
 
+def _holm(row: Mapping[str, Any]) -> str:
+    p_holm = row.get("p_holm")
+    return "" if p_holm is None or pd.isna(p_holm) else f", Holm {_p(p_holm)}"
+
+
 def verdict_text(row: Mapping[str, Any]) -> str:
     """A summary row's verdict in words: the test, its p-value and, below ``min_n``, why it
     cannot pass."""
@@ -267,15 +295,17 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     min_n = int(row["min_n"])  # a table's integer columns with gaps come back as floats
     if row["test"] == "mcnemar":
         gained, lost = int(row["n_gained"]), int(row["n_lost"])
-        test = f"exact McNemar p = {_p(row['p_value'])}: {gained} gained, {lost} lost"
+        test = f"exact McNemar p = {_p(row['p_value'])}{_holm(row)}: {gained} gained, {lost} lost"
         short = gained + lost < min_n
         need = f"{min_n} discordant items"
     else:
-        test = f"exact binomial p = {_p(row['p_value'])}"
+        test = f"exact binomial p = {_p(row['p_value'])}{_holm(row)}"
         short = row["n"] < min_n
         need = f"{min_n} items"
     if row["verdict"] == "separates":
-        return f"separates ({test})"
+        p_holm = row.get("p_holm")
+        alone = "" if p_holm is None or pd.isna(p_holm) or p_holm < ALPHA else "; not alone after Holm"
+        return f"separates ({test}{alone})"
     if short:
         test += f"; too few to show it: a perfect instrument needs {need}"
     return f"{NO_EVIDENCE.upper()} ({test})"
@@ -303,11 +333,16 @@ CAPTION = (
     "Known-answer controls of every judge and metric: share of control items judged correctly "
     "(exact 95% Clopper-Pearson interval; unparseable replies count as not correct) against the "
     "chance level. \"separates\" when the one-sided exact binomial test against chance gives "
-    "p < 0.025, i.e. exactly when that interval lies above chance (a paired control, the feedback model with and without the evidence: the one-sided "
+    "p < 0.025, i.e. exactly when that interval lies above chance (a paired control, the feedback "
+    "model with and without the evidence: the one-sided "
     "exact McNemar test against its baseline, the same items without the evidence); a perfect "
     f"instrument needs {min_items_to_separate(0.5, ALPHA)} items at chance 50% to pass (n/n has "
     "p = 0.5**n), and fewer cannot show "
     "separation. "
+    "Beside each p, Holm's adjustment over the tested controls of the same judge or metric; the "
+    "verdicts use the unadjusted p, since a judge is trusted only when every one of its controls "
+    "passes (an intersection-union test needs no adjustment); \"not alone after Holm\" marks a "
+    "passing control that would not pass as a finding on its own. "
     f"{NO_EVIDENCE.upper()} marks a control whose test does not pass; \"cannot test this rule\" "
     "a control that cannot show separation under that verdict rule (counted neither way)."
 )
@@ -346,7 +381,7 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
                 test = ", consistency check"
             else:
                 kind = "McNemar" if r["test"] == "mcnemar" else "binomial"
-                test = f", {kind} p = {_p(r['p_value'])}"
+                test = f", {kind} p = {_p(r['p_value'])}{_holm(r)}"
             shown.append(
                 f"{r['control']} {r['n_correct']}/{r['n']} correct ({_percent(r['correct'])}% "
                 f"[{_percent(r['lower'])}, {_percent(r['upper'])}], "
@@ -358,7 +393,7 @@ def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None 
         parts.append(text)
     return (
         "Controls (known answers; share correct, exact 95% CI, one-sided exact test against "
-        "chance): " + ". ".join(parts) + "."
+        "chance, and its Holm adjustment over the instrument's controls): " + ". ".join(parts) + "."
     )
 
 
