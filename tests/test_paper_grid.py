@@ -56,6 +56,7 @@ EXPECTED = {
     "arena_tables": 1,
     "validity_table": 1,
     "leaderboard": 1,  # one table across the suites (no file-based system: no check_systems job)
+    "judge_audit": 1,  # self-preference, judge noise, canaries, the panel
     "manifest": 1,
     "all": 1,
 }
