@@ -58,3 +58,5 @@ def test_the_config_check_warns_naming_judge_and_systems_without_failing(capsys)
     assert "isqaflow: warning: arena.judges.local (family smollm) judges systems of its own family: " \
            "smollm2, smollm2-nocot" in err
     assert "drfr.judges.local (family smollm)" in err
+    exit_on_problems(EMBEDDED, workdir=REPO, warn=False)  # a job's parse of the workflow: silent
+    assert "warning" not in capsys.readouterr().err
