@@ -84,6 +84,11 @@ def test_leaving_out_the_dissenting_judge_changes_the_ranking():
     two = leave_one_out(verdict_table(_panel({"a": a, "c": c}, systems)), ["a", "c"]).set_index("left_out")
     assert two.loc["c", "top_system"] == "s1" and two.loc["a", "top_system"] == "s2"
     assert np.isnan(two.loc["c", "kendall_tau"])
+    # no reference pairs at all: no win rates, no ranking to compare
+    only_models = verdict_table({j: [{**r, "kind": "all_pairs"} for r in recs]
+                                 for j, recs in _panel({"a": a, "c": c}, systems).items()})
+    empty = leave_one_out(only_models, ["a", "c"])
+    assert (empty["systems"] == 0).all() and empty["top_same"].isna().all()
 
 
 def test_flip_rate_counts_pairs_whose_verdict_changed():

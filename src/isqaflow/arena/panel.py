@@ -135,5 +135,5 @@ def leave_one_out(table: pd.DataFrame, judges: Sequence[str], rule: str = "major
         top = rates.idxmax() if rates.notna().any() else None
         rows.append({"left_out": left_out, "judges_kept": ", ".join(kept), "systems": int(both.sum()),
                      "kendall_tau": tau, "top_system": top, "top_system_panel": top_full,
-                     "top_same": top == top_full, "max_rank_shift": float(shift.max()) if len(shift) else np.nan})
+                     "top_same": None if top is None or top_full is None else top == top_full, "max_rank_shift": float(shift.max()) if len(shift) else np.nan})
     return pd.DataFrame(rows)
