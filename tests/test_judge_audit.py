@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from isqaflow.arena.agreement import cohen_kappa
-from isqaflow.arena.judge_audit import TABLES, flip_rates, run_judge_audit
+from isqaflow.arena.judge_audit import TABLES, flip_rates, run_judge_audit, win_rate_intervals
 from isqaflow.arena.panel import (
     fleiss_kappa,
     leave_one_out,
@@ -101,6 +101,24 @@ def test_flip_rate_counts_pairs_whose_verdict_changed():
     assert once["repeats"] == 1 and np.isnan(once["flip_rate"])
 
 
+def test_a_win_rate_interval_that_includes_the_judges_variance():
+    def record(system, verdicts):
+        return {"kind": "reference", "system_a": system, "verdict": verdicts[0],
+                "repetitions": [{"verdict": v} for v in verdicts]}
+
+    steady = [record("steady", ["1", "1", "1"]) for _ in range(10)]
+    wavering = [record("wavering", ["1", "2", "tie"]) for _ in range(10)]
+    table = win_rate_intervals(steady + wavering + [record("wavering", [None, "1", None])], rounds=400,
+                               seed=5).set_index("system")
+    assert table.loc["steady", "lower_with_judge"] == table.loc["steady", "lower_pairs"] == 1.0
+    w = table.loc["wavering"]
+    assert w["n"] == 11 and w["repeats"] == 3 and w["win_rate"] == 1.0  # the first repetition: always wins
+    assert w["win_rate_mean"] == pytest.approx((10 + 1) / (30 + 1))  # invalid verdicts left out
+    assert w["lower_pairs"] == w["upper_pairs"] == 1.0  # over pairs alone the first repetition looks certain
+    assert w["lower_with_judge"] < 0.2 and w["upper_with_judge"] < 0.8  # with the judge's variance it is not
+    assert win_rate_intervals([{"kind": "reference", "system_a": "s", "verdict": "1"}]).empty  # judged once
+
+
 def _control(judge, item, outcome, rule="raw"):
     return {"instrument": "arena judge", "name": judge, "control": "no_answer", "rule": rule, "item": item,
             "outcome": outcome, "correct": outcome == "a", "expected": "a"}
@@ -141,6 +159,9 @@ def test_the_audit_writes_every_table(tmp_path):
     noise = pd.read_csv(tmp_path / "tables/judges_noise.csv", index_col=0).set_index("judge")
     assert noise.loc["a", "flip_rate"] == pytest.approx(1.0)  # the one repeated pair flipped
     assert noise.loc["a", "canary"] == NO_PREVIOUS
+    rates = pd.read_csv(tmp_path / "tables/judges_noise_win_rates.csv", index_col=0)
+    assert rates[["run", "judge", "system", "repeats", "n"]].values.tolist() == [["bm25-k5", "a", "s1", 2, 1],
+                                                                                 ["bm25-k5", "b", "s1", 2, 1]]
     selfpref = pd.read_csv(tmp_path / "tables/judges_self_preference.csv", index_col=0)
     row = selfpref[(selfpref.judge == "b") & (selfpref.system == "s1")].iloc[0]
     assert bool(row.self_family) and row.win_rate == pytest.approx(2 / 3) and row.n == 3
@@ -164,7 +185,7 @@ def test_one_judge_says_there_is_no_panel(tmp_path):
 
 def test_the_rule_declares_the_tables_the_library_writes():
     text = (REPO / "rules/inputs/judges.smk").read_text()
-    declared = re.search(r"JUDGE_TABLES = \[(.*?)\]", text).group(1)
+    declared = re.search(r"JUDGE_TABLES = \[(.*?)\]", text, re.DOTALL).group(1)
     assert tuple(re.findall(r'"([a-z_]+)"', declared)) == TABLES
 
 

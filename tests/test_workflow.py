@@ -68,7 +68,7 @@ def test_every_table_and_figure_is_made_from_real_scores(run):
 
 def test_the_judges_audit_flags_self_preference_and_records_the_canaries(run):
     tables = run / "results/tables"
-    for table in ("self_preference", "noise", "canaries", "panel", "panel_loo"):
+    for table in ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "panel_loo"):
         for ext in ("csv", "md"):
             assert (tables / f"judges_{table}.{ext}").stat().st_size > 0, table
     selfpref = pd.read_csv(tables / "judges_self_preference.csv", index_col=0)

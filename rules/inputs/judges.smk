@@ -3,7 +3,14 @@
 from isqaflow.configcheck.families import judge_system_pairs  # noqa: E402
 
 # the tables of isqaflow.arena.judge_audit (TABLES; tests/test_judge_audit.py checks they agree)
-JUDGE_TABLES = ["self_preference", "noise", "canaries", "panel", "panel_loo"]
+JUDGE_TABLES = [
+    "self_preference",
+    "noise",
+    "noise_win_rates",
+    "canaries",
+    "panel",
+    "panel_loo",
+]
 JUDGE_AUDIT = [
     f"results/tables/judges_{table}.{ext}"
     for table in JUDGE_TABLES

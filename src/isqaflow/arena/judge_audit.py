@@ -11,6 +11,9 @@ Tables (``results/tables/judges_*.{csv,md}``):
   many changed verdict across the repetitions and the flip rate (their share; NaN when the
   judge judged once), and ``canary``: whether the judge's known-answer controls changed since
   the previous run's manifest (:mod:`isqaflow.report.canaries`).
+* ``judges_noise_win_rates`` -- for a repeated judge, each system's win rate against the
+  reference with a bootstrap interval over pairs and one that includes the judge's variance
+  (:func:`win_rate_intervals`).
 * ``judges_canaries`` -- per judge (DRFR and arena), control and verdict rule: n, correct,
   invalid now, and now vs the previous manifest.
 * ``judges_panel`` -- per run, the agreement of the arena judges (with two or more) and the
@@ -23,6 +26,7 @@ Tables (``results/tables/judges_*.{csv,md}``):
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -39,13 +43,14 @@ from isqaflow.report.canaries import (
     summarize_canaries,
 )
 from isqaflow.report.tables import write_table
+from isqaflow.seeds import keyed_rng
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TABLES", "canary_table", "flip_rates", "noise_table", "panel_tables", "run_judge_audit",
-           "self_preference_table"]
+__all__ = ["TABLES", "canary_table", "flip_rates", "noise_table", "noise_win_rates", "panel_tables",
+           "run_judge_audit", "self_preference_table", "win_rate_intervals"]
 
-TABLES = ("self_preference", "noise", "canaries", "panel", "panel_loo")
+TABLES = ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "panel_loo")
 ONE_JUDGE = "one judge: no panel (add a second arena judge)"
 
 
@@ -56,6 +61,53 @@ def flip_rates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     flipped = sum(len({rep["verdict"] for rep in reps}) > 1 for reps in repeated)
     return {"repeats": repeats, "pairs": len(records), "pairs_flipped": flipped if repeated else np.nan,
             "flip_rate": flipped / len(repeated) if repeated else np.nan}
+
+
+def win_rate_intervals(records: Sequence[Mapping[str, Any]], rounds: int = 1000, seed: int = 0,
+                       alpha: float = 0.05, key: str = "") -> pd.DataFrame:
+    """Each system's win rate against the reference from a repeated judge, with two intervals.
+
+    Per system (its reference pairs that carry ``repetitions``): the win rate of the first
+    repetition (what the tables report), the mean over the repetitions, the percentile bootstrap
+    interval over pairs of the first repetition (the tables' kind: it ignores the judge's noise)
+    and one that includes the judge's variance: each round resamples the pairs and, for each,
+    one of its repetitions at random (a two-stage bootstrap).  An invalid verdict is left out.
+    """
+    wins: dict[str, list[list[float]]] = {}
+    for record in records:
+        if record.get("kind") == "reference" and record.get("repetitions"):
+            wins.setdefault(record["system_a"], []).append(
+                [np.nan if rep["verdict"] is None else float(rep["verdict"] == "1") for rep in record["repetitions"]])
+    rows = []
+    for system, values in sorted(wins.items()):
+        matrix = np.array(values, dtype=float)
+        n, k = matrix.shape
+        rng = keyed_rng(seed, f"judge-noise:{key}:{system}")
+        pairs = rng.integers(0, n, size=(rounds, n))
+        repetition = rng.integers(0, k, size=(rounds, n))
+        with warnings.catch_warnings():  # a resample of invalid verdicts only: NaN, left out
+            warnings.simplefilter("ignore", RuntimeWarning)
+            only_pairs = np.nanmean(matrix[pairs, 0], axis=1)
+            with_judge = np.nanmean(matrix[pairs, repetition], axis=1)
+            first, mean = np.nanmean(matrix[:, 0]), np.nanmean(matrix)
+        bounds = [alpha / 2, 1 - alpha / 2]
+        lower, upper = np.nanquantile(only_pairs, bounds) if np.isfinite(only_pairs).any() else (np.nan, np.nan)
+        lower_j, upper_j = np.nanquantile(with_judge, bounds) if np.isfinite(with_judge).any() else (np.nan, np.nan)
+        rows.append({"system": system, "repeats": k, "n": n, "win_rate": first, "win_rate_mean": mean,
+                     "lower_pairs": lower, "upper_pairs": upper, "lower_with_judge": lower_j,
+                     "upper_with_judge": upper_j})
+    return pd.DataFrame(rows, columns=["system", "repeats", "n", "win_rate", "win_rate_mean", "lower_pairs",
+                                       "upper_pairs", "lower_with_judge", "upper_with_judge"])
+
+
+def noise_win_rates(judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], rounds: int,
+                    seed: int) -> pd.DataFrame:
+    """:func:`win_rate_intervals` of every repeated arena judge and run."""
+    frames = [win_rate_intervals(records, rounds, seed, key=f"{run}.{judge}").assign(run=run, judge=judge)
+              for run, judges in judged.items() for judge, records in judges.items()]
+    table = pd.concat(frames, ignore_index=True) if frames else win_rate_intervals([])
+    table = table.reindex(columns=["run", "judge", *win_rate_intervals([]).columns])
+    return table
 
 
 def _canary_of_judge(judge: str, status: Mapping[str, str], summary: Mapping[str, Mapping[str, Any]]) -> str:
@@ -147,6 +199,9 @@ CAPTIONS = {
                        "whose verdicts may favour it. Win rate vs the reference per arena judge.",
     "noise": "Judge noise: share of pairs whose verdict changed across the judge's repetitions (NaN: judged "
              "once); canary: its known-answer controls vs the previous run's manifest.",
+    "noise_win_rates": "Win rate vs the reference of a repeated judge's systems: first repetition, mean over "
+                       "repetitions, 95% bootstrap interval over pairs only and with the judge's variance (a "
+                       "repetition drawn per pair). Empty: no judge repeats its judgments.",
     "canaries": "Known-answer controls now vs the previous run's manifest (changed / unchanged / no previous run).",
     "panel": "Agreement of the arena judges on the pairs all judged validly (Cohen's kappa for 2, Fleiss' for "
              "more; 95% bootstrap interval over pairs).",
@@ -174,6 +229,7 @@ def run_judge_audit(judged_paths: Mapping[str, Mapping[str, str]], validity_path
     selfpref = self_preference_table(judge_pairs, judged)
     _write(selfpref, out / "judges_self_preference", CAPTIONS["self_preference"], _side_by_side(selfpref))
     _write(noise_table(judged, status, arena), out / "judges_noise", CAPTIONS["noise"])
+    _write(noise_win_rates(judged, rounds, seed), out / "judges_noise_win_rates", CAPTIONS["noise_win_rates"])
     _write(canary_table(summary, status, previous), out / "judges_canaries", CAPTIONS["canaries"])
     agreement, loo = panel_tables(judged, panel_rule, rounds, seed)
     _write(agreement, out / "judges_panel", CAPTIONS["panel"])
