@@ -72,3 +72,18 @@ def test_one_repetition_keeps_the_keys_and_the_records(monkeypatch, tmp_path):
                                   for kind, model, req, params in request)
     with pytest.raises(ValueError, match="repeats must be at least 1"):
         _judge(monkeypatch, tmp_path, Wavering(), repeats=0)
+
+
+def test_a_local_logprob_judge_repeats_to_the_same_verdicts(tiny_causal, tmp_path):
+    """The real backend and call cache: k = 2 stores both repetitions; a deterministic log-prob
+    judge gives the same verdicts each time (flip rate 0), at twice the scoring."""
+    from isqaflow.arena.judge_audit import flip_rates
+
+    spec = {"backend": "hf", "model": str(tiny_causal)}
+    once = judge_with_model(make_pairs(3), spec, "j", "logprob", "both", 0, None, tmp_path / "once.sqlite",
+                            threads=1)
+    twice = judge_with_model(make_pairs(3), spec, "j", "logprob", "both", 0, None, tmp_path / "twice.sqlite",
+                             threads=1, repeats=2)
+    assert len(CallCache(tmp_path / "once.sqlite")) == 6 and len(CallCache(tmp_path / "twice.sqlite")) == 12
+    assert [r["verdict"] for r in once] == [r["verdict"] for r in twice]
+    assert flip_rates(twice)["flip_rate"] == 0.0 and flip_rates(twice)["repeats"] == 2
