@@ -209,3 +209,17 @@ def test_the_rule_hashes_its_module_and_no_model_code():
     (modules,) = re.findall(r'code=code\("([\w.]+)"\)', rule)
     assert {modules} == script_modules(REPO / "scripts/judge_audit.py")
     assert not [d for d in dependencies(modules) if d.startswith("isqaflow.models")]
+
+
+def test_the_manifest_records_the_runs_canaries(tmp_path):
+    from isqaflow.report.canaries import CANARIES, gather_canaries, previous_canaries
+    from isqaflow.report.manifest import write_manifest
+
+    assert gather_canaries(tmp_path) is None and previous_canaries(tmp_path / "absent.json") is None
+    (tmp_path / CANARIES).parent.mkdir(parents=True)
+    (tmp_path / CANARIES).write_text(json.dumps({"arena judge/j/self/raw": {"digest": "d"}}))
+    manifest = write_manifest(tmp_path / "manifest.json", {"seed": 1}, {}, {}, {}, REPO, results_dir=tmp_path)
+    assert manifest["canaries"] == {"arena judge/j/self/raw": {"digest": "d"}}
+    assert previous_canaries(tmp_path / "manifest.json") == manifest["canaries"]
+    (tmp_path / "broken.json").write_text("{")
+    assert previous_canaries(tmp_path / "broken.json") is None
