@@ -72,6 +72,7 @@ include: "rules/drfr.smk"
 include: "rules/arena.smk"
 include: "rules/validity.smk"
 include: "rules/leaderboard.smk"
+include: "rules/judges.smk"
 include: "rules/report.smk"
 
 

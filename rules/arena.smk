@@ -176,6 +176,7 @@ rule arena_judge:
         orders=config["arena"]["orders"],
         verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         all_pairs=lambda wc: arena_run(wc.retriever, wc.k)["all_pairs_per_domain"],
+        repeats=lambda wc: arena_judge_entry(wc.judge)["repeats"],
         seed=config["seed"],
         code=code("isqaflow.arena.battles"),
     script:

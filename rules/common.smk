@@ -65,7 +65,12 @@ wildcard_constraints:
 def exit_on_config_problems():
     """Stop with one message listing every cross-reference problem of the config (names,
     local model paths, API key variables; see isqaflow.configcheck), before any job."""
-    exit_on_problems(config, CONFIG_FILES, extra=check_serving(config))
+    exit_on_problems(
+        config,
+        CONFIG_FILES,
+        extra=check_serving(config),
+        warn=workflow.is_main_process,  # the warnings once, not in every job's log
+    )
     print_gpu_plan()
 
 

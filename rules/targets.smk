@@ -54,6 +54,7 @@ def result_targets():
         + arena_targets()
         + validity_targets()
         + [LEADERBOARD[0]]
+        + JUDGE_AUDIT
         + systems_targets()
     )
 

@@ -29,7 +29,7 @@ def test_the_shipped_configs_have_no_schema_problems():
 
 
 SYSTEM_FORMS = ("this entry takes one with 'model' and 'cot': adapter, cot, model; "
-                "or one with 'file': coverage, file, format, process_response")
+                "or one with 'file': coverage, family, file, format, process_response")
 
 
 def answerer(**change):
@@ -47,10 +47,10 @@ def answerer(**change):
      [f"arena.answerers.handwritten.fiel: unknown key (did you mean 'file'?); {SYSTEM_FORMS}"]),
     (lambda c: c["drfr"]["responders"]["handwritten"].update(fromat="jsonl"),
      [("drfr.responders.handwritten.fromat: unknown key (did you mean 'format'?); this entry takes one with "
-      "'model': adapter, model; or one with 'file': coverage, file, format, process_response")]),
+      "'model': adapter, model; or one with 'file': coverage, family, file, format, process_response")]),
     (lambda c: c["isqa"]["file_summaries"]["handwritten"].update(covrage="partial"),
      [("isqa.file_summaries.handwritten.covrage: unknown key (did you mean 'coverage'?); "
-      "valid keys here: coverage, dataset, file, format")]),
+      "valid keys here: coverage, dataset, family, file, format")]),
     (lambda c: c["arena"]["answerers"]["smollm2"].update(modl="x"),
      [f"arena.answerers.smollm2.modl: unknown key (did you mean 'model'?); {SYSTEM_FORMS}"]),
 ])
@@ -90,7 +90,7 @@ def test_every_oneof_section_is_explained():
     # both forms' keys: read as the closer form, the other form's key named
     assert problems_of(lambda c: c["drfr"]["responders"].update(both={"file": "x", "model": "smollm2"})) == [
         ("drfr.responders.both.model: unknown key; this entry takes one with 'model': adapter, model; "
-        "or one with 'file': coverage, file, format, process_response")]
+        "or one with 'file': coverage, family, file, format, process_response")]
 
 
 def test_other_errors_name_their_key():

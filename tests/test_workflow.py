@@ -70,6 +70,22 @@ def test_every_table_and_figure_is_made_from_real_scores(run):
     assert manifest["adapters"][0]["sha256"] and manifest["packages"]["snakemake"]
 
 
+def test_the_judges_audit_flags_self_preference_and_records_the_canaries(run):
+    tables = run / "results/tables"
+    for table in ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "panel_loo"):
+        for ext in ("csv", "md"):
+            assert (tables / f"judges_{table}.{ext}").stat().st_size > 0, table
+    selfpref = pd.read_csv(tables / "judges_self_preference.csv", index_col=0)
+    arena = selfpref[selfpref.suite == "arena"].set_index("system")
+    assert bool(arena.loc["smollm2", "self_family"]) and not bool(arena.loc["handwritten", "self_family"])
+    assert arena.loc["smollm2", "n"] > 0  # its win rate under the (one) arena judge
+    noise = pd.read_csv(tables / "judges_noise.csv", index_col=0)
+    assert (noise.repeats == 1).all() and noise.flip_rate.isna().all()  # the default judges once
+    assert "one judge: no panel" in (tables / "judges_panel.md").read_text()
+    manifest = json.loads((run / "results/manifest.json").read_text())
+    assert any(key.startswith("arena judge/local/") for key in manifest["canaries"])
+
+
 JUDGED_TABLES = [
     *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats",
                             "appendix_questeval_v024")),
@@ -147,7 +163,7 @@ def test_lora_parameter_reruns_finetuning_and_only_what_depends_on_it(run):
     assert set(jobs) == {
         "evaluate_feedback", "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_judge",
         "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard",
-        "manifest", "all", "drfr_browser", "table_html", "paired_tests", "arena_browser",
+        "judge_audit", "manifest", "all", "drfr_browser", "table_html", "paired_tests", "arena_browser",
     }
 
 
@@ -157,14 +173,14 @@ def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "tie_band", change))
     assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "validity_table",
-                         "leaderboard", "manifest", "all", "arena_browser", "table_html", "paired_tests"}
+                         "leaderboard", "judge_audit", "manifest", "all", "arena_browser", "table_html", "paired_tests"}
 
     def change_drfr(config):
         config["drfr"]["judges"]["local"].update(mode="text", rule="raw")
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "drfr_text", change_drfr))
     assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "validity_table", "leaderboard", "manifest",
-                         "all", "drfr_browser", "table_html", "paired_tests"}
+                         "judge_audit", "all", "drfr_browser", "table_html", "paired_tests"}
 
 
 def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
@@ -201,9 +217,9 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
 # judges wait for results/systems/checked.json as ancient input: they do not rerun).
 SYSTEM_FILE_RERUNS = {
     "answers-handwritten.jsonl": {"file_answers", "check_systems", "arena_judge", "arena_tables", "arena_browser",
-                                  "paired_tests"},
+                                  "paired_tests", "judge_audit"},
     "model_outputs.json": {"file_responses", "check_systems", "drfr_judge", "drfr_tables", "validity_table",
-                           "drfr_browser", "paired_tests"},
+                           "drfr_browser", "paired_tests", "judge_audit"},
     "summaries-handwritten.jsonl": {"file_summaries", "check_systems", "score_summaries", "drfr_summaries",
                                     "arena_summaries", "drfr_tables", "arena_tables", "arena_browser",
                                     "drfr_browser"},

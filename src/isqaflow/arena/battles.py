@@ -69,11 +69,12 @@ def all_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], 
 def run_arena_judge(query_paths, answer_paths, out_path, judge_spec: dict[str, Any], judge_name: str, mode: str,
                     orders: str, all_pairs_per_domain: int, seed: int, generation: dict[str, Any] | None,
                     cache_path, threads: int | None = None, rule: str = "raw", tie_band: float = 0.0,
-                    prompt_files: list[str] | tuple[str, ...] = ()) -> int:
+                    prompt_files: list[str] | tuple[str, ...] = (), repeats: int = 1) -> int:
     """Entry point of rule arena_judge: every answer vs the reference, plus the all-pairs subsample.
 
     ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.verdicts`);
-    ``prompt_files``: the published prompt's files (``prompts: published``), or none.
+    ``prompt_files``: the published prompt's files (``prompts: published``), or none;
+    ``repeats``: each pair judged that many times (judge noise, :func:`judge_groups`).
     """
     queries = {(q.domain, q.id): q for path in query_paths for q in read_records(path, RagQuery)}
     answers = [obj for path in answer_paths for _, obj in read_jsonl(path)]
@@ -81,5 +82,5 @@ def run_arena_judge(query_paths, answer_paths, out_path, judge_spec: dict[str, A
     if all_pairs_per_domain:
         pairs += all_pairs(answers, queries, all_pairs_per_domain, seed)
     records = judge_with_model(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads,
-                               rule=rule, tie_band=tie_band, prompt_files=prompt_files)
+                               rule=rule, tie_band=tie_band, prompt_files=prompt_files, repeats=repeats)
     return write_jsonl(out_path, records)

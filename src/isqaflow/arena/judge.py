@@ -28,6 +28,7 @@ each group of pairs in one call.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "FEW_SHOT",
+    "REPEATED_KEYS",
     "SYSTEM_PROMPT",
     "judge_groups",
     "judge_pairs",
@@ -147,6 +149,8 @@ _TO_SIDE = {
     "ba": {"1": "b", "2": "a", "tie": "tie", None: None},
 }
 _SIDE_TO_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
+#: what each repetition of a repeated judgment keeps (``repetitions`` of the record)
+REPEATED_KEYS = ("verdict", "verdict_raw", "verdict_calibrated", "margin", "raw_ab", "raw_ba")
 _OUTPUT_KEYS = (
     "verdict", "rule", "verdict_raw", "verdict_calibrated", "order", "raw_ab", "raw_ba",
     "verdict_ab", "verdict_ba", "logprobs_ab", "logprobs_ba", "margin", "margin_ab",
@@ -326,6 +330,7 @@ def judge_groups(
     rule: Literal["raw", "calibrated"] = "raw",
     tie_band: float = 0.0,
     prompt_files: Sequence[str] = (),
+    repeats: int = 1,
 ) -> dict[str, list[dict[str, Any]]]:
     """Load the judge ``judge_spec`` once, with its call cache, and judge each group of pairs.
 
@@ -335,8 +340,16 @@ def judge_groups(
     (text mode) overrides the default decoding; ``rule`` and ``tie_band`` choose the
     verdict; ``prompt_files``: RAG-QA Arena's published system, template and examples files
     (``prompts: published``), or none for our own prompt.  No pairs at all: no model is loaded.
+
+    ``repeats`` = k > 1 judges every pair k times (judge noise): each repetition's calls carry
+    its index in their call-cache key (:func:`isqaflow.models.cache.call_key`; k = 1 keeps the
+    keys and the records as they always were) and, with sampling, the seed plus the index.  The
+    record's verdict is the first repetition's; ``repetitions`` lists every repetition's
+    verdicts and margin (:data:`REPEATED_KEYS`).
     """
     check_verdict_rule(f"judge {judge_name!r}", mode, rule, tie_band, orders)
+    if repeats < 1:
+        raise ValueError(f"judge {judge_name!r}: repeats must be at least 1, got {repeats}")
     if not any(groups.values()):
         log.info("%s: no pairs to judge", judge_name)
         return {name: [] for name in groups}
@@ -348,16 +361,31 @@ def judge_groups(
     params = GenerationParams.from_dict(generation) if generation else None
     judged = {}
     for name, pairs in groups.items():
-        records = judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed, params=params, rule=rule,
-                              tie_band=tie_band, prompt=prompt)
-        for record in records:
+        runs = []
+        for repetition in range(repeats):
+            model.repetition = repetition if repeats > 1 else None
+            runs.append(judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed,
+                                    params=_repetition_params(params, repetition), rule=rule, tie_band=tie_band,
+                                    prompt=prompt))
+        model.repetition = None
+        records = runs[0]
+        for i, record in enumerate(records):
             record["judge"] = judge_name
+            if repeats > 1:
+                record["repetitions"] = [{key: run[i][key] for key in REPEATED_KEYS} for run in runs]
         invalid = sum(record["verdict"] is None for record in records)
         log.info("%s judged %d pairs%s (rule %s): %d without a valid verdict; position consistency raw %s, "
                  "calibrated %s", judge_name, len(records), f" ({name})" if name else "", rule, invalid,
                  position_consistency(records), position_consistency(records, "position_consistent_calibrated"))
         judged[name] = records
     return judged
+
+
+def _repetition_params(params: GenerationParams | None, repetition: int) -> GenerationParams | None:
+    """A repetition's decoding: with sampling, the seed moves by the repetition's index."""
+    if params is None or not params.do_sample or repetition == 0:
+        return params
+    return dataclasses.replace(params, seed=params.seed + repetition)
 
 
 def judge_with_model(
@@ -373,7 +401,8 @@ def judge_with_model(
     rule: Literal["raw", "calibrated"] = "raw",
     tie_band: float = 0.0,
     prompt_files: Sequence[str] = (),
+    repeats: int = 1,
 ) -> list[dict[str, Any]]:
     """Load the judge and judge ``pairs``: :func:`judge_groups` with one group."""
     return judge_groups({"": pairs}, judge_spec, judge_name, mode, orders, seed, generation, cache_path,
-                        threads, rule=rule, tie_band=tie_band, prompt_files=prompt_files)[""]
+                        threads, rule=rule, tie_band=tie_band, prompt_files=prompt_files, repeats=repeats)[""]

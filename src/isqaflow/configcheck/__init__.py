@@ -31,6 +31,7 @@ Checked:
   config key, the path as written and the path it resolved to;
 * every local model the run uses exists, or is made by a rule of this run (a
   ``convert:`` entry, which writes ``resources/models/<name>``);
+* warned, not failed: a judge that judges systems of its own model family (:mod:`.families`);
 * every API model the run uses (``backend: openai`` without ``base_url`` or ``serve``)
   has its key variable (``api_key_env``, default ``OPENAI_API_KEY``) set; the message
   names the model and the variable, never a value.
@@ -48,6 +49,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from isqaflow.configcheck.families import self_judging_warnings
 from isqaflow.configcheck.files import duplicate_keys
 from isqaflow.configcheck.references import ConfigProblem, References
 from isqaflow.configcheck.samples import check_samples
@@ -95,11 +97,15 @@ def format_problems(problems: Sequence[ConfigProblem], config_files: Sequence[st
 
 
 def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = (),
-                     workdir: str | os.PathLike = ".", extra: Sequence[tuple[str, str]] = ()) -> None:
+                     workdir: str | os.PathLike = ".", extra: Sequence[tuple[str, str]] = (),
+                     warn: bool = True) -> None:
     """Print every problem of ``config`` to stderr and exit with status 1; return when there is none.
 
     ``extra``: (path, message) of checks made above this floor (the workflow passes
     isqaflow.models.servecheck's: decoding honoured or refused, served dtypes, the GPU plan).
+    Without problems, a judge that judges systems of its own model family is a warning
+    (:mod:`.families`), printed when ``warn`` (the workflow: in its main process, not in every
+    job), not fatal.
     A plain exit rather than an exception: Snakemake prints an exception raised while
     parsing the Snakefile with a traceback-like location, an exit status quietly.
     """
@@ -108,3 +114,5 @@ def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = ()
     if problems:
         print(format_problems(problems, config_files), file=sys.stderr, flush=True)
         sys.exit(1)
+    for line in self_judging_warnings(config) if warn else ():
+        print(f"isqaflow: warning: {line}", file=sys.stderr, flush=True)

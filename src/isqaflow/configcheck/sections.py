@@ -162,6 +162,9 @@ def check_drfr(refs: References) -> None:
             refs.adapter_ref(f"drfr.responders.{name}.adapter", entry["adapter"], entry.get("model"))
     for name, entry in refs.section("drfr", "judges").items():
         refs.model_ref(f"drfr.judges.{name}.model", entry.get("model"))
+        if (entry.get("repeats") or 1) > 1:
+            refs.problem(f"drfr.judges.{name}.repeats", f"{entry['repeats']}: repeated judgments (judge noise) "
+                                                        "are made for arena judges only; set 1 or leave it out")
 
 
 def check_arena(refs: References) -> None:

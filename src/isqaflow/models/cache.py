@@ -2,7 +2,7 @@
 
 Calls are keyed by the SHA-256 of (kind, backend, model identity -- id or path plus
 revision or weights hash, adapter hash, dtype --, the exact request, the generation
-parameters).  Results are committed to SQLite after every batch the backend finishes
+parameters, and for a judge that repeats each judgment the repetition's index).  Results are committed to SQLite after every batch the backend finishes
 (its ``on_batch`` callback; see :mod:`.base`), so a job that is killed and rerun
 repeats at most the batch that was in flight.
 
@@ -49,9 +49,15 @@ CREATE TABLE IF NOT EXISTS calls (
 """
 
 
-def call_key(kind: str, identity: dict[str, Any], request: Any, params: dict[str, Any]) -> str:
+def call_key(kind: str, identity: dict[str, Any], request: Any, params: dict[str, Any],
+             repetition: int | None = None) -> str:
+    """The cache key of one call.  ``repetition`` (a judge's repeated judgments, ``repeats`` > 1)
+    enters the key only when given, so a single judgment keeps the key it always had."""
+    fields = {"kind": kind, "model": identity, "request": request, "params": params}
+    if repetition is not None:
+        fields["repetition"] = int(repetition)
     payload = json.dumps(
-        {"kind": kind, "model": identity, "request": request, "params": params},
+        fields,
         sort_keys=True,
         ensure_ascii=False,
     )
@@ -155,6 +161,8 @@ class CachedModel(LanguageModel):
         self._streams = {"generate": _reports_batches(inner.generate),
                          "score": _reports_batches(getattr(inner, "score_batch", None))}
         self.calls_made = 0
+        #: the repetition index of the calls now made (None: not repeated; see :func:`call_key`)
+        self.repetition: int | None = None
 
     def identity(self) -> dict[str, Any]:
         return dict(self._identity)
@@ -167,7 +175,7 @@ class CachedModel(LanguageModel):
         (all at once, each reported batch committed) or, for a backend that reports no
         batches, to ``compute(indices, None)`` in committed chunks.  Identical payloads
         are computed once."""
-        keys = [call_key(kind, self._identity, payload, params) for payload in payloads]
+        keys = [call_key(kind, self._identity, payload, params, self.repetition) for payload in payloads]
         found = self.cache.get_many(keys)
         todo: dict[str, int] = {}
         for i, key in enumerate(keys):

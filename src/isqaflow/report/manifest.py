@@ -15,7 +15,9 @@ Written as JSON by the last rule of the DAG:
 * the models' calls as the jobs recorded them (``<output>.usage.json``, see
   :mod:`isqaflow.models.usage`): requests and input/output tokens per model and rule,
   the cost where the model's config entry has a ``price`` (per million tokens), and
-  the chat template each model used.
+  the chat template each model used,
+* the judges' known-answer control results as canaries (:mod:`isqaflow.report.canaries`),
+  which the next run compares with its own.
 
 Secrets never enter it: for API models only the *name* of the environment variable
 holding the key is recorded.
@@ -37,6 +39,7 @@ from typing import Any
 from isqaflow.data.download import file_digest
 from isqaflow.io import write_json
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
+from isqaflow.report.canaries import gather_canaries
 from isqaflow.runtime import COMMAND_ENV
 
 PACKAGES = (
@@ -179,6 +182,8 @@ def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict
             for name, path in adapters.items()
         ],
         "model_usage": gather_usage(results_dir, config.get("models", {})),
+        # the judges' known-answer control results, compared by the next run (isqaflow.report.canaries)
+        "canaries": gather_canaries(results_dir),
         "gpu_plan": gpu_plan_record(config),
         "packages": package_versions(),
         "config": config,

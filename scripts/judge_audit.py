@@ -1,0 +1,19 @@
+"""Self-preference, judge noise, canaries and the judge panel (rule judge_audit)."""
+
+from pathlib import Path
+
+from isqaflow.arena.judge_audit import run_judge_audit
+from isqaflow.runtime import job
+
+with job(snakemake):
+    run_judge_audit(
+        snakemake.params.judged,
+        {"arena": list(snakemake.input.arena_controls), "drfr": list(snakemake.input.drfr_controls)},
+        snakemake.params.pairs,
+        previous_manifest=snakemake.params.previous_manifest,
+        tables_dir=Path(snakemake.output.tables[0]).parent,
+        canaries_path=snakemake.output.canaries,
+        panel_rule=snakemake.params.panel_rule,
+        rounds=snakemake.params.rounds,
+        seed=snakemake.params.seed,
+    )
