@@ -20,17 +20,21 @@ validate(config, "config/schema.yaml")
 
 
 include: "rules/common.smk"
+include: "rules/spend.smk"
 
 
 # Every name the config refers to, every local model path and every API key variable the
 # run needs (isqaflow.configcheck): all problems at once, then exit before any rule is
 # parsed -- in a dry run too, with no job started and no output deleted.
 exit_on_config_problems()
+print_spend_plan()
 
 
-# API models: one listing per endpoint when the run starts (not in a dry run), before any job.
+# API models: one listing per endpoint, and the spend plan within budget:, when the run
+# starts (not in a dry run), before any job.
 onstart:
     check_api_models_or_exit()
+    check_budget_or_exit()
 
 
 report: "report/workflow.rst"

@@ -14,6 +14,8 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
   threads.  A request counts ``max_tokens`` plus an estimate of its prompt (words x
   1.3, the API's own accounting counts ``max_tokens`` too) until it returns, then
   the tokens the server reports (:mod:`.rate_limit`).
+* **Budget**: before each request its bound is reserved in the run's shared spend ledger
+  and refused when it would cross ``budget:`` (:mod:`.budget`); the reply's tokens settle it.
 * **Usage**: requests and the input and output tokens the server reports go to the
   job's usage record (:mod:`.usage`); calls answered from the call cache are not
   sent and not counted.
@@ -68,7 +70,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow.models import capabilities, usage
+from isqaflow.models import budget, capabilities, usage
 from isqaflow.models.base import (
     BatchCallback,
     Generation,
@@ -229,11 +231,15 @@ class OpenAIModel(LanguageModel):
     def _send(self, create: Callable[..., Any], estimate: int, **kwargs: Any) -> Any:
         """One request with bounded retries, the rate limit and usage accounting."""
         for attempt in range(self.max_retries + 1):
+            ticket = budget.reserve(self.model, estimate)  # BudgetExceeded before anything is sent
             booking = self.limiter.acquire(estimate) if self.limiter else None
             try:
                 response = create(**kwargs)
                 break
-            except self._retryable as err:
+            except BaseException as err:
+                budget.settle(ticket, self.model, 0, 0)
+                if not isinstance(err, self._retryable):
+                    raise
                 if attempt == self.max_retries:
                     raise RuntimeError(
                         f"model {self.name}: request failed after {attempt + 1} attempts: {type(err).__name__}"
@@ -248,6 +254,7 @@ class OpenAIModel(LanguageModel):
         n_out = self._output_tokens(response)
         if booking is not None and (n_in or n_out):
             self.limiter.settle(booking, n_in + n_out)
+        budget.settle(ticket, self.model, n_in, n_out)
         self.usage.add(1, n_in, n_out)
         return response
 
@@ -325,15 +332,26 @@ class OpenAIModel(LanguageModel):
         included) it returns at once, without waiting for requests in flight, so the job's
         clean-up (stopping its server) runs while the scheduler still waits."""
         pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        reported: set[int] = set()
         try:
             results: list[Any] = [None] * len(items)
             futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
             for future in as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
+                reported.add(i)
                 if on_batch is not None:
                     on_batch([(i, results[i])])
             return results
+        except budget.BudgetExceeded:
+            # the requests already sent are paid for: wait for them and report them (the call
+            # cache keeps them), start no other
+            pool.shutdown(wait=True, cancel_futures=True)
+            for future, i in futures.items():
+                if i not in reported and future.done() and not future.cancelled() and future.exception() is None:
+                    if on_batch is not None:
+                        on_batch([(i, future.result())])
+            raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
