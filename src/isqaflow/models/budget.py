@@ -45,11 +45,12 @@ def settings() -> dict[str, Any] | None:
 
 
 def environment(ledger: str | Path, budget: dict[str, Any] | None, models: dict[str, Any]) -> str:
-    """The value of :data:`ENV` for a config (its budget, its API models' prices by model id)."""
+    """The value of :data:`ENV` for a config: its budget, its API models' prices by model id, and
+    the directory of the accounts' shared rate-limit windows (:mod:`.rate_limit`), beside the ledger."""
     prices = {entry["model"]: entry["price"] for entry in models.values()
               if entry.get("backend") == "openai" and not entry.get("serve") and entry.get("price")}
-    return json.dumps({"ledger": str(Path(ledger).resolve()), "budget": budget or {}, "prices": prices},
-                      sort_keys=True)
+    return json.dumps({"ledger": str(Path(ledger).resolve()), "budget": budget or {}, "prices": prices,
+                       "rate_limits": str(Path(ledger).resolve().parent / "rate_limits")}, sort_keys=True)
 
 
 def _alive(entry: dict[str, Any]) -> bool:

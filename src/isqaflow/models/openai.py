@@ -10,8 +10,10 @@ public API); ``on_batch`` hears of each reply as it arrives, so the call cache k
 even if the job dies before the rest.  Plain prompts are sent as one user message.
 
 * **Rate limits** (public APIs): ``requests_per_minute`` and ``tokens_per_minute``
-  hold the job's requests inside a sliding 60-second window shared by all its
-  threads.  A request counts ``max_tokens`` plus an estimate of its prompt (words x
+  hold the requests inside a sliding 60-second window shared by all threads -- and, inside
+  the workflow, by every job of the run that calls the same account and model (a
+  file-locked window, :class:`.rate_limit.SharedRateLimiter`).  A 429 is retried after
+  the ``Retry-After`` the server sends (else with exponential backoff).  A request counts ``max_tokens`` plus an estimate of its prompt (words x
   1.3, the API's own accounting counts ``max_tokens`` too) until it returns, then
   the tokens the server reports (:mod:`.rate_limit`).
 * **Budget**: before each request its bound is reserved in the run's shared spend ledger
@@ -79,7 +81,13 @@ from isqaflow.models.base import (
     Request,
     canonical_request,
 )
-from isqaflow.models.rate_limit import RateLimiter, estimate_tokens
+from isqaflow.models.rate_limit import (
+    RateLimiter,
+    SharedRateLimiter,
+    account_file,
+    estimate_tokens,
+    retry_after,
+)
 
 log = logging.getLogger(__name__)
 
@@ -147,8 +155,7 @@ class OpenAIModel(LanguageModel):
         self.concurrency = concurrency
         self.logprobs = logprobs
         self.top_logprobs = top_logprobs
-        self.limiter = (RateLimiter(requests_per_minute, tokens_per_minute)
-                        if requests_per_minute or tokens_per_minute else None)
+        self.limiter = self._limiter(requests_per_minute, tokens_per_minute, base_url, api_key_env, model)
         key = os.environ.get(api_key_env) or None  # set but empty is missing too
         if key is None:
             if base_url is None:
@@ -168,6 +175,19 @@ class OpenAIModel(LanguageModel):
         self._noted_decoding: set[GenerationParams] = set()
         if check_model if check_model is not None else base_url is None:
             self.check_model()
+
+    @staticmethod
+    def _limiter(requests_per_minute: int | None, tokens_per_minute: int | None, base_url: str | None,
+                 key_env: str, model: str) -> RateLimiter | SharedRateLimiter | None:
+        """The account's limits shared by every job of the run (the workflow names the directory of
+        the shared windows in :data:`.budget.ENV`), else this process's own."""
+        if not (requests_per_minute or tokens_per_minute):
+            return None
+        directory = (budget.settings() or {}).get("rate_limits")
+        if directory:
+            return SharedRateLimiter(account_file(directory, base_url, key_env, model), requests_per_minute,
+                                     tokens_per_minute)
+        return RateLimiter(requests_per_minute, tokens_per_minute)
 
     def check_model(self) -> None:
         """Fail unless the endpoint lists this model (one ``GET /models``, before any request)."""
@@ -238,13 +258,17 @@ class OpenAIModel(LanguageModel):
                 break
             except BaseException as err:
                 budget.settle(ticket, self.model, 0, 0)
+                if isinstance(self.limiter, SharedRateLimiter):
+                    self.limiter.settle(booking, 0)  # the attempt left the account's window busy until now
                 if not isinstance(err, self._retryable):
                     raise
                 if attempt == self.max_retries:
                     raise RuntimeError(
                         f"model {self.name}: request failed after {attempt + 1} attempts: {type(err).__name__}"
                     ) from err
-                delay = self.backoff * 2**attempt * (1 + random.random())
+                asked = retry_after(err)  # a 429's Retry-After: wait what the server asks, no less
+                delay = asked + random.random() * 0.1 if asked is not None else \
+                    self.backoff * 2**attempt * (1 + random.random())
                 log.warning(
                     "%s: %s, retry %d/%d in %.1fs", self.name, type(err).__name__, attempt + 1, self.max_retries, delay
                 )
@@ -252,7 +276,7 @@ class OpenAIModel(LanguageModel):
         used = response.usage
         n_in = getattr(used, "prompt_tokens", 0) or 0
         n_out = self._output_tokens(response)
-        if booking is not None and (n_in or n_out):
+        if booking is not None and (n_in or n_out or isinstance(self.limiter, SharedRateLimiter)):
             self.limiter.settle(booking, n_in + n_out)
         budget.settle(ticket, self.model, n_in, n_out)
         self.usage.add(1, n_in, n_out)
