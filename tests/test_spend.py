@@ -64,6 +64,7 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
     """Each API job of the grid run through its stage's entry point; the double's calls per job."""
     from isqaflow import grid
     from isqaflow.arena.answers import run_answers
+    from isqaflow.arena.checks import run_judge_checks
     from isqaflow.arena.battles import run_arena_judge
     from isqaflow.drfr.judge_responses import run_judge
     from isqaflow.drfr.responses import run_responses
@@ -71,7 +72,7 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
     spec = {k: v for k, v in config["models"]["api"].items() if k != "price"}
     instructions = root / "results/data/instructions/infobench.jsonl"
     calls = {}
-    order = ["drfr_responses", "drfr_judge", "rag_answers", "arena_judge"]
+    order = ["drfr_responses", "drfr_judge", "rag_answers", "arena_judge", "arena_judge_checks"]
     jobs = sorted((j for j in grid.jobs(config) if j.rule in order), key=lambda j: order.index(j.rule))
     for job in jobs:
         out = root / job.output
@@ -93,6 +94,12 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
                         [root / f"results/retrieval/{d}.jsonl" for d in DOMAINS], out, spec,
                         job.wildcard("answerer"), None, entry["cot"], int(job.wildcard("k")), "bm25",
                         config["arena"]["generation"], cache)
+        elif job.rule == "arena_judge_checks":
+            validity = config["validity"]["arena"]
+            run_judge_checks([root / f"results/data/rag/{d}/queries.jsonl" for d in DOMAINS],
+                             root / config["datasets"]["rag"]["human_labels"], out, str(out) + ".agreement.jsonl",
+                             spec, "gpt", "text", "both", config["seed"], None, validity["controls"],
+                             validity["per_domain"], cache)
         else:
             run_arena_judge([root / f"results/data/rag/{d}/queries.jsonl" for d in DOMAINS],
                             sorted((root / "results/arena/answers/bm25-k2").glob("*.jsonl")), out, spec, "gpt",
@@ -111,6 +118,9 @@ def embedded_api(tmp_path, monkeypatch):
     instructions.parent.mkdir(parents=True)
     write_instructions([ROOT / "data/embedded/infobench/InfoBench-embedded.json"], instructions)
     write_rag(root)
+    human = yaml.safe_load((ROOT / "config/config.yaml").read_text())["datasets"]["rag"]["human_labels"]
+    (root / human).parent.mkdir(parents=True)
+    (root / human).write_bytes((ROOT / human).read_bytes())  # the workflow's root holds it
     with ApiDouble() as double:
         yield api_config(double.url), root, double
 
@@ -136,10 +146,10 @@ def test_the_manifest_records_planned_vs_spent_per_stage(embedded_api):
     planned = [row.record() for row in spend.plan(config, root)]
     made = run_stages(config, root, double)
     stages = {s["rule"]: s for s in spend_record(planned, gather_usage(root / "results", config["models"]))}
-    assert {rule for rule, s in stages.items() if not s["unplanned_jobs"]} == {
-        "drfr_responses", "drfr_judge", "rag_answers", "arena_judge"}
+    planned_rules = ("drfr_responses", "drfr_judge", "rag_answers", "arena_judge", "arena_judge_checks")
+    assert {rule for rule, s in stages.items() if not s["unplanned_jobs"]} == set(planned_rules)
     assert stages["arena_summaries"]["unplanned_jobs"] == 1  # listed, not counted
-    for rule in ("drfr_responses", "drfr_judge", "rag_answers", "arena_judge"):
+    for rule in planned_rules:
         stage = stages[rule]
         assert stage["planned_calls"] == stage["spent_requests"] == sum(
             n for job, n in made.items() if job.startswith(rule + " "))
@@ -180,8 +190,10 @@ def test_a_fresh_paper_plan_counts_from_the_declared_sizes():
     assert by_job["arena_judge colbert-k5/gpt4"].calls == 2 * (11 * 14020 + 100 * 6 * 55)
     assert {row.basis for row in rows if row.calls is not None} == {"declared"}
     assert all(row.dollars and row.dollars > 0 for row in rows if row.calls is not None)
+    # 3 controls x 50 queries x 6 domains, both orders except a reference against itself (one request)
+    assert by_job["arena_judge_checks gpt4"].calls == 2 * 50 * 6 * 2 + 50 * 6
     unplanned = {row.rule for row in rows if row.calls is None}
-    assert unplanned == {"isqa_refine", "drfr_summaries", "arena_summaries", "arena_judge_checks"}
+    assert unplanned == {"isqa_refine", "drfr_summaries", "arena_summaries"}
 
 
 # ----------------------------------------------------------------------------- the budget

@@ -18,8 +18,9 @@ completion tokens and its dollars (the model's ``price`` in the config):
   are subtracted (``cached``): a resumed run plans only what is left.
 
 Stages the plan has no call formula for yet (ISQA refinement with an API feedback model,
-the DRFR and arena judges of summaries, the arena judge's known-answer checks) are listed
-with ``calls = None`` and counted in no total; the budget check names them.
+the DRFR and arena judges of summaries) are listed with ``calls = None`` and counted in no
+total; the budget check names them.  Identical requests are one call (the call cache makes
+them one) where the texts are known.
 
 Top floor of the import contract: it reads the stages' request builders.
 """
@@ -174,8 +175,8 @@ def _responses_of(job_dataset: str, inputs: Inputs, config, instructions) -> tup
         found = inputs.rows("results/drfr/responses/{d}/{r}.jsonl", d=job_dataset, r=responder)
         if found is None:
             exact = False  # a file-based responder's coverage is unknown until read: every instruction
-            found = [{"instruction_id": i.id, "model": responder, "response": "x" * bound_chars}
-                     for i in instructions]
+            found = [{"instruction_id": i.id, "model": responder,  # distinct: never one call for two
+                      "response": f"{responder}:{i.id}:".ljust(bound_chars, "x")} for i in instructions]
         rows += found
     return rows, exact
 
@@ -210,15 +211,19 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
              for r in responses]
     items += control_items(instructions, responses, validity.get("controls") or [],
                            validity.get("instructions"), config["seed"])
-    calls = tokens = 0
+    seen: set[str] = set()  # identical conversations (two identical responses) are one call each turn
+    tokens = 0
     for item in items:
         questions = [r["question"] for r in item["requirements"]]
         answers: list[str] = []
         for _ in questions:  # each turn: one call; earlier replies (YES/NO) stay in the chat
-            tokens += chat_tokens(conversation(item["response"], item.get("input") or "", questions, answers))
+            request = conversation(item["response"], item.get("input") or "", questions, answers)
+            key = json.dumps(request, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                tokens += chat_tokens(request)
             answers.append("YES")
-            calls += 1
-    return calls, tokens, calls * out, "data" if exact else "data+bound"
+    return len(seen), tokens, len(seen) * out, "data" if exact else "data+bound"
 
 
 def _rag_answers(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
@@ -254,7 +259,7 @@ class _Passage:
 
 def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
     from isqaflow.arena.battles import all_pairs
-    from isqaflow.arena.judge import DEFAULT_PARAMS, pair_request
+    from isqaflow.arena.judge import DEFAULT_PARAMS
 
     arena = config["arena"]
     judge = arena["judges"][job.wildcard("judge")]
@@ -295,10 +300,61 @@ def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, 
         else:
             pairs += [(p["query"], p["answer_a"], p["answer_b"])
                       for p in all_pairs(answers, queries, run["all_pairs_per_domain"], config["seed"])]
-    # our own prompt's length, also for prompts: published (its files are downloaded by the run)
-    tokens = sum(chat_tokens(pair_request(q, a, b)) for q, a, b in pairs) * orders
-    calls = len(pairs) * orders
+    calls, tokens = _pair_calls(pairs, orders, basis != "data")
     return calls, tokens, calls * out, basis
+
+
+def _pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool) -> tuple[int, int]:
+    """Calls and prompt tokens of judging ``pairs`` (query, answer 1, answer 2) in ``orders`` orders.
+
+    With the texts known, identical requests (a pair judged in both orders whose answers are
+    the same text, the same pair listed twice) are one call, as the call cache makes them;
+    placeholders at the length bound are not compared.  Our own prompt's length is counted,
+    also for ``prompts: published`` (its files are downloaded by the run)."""
+    from isqaflow.arena.judge import pair_request
+
+    if bounded:
+        return len(pairs) * orders, sum(chat_tokens(pair_request(q, a, b)) for q, a, b in pairs) * orders
+    requests = {(q, a, b) for q, a, b in pairs}
+    if orders == 2:
+        requests |= {(q, b, a) for q, a, b in pairs}
+    return len(requests), sum(chat_tokens(pair_request(q, a, b)) for q, a, b in requests)
+
+
+def _arena_judge_checks(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+    from isqaflow.arena.checks import build_controls, human_pairs
+    from isqaflow.arena.judge import DEFAULT_PARAMS, pair_request
+
+    arena = config["arena"]
+    judge = arena["judges"][job.wildcard("judge")]
+    if judge.get("mode") != "text":
+        raise _NoFormula("logprob judges score through an API only with a served model")
+    out = _max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
+    orders = 2 if arena.get("orders", "both") == "both" else 1
+    validity = (config.get("validity") or {}).get("arena") or {}
+    controls, per_domain = validity.get("controls") or [], int(validity.get("per_domain") or 0)
+    human = (config["datasets"]["rag"] or {}).get("human_labels")
+    if human and not (inputs.root / human).exists():
+        raise _NoFormula(f"the human-labelled pairs {human} are not there yet")
+    pairs = [(p["query"], p["answer_a"], p["answer_b"]) for p in human_pairs(inputs.root / human)] if human else []
+    found = {domain: inputs.queries(domain) for domain in arena["domains"]}
+    if all(queries is not None for queries in found.values()):
+        queries = [q for domain in arena["domains"] for q in found[domain]]
+        pairs += [(p["query"], p["answer_a"], p["answer_b"])
+                  for p in build_controls(queries, controls, per_domain, config["seed"])]
+        calls, tokens = _pair_calls(pairs, orders, False)
+        return calls, tokens, calls * out, "data"
+    calls, tokens = _pair_calls(pairs, orders, False)
+    for domain in arena["domains"]:  # declared: per control and domain, per_domain pairs of references
+        n = min(per_domain, inputs.declared_count("rag", domain, "queries"))
+        ref = "r" * inputs.declared_count("rag", domain, "reference_chars")
+        query = "q" * inputs.declared_count("rag", domain, "query_chars")
+        for control in controls:
+            other = "I couldn't find an answer." if control == "no_answer" else ref
+            both = 1 if control == "self" else orders  # the two orders of a reference vs itself: one request
+            calls += n * both
+            tokens += n * both * chat_tokens(pair_request(query, ref, other))
+    return calls, tokens, calls * out, "declared"
 
 
 @dataclass
@@ -318,6 +374,7 @@ PLANNERS = {
     "drfr_judge": _drfr_judge,
     "rag_answers": _rag_answers,
     "arena_judge": _arena_judge,
+    "arena_judge_checks": _arena_judge_checks,
 }
 
 
@@ -393,10 +450,16 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
     lines = [f"calls left, prompt tokens ({TOKEN_ESTIMATE} estimate), completion tokens (bound: max_new_tokens), "
              "dollars (models.<name>.price)"]
     by_rule = totals(rows, "rule")
-    for rule in sorted(set(by_rule) | set(gpus)):
+    unplanned: dict[str, int] = {}
+    for row in rows:
+        if row.calls is None:
+            unplanned[row.rule] = unplanned.get(row.rule, 0) + 1
+    for rule in sorted(set(by_rule) | set(gpus) | set(unplanned)):
         t = by_rule.get(rule)
         api = (f"{t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, {money(t['dollars'])}"
                if t else "no API calls")
+        if rule in unplanned:
+            api = f"{unplanned[rule]} API job(s) not planned" + ("" if not t else f"; {api}")
         lines.append(f"  stage {rule}: {api}; GPUs (GPU plan): {gpus.get(rule, 0)}")
     for model, t in sorted(totals(rows, "model").items()):
         lines.append(f"  model {model}: {t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, "
@@ -407,9 +470,9 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
     cached = sum(r.cached for r in rows if r.calls is not None)
     if cached:
         lines.append(f"  already in the call caches: {cached:,} calls (not planned again)")
-    unplanned = [r.job for r in rows if r.calls is None]
     if unplanned:
-        lines.append(f"  not planned (no call formula for the stage yet): {', '.join(unplanned)}")
+        lines.append("  not planned (no call formula for the stage yet; in no total): "
+                     + ", ".join(f"{rule} ({n} jobs)" for rule, n in sorted(unplanned.items())))
     return "\n".join(lines)
 
 
