@@ -246,3 +246,14 @@ def test_a_run_stops_before_the_call_that_crosses_the_budget_and_resumes_without
     assert double.calls == n
     assert len(out.read_text().splitlines()) == n
     assert budget.spent(ledger)["?"] > spent
+
+
+def test_a_size_neither_converted_nor_declared_leaves_the_job_unplanned_naming_it():
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    del config["spend"]["items"]["rag"]["writing"]
+    rows = {row.job: row for row in spend.plan(config, root="/nonexistent")}
+    answers = rows["rag_answers colbert-k5/gpt4o"]
+    assert answers.calls is None and "spend.items.rag.writing.queries" in answers.note
+    assert rows["drfr_judge infobench/gpt4"].calls == 18900  # the others are still planned
+    table = spend.table(config, list(rows.values()))
+    assert "not planned, in no total (spend plan: rag 'writing' is not converted yet" in table

@@ -64,6 +64,7 @@ class JobSpend:
     output_tokens: int = 0  # a bound: calls x max_new_tokens
     dollars: float | None = None  # None without a price
     basis: str = "data"  # data: the job's inputs were read; declared: spend.items; data+bound
+    note: str = ""  # why a job is not planned
 
     @property
     def left(self) -> int:
@@ -398,11 +399,12 @@ def plan(config: Mapping[str, Any], root: str | Path = ".") -> list[JobSpend]:
             if ref.name not in api:
                 continue
             planner = PLANNERS.get(job.rule)
-            row = JobSpend(job.label, job.rule, ref.name, None, basis="none")
+            row = JobSpend(job.label, job.rule, ref.name, None, basis="none", note="no call formula for the stage yet")
             if planner is not None:
                 try:
                     calls, n_in, n_out, basis = planner(job, inputs, config)
-                except _NoFormula:
+                except (_NoFormula, KeyError) as err:  # KeyError: a size spend.items does not declare
+                    row.note = str(err.args[0]) if err.args else type(err).__name__
                     rows.append(row)
                     continue
                 cached = _cached_calls(Path(root) / (job.output + ".calls.sqlite"))
@@ -470,9 +472,14 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
     cached = sum(r.cached for r in rows if r.calls is not None)
     if cached:
         lines.append(f"  already in the call caches: {cached:,} calls (not planned again)")
-    if unplanned:
-        lines.append("  not planned (no call formula for the stage yet; in no total): "
-                     + ", ".join(f"{rule} ({n} jobs)" for rule, n in sorted(unplanned.items())))
+    notes: dict[str, list[str]] = {}
+    for row in rows:
+        if row.calls is None:
+            notes.setdefault(row.note, []).append(row.rule)
+    for note, rules in sorted(notes.items()):
+        counts = {rule: rules.count(rule) for rule in dict.fromkeys(rules)}
+        lines.append(f"  not planned, in no total ({note}): "
+                     + ", ".join(f"{rule} ({n} jobs)" for rule, n in counts.items()))
     return "\n".join(lines)
 
 
