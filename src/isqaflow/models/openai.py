@@ -81,13 +81,7 @@ from isqaflow.models.base import (
     Request,
     canonical_request,
 )
-from isqaflow.models.rate_limit import (
-    RateLimiter,
-    SharedRateLimiter,
-    account_file,
-    estimate_tokens,
-    retry_after,
-)
+from isqaflow.models.rate_limit import SharedRateLimiter, account_limiter, estimate_tokens, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +149,9 @@ class OpenAIModel(LanguageModel):
         self.concurrency = concurrency
         self.logprobs = logprobs
         self.top_logprobs = top_logprobs
-        self.limiter = self._limiter(requests_per_minute, tokens_per_minute, base_url, api_key_env, model)
+        # the account's limits shared by every job of the run (the workflow names their directory)
+        self.limiter = account_limiter(requests_per_minute, tokens_per_minute, base_url, api_key_env, model,
+                                       (budget.settings() or {}).get("rate_limits"))
         key = os.environ.get(api_key_env) or None  # set but empty is missing too
         if key is None:
             if base_url is None:
@@ -175,19 +171,6 @@ class OpenAIModel(LanguageModel):
         self._noted_decoding: set[GenerationParams] = set()
         if check_model if check_model is not None else base_url is None:
             self.check_model()
-
-    @staticmethod
-    def _limiter(requests_per_minute: int | None, tokens_per_minute: int | None, base_url: str | None,
-                 key_env: str, model: str) -> RateLimiter | SharedRateLimiter | None:
-        """The account's limits shared by every job of the run (the workflow names the directory of
-        the shared windows in :data:`.budget.ENV`), else this process's own."""
-        if not (requests_per_minute or tokens_per_minute):
-            return None
-        directory = (budget.settings() or {}).get("rate_limits")
-        if directory:
-            return SharedRateLimiter(account_file(directory, base_url, key_env, model), requests_per_minute,
-                                     tokens_per_minute)
-        return RateLimiter(requests_per_minute, tokens_per_minute)
 
     def check_model(self) -> None:
         """Fail unless the endpoint lists this model (one ``GET /models``, before any request)."""

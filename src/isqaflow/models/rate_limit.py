@@ -138,6 +138,19 @@ def account_file(directory: str | Path, base_url: str | None, key_env: str, mode
     return Path(directory) / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
+def account_limiter(requests_per_minute: int | None, tokens_per_minute: int | None, base_url: str | None,
+                    key_env: str, model: str, directory: str | Path | None
+                    ) -> RateLimiter | SharedRateLimiter | None:
+    """The limiter of an API model: none without limits; the account's window shared through
+    ``directory`` (the workflow's, :mod:`.budget`); else this process's own."""
+    if not (requests_per_minute or tokens_per_minute):
+        return None
+    if directory:
+        return SharedRateLimiter(account_file(directory, base_url, key_env, model), requests_per_minute,
+                                 tokens_per_minute)
+    return RateLimiter(requests_per_minute, tokens_per_minute)
+
+
 def retry_after(err: BaseException) -> float | None:
     """The seconds a 429 (or 503) reply asks to wait (``retry-after-ms`` or ``retry-after``), else None."""
     headers = getattr(getattr(err, "response", None), "headers", None) or {}
