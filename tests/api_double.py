@@ -35,7 +35,7 @@ class ApiDouble:
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def _answer(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
-                payload = json.dumps(body).encode()
+                payload = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -45,12 +45,11 @@ class ApiDouble:
                 self.wfile.write(payload)
 
             def do_GET(self):  # noqa: N802
-                self._answer(200, {"object": "list", "data": [{"id": "double", "object": "model"}]})
+                self._answer(*double.get(self.path))
 
             def do_POST(self):  # noqa: N802
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
-                status, reply, headers = double.handle(body)
-                self._answer(status, reply, headers)
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self._answer(*double.post(self.path, self.headers.get("Content-Type", ""), raw))
 
             def log_message(self, fmt, *args):
                 pass
@@ -58,6 +57,12 @@ class ApiDouble:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def get(self, path: str) -> tuple[int, object, dict[str, str]]:
+        return 200, {"object": "list", "data": [{"id": "double", "object": "model"}]}, {}
+
+    def post(self, path: str, content_type: str, raw: bytes) -> tuple[int, object, dict[str, str]]:
+        return self.handle(json.loads(raw or b"{}"))
 
     def handle(self, body: dict) -> tuple[int, dict, dict[str, str]]:
         with self._lock:
@@ -97,3 +102,84 @@ class ApiDouble:
     def __exit__(self, *exc) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class BatchDouble(ApiDouble):
+    """:class:`ApiDouble` with OpenAI's files and batches endpoints, its replies built from the
+    ``openai`` package's own types (``FileObject``, ``Batch``, ``BatchRequestCounts``).
+
+    ``POST /v1/files`` (multipart, purpose batch) keeps the file; ``POST /v1/batches`` creates a
+    batch (counted in ``batches_created``); ``GET /v1/batches/<id>`` answers ``in_progress`` for
+    ``polls_pending`` polls, then runs every line through :meth:`ApiDouble.handle` (counted as
+    calls, as online ones) and answers ``completed`` with an output file; ``GET
+    /v1/files/<id>/content`` returns a file.  A batch never completes while ``hold`` is set.
+    """
+
+    def __init__(self, polls_pending: int = 2) -> None:
+        super().__init__()
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict] = {}
+        self.batches_created = 0
+        self.polls_pending = polls_pending
+        self.hold = False
+
+    def _batch(self, batch_id: str) -> dict:
+        from openai.types import Batch
+        from openai.types.batch_request_counts import BatchRequestCounts
+
+        entry = self.batches[batch_id]
+        total = len(self.files[entry["input_file_id"]].splitlines())
+        done = total if entry["status"] == "completed" else 0
+        return Batch(id=batch_id, object="batch", endpoint=entry["endpoint"], completion_window="24h",
+                     created_at=0, input_file_id=entry["input_file_id"], status=entry["status"],
+                     output_file_id=entry.get("output_file_id"),
+                     request_counts=BatchRequestCounts(completed=done, failed=0, total=total)).model_dump()
+
+    def get(self, path: str) -> tuple[int, object, dict[str, str]]:
+        parts = path.strip("/").split("/")  # v1 batches <id> | v1 files <id> content
+        if parts[1:2] == ["batches"]:
+            with self._lock:
+                entry = self.batches[parts[2]]
+                entry["polls"] += 1
+                run = entry["status"] != "completed" and entry["polls"] > self.polls_pending and not self.hold
+                if not run and entry["status"] != "completed":
+                    entry["status"] = "in_progress"
+            if run:
+                lines = [json.loads(line) for line in self.files[entry["input_file_id"]].splitlines()]
+                out = []
+                for line in lines:
+                    status, reply, _ = self.handle(line["body"])
+                    out.append({"id": f"batch_req_{line['custom_id']}", "custom_id": line["custom_id"],
+                                "response": {"status_code": status, "request_id": "r", "body": reply},
+                                "error": None})
+                file_id = f"file-out-{parts[2]}"
+                self.files[file_id] = "".join(json.dumps(row) + "\n" for row in out).encode()
+                entry.update(status="completed", output_file_id=file_id)
+            return 200, self._batch(parts[2]), {}
+        if parts[1:2] == ["files"] and parts[3:] == ["content"]:
+            return 200, self.files[parts[2]], {}
+        return super().get(path)
+
+    def post(self, path: str, content_type: str, raw: bytes) -> tuple[int, object, dict[str, str]]:
+        from openai.types import FileObject
+
+        if path.endswith("/files"):
+            from email.parser import BytesParser
+
+            message = BytesParser().parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
+            fields = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+                      for part in message.get_payload()}
+            file_id = f"file-{len(self.files)}"
+            self.files[file_id] = fields["file"]
+            return 200, FileObject(id=file_id, object="file", bytes=len(fields["file"]), created_at=0,
+                                   filename="batch.jsonl", purpose=fields["purpose"].decode(),
+                                   status="processed").model_dump(), {}
+        if path.endswith("/batches"):
+            body = json.loads(raw)
+            with self._lock:
+                self.batches_created += 1
+                batch_id = f"batch-{self.batches_created}"
+                self.batches[batch_id] = {"endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
+                                          "status": "validating", "polls": 0}
+            return 200, self._batch(batch_id), {}
+        return super().post(path, content_type, raw)

@@ -18,6 +18,8 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
   the tokens the server reports (:mod:`.rate_limit`).
 * **Budget**: before each request its bound is reserved in the run's shared spend ledger
   and refused when it would cross ``budget:`` (:mod:`.budget`); the reply's tokens settle it.
+* **Batch** (``batch: {poll_s: ...}``): generations go through the Batch API instead
+  (:mod:`.openai_batch`); same requests, same call-cache keys.
 * **Usage**: requests and the input and output tokens the server reports go to the
   job's usage record (:mod:`.usage`); calls answered from the call cache are not
   sent and not counted.
@@ -129,6 +131,7 @@ class OpenAIModel(LanguageModel):
         top_logprobs: int = MAX_TOP_LOGPROBS,
         name: str | None = None,
         check_model: bool | None = None,
+        batch: dict[str, Any] | None = None,
     ) -> None:
         import openai
 
@@ -149,6 +152,7 @@ class OpenAIModel(LanguageModel):
         self.concurrency = concurrency
         self.logprobs = logprobs
         self.top_logprobs = top_logprobs
+        self.batch = batch
         # the account's limits shared by every job of the run (the workflow names their directory)
         self.limiter = account_limiter(requests_per_minute, tokens_per_minute, base_url, api_key_env, model,
                                        (budget.settings() or {}).get("rate_limits"))
@@ -292,16 +296,22 @@ class OpenAIModel(LanguageModel):
         """The column of :data:`.capabilities.TABLE` this backend follows."""
         return "openai"
 
+    def _chat_kwargs(self, request: Request, params: GenerationParams) -> dict[str, Any]:
+        kwargs = dict(model=self.model, messages=self._messages(request), **self._sampling(params))
+        if params.return_logprobs:
+            kwargs["logprobs"] = True
+        return kwargs
+
     def _call(self, request: Request, params: GenerationParams) -> Generation:
         text = self._plain_text(request)
         if text is not None:
             return self._complete(text, params)
-        messages = self._messages(request)
-        kwargs = dict(model=self.model, messages=messages, **self._sampling(params))
-        if params.return_logprobs:
-            kwargs["logprobs"] = True
+        kwargs = self._chat_kwargs(request, params)
         response = self._send(self.client.chat.completions.create,
-                              estimate_tokens(messages) + params.max_new_tokens, **kwargs)
+                              estimate_tokens(kwargs["messages"]) + params.max_new_tokens, **kwargs)
+        return self._chat_generation(response, params)
+
+    def _chat_generation(self, response: Any, params: GenerationParams) -> Generation:
         choice = response.choices[0]
         logprob = None
         if params.return_logprobs and choice.logprobs and choice.logprobs.content:
@@ -365,6 +375,10 @@ class OpenAIModel(LanguageModel):
     def generate(self, requests: Sequence[Request], params: GenerationParams,
                  on_batch: BatchCallback | None = None) -> list[Generation]:
         started = time.monotonic()
+        if self.batch is not None:  # the Batch API (.openai_batch): one batch for all requests
+            from isqaflow.models.openai_batch import generate_in_batch
+
+            return generate_in_batch(self, requests, params, on_batch)
         results = self._map(lambda r: self._call(r, params), requests, on_batch)
         log.info("%s: %d requests in %.1fs", self.name, len(requests), time.monotonic() - started)
         return results
