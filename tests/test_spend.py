@@ -257,3 +257,30 @@ def test_a_size_neither_converted_nor_declared_leaves_the_job_unplanned_naming_i
     assert rows["drfr_judge infobench/gpt4"].calls == 18900  # the others are still planned
     table = spend.table(config, list(rows.values()))
     assert "not planned, in no total (spend plan: rag 'writing' is not converted yet" in table
+
+
+def test_the_workflow_prints_the_plan_and_refuses_a_run_above_the_budget_before_any_job(tmp_path, monkeypatch):
+    """The embedded config with an API DRFR judge (an endpoint that is never called) and a budget
+    far below its plan: the dry run prints the plan and the verdict, the run stops at onstart."""
+    from workflow_utils import copy_repo, snakemake
+
+    workdir = copy_repo(tmp_path / "repo")
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    config["models"]["api"] = {"backend": "openai", "model": "double", "base_url": "http://127.0.0.1:9/v1",
+                               "api_key_env": "ISQAFLOW_TEST_KEY",
+                               "price": {"input_per_million": 10.0, "output_per_million": 30.0}}
+    config["drfr"]["judges"] = {"gpt": {"model": "api", "mode": "text", "rule": "raw", "prompts": "ours"}}
+    config["spend"] = {"items": {"instructions": {"infobench": {
+        "instructions": 12, "requirements": 40, "prompt_chars": 300, "judge_turn_chars": 800}}}}
+    config["budget"] = {"dollars": 0.001}
+    (workdir / "config/api.yaml").write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("ISQAFLOW_TEST_KEY", "placeholder")  # the config check wants the key variable set
+    dry = snakemake(workdir, "-n", "--cores", "1", "--configfile", "config/api.yaml", timeout=600)
+    assert dry.returncode == 0, dry.stderr[-3000:]
+    assert "Spend plan (isqaflow.spend):" in dry.stderr and "stage drfr_judge:" in dry.stderr
+    assert "Budget: budget.dollars: the plan is $0.57, above the budget of $0.001" in dry.stderr
+    run = snakemake(workdir, "--cores", "1", "--configfile", "config/api.yaml", timeout=600)
+    assert run.returncode != 0
+    assert "the spend plan is above the budget; no job was started" in run.stderr
+    assert "budget.dollars: the plan is $" in run.stderr and "drfr_judge $" in run.stderr
+    assert not (workdir / "results").exists()  # no job ran

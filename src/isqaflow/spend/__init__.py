@@ -216,6 +216,10 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
 # ----------------------------------------------------------------------------- the budget
 
 
+def _usd(value: float) -> str:
+    return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4g}"
+
+
 def over_budget(config: Mapping[str, Any], rows: Sequence[JobSpend], spent: Mapping[str, float] | None = None
                 ) -> list[str]:
     """Problems of a plan against ``budget:`` (empty: within it, or no budget).
@@ -237,12 +241,12 @@ def over_budget(config: Mapping[str, Any], rows: Sequence[JobSpend], spent: Mapp
     for rule, limit in sorted((budget.get("stages") or {}).items()):
         if planned.get(rule, spent.get(rule, 0.0)) > limit:
             problems.append(f"budget.stages.{rule}: the stage plans ${planned[rule]:,.2f} (spent "
-                            f"${spent.get(rule, 0.0):,.2f} + left ${planned[rule] - spent.get(rule, 0.0):,.2f}) "
-                            f"above its ${limit:,.2f}")
+                            f"${spent.get(rule, 0.0):,.2f} + left ${planned[rule] - spent.get(rule, 0.0):,.2f}), "
+                            f"above its {_usd(limit)}")
     total = sum(planned.values()) + sum(v for k, v in spent.items() if k not in planned)
     if "dollars" in budget and total > budget["dollars"]:
         biggest = sorted(planned.items(), key=lambda kv: -kv[1])
-        problems.append(f"budget.dollars: the plan is ${total:,.2f} above the budget of ${budget['dollars']:,.2f}; "
+        problems.append(f"budget.dollars: the plan is ${total:,.2f}, above the budget of {_usd(budget['dollars'])}; "
                         "by stage: " + ", ".join(f"{rule} ${value:,.2f}" for rule, value in biggest))
     unplanned = sorted({r.rule for r in rows if r.calls is None})
     if problems and unplanned:
