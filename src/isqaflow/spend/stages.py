@@ -111,7 +111,8 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
     out = _max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
     dataset = job.wildcard("dataset")
     instructions = inputs.instructions(dataset)
-    if instructions is None:
+    if instructions is None:  # declared: every responder on every question, and controls on all the
+        # sampled instructions' questions (the real controls stop at the last certain-NO one): a bound
         n = inputs.declared_count("instructions", dataset, "requirements")
         responders = len(config["drfr"].get("responders") or {})
         validity = (config.get("validity") or {}).get("drfr") or {}
@@ -121,6 +122,8 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
         calls = responders * n + controls
         chars = inputs.declared_count("instructions", dataset, "judge_turn_chars")
         bound = _max_new_tokens(config["drfr"]["generation"], 0)
+        # a turn: the chat without the response (judge_turn_chars), the response at its bound, and
+        # ~3 messages on average (turn t holds 2t - 1; an estimate)
         per_call = math.ceil(chars / CHARS_PER_TOKEN) + bound + 3 * MESSAGE_TOKENS
         return calls, calls * per_call, calls * out, "declared"
     by_id = {i.id: i for i in instructions}
