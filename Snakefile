@@ -44,6 +44,7 @@ validate(config, "config/schema.yaml")
 
 
 include: "rules/common.smk"
+include: "rules/spend.smk"
 
 
 # Every name the config refers to, every local model path and every API key variable the
@@ -52,11 +53,14 @@ include: "rules/common.smk"
 exit_on_config_problems()
 # One machine without a scheduler (ISQAFLOW_GPUS): at most as many GPU jobs at once as GPUs.
 use_gpu_pool_or_exit()
+print_spend_plan()
 
 
-# API models: one listing per endpoint when the run starts (not in a dry run), before any job.
+# API models: one listing per endpoint, and the spend plan within budget:, when the run
+# starts (not in a dry run), before any job.
 onstart:
     check_api_models_or_exit()
+    check_budget_or_exit()
 
 
 report: "report/workflow.rst"

@@ -39,7 +39,7 @@ rule manifest:
         adapters=lambda wc: {a: adapter_dir(a) for a in config["finetune"]},
         weights=weight_records(),
         code_versions=lambda wc: stage_code_versions(),
-        code=code("isqaflow.report.manifest"),
+        code=code("isqaflow.report.manifest", "isqaflow.spend"),
     script:
         "../scripts/manifest.py"
 

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from isqaflow.report.manifest import write_manifest
+from isqaflow.spend import plan
 from isqaflow.runtime import job
 
 with job(snakemake):
@@ -13,6 +14,7 @@ with job(snakemake):
         adapters=snakemake.params.adapters,
         weights=snakemake.params.weights,
         code_versions=snakemake.params.code_versions,
+        spend_plan=[row.record() for row in plan(snakemake.params.config)],
         # the checkout this script belongs to: a moved checkout is the same workflow
         workflow_dir=Path(snakemake.scriptdir).parent,
     )

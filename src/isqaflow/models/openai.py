@@ -10,10 +10,16 @@ public API); ``on_batch`` hears of each reply as it arrives, so the call cache k
 even if the job dies before the rest.  Plain prompts are sent as one user message.
 
 * **Rate limits** (public APIs): ``requests_per_minute`` and ``tokens_per_minute``
-  hold the job's requests inside a sliding 60-second window shared by all its
-  threads.  A request counts ``max_tokens`` plus an estimate of its prompt (words x
+  hold the requests inside a sliding 60-second window shared by all threads -- and, inside
+  the workflow, by every job of the run that calls the same account and model (a
+  file-locked window, :class:`.rate_limit.SharedRateLimiter`).  A 429 is retried after
+  the ``Retry-After`` the server sends (else with exponential backoff).  A request counts ``max_tokens`` plus an estimate of its prompt (words x
   1.3, the API's own accounting counts ``max_tokens`` too) until it returns, then
   the tokens the server reports (:mod:`.rate_limit`).
+* **Budget**: before each request its bound is reserved in the run's shared spend ledger
+  and refused when it would cross ``budget:`` (:mod:`.budget`); the reply's tokens settle it.
+* **Batch** (``batch: {poll_s: ...}``): generations go through the Batch API instead
+  (:mod:`.openai_batch`); same requests, same call-cache keys.
 * **Usage**: requests and the input and output tokens the server reports go to the
   job's usage record (:mod:`.usage`); calls answered from the call cache are not
   sent and not counted.
@@ -68,7 +74,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow.models import capabilities, usage
+from isqaflow.models import budget, capabilities, usage
 from isqaflow.models.base import (
     BatchCallback,
     Generation,
@@ -77,7 +83,7 @@ from isqaflow.models.base import (
     Request,
     canonical_request,
 )
-from isqaflow.models.rate_limit import RateLimiter, estimate_tokens
+from isqaflow.models.rate_limit import SharedRateLimiter, account_limiter, estimate_tokens, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +131,7 @@ class OpenAIModel(LanguageModel):
         top_logprobs: int = MAX_TOP_LOGPROBS,
         name: str | None = None,
         check_model: bool | None = None,
+        batch: dict[str, Any] | None = None,
     ) -> None:
         import openai
 
@@ -145,8 +152,10 @@ class OpenAIModel(LanguageModel):
         self.concurrency = concurrency
         self.logprobs = logprobs
         self.top_logprobs = top_logprobs
-        self.limiter = (RateLimiter(requests_per_minute, tokens_per_minute)
-                        if requests_per_minute or tokens_per_minute else None)
+        self.batch = batch
+        # the account's limits shared by every job of the run (the workflow names their directory)
+        self.limiter = account_limiter(requests_per_minute, tokens_per_minute, base_url, api_key_env, model,
+                                       (budget.settings() or {}).get("rate_limits"))
         key = os.environ.get(api_key_env) or None  # set but empty is missing too
         if key is None:
             if base_url is None:
@@ -229,16 +238,24 @@ class OpenAIModel(LanguageModel):
     def _send(self, create: Callable[..., Any], estimate: int, **kwargs: Any) -> Any:
         """One request with bounded retries, the rate limit and usage accounting."""
         for attempt in range(self.max_retries + 1):
+            ticket = budget.reserve(self.model, estimate)  # BudgetExceeded before anything is sent
             booking = self.limiter.acquire(estimate) if self.limiter else None
             try:
                 response = create(**kwargs)
                 break
-            except self._retryable as err:
+            except BaseException as err:
+                budget.settle(ticket, self.model, 0, 0)
+                if isinstance(self.limiter, SharedRateLimiter):
+                    self.limiter.settle(booking, 0)  # the attempt left the account's window busy until now
+                if not isinstance(err, self._retryable):
+                    raise
                 if attempt == self.max_retries:
                     raise RuntimeError(
                         f"model {self.name}: request failed after {attempt + 1} attempts: {type(err).__name__}"
                     ) from err
-                delay = self.backoff * 2**attempt * (1 + random.random())
+                asked = retry_after(err)  # a 429's Retry-After: wait what the server asks, no less
+                delay = asked + random.random() * 0.1 if asked is not None else \
+                    self.backoff * 2**attempt * (1 + random.random())
                 log.warning(
                     "%s: %s, retry %d/%d in %.1fs", self.name, type(err).__name__, attempt + 1, self.max_retries, delay
                 )
@@ -246,8 +263,9 @@ class OpenAIModel(LanguageModel):
         used = response.usage
         n_in = getattr(used, "prompt_tokens", 0) or 0
         n_out = self._output_tokens(response)
-        if booking is not None and (n_in or n_out):
+        if booking is not None and (n_in or n_out or isinstance(self.limiter, SharedRateLimiter)):
             self.limiter.settle(booking, n_in + n_out)
+        budget.settle(ticket, self.model, n_in, n_out)
         self.usage.add(1, n_in, n_out)
         return response
 
@@ -278,16 +296,22 @@ class OpenAIModel(LanguageModel):
         """The column of :data:`.capabilities.TABLE` this backend follows."""
         return "openai"
 
+    def _chat_kwargs(self, request: Request, params: GenerationParams) -> dict[str, Any]:
+        kwargs = dict(model=self.model, messages=self._messages(request), **self._sampling(params))
+        if params.return_logprobs:
+            kwargs["logprobs"] = True
+        return kwargs
+
     def _call(self, request: Request, params: GenerationParams) -> Generation:
         text = self._plain_text(request)
         if text is not None:
             return self._complete(text, params)
-        messages = self._messages(request)
-        kwargs = dict(model=self.model, messages=messages, **self._sampling(params))
-        if params.return_logprobs:
-            kwargs["logprobs"] = True
+        kwargs = self._chat_kwargs(request, params)
         response = self._send(self.client.chat.completions.create,
-                              estimate_tokens(messages) + params.max_new_tokens, **kwargs)
+                              estimate_tokens(kwargs["messages"]) + params.max_new_tokens, **kwargs)
+        return self._chat_generation(response, params)
+
+    def _chat_generation(self, response: Any, params: GenerationParams) -> Generation:
         choice = response.choices[0]
         logprob = None
         if params.return_logprobs and choice.logprobs and choice.logprobs.content:
@@ -325,21 +349,36 @@ class OpenAIModel(LanguageModel):
         included) it returns at once, without waiting for requests in flight, so the job's
         clean-up (stopping its server) runs while the scheduler still waits."""
         pool = ThreadPoolExecutor(max_workers=self.concurrency)
+        reported: set[int] = set()
         try:
             results: list[Any] = [None] * len(items)
             futures = {pool.submit(fn, item): i for i, item in enumerate(items)}
             for future in as_completed(futures):
                 i = futures[future]
                 results[i] = future.result()
+                reported.add(i)
                 if on_batch is not None:
                     on_batch([(i, results[i])])
             return results
+        except budget.BudgetExceeded:
+            # the requests already sent are paid for: wait for them and report them (the call
+            # cache keeps them), start no other
+            pool.shutdown(wait=True, cancel_futures=True)
+            for future, i in futures.items():
+                if i not in reported and future.done() and not future.cancelled() and future.exception() is None:
+                    if on_batch is not None:
+                        on_batch([(i, future.result())])
+            raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
     def generate(self, requests: Sequence[Request], params: GenerationParams,
                  on_batch: BatchCallback | None = None) -> list[Generation]:
         started = time.monotonic()
+        if self.batch is not None:  # the Batch API (.openai_batch): one batch for all requests
+            from isqaflow.models.openai_batch import generate_in_batch
+
+            return generate_in_batch(self, requests, params, on_batch)
         results = self._map(lambda r: self._call(r, params), requests, on_batch)
         log.info("%s: %d requests in %.1fs", self.name, len(requests), time.monotonic() - started)
         return results

@@ -39,7 +39,8 @@ HF_KEYS = {"backend", "model", "revision", "dtype", "device", "batch_size", "sco
 SERVED_KEYS = HF_KEYS | {"serve", "concurrency", "timeout", "max_retries", "backoff", "logprobs", "top_logprobs",
                         "server_plan"}
 OPENAI_KEYS = {"backend", "model", "base_url", "api_key_env", "timeout", "max_retries", "backoff",
-               "concurrency", "requests_per_minute", "tokens_per_minute", "logprobs", "top_logprobs", "check_model"}
+               "concurrency", "requests_per_minute", "tokens_per_minute", "logprobs", "top_logprobs", "check_model",
+               "batch"}
 # Keys that describe the entry for the workflow (conversion, resources, cost), not the backend.
 # unsupported_decoding (openai): read by the config check (models.servecheck); the API backend drops and records.
 WORKFLOW_KEYS = {"convert", "gpu", "description", "price", "unsupported_decoding"}

@@ -154,11 +154,37 @@ def gpu_plan_record(config: dict[str, Any]) -> list[dict[str, Any]] | None:
     return [plan.record() for plan in plan_grid(config).values() if plan.gpus]
 
 
+def spend_record(planned: list[dict[str, Any]] | None, usage: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """Planned vs spent per stage: the spend plan's calls and dollars of each rule's API jobs
+    (``planned``: :meth:`isqaflow.spend.JobSpend.record` of every row; every call of the stage,
+    cached or not) beside the requests and cost its jobs' usage records hold."""
+    if planned is None:
+        return None
+    stages: dict[str, dict[str, Any]] = {}
+    for row in planned:
+        stage = stages.setdefault(row["rule"], {"rule": row["rule"], "planned_calls": 0, "planned_dollars": 0.0,
+                                                "unplanned_jobs": 0, "spent_requests": 0, "spent_dollars": 0.0})
+        if row["calls"] is None:
+            stage["unplanned_jobs"] += 1
+            continue
+        stage["planned_calls"] += row["calls"]
+        stage["planned_dollars"] = (None if stage["planned_dollars"] is None or row["dollars"] is None
+                                    else round(stage["planned_dollars"] + row["dollars"], 6))
+    for row in usage["by_model_and_rule"]:
+        if row["rule"] in stages and row["cost"] is not None:
+            stages[row["rule"]]["spent_requests"] += row["requests"]
+            stages[row["rule"]]["spent_dollars"] = round(stages[row["rule"]]["spent_dollars"] + row["cost"], 6)
+    return sorted(stages.values(), key=lambda stage: stage["rule"])
+
+
 def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict[str, list[str]],
                    adapters: dict[str, str], code_versions: dict[str, str], workflow_dir: str | Path,
-                   results_dir: str | Path = "results", weights: dict[str, str] | None = None) -> dict:
+                   results_dir: str | Path = "results", weights: dict[str, str] | None = None,
+                   spend_plan: list[dict[str, Any]] | None = None) -> dict:
     """The run's manifest; ``weights`` maps a Hub model to its fetch record (commit and
-    weights fingerprint; a model the run did not use has none)."""
+    weights fingerprint; a model the run did not use has none); ``spend_plan``: the rows of
+    the spend plan (:func:`isqaflow.spend.plan`), recorded per stage beside what was spent."""
+    usage = gather_usage(results_dir, config.get("models", {}))
     manifest = {
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "workflow": git_state(workflow_dir),
@@ -181,10 +207,11 @@ def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict
              if (Path(path) / "training_settings.json").exists() else None}
             for name, path in adapters.items()
         ],
-        "model_usage": gather_usage(results_dir, config.get("models", {})),
+        "model_usage": usage,
         # the judges' known-answer control results, compared by the next run (isqaflow.report.canaries)
         "canaries": gather_canaries(results_dir),
         "gpu_plan": gpu_plan_record(config),
+        "spend_plan": spend_record(spend_plan, usage),
         "packages": package_versions(),
         "config": config,
     }
