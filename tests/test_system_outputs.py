@@ -66,8 +66,46 @@ def test_bad_records_name_file_line_and_id(tmp_path, rows, message):
 def test_not_utf8_names_the_line(tmp_path):
     path = tmp_path / "out.jsonl"
     path.write_bytes(b'{"paper_id": "p1", "summary": "ok"}\n{"paper_id": "p2", "summary": "caf\xe9"}\n')
-    with pytest.raises(OutputFileError, match=r"out.jsonl, line 2, id 'p2': not UTF-8 \(byte 0xe9 at column 35\)"):
+    with pytest.raises(OutputFileError, match=r"out.jsonl, line 2, record 'p2': not UTF-8: byte\(s\) e9 at column 35"):
         read_system_outputs(path, "isqa", PAPERS)
+
+
+def test_read_as_every_input_is_a_bom_is_dropped(tmp_path):
+    """Editors and spreadsheet programs save UTF-8 with a byte-order mark: every other input
+    accepts it (isqaflow.io); the system-outputs reader rejected it as invalid JSON."""
+    jsonl = tmp_path / "out.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + b'{"paper_id": "p1", "summary": "S."}\n{"paper_id": "p2", "summary": "T."}\n')
+    out = read_system_outputs(jsonl, "isqa", PAPERS)
+    assert out.format == "jsonl" and out.outputs == {"p1": "S.", "p2": "T."} and out.lines == {"p1": 1, "p2": 2}
+    listed = tmp_path / "model_outputs.json"
+    listed.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"instruction": "a", "output": "b"}]).encode())
+    out = read_system_outputs(listed, "drfr", [Item("i1", "i1", ("a",))])
+    assert out.format == "alpaca_eval" and out.outputs == {"i1": "b"}
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\u2029", "\u0085"])
+def test_lines_split_at_newline_only(tmp_path, separator):
+    """Valid JSON may hold U+2028/U+2029/U+0085 unescaped inside a string;
+    str.splitlines split the record there, so it was "not valid JSON" and every later line
+    number was off by one."""
+    path = tmp_path / "out.jsonl"
+    rows = [{"paper_id": "p1", "summary": f"First{separator}part."}, {"paper_id": "p2", "summary": "T."},
+            {"paper_id": "p9", "summary": "U."}]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    with pytest.raises(OutputFileError) as err:
+        read_system_outputs(path, "isqa", PAPERS)
+    assert len(err.value.problems) == 1 and "line 3, id 'p9': not in the dataset" in err.value.problems[0]
+    out = read_system_outputs(path, "isqa", [*PAPERS, Item("p9", "p9", ("Nine",))])
+    assert out.outputs["p1"] == f"First{separator}part." and out.lines == {"p1": 1, "p2": 2, "p9": 3}
+
+
+def test_a_key_twice_in_a_record_is_refused(tmp_path):
+    """The one reader's strictness applies here too: JSON keeps the last of two equal keys."""
+    path = tmp_path / "out.jsonl"
+    path.write_text('{"paper_id": "p1", "summary": "S.", "summary": "T."}\n', encoding="utf-8")
+    with pytest.raises(OutputFileError, match=r"out.jsonl, line 1, field 'summary': key 'summary' "
+                                              r"occurs twice"):
+        read_system_outputs(path, "isqa", PAPERS, coverage="partial")
 
 
 def test_not_json_names_the_line(tmp_path):

@@ -41,6 +41,7 @@ from typing import Any
 from isqaflow.data.download import file_digest
 from isqaflow.data.ragqa_files import domain_of_file, process_response
 from isqaflow.data.unmatched import TEXT_FORMATS, explain_id, explain_text, file_key
+from isqaflow.io import BOM, RecordError, decode, loads, split_lines, utf8_problems
 from isqaflow.runtime import NamedError
 
 FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
@@ -56,6 +57,8 @@ TEXT_FIELDS = {
     "drfr": ("response", "output", "answer", "text"),
     "isqa": ("summary", "output", "text"),
 }
+# Every id key of the formats, to name the record of a line that is not UTF-8.
+ID_KEYS = ("id", "query_id", "qid", "instruction_id", "paper_id", "uid", "question_id")
 MAX_PROBLEMS = 20  # listed in one error; the count says how many there were
 MISSING_SHOWN = 5
 
@@ -114,32 +117,28 @@ def normalize_text(text: str) -> str:
 
 
 def _decode(path: str, data: bytes, problems: list[str]) -> str | None:
-    """The file as text, or None with one problem per line that is not UTF-8."""
+    """The file as text (read as every input is: :func:`isqaflow.io.decode`), or None with one
+    problem per line that is not UTF-8."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        return decode(path, data)
+    except RecordError:
         pass
-    for line_no, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            problems.append(f"{path}, line {line_no}{_id_of(raw)}: not UTF-8 (byte 0x{raw[err.start]:02x} at "
-                            f"column {err.start + 1})")
+    lines = data.split(b"\n")
+    for line_no, err in utf8_problems(path, data):
+        ident = _id_of(lines[line_no - 1])
+        problems.append(str(RecordError(path, err.message, record=ident, line=line_no)))
     return None
 
 
-def _id_of(raw: bytes) -> str:
-    """", id '...'" of a line that is not UTF-8, when the rest of it reads as a record with an id."""
+def _id_of(raw: bytes) -> Any:
+    """The id of a line that is not UTF-8, when the rest of it reads as a record with an id."""
     try:
-        obj = json.loads(raw.decode("utf-8", errors="replace"))
+        obj = json.loads(raw.decode("utf-8", errors="replace").removeprefix(BOM))
     except json.JSONDecodeError:
-        return ""
+        return None
     if not isinstance(obj, dict):
-        return ""
-    for key in ("id", "query_id", "qid", "instruction_id", "paper_id", "uid", "question_id"):
-        if key in obj:
-            return f", id {obj[key]!r}"
-    return ""
+        return None
+    return next((obj[key] for key in ID_KEYS if key in obj), None)
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -148,38 +147,37 @@ def _line_of(text: str, pos: int) -> int:
 
 def _json_lines(path: str, text: str, problems: list[str]) -> list[tuple[int, Any]]:
     records = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in split_lines(text):
         if not line.strip():
             continue
         try:
-            records.append((line_no, json.loads(line)))
-        except json.JSONDecodeError as err:
-            problems.append(f"{path}, line {line_no}: not valid JSON ({err.msg}, column {err.colno})")
+            records.append((line_no, loads(path, line, line_no)))
+        except RecordError as err:
+            problems.append(str(err))
     return records
 
 
 def _json_array(path: str, text: str, problems: list[str]) -> list[tuple[int, Any]]:
     """The elements of a JSON list, each with the line it starts on."""
-    decoder = json.JSONDecoder()
     try:
-        json.loads(text)
-    except json.JSONDecodeError as err:
-        problems.append(f"{path}, line {err.lineno}: not valid JSON ({err.msg}, column {err.colno})")
+        data = loads(path, text)
+    except RecordError as err:
+        problems.append(str(err))
         return []
     pos = len(text) - len(text.lstrip())
-    if not text[pos:pos + 1] == "[":
+    if not isinstance(data, list):
         problems.append(f"{path}, line {_line_of(text, pos)}: expected a JSON list of records")
         return []
+    decoder = json.JSONDecoder()
     pos += 1
     records = []
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
+    for element in data:
+        while text[pos] in " \t\r\n,":
             pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            return records
-        obj, end = decoder.raw_decode(text, pos)
-        records.append((_line_of(text, pos), obj))
+        end = decoder.raw_decode(text, pos)[1]
+        records.append((_line_of(text, pos), element))
         pos = end
+    return records
 
 
 def detect_format(path: str, text: str) -> str:
@@ -194,9 +192,9 @@ def detect_format(path: str, text: str) -> str:
             return "alpaca_eval"
         if isinstance(first, dict) and {"query", "pred"} <= set(first):
             return "ragqa_arena"
-        raise OutputFileError(path, [f"{path}, line 1: a JSON list whose records are neither AlpacaEval's "
-                                     "{instruction, output} nor RAG-QA Arena's {query, pred}; set format:"])
-    first_line = next((line for line in text.splitlines() if line.strip()), "")
+        raise OutputFileError(path, [(f"{path}, line 1: a JSON list whose records are neither AlpacaEval's "
+                                     "{instruction, output} nor RAG-QA Arena's {query, pred}; set format:")])
+    first_line = next((line for _, line in split_lines(text) if line.strip()), "")
     try:
         first = json.loads(first_line)
     except json.JSONDecodeError:
