@@ -209,7 +209,7 @@ def test_a_qa_training_example_twice(tmp_path, across_files):
         (tmp_path / "a.json").write_text(json.dumps(data))
         bad = tmp_path / "b.json"
         bad.write_text(json.dumps(data[:1]))
-        run = lambda path, out: convert.write_qa_examples([tmp_path / "a.json", path], out)  # noqa: E731
+        run = lambda path, out: convert.write_qa_examples([tmp_path / "a.json", path], out)
         err = fails(tmp_path, run, bad, record=first, field="_id", match="example id .* occurs twice")
         assert "a.json" in str(err)
     else:
@@ -340,6 +340,80 @@ def test_a_dev_example_that_is_also_a_training_example(tmp_path):
     leaked = json.loads(HOTPOT.read_text())[5]
     bad = tmp_path / "hotpot_dev.json"
     bad.write_text(json.dumps([*json.loads(dev_raw.read_text()), leaked]))
-    run = lambda path, out: convert.write_qa_examples([path], out, held_out_from=[train])  # noqa: E731
+    run = lambda path, out: convert.write_qa_examples([path], out, held_out_from=[train])
     err = fails(tmp_path, run, bad, record=leaked["_id"], field="_id", match="occurs twice")
     assert f"{train}, line 6" in str(err)
+
+
+# --------------------------------------------------------------- CSV through the one reader
+def _human_rows():
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(HUMAN.read_text(encoding="utf-8"))))
+    return rows[0], rows[1:]
+
+
+def _write_csv(path, rows):
+    import csv
+    import io
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return path
+
+
+def test_human_labels_a_row_with_an_extra_cell_names_file_and_line(tmp_path):
+    """A CSV parser error (pandas: "Error tokenizing data. C error: Expected 10 fields in line
+    3, saw 11", no file) is a RecordError naming the file and the line."""
+    header, rows = _human_rows()
+    bad = _write_csv(tmp_path / "human.csv", [header, rows[0], [*rows[1], "extra"]])
+    with pytest.raises(RecordError, match="11 cells in a row under a header of 10 columns") as info:
+        read_human_labels(bad)
+    assert (info.value.file, info.value.line) == (str(bad), 3)
+
+
+def test_human_labels_a_stray_quote_names_file_and_line(tmp_path):
+    header, rows = _human_rows()
+    bad = _write_csv(tmp_path / "human.csv", [header, rows[0]])
+    with bad.open("a", encoding="utf-8") as handle:
+        handle.write('p99,fiqa,1,"q"x,a,b,c,d,a1,Better\n')
+    with pytest.raises(RecordError, match="not valid CSV") as info:
+        read_human_labels(bad)
+    assert (info.value.file, info.value.line) == (str(bad), 3)
+
+
+def test_human_labels_lines_counted_through_multiline_cells(tmp_path):
+    """A quoted answer over two lines: the next record's line is its line in the file
+    (main counted one line per record)."""
+    header, rows = _human_rows()
+    first = list(rows[0])
+    first[header.index("answer_1")] = "Line one.\nLine two."
+    second = [c if i != header.index("rating") else "great" for i, c in enumerate(rows[1])]
+    second[header.index("answer_1")] = first[header.index("answer_1")]
+    bad = _write_csv(tmp_path / "human.csv", [header, first, second])
+    with pytest.raises(RecordError, match="unknown human rating 'great'") as info:
+        read_human_labels(bad)
+    assert info.value.line == 4 and info.value.field == "rating"
+
+
+def test_human_labels_a_bom_and_u2028_in_a_cell(tmp_path):
+    header, rows = _human_rows()
+    first = list(rows[0])
+    first[header.index("answer_2")] += "\u2028More."
+    path = _write_csv(tmp_path / "human.csv", [header, first])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    labels = read_human_labels(path)
+    assert list(labels.columns[:10]) == header and labels["answer_2"].iloc[0].endswith("\u2028More.")
+
+
+def test_the_same_human_comparison_under_two_pair_ids(tmp_path):
+    """Its ratings would count twice in the agreement: refused, naming both pairs and lines."""
+    header, rows = _human_rows()
+    first_pair = [r for r in rows if r[0] == rows[0][0]]
+    again = [["p-again", *r[1:]] for r in first_pair]
+    bad = _write_csv(tmp_path / "human.csv", [header, *first_pair, *again])
+    with pytest.raises(RecordError, match=f"the same comparison as pair '{rows[0][0]}' \\(line 2") as info:
+        read_human_labels(bad)
+    assert (info.value.record, info.value.field, info.value.line) == ("p-again", "pair_id", len(first_pair) + 2)

@@ -17,7 +17,7 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import RecordError, read_text
+from isqaflow.io import RecordError, read_csv
 
 MERGED_RATINGS = {
     "better": 1,
@@ -47,22 +47,22 @@ def merge_rating(label: str) -> int:
 def read_human_labels(path) -> pd.DataFrame:
     """Human pairwise preferences, one row per (pair, annotator), checked.
 
-    A missing column, an unknown rating, an empty pair id, a pair rated twice by one
-    annotator, or a pair whose rows disagree on what was compared (domain, query,
-    systems, answers) raises :class:`~isqaflow.io.RecordError` naming the file, the line
-    (the header is line 1, one line per record), the pair and the field; so do bytes
-    that are not UTF-8.
+    Read as every CSV input is (:func:`isqaflow.io.read_csv`: UTF-8, a byte-order mark
+    dropped, lines split at ``\\n``, a parser error named by its line).  A missing column, an
+    unknown rating, an empty pair id, a pair rated twice by one annotator, a pair whose rows
+    disagree on what was compared (domain, query, systems, answers), and the same comparison
+    (domain, query id, the two systems and their answers, in the same order) under two pair
+    ids (its ratings would count twice) raise :class:`~isqaflow.io.RecordError` naming
+    the file, the line (the header is line 1; a quoted cell may span lines), the pair and
+    the field.
     """
-    import io
-
-    df = pd.read_csv(io.StringIO(read_text(path)), dtype=str, keep_default_na=False)
-    missing = [c for c in HUMAN_COLUMNS if c not in df.columns]
-    if missing:
-        raise RecordError(path, f"missing column(s) {missing}")
-    first: dict[str, int] = {}
+    _, rows = read_csv(path, HUMAN_COLUMNS)
+    records: list[dict[str, str]] = []
+    first: dict[str, tuple[int, dict[str, str]]] = {}  # pair id -> its first row
     rated: dict[tuple[str, str], int] = {}
-    for i, row in df.iterrows():
-        line, pair = int(i) + 2, row["pair_id"].strip()
+    compared: dict[tuple[str, ...], tuple[str, int]] = {}  # what a pair compares -> (pair id, line)
+    for line, row in rows:
+        pair = row["pair_id"].strip()
         if not pair:
             raise RecordError(path, "empty pair id", field="pair_id", line=line)
         try:
@@ -75,14 +75,30 @@ def read_human_labels(path) -> pd.DataFrame:
                               record=pair, field="annotator", line=line)
         rated[key] = line
         if pair in first:
-            earlier = df.loc[first[pair]]
+            first_line, earlier = first[pair]
             for column in PAIR_COLUMNS:
                 if row[column] != earlier[column]:
                     raise RecordError(path, f"the pair's rows disagree on {column} (first on line "
-                                            f"{first[pair] + 2})", record=pair, field=column, line=line)
+                                            f"{first_line})", record=pair, field=column, line=line)
         else:
-            first[pair] = int(i)
-    return df
+            first[pair] = (line, row)
+            comparison = _comparison(row)
+            if comparison in compared:
+                other, other_line = compared[comparison]
+                raise RecordError(path, f"the same comparison as pair {other!r} (line {other_line}: the same "
+                                        "domain, qid, systems and answers) under another pair id: its "
+                                        "ratings would count twice", record=pair, field="pair_id", line=line)
+            compared[comparison] = (pair, line)
+        records.append(row)
+    return pd.DataFrame(records, columns=list(dict.fromkeys([*HUMAN_COLUMNS, *(records[0] if records else [])])),
+                        dtype=str)
+
+
+def _comparison(row: dict[str, str]) -> tuple[str, ...]:
+    """What a row compares, spaces collapsed (the same answers shown in the other order are
+    another presentation, a position-bias design: not refused)."""
+    return tuple(" ".join(row[column].split()) for column in ("domain", "qid", "system_1", "answer_1",
+                                                                 "system_2", "answer_2"))
 
 
 def majority_vote(values: Sequence[int]) -> int:
