@@ -142,7 +142,7 @@ def test_a_converted_model_is_made_by_the_run_but_only_into_resources_models(tmp
 def api_judge(env: str | None = None, base_url: str | None = None):
     def change(c):
         c["models"]["gpt4"] = {"backend": "openai", "model": "gpt-4-0314", "base_url": base_url}
-        if env:
+        if env is not None:
             c["models"]["gpt4"]["api_key_env"] = env
         c["drfr"]["judges"]["gpt4"] = {"model": "gpt4", "mode": "text"}
     return change
@@ -239,3 +239,70 @@ def test_an_arena_run_answers_from_a_retrieved_depth():
     problems = problems_of(lambda c: c["arena"]["runs"][0].update(k=20))
     assert [p.path for p in problems] == ["arena.runs[0].k"]
     assert "20 is not one of arena.k (5, 10)" in problems[0].message
+
+
+# --------------------------------------------- api_key_env: one definition, no secret echoed
+# Realistic shapes (made up): OpenAI's legacy and project keys, a service-account key,
+# Anthropic's, a Hugging Face token.
+PASTED_KEYS = ["sk-abc123def456ghi789jkl012mno345pqr678stu901vwx2",
+               "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3dEf6hI-j9kLm2nOp5qRs8tUv1wXy4z",
+               "sk-svcacct-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp",
+               "sk-ant-api03-Qw3rTy6uIo9pAs2dFg5hJk8lZx1cVb4nM7-Qw3rTy6uIo9pAAA",
+               "hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"]
+
+
+@pytest.mark.parametrize("key", PASTED_KEYS)
+def test_a_key_pasted_as_api_key_env_is_refused_and_never_printed(key, capsys):
+    """The check used to print "the environment variable sk-proj-... that holds its key is not
+    set": the key itself, in the terminal and the log."""
+    problems = problems_of(api_judge(key), environ=KEY)
+    assert [p.path for p in problems] == ["models.gpt4.api_key_env"]
+    assert "looks like an API key" in problems[0].message and "NAME of the environment variable" in problems[0].message
+    printed = format_problems(problems)
+    secret = key.split("-")[-1] if key.startswith("sk-") else key[3:]
+    assert key not in printed and secret not in printed and secret[:12] not in printed
+    # a model the run does not use, too (the key would sit in the config copy of the manifest)
+    def unused(c):
+        c["models"]["spare"] = {"backend": "openai", "model": "gpt-4o", "api_key_env": key}
+    assert [p.path for p in problems_of(unused, environ=KEY)] == ["models.spare.api_key_env"]
+
+
+@pytest.mark.parametrize("key", PASTED_KEYS)
+def test_every_config_check_message_masks_a_key_wherever_it_was_pasted(key, capsys):
+    """One masking function for every message: a key pasted as a model name, a judge's model,
+    a dataset name is quoted by the reference checks; format_problems masks it."""
+    def pasted(c):
+        c["arena"]["judges"]["local"]["model"] = key
+        c["isqa"]["datasets"] = [key]
+    problems = problems_of(pasted)
+    assert problems and any(key in p.message for p in problems)  # the raw problems quote it ...
+    printed = format_problems(problems)
+    assert key not in printed and key[3:15] not in printed  # ... the printed text never does
+    assert key[:3] in printed and "***" in printed
+
+
+def test_an_empty_api_key_env_is_one_problem_for_the_check_and_the_job():
+    """The check read an empty api_key_env as OPENAI_API_KEY (and passed when it was set); the job
+    looked up the variable "" (and, with a base_url, sent no key at all)."""
+    from isqaflow.models.registry import build_model
+
+    problems = problems_of(api_judge(""), environ=KEY)
+    assert [p.path for p in problems] == ["models.gpt4.api_key_env"]
+    assert "'' is not an environment variable's name" in problems[0].message
+    spec = {"backend": "openai", "model": "gpt-4o", "base_url": "http://127.0.0.1:9/v1", "api_key_env": ""}
+    with pytest.raises(ValueError, match="model judge: api_key_env '' is not an environment variable's name"):
+        build_model(spec, name="judge")
+    for name in (" ", "MY KEY", "1KEY"):
+        assert [p.path for p in problems_of(api_judge(name), environ=KEY)] == ["models.gpt4.api_key_env"]
+    assert problems_of(api_judge("MY_JUDGE_KEY_2"), environ={"MY_JUDGE_KEY_2": "x"}) == []
+
+
+def test_the_masking_leaves_names_paths_and_digests_alone():
+    from isqaflow.settings import mask_secrets
+
+    text = ("models.gpt4.api_key_env OPENAI_API_KEY resources/models/smollm2-135m-instruct task-force "
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 "
+            "HuggingFaceTB/SmolLM2-135M-Instruct 0123456789abcdef0123456789abcdef01234567")
+    assert mask_secrets(text) == text
+    assert mask_secrets("Bearer AbC123xyz789QQQ") == "Bearer ***"
+    assert mask_secrets("token ghp_16C7e42F292c6912E7710c838347Ae178B4a") == "token ghp_***"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from isqaflow.settings import api_key_variable
+
 
 def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
     """Problems of the config's API models, one listing per endpoint (the workflow's onstart, on the
@@ -20,7 +22,7 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
         check = entry.get("check_model")
         if not (check if check is not None else entry.get("base_url") is None):
             continue
-        by_endpoint.setdefault((entry.get("base_url"), entry.get("api_key_env") or "OPENAI_API_KEY"), []).append(
+        by_endpoint.setdefault((entry.get("base_url"), api_key_variable(entry)), []).append(
             (key, entry["model"]))
     problems = []
     for (base_url, key_env), entries in sorted(by_endpoint.items(), key=str):
