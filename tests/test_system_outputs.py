@@ -55,7 +55,7 @@ def test_an_id_of_two_domains_needs_its_domain(tmp_path):
      r"out.jsonl, line 2, id 'p2': no text field"),
     ([{"paper_id": "p1", "summary": "S."}, {"summary": "T."}], r"out.jsonl, line 2: no id field"),
     ([{"paper_id": "p1", "summary": "S."}, {"paper_id": "p2", "summary": 3}],
-     r"line 2, id 'p2': the output is int, not text"),
+     r"line 2, id 'p2', field 'summary': the output is int 3, not text"),
     ([{"paper_id": "p1", "summary": "S."}, ["p2", "T."]], r"line 2: expected a JSON object, got list"),
 ])
 def test_bad_records_name_file_line_and_id(tmp_path, rows, message):
@@ -200,3 +200,44 @@ def test_detection_is_refused_when_unclear(tmp_path):
     assert detect_format("f", '[{"query": "a", "pred": "b"}]') == "ragqa_arena"
     with pytest.raises(OutputFileError, match="set format:"):
         detect_format("f", '[{"id": "p1", "summary": "s"}]')
+
+
+@pytest.mark.parametrize(("record", "message"), [
+    # v0.1: choices a mapping, turns a mapping (main: a bare KeyError 0)
+    ({"question_id": "p1", "choices": {"turns": [{"content": "x"}]}},
+     r"line 1, id 'p1', field 'choices': expected a list of choices, got dict"),
+    ({"question_id": "p1", "choices": [{"turns": {"content": "x"}}]},
+     r"line 1, id 'p1', field 'choices\[0\].turns': expected a list of turns, got dict"),
+    ({"question_id": "p1", "choices": [{"turns": [{"text": "x"}]}]},
+     r"line 1, id 'p1', field 'choices\[0\].turns\[0\].content': the output is nothing, not text"),
+    # v2: messages not a list, no assistant message, content without answer (main: "the output
+    # is NoneType, not text", no field)
+    ({"uid": "p1", "messages": {"role": "assistant", "content": "x"}},
+     r"line 1, id 'p1', field 'messages': expected a list of messages, got dict"),
+    ({"uid": "p1", "messages": [{"role": "user", "content": "q"}]},
+     r"line 1, id 'p1', field 'messages': no message with role 'assistant'"),
+    ({"uid": "p1", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": {"text": "x"}}]},
+     r"line 1, id 'p1', field 'messages\[1\].content.answer': an object without 'answer'"),
+    ({"uid": ["p1"], "messages": [{"role": "assistant", "content": "x"}]},
+     r"line 1, field 'uid': an id is a string or an integer, got list"),
+])
+def test_arena_hard_structure_is_checked_naming_the_field(tmp_path, record, message):
+    path = _jsonl(tmp_path, [record], name="model.jsonl")
+    with pytest.raises(OutputFileError, match=message):
+        read_system_outputs(path, "isqa", PAPERS, fmt="arena_hard", coverage="partial")
+
+
+@pytest.mark.parametrize(("fmt", "rows", "message"), [
+    ("jsonl", [{"paper_id": {"a": 1}, "summary": "x"}], r"line 1, field 'paper_id': an id is a string or an integer"),
+    ("jsonl", [{"paper_id": "p1", "summary": None}], r"line 1, id 'p1', field 'summary': the output is nothing"),
+    ("alpaca_eval", [{"instruction": "Paper One", "output": ["x"]}],
+     r"line 1, instruction 'Paper One', field 'output': the output is list"),
+])
+def test_a_wrong_shape_names_the_field(tmp_path, fmt, rows, message):
+    if fmt == "jsonl":
+        path = _jsonl(tmp_path, rows)
+    else:
+        path = tmp_path / "model_outputs.json"
+        path.write_text(json.dumps(rows), encoding="utf-8")
+    with pytest.raises(OutputFileError, match=message):
+        read_system_outputs(path, "isqa", PAPERS, fmt=fmt, coverage="partial")

@@ -204,19 +204,57 @@ def detect_format(path: str, text: str) -> str:
     return "jsonl"
 
 
-def _arena_hard_record(obj: dict) -> tuple[Any, Any, str | None]:
-    """(id, text, generator) of an arena-hard answer (v2 ``uid``/``messages``; v0.1 ``question_id``/``choices``)."""
+def _arena_hard_record(obj: dict) -> tuple[Any, str, Any, str | None, str | None]:
+    """(id, id field, text, text field, generator) of an arena-hard answer (v2 ``uid`` /
+    ``messages``; v0.1 ``question_id`` / ``choices``).  The structure is checked on the way:
+    where it is not what arena-hard-auto writes, ``text`` is a :class:`_Shape` naming the
+    field and what was found there."""
     if "uid" in obj:
-        text = None
-        for message in obj.get("messages") or []:
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                content = message.get("content")
-                text = content.get("answer") if isinstance(content, dict) else content
-        return obj["uid"], text, obj.get("model")
-    choices = obj.get("choices") or [{}]
-    turns = choices[0].get("turns") if isinstance(choices[0], dict) else None
-    text = turns[0].get("content") if turns and isinstance(turns[0], dict) else None
-    return obj.get("question_id"), text, obj.get("model_id")
+        messages = obj.get("messages")
+        if not isinstance(messages, list):
+            return obj["uid"], "uid", _Shape(f"expected a list of messages, got {_kind(messages)}"), "messages", \
+                obj.get("model")
+        text: Any = _Shape("no message with role 'assistant'")
+        field = "messages"
+        for i, message in enumerate(messages):
+            if not isinstance(message, dict):
+                return obj["uid"], "uid", _Shape(f"expected a message object, got {_kind(message)}"), \
+                    f"messages[{i}]", obj.get("model")
+            if message.get("role") == "assistant":
+                content, field = message.get("content"), f"messages[{i}].content"
+                if isinstance(content, dict):
+                    content, field = content.get("answer", _Shape("an object without 'answer'")), f"{field}.answer"
+                text = content
+        return obj["uid"], "uid", text, field, obj.get("model")
+    ident = obj.get("question_id")
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return ident, "question_id", _Shape(f"expected a list of choices, got {_kind(choices)}"), "choices", \
+            obj.get("model_id")
+    if not isinstance(choices[0], dict):
+        return ident, "question_id", _Shape(f"expected a choice object, got {_kind(choices[0])}"), "choices[0]", \
+            obj.get("model_id")
+    turns = choices[0].get("turns")
+    if not isinstance(turns, list) or not turns:
+        return ident, "question_id", _Shape(f"expected a list of turns, got {_kind(turns)}"), "choices[0].turns", \
+            obj.get("model_id")
+    if not isinstance(turns[0], dict):
+        return ident, "question_id", _Shape(f"expected a turn object, got {_kind(turns[0])}"), \
+            "choices[0].turns[0]", obj.get("model_id")
+    return ident, "question_id", turns[0].get("content"), "choices[0].turns[0].content", obj.get("model_id")
+
+
+class _Shape(str):
+    """What a format adapter found where the structure differs (a message, not an output)."""
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else f"{type(value).__name__} {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, items: Sequence[Item],
@@ -296,7 +334,7 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                 continue
             candidates = by_id.get(str(ident), [])
         elif fmt == "arena_hard":
-            ident, value, generator = _arena_hard_record(obj)
+            ident, id_key, value, text_key, generator = _arena_hard_record(obj)
             if ident is None:
                 problems.append(f"{where}: no uid or question_id")
                 continue
@@ -316,6 +354,9 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                 continue
             candidates = by_text.get(normalize_text(ident), [])
         label = f"id {ident!r}" if fmt in ("jsonl", "arena_hard") else f"{id_key} {str(ident)[:60]!r}"
+        if fmt in ("jsonl", "arena_hard") and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
+            problems.append(f"{where}, field {id_key!r}: an id is a string or an integer, got {_kind(ident)}")
+            continue
         if domain is not None:
             candidates = [c for c in candidates if c.domain == domain]
         elif len(candidates) > 1 and hint is not None:  # the domain of a per-domain file
@@ -333,8 +374,11 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
             problems.append(f"{where}, {label}: ambiguous, matches {[c.key for c in candidates]}; add a 'domain'")
             continue
         item = candidates[0]
+        if isinstance(value, _Shape):
+            problems.append(f"{where}, {label}, field {text_key!r}: {value} (not arena-hard-auto's answer file?)")
+            continue
         if not isinstance(value, str):
-            problems.append(f"{where}, {label}: the output is {type(value).__name__}, not text")
+            problems.append(f"{where}, {label}, field {text_key!r}: the output is {_kind(value)}, not text")
             continue
         if not value.strip():
             problems.append(f"{where}, {label}: empty output")
