@@ -202,7 +202,8 @@ def test_an_adapter_belongs_to_its_base_model_and_to_a_local_model():
         api_judge("K")(c)
         c["arena"]["answerers"]["smollm2"].update(model="gpt4", adapter="smollm2-hotpotqa")
     paths = [p.path for p in problems_of(api_with_adapter, environ={"K": "x"})]
-    assert paths == ["arena.answerers.smollm2.adapter"]
+    # (and the answerer smollm2 is now another system than the responder smollm2: one name, two rows)
+    assert paths == ["arena.answerers.smollm2.adapter", "drfr.responders.smollm2"]
 
     def api_base(c):
         api_judge("K")(c)
@@ -306,3 +307,38 @@ def test_the_masking_leaves_names_paths_and_digests_alone():
     assert mask_secrets(text) == text
     assert mask_secrets("Bearer AbC123xyz789QQQ") == "Bearer ***"
     assert mask_secrets("token ghp_16C7e42F292c6912E7710c838347Ae178B4a") == "token ghp_***"
+
+
+# ------------------------------------------------------------------ system names
+@pytest.mark.parametrize("name", ["lfrqa", "abstract", "LFRQA"])
+@pytest.mark.parametrize("section", [("arena", "answerers"), ("drfr", "responders"), ("isqa", "file_summaries")])
+def test_a_system_may_not_take_a_reference_players_name(name, section):
+    """An answerer named lfrqa would merge its battles and ratings with LFRQA's reference answers
+    (a file summarizer named abstract with the abstracts of the summaries' arena)."""
+    def change(c):
+        entries = c[section[0]][section[1]]
+        entries[name] = entries.pop("handwritten")
+        if section == ("isqa", "file_summaries"):
+            c["isqa"]["judged_systems"] = [s for s in c["isqa"]["judged_systems"] if s != "handwritten"]
+    problems = problems_of(change)
+    assert [p.path for p in problems] == [f"{section[0]}.{section[1]}.{name}"]
+    assert "the arena's player for" in problems[0].message and "another name" in problems[0].message
+
+
+def test_one_name_in_two_suites_must_be_one_system():
+    """Its numbers share one leaderboard row: a model in one suite and a file (or another
+    model) in another under the same name is refused; the same model in both is one system."""
+    def model_and_file(c):
+        c["arena"]["answerers"]["smollm2-feedback"] = {"file": "data/embedded/systems/answers-handwritten.jsonl"}
+    problems = problems_of(model_and_file)
+    assert [p.path for p in problems] == ["drfr.responders.smollm2-feedback"]
+    assert "also a system read from a file in arena.answerers.smollm2-feedback" in problems[0].message
+    assert "model 'resources/models/smollm2-135m-instruct' with adapter 'smollm2-hotpotqa'" in problems[0].message
+
+    def other_adapter(c):
+        c["arena"]["answerers"]["smollm2-feedback"] = {"model": "smollm2", "cot": True}
+    assert [p.path for p in problems_of(other_adapter)] == ["drfr.responders.smollm2-feedback"]
+
+    def same_model(c):
+        c["arena"]["answerers"]["smollm2-feedback"] = {"model": "smollm2", "cot": True, "adapter": "smollm2-hotpotqa"}
+    assert problems_of(same_model) == []

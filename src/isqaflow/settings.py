@@ -11,6 +11,12 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
+#: The arena's players that are not systems (isqaflow.arena.players, the leaderboard): LFRQA's
+#: long-form reference answer of a query, and a paper's own abstract (the reference of the
+#: summaries' arena).  No system may take their names (the config check refuses it).
+REFERENCE_PLAYER = "lfrqa"
+ABSTRACT_PLAYER = "abstract"
+
 #: The environment variable of an API model's key when its entry has no ``api_key_env``.
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

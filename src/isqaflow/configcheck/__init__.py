@@ -29,6 +29,8 @@ Checked:
   ``max_papers``, retriever options their backend reads;
 * every system read from a file (``file:``) names a readable file (:mod:`.systems`): the
   config key, the path as written and the path it resolved to;
+* system names (:mod:`.systems`): none takes the name of the arena's reference player or
+  the abstract, and one name in several suites is one system (its leaderboard row);
 * every local model the run uses exists, or is made by a rule of this run (a
   ``convert:`` entry, which writes ``resources/models/<name>``);
 * every API model the run uses (``backend: openai`` without ``base_url`` or ``serve``)
@@ -62,15 +64,15 @@ from isqaflow.configcheck.sections import (
     check_isqa,
     check_models,
 )
-from isqaflow.configcheck.systems import check_system_files
+from isqaflow.configcheck.systems import check_system_files, check_system_names
 from isqaflow.settings import mask_secrets
 
 __all__ = ["ConfigProblem", "check_config", "exit_on_problems", "format_problems"]
 
 ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
-SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_system_files, check_samples,
-            check_models)
+SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_system_files,
+            check_system_names, check_samples, check_models)
 
 
 def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",

@@ -19,16 +19,58 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.configcheck.references import References
-from isqaflow.settings import reads_file
+from isqaflow.settings import ABSTRACT_PLAYER, REFERENCE_PLAYER, reads_file
+
+#: The suites' system sections whose names are rows of the leaderboard.
+SYSTEM_SECTIONS = (("arena", "answerers"), ("drfr", "responders"), ("isqa", "file_summaries"))
 
 
 def system_entries(config: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(config path, entry) of every system read from a file, in the three suites."""
-    for section, key in (("arena", "answerers"), ("drfr", "responders"), ("isqa", "file_summaries")):
+    for section, key in SYSTEM_SECTIONS:
         entries = (config.get(section) or {}).get(key) or {}
         for name, entry in entries.items():
             if isinstance(entry, Mapping) and reads_file(entry):
                 yield f"{section}.{key}.{name}", entry
+
+
+def check_system_names(refs: References) -> None:
+    """A system's name is its row in the leaderboard and its player in the arena's ratings:
+
+    * not the name of a player that is no system (LFRQA's reference, the abstract): its
+      battles and ratings would merge with the reference's;
+    * one name in several suites is one system: the same model (and adapter) in each, or
+      a file in each -- not a model in one suite and another model, or a file, in another
+      (their numbers would share one leaderboard row).
+    """
+    reserved = {REFERENCE_PLAYER: "LFRQA's reference answers in the arena",
+                ABSTRACT_PLAYER: "the papers' abstracts in the summaries' arena"}
+    seen: dict[str, tuple[str, tuple[Any, ...]]] = {}  # name -> (its first config path, what it is)
+    for section, key in SYSTEM_SECTIONS:
+        for name, entry in ((refs.config.get(section) or {}).get(key) or {}).items():
+            path = f"{section}.{key}.{name}"
+            if str(name).lower() in reserved:
+                refs.problem(path, f"the name {name!r} is the arena's player for {reserved[str(name).lower()]}; "
+                                   "give this system another name")
+                continue
+            if not isinstance(entry, Mapping) or not (reads_file(entry) or key == "file_summaries"
+                                                      or str(entry.get("model")) in refs.section("models")):
+                continue  # a wrong model name is reported by its section
+            # a model by its checkpoint: two entries of one checkpoint (say, batch sizes) are one system
+            what = ("file",) if reads_file(entry) or key == "file_summaries" else \
+                ("model", refs.section("models")[str(entry["model"])].get("model"), entry.get("adapter"))
+            if name in seen and seen[name][1] != what:
+                first, other = seen[name]
+                refs.problem(path, f"{name!r} is also {_described(other)} in {first}, and here "
+                                   f"{_described(what)}: one leaderboard row would mix two systems; "
+                                   "give one of them another name")
+            seen.setdefault(name, (path, what))
+
+
+def _described(what: tuple[Any, ...]) -> str:
+    if what[0] == "file":
+        return "a system read from a file"
+    return f"model {what[1]!r}" + (f" with adapter {what[2]!r}" if what[2] else "")
 
 
 GLOB_CHARS = "*?["
