@@ -241,3 +241,19 @@ def test_a_wrong_shape_names_the_field(tmp_path, fmt, rows, message):
         path.write_text(json.dumps(rows), encoding="utf-8")
     with pytest.raises(OutputFileError, match=message):
         read_system_outputs(path, "isqa", PAPERS, fmt=fmt, coverage="partial")
+
+
+def test_an_id_paired_with_another_records_text_is_refused(tmp_path):
+    """A record keyed by id that also carries the query: when the query is another item's, the
+    id and the text disagree (a shifted column, a merge gone wrong): main accepted it."""
+    path = _jsonl(tmp_path, [{"domain": "fiqa", "query_id": "1", "query": "what is an index fund?", "answer": "x"},
+                             {"domain": "fiqa", "query_id": "2", "query": "What is an  index fund?", "answer": "y"}])
+    with pytest.raises(OutputFileError) as err:
+        read_system_outputs(path, "arena", RAG, coverage="partial")
+    assert err.value.problems == [(f"{path}, line 1, id '1', field 'query': this is the text of 'fiqa:2', not of "
+                                  "'fiqa:1': the id and the text disagree (a shifted column?)")]
+    # its own text (spaces collapsed), or a text of no item, is no contradiction
+    ok = _jsonl(tmp_path, [{"domain": "fiqa", "query_id": "1", "query": "Should I pay off my loan?", "answer": "x"},
+                           {"domain": "fiqa", "qid": "2", "question": "what is an  index fund?", "answer": "y"}],
+                name="ok.jsonl")
+    assert read_system_outputs(ok, "arena", RAG, coverage="partial").outputs == {"fiqa:1": "x", "fiqa:2": "y"}

@@ -57,6 +57,8 @@ TEXT_FIELDS = {
     "drfr": ("response", "output", "answer", "text"),
     "isqa": ("summary", "output", "text"),
 }
+# The fields a record may carry its item's own text in (what the item asks): checked against the id.
+ITEM_TEXT_FIELDS = {"arena": ("query", "question"), "drfr": ("instruction",), "isqa": ("title",)}
 # Every id key of the formats, to name the record of a line that is not UTF-8.
 ID_KEYS = ("id", "query_id", "qid", "instruction_id", "paper_id", "uid", "question_id")
 MAX_PROBLEMS = 20  # listed in one error; the count says how many there were
@@ -374,6 +376,11 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
             problems.append(f"{where}, {label}: ambiguous, matches {[c.key for c in candidates]}; add a 'domain'")
             continue
         item = candidates[0]
+        paired = _paired_with_another(obj, suite, item, by_text) if fmt in ("jsonl", "arena_hard") else None
+        if paired:
+            problems.append(f"{where}, {label}, field {paired[0]!r}: this is the text of {paired[1]!r}, not of "
+                            f"{item.key!r}: the id and the text disagree (a shifted column?)")
+            continue
         if isinstance(value, _Shape):
             problems.append(f"{where}, {label}, field {text_key!r}: {value} (not arena-hard-auto's answer file?)")
             continue
@@ -408,6 +415,22 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                          coverage=coverage, n_dataset=len(items), missing=missing,
                          generator=next(iter(generators), None), raw=raw, files=files,
                          processed=process and fmt == "ragqa_arena")
+
+
+def _paired_with_another(obj: dict, suite: str, item: Item, by_text: dict[str, list[Item]]) -> tuple[str, str] | None:
+    """(field, other item's key) when an id-keyed record also carries the item's text (query,
+    instruction, title: ``ITEM_TEXT_FIELDS``) and that text is another item's, not its own."""
+    for field_name in ITEM_TEXT_FIELDS[suite]:
+        text = obj.get(field_name)
+        if not isinstance(text, str) or not text.strip():
+            continue
+        normalized = normalize_text(text)
+        if normalized in {normalize_text(t) for t in item.texts}:
+            return None
+        others = [i for i in by_text.get(normalized, []) if i.key != item.key]
+        if others:
+            return field_name, others[0].key
+    return None
 
 
 def _digest(paths: Sequence[str]) -> str:
