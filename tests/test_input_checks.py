@@ -417,3 +417,78 @@ def test_the_same_human_comparison_under_two_pair_ids(tmp_path):
     with pytest.raises(RecordError, match=f"the same comparison as pair '{rows[0][0]}' \\(line 2") as info:
         read_human_labels(bad)
     assert (info.value.record, info.value.field, info.value.line) == ("p-again", "pair_id", len(first_pair) + 2)
+
+
+# ------------------------------------- human labels checked at conversion, against the queries
+def _embedded_queries():
+    from isqaflow.data.lfrqa import convert_lfrqa
+
+    return [q for f in sorted((EMBEDDED / "lfrqa").glob("annotations_*_with_citation.jsonl"))
+            for q in convert_lfrqa([f], f.name.removeprefix("annotations_").removesuffix("_with_citation.jsonl"))]
+
+
+def test_the_embedded_human_labels_pass_the_conversion_check(tmp_path):
+    from isqaflow.data.human_labels import check_human_labels
+
+    queries = tmp_path / "queries.jsonl"
+    write_jsonl(queries, _embedded_queries())
+    record = check_human_labels(HUMAN, [queries], tmp_path / "checked.json")
+    assert record["pairs"] == 12 and record["rows"] == 36 and record["annotators"] == 3
+    assert json.loads((tmp_path / "checked.json").read_text())["pairs"] == 12
+
+
+@pytest.mark.parametrize(("column", "value", "field", "message"), [
+    ("qid", "4999", "qid", r"query id '4999' is not a query of domain 'fiqa'"),
+    ("domain", "cooking", "domain", r"domain 'cooking' is not one of the RAG domains"),
+])
+def test_human_labels_an_unknown_query_or_domain(tmp_path, column, value, field, message):
+    from isqaflow.data.human_labels import check_against_queries
+
+    header, rows = _human_rows()
+    first = [r for r in rows if r[0] == rows[0][0]]
+    bad = _write_csv(tmp_path / "human.csv", [header, *[
+        [value if h == column else c for h, c in zip(header, r, strict=True)] for r in first]])
+    with pytest.raises(RecordError, match=message) as info:
+        check_against_queries(bad, _embedded_queries())
+    assert (info.value.line, info.value.field, info.value.record) == (2, field, rows[0][0])
+
+
+def test_human_labels_an_id_paired_with_another_querys_text(tmp_path):
+    """Accepted on main: the pair's qid says one query, its text is another's."""
+    from isqaflow.data.human_labels import check_against_queries
+
+    header, rows = _human_rows()
+    queries = _embedded_queries()
+    fiqa = [q for q in queries if q.domain == "fiqa"]
+    first = [r for r in rows if r[0] == rows[0][0]]
+    qid = first[0][header.index("qid")]
+    other = next(q for q in fiqa if q.id != qid)
+    swapped = [[other.question if h == "query" else c for h, c in zip(header, r, strict=True)] for r in first]
+    bad = _write_csv(tmp_path / "human.csv", [header, *swapped])
+    with pytest.raises(RecordError, match=f"query id '{qid}' is paired with the text of query '{other.id}'") as info:
+        check_against_queries(bad, queries)
+    assert (info.value.line, info.value.field) == (2, "query")
+
+
+def test_human_labels_one_query_id_with_two_texts_in_the_file(tmp_path):
+    header, rows = _human_rows()
+    pairs = list(dict.fromkeys(r[0] for r in rows))
+    first, second = ([r for r in rows if r[0] == p] for p in pairs[:2])
+    q = header.index("qid")
+    moved = [[first[0][q] if i == q else c for i, c in enumerate(r)] for r in second]
+    if first[0][header.index("domain")] != second[0][header.index("domain")]:
+        pytest.skip("the first two pairs are of different domains")
+    bad = _write_csv(tmp_path / "human.csv", [header, *first, *moved])
+    with pytest.raises(RecordError, match=f"query id '{first[0][q]}' has another query text on line 2") as info:
+        read_human_labels(bad)
+    assert (info.value.line, info.value.field) == (len(first) + 2, "query")
+
+
+def test_every_judge_waits_for_the_human_labels_check(tmp_path):
+    """The file was first read inside the judge's job, after the expensive stages; now a data-stage
+    job checks it right after the conversion, and the judges wait for it."""
+    from workflow_utils import copy_repo, dry_run_jobs
+
+    repo = copy_repo(tmp_path / "repo")
+    jobs = dry_run_jobs(repo, "results/validity/arena/local.jsonl")
+    assert jobs.get("check_human_labels") == 1, jobs

@@ -5,8 +5,8 @@ Each judged pair carries human ratings of answer 1 relative to answer 2 on the
 RAG-QA Arena paper they are merged into +1 / 0 / -1 and reduced to one label per
 pair by strict majority (no majority counts as a tie), then compared with the
 judge's verdicts ("1" -> +1, "2" -> -1, "tie" -> 0) by Pearson correlation,
-Cohen's kappa and accuracy.  :func:`read_human_labels` reads and checks the human
-preference file.
+Cohen's kappa and accuracy.  :func:`read_human_labels` (:mod:`isqaflow.data.human_labels`)
+reads and checks the human preference file.
 """
 
 from __future__ import annotations
@@ -17,88 +17,17 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import RecordError, read_csv
-
-MERGED_RATINGS = {
-    "better": 1,
-    "slightly better": 1,
-    "tie": 0,
-    "slightly worse": -1,
-    "worse": -1,
-}
-VERDICT_SCORES = {"1": 1, "2": -1, "tie": 0}
-HUMAN_COLUMNS = (
-    "pair_id", "domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2",
-    "annotator", "rating",
+# The human preference file is read and checked at conversion (isqaflow.data.human_labels).
+from isqaflow.data.human_labels import (  # noqa: F401 (the names this module has always offered)
+    HUMAN_COLUMNS,
+    MERGED_RATINGS,
+    PAIR_COLUMNS,
+    merge_rating,
+    read_human_labels,
 )
-# What a pair compares: the same in each of its rows (one per annotator).
-PAIR_COLUMNS = ("domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2")
+
+VERDICT_SCORES = {"1": 1, "2": -1, "tie": 0}
 SCORES = (1, 0, -1)
-
-
-def merge_rating(label: str) -> int:
-    """Merge a 5-point human label (case-insensitive) into +1 / 0 / -1."""
-    key = label.strip().lower() if isinstance(label, str) else None
-    if key not in MERGED_RATINGS:
-        raise ValueError(f"unknown human rating {label!r}; expected one of {list(MERGED_RATINGS)}")
-    return MERGED_RATINGS[key]
-
-
-def read_human_labels(path) -> pd.DataFrame:
-    """Human pairwise preferences, one row per (pair, annotator), checked.
-
-    Read as every CSV input is (:func:`isqaflow.io.read_csv`: UTF-8, a byte-order mark
-    dropped, lines split at ``\\n``, a parser error named by its line).  A missing column, an
-    unknown rating, an empty pair id, a pair rated twice by one annotator, a pair whose rows
-    disagree on what was compared (domain, query, systems, answers), and the same comparison
-    (domain, query id, the two systems and their answers, in the same order) under two pair
-    ids (its ratings would count twice) raise :class:`~isqaflow.io.RecordError` naming
-    the file, the line (the header is line 1; a quoted cell may span lines), the pair and
-    the field.
-    """
-    _, rows = read_csv(path, HUMAN_COLUMNS)
-    records: list[dict[str, str]] = []
-    first: dict[str, tuple[int, dict[str, str]]] = {}  # pair id -> its first row
-    rated: dict[tuple[str, str], int] = {}
-    compared: dict[tuple[str, ...], tuple[str, int]] = {}  # what a pair compares -> (pair id, line)
-    for line, row in rows:
-        pair = row["pair_id"].strip()
-        if not pair:
-            raise RecordError(path, "empty pair id", field="pair_id", line=line)
-        try:
-            merge_rating(row["rating"])
-        except ValueError as err:
-            raise RecordError(path, str(err), record=pair, field="rating", line=line) from err
-        key = (pair, row["annotator"].strip())
-        if key in rated:
-            raise RecordError(path, f"annotator {key[1]!r} rated the pair twice (first on line {rated[key]})",
-                              record=pair, field="annotator", line=line)
-        rated[key] = line
-        if pair in first:
-            first_line, earlier = first[pair]
-            for column in PAIR_COLUMNS:
-                if row[column] != earlier[column]:
-                    raise RecordError(path, f"the pair's rows disagree on {column} (first on line "
-                                            f"{first_line})", record=pair, field=column, line=line)
-        else:
-            first[pair] = (line, row)
-            comparison = _comparison(row)
-            if comparison in compared:
-                other, other_line = compared[comparison]
-                raise RecordError(path, f"the same comparison as pair {other!r} (line {other_line}: the same "
-                                        "domain, qid, systems and answers) under another pair id: its "
-                                        "ratings would count twice", record=pair, field="pair_id", line=line)
-            compared[comparison] = (pair, line)
-        records.append(row)
-    return pd.DataFrame(records, columns=list(dict.fromkeys([*HUMAN_COLUMNS, *(records[0] if records else [])])),
-                        dtype=str)
-
-
-def _comparison(row: dict[str, str]) -> tuple[str, ...]:
-    """What a row compares, spaces collapsed (the same answers shown in the other order are
-    another presentation, a position-bias design: not refused)."""
-    return tuple(" ".join(row[column].split()) for column in ("domain", "qid", "system_1", "answer_1",
-                                                                 "system_2", "answer_2"))
 
 
 def majority_vote(values: Sequence[int]) -> int:
