@@ -342,3 +342,18 @@ def test_one_name_in_two_suites_must_be_one_system():
     def same_model(c):
         c["arena"]["answerers"]["smollm2-feedback"] = {"model": "smollm2", "cot": True, "adapter": "smollm2-hotpotqa"}
     assert problems_of(same_model) == []
+
+
+def test_an_adapter_is_used_in_the_dtype_it_was_trained_in():
+    """Checked for every use at config check; only a vLLM-served model's dtype was checked, when served."""
+    def other_dtype(c):
+        c["models"]["smollm2-fp16"] = {**c["models"]["smollm2"], "dtype": "float16"}
+        c["drfr"]["responders"]["smollm2-feedback"]["model"] = "smollm2-fp16"
+    problems = problems_of(other_dtype)
+    assert [p.path for p in problems] == ["drfr.responders.smollm2-feedback.adapter"]
+    assert ("adapter 'smollm2-hotpotqa' was fine-tuned in dtype auto (models.smollm2.dtype) but is used with "
+            "'smollm2-fp16' in dtype float16") in problems[0].message
+    def same_dtype(c):
+        c["models"]["smollm2-b4"] = {**c["models"]["smollm2"], "batch_size": 4}
+        c["drfr"]["responders"]["smollm2-feedback"]["model"] = "smollm2-b4"
+    assert problems_of(same_dtype) == []
