@@ -92,12 +92,49 @@ def system_files(written: str, workdir: str | os.PathLike = ".") -> list[str]:
     return [str(p if path.is_absolute() else p.relative_to(base)) for p in files]
 
 
+#: What each suite's import job writes for a system read from a file (rules/systems.smk), as
+#: globs relative to the workflow's folder: a system's file may not be one of its own outputs.
+OWN_OUTPUTS = {"answerers": ("results/arena/answers/*/{name}.jsonl", "results/systems/arena/*/{name}.json"),
+               "responders": ("results/drfr/responses/*/{name}.jsonl", "results/systems/drfr/*/{name}.json"),
+               "file_summaries": ("results/summaries/*/{name}/file.jsonl", "results/systems/isqa/*/{name}.json")}
+
+
+ONE_SYSTEM = {"answerers": "answerer", "responders": "responder", "file_summaries": "summarizer"}
+
+
 def check_system_files(refs: References) -> None:
-    """Every ``file:`` of a system entry names readable files (relative to ``refs.workdir``)."""
+    """Every ``file:`` of a system entry names readable files (relative to ``refs.workdir``); a
+    folder or a glob only for an arena answerer (RAG-QA Arena's per-domain prediction files);
+    never the file the system's own import job writes (it would overwrite its input)."""
     for path, entry in system_entries(refs.config):
-        problem = file_problem(str(entry["file"]), refs.workdir, refs.environ.get("PWD"))
+        written = str(entry["file"])
+        key, name = path.split(".")[1], path.split(".", 2)[2]
+        resolved = Path(written).expanduser()
+        resolved = resolved if resolved.is_absolute() else refs.workdir / resolved
+        if key != "answerers" and (any(c in written for c in GLOB_CHARS) or resolved.is_dir()):
+            what = "a glob" if any(c in written for c in GLOB_CHARS) else "a folder"
+            refs.problem(f"{path}.file", f"{written!r} (resolved to {os.path.normpath(resolved)}) is {what}: a "
+                                         f"{ONE_SYSTEM[key]}'s outputs are one file (a folder or a glob "
+                                         "holds RAG-QA Arena's per-domain prediction files, for arena.answerers)")
+            continue
+        own = _own_output(resolved, key, name, refs.workdir)
+        if own:
+            refs.problem(f"{path}.file", f"{written!r} is {own}, which this system's import job writes from "
+                                         "the file: it would overwrite its own input; point file: at the "
+                                         "system's original outputs")
+            continue
+        problem = file_problem(written, refs.workdir, refs.environ.get("PWD"))
         if problem:
             refs.problem(f"{path}.file", problem)
+
+
+def _own_output(resolved: Path, key: str, name: str, workdir: Path) -> str | None:
+    """The output pattern of the system's own import job that ``resolved`` is, if any."""
+    target = Path(os.path.normpath(resolved.absolute()))
+    for pattern in OWN_OUTPUTS[key]:
+        if target.match(str(Path(os.path.normpath(workdir.absolute())) / pattern.format(name=name))):
+            return pattern.format(name=name)
+    return None
 
 
 def file_problem(written: str, workdir: Path, started_in: str | None = None) -> str | None:
