@@ -24,7 +24,6 @@ from typing import Any
 
 import pandas as pd
 
-from isqaflow.data.outputs import normalize_text
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import RecordError, read_csv, read_records, write_json
 
@@ -103,6 +102,11 @@ def read_human_labels(path: str | os.PathLike) -> pd.DataFrame:
     records = [row for _, row in _rows(path)]
     columns = list(dict.fromkeys([*HUMAN_COLUMNS, *(records[0] if records else [])]))
     return pd.DataFrame(records, columns=columns, dtype=str)
+
+
+def normalize_text(text: str) -> str:
+    """Spaces collapsed: how a query text is compared with the dataset's."""
+    return " ".join(text.split())
 
 
 def _comparison(row: dict[str, str]) -> tuple[str, ...]:
