@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from isqaflow.settings import api_key_variable
+from isqaflow.settings import api_key_variable, mask_secrets
 
 
 def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
@@ -31,8 +31,10 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
         try:
             listed = {m.id for m in client.models.list()}
         except openai.OpenAIError as err:
-            problems.append(f"cannot list the models of {endpoint} (key from {key_env}) to check "
-                            f"{', '.join(m for _, m in entries)}: {type(err).__name__}: {err}")
+            # an endpoint's error may quote the key it was sent (401: "Incorrect API key provided: ..."):
+            # masked as every config-check message is
+            problems.append(mask_secrets(f"cannot list the models of {endpoint} (key from {key_env}) to check "
+                                         f"{', '.join(m for _, m in entries)}: {type(err).__name__}: {err}"))
             continue
         finally:
             client.close()
