@@ -145,3 +145,27 @@ rule convert_rag:
         code=code("isqaflow.data.convert"),
     script:
         "../scripts/convert_rag.py"
+
+
+# The human preference file, checked against the converted queries right after them; every
+# judge and scorer waits for it (rules/inputs/systems.smk: systems_checked), so a malformed
+# file stops the run before any judge, not inside the judge's job.
+rule check_human_labels:
+    input:
+        labels=config["datasets"]["rag"].get("human_labels") or [],
+        queries=lambda wc: human_labels_queries(),
+    output:
+        checked=HUMAN_LABELS_CHECKED,
+    log:
+        "logs/check_human_labels.log",
+    priority: 90
+    localrule: local_stage("data")
+    conda:
+        "../envs/data.yaml"
+    threads: threads_for("data")
+    resources:
+        **cluster_resources("data", gpu=0),
+    params:
+        code=code("isqaflow.data.human_labels"),
+    script:
+        "../scripts/check_human_labels.py"

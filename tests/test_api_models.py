@@ -32,12 +32,12 @@ class ModelList:
                 self.end_headers()
                 self.wfile.write(payload)
 
-            def do_GET(self):  # noqa: N802
+            def do_GET(self):
                 owner.requests.append(f"GET {self.path}")
                 self._send(200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0,
                                                              "owned_by": "x"} for m in models]})
 
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 owner.requests.append(f"POST {self.path}")
                 self._send(500, {"error": {"message": "no requests expected"}})
 
@@ -129,6 +129,39 @@ def test_the_run_checks_every_api_model_once_per_endpoint(endpoint):
               "local": {"backend": "openai", "model": "unlisted", "base_url": endpoint.url},  # a local server: not asked
               "vicuna": {"backend": "hf", "model": "lmsys/vicuna-7b-v1.5"}}
     problems = check_api_models(models, environ={"OPENAI_API_KEY": "sk-test"})
-    assert problems == [f"models.judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview'; set a "
-                        "model it lists (a substitute judge: check it against the validity table, docs/validity.md)"]
+    assert problems == [(f"models.judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview'; set a "
+                        "model it lists (a substitute judge: check it against the validity table, docs/validity.md)")]
     assert endpoint.requests == ["GET /v1/models"]
+
+
+def test_an_endpoint_error_that_quotes_the_key_is_masked():
+    """A 401 quotes the key it was sent ("Incorrect API key provided: sk-proj-..."): the onstart
+    check's message printed it."""
+    from isqaflow.models.api_models import check_api_models
+
+    key = "sk-proj-Zq8Xw2Vb5Nm1Lk4Jh7Gf0Ds3Ap6Oi9Uy2Tr5Ee8Ww1Qq4"
+
+    class Refuse(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = json.dumps({"error": {"message": f"Incorrect API key provided: {self.headers['Authorization'][7:]}",
+                                         "type": "invalid_request_error", "code": "invalid_api_key"}}).encode()
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        models = {"judge": {"backend": "openai", "model": "gpt-4o", "check_model": True, "api_key_env": "K",
+                            "base_url": f"http://127.0.0.1:{server.server_address[1]}/v1"}}
+        problems = check_api_models(models, environ={"K": key})
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert len(problems) == 1 and "AuthenticationError" in problems[0] and "sk-proj-***" in problems[0]
+    assert key not in problems[0] and key[8:20] not in problems[0]

@@ -142,7 +142,7 @@ def test_a_converted_model_is_made_by_the_run_but_only_into_resources_models(tmp
 def api_judge(env: str | None = None, base_url: str | None = None):
     def change(c):
         c["models"]["gpt4"] = {"backend": "openai", "model": "gpt-4-0314", "base_url": base_url}
-        if env:
+        if env is not None:
             c["models"]["gpt4"]["api_key_env"] = env
         c["drfr"]["judges"]["gpt4"] = {"model": "gpt4", "mode": "text"}
     return change
@@ -202,7 +202,8 @@ def test_an_adapter_belongs_to_its_base_model_and_to_a_local_model():
         api_judge("K")(c)
         c["arena"]["answerers"]["smollm2"].update(model="gpt4", adapter="smollm2-hotpotqa")
     paths = [p.path for p in problems_of(api_with_adapter, environ={"K": "x"})]
-    assert paths == ["arena.answerers.smollm2.adapter"]
+    # (and the answerer smollm2 is now another system than the responder smollm2: one name, two rows)
+    assert paths == ["arena.answerers.smollm2.adapter", "drfr.responders.smollm2"]
 
     def api_base(c):
         api_judge("K")(c)
@@ -239,3 +240,120 @@ def test_an_arena_run_answers_from_a_retrieved_depth():
     problems = problems_of(lambda c: c["arena"]["runs"][0].update(k=20))
     assert [p.path for p in problems] == ["arena.runs[0].k"]
     assert "20 is not one of arena.k (5, 10)" in problems[0].message
+
+
+# --------------------------------------------- api_key_env: one definition, no secret echoed
+# Realistic shapes (made up): OpenAI's legacy and project keys, a service-account key,
+# Anthropic's, a Hugging Face token.
+PASTED_KEYS = ["sk-abc123def456ghi789jkl012mno345pqr678stu901vwx2",
+               "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3dEf6hI-j9kLm2nOp5qRs8tUv1wXy4z",
+               "sk-svcacct-Zz9Yy8Xx7Ww6Vv5Uu4Tt3Ss2Rr1Qq0Pp",
+               "sk-ant-api03-Qw3rTy6uIo9pAs2dFg5hJk8lZx1cVb4nM7-Qw3rTy6uIo9pAAA",
+               "hf_AbCdEfGhIjKlMnOpQrStUvWxYzAbCdEfGh"]
+
+
+@pytest.mark.parametrize("key", PASTED_KEYS)
+def test_a_key_pasted_as_api_key_env_is_refused_and_never_printed(key, capsys):
+    """The check used to print "the environment variable sk-proj-... that holds its key is not
+    set": the key itself, in the terminal and the log."""
+    problems = problems_of(api_judge(key), environ=KEY)
+    assert [p.path for p in problems] == ["models.gpt4.api_key_env"]
+    assert "looks like an API key" in problems[0].message and "NAME of the environment variable" in problems[0].message
+    printed = format_problems(problems)
+    secret = key.split("-")[-1] if key.startswith("sk-") else key[3:]
+    assert key not in printed and secret not in printed and secret[:12] not in printed
+    # a model the run does not use, too (the key would sit in the config copy of the manifest)
+    def unused(c):
+        c["models"]["spare"] = {"backend": "openai", "model": "gpt-4o", "api_key_env": key}
+    assert [p.path for p in problems_of(unused, environ=KEY)] == ["models.spare.api_key_env"]
+
+
+@pytest.mark.parametrize("key", PASTED_KEYS)
+def test_every_config_check_message_masks_a_key_wherever_it_was_pasted(key, capsys):
+    """One masking function for every message: a key pasted as a model name, a judge's model,
+    a dataset name is quoted by the reference checks; format_problems masks it."""
+    def pasted(c):
+        c["arena"]["judges"]["local"]["model"] = key
+        c["isqa"]["datasets"] = [key]
+    problems = problems_of(pasted)
+    assert problems and any(key in p.message for p in problems)  # the raw problems quote it ...
+    printed = format_problems(problems)
+    assert key not in printed and key[3:15] not in printed  # ... the printed text never does
+    assert key[:3] in printed and "***" in printed
+
+
+def test_an_empty_api_key_env_is_one_problem_for_the_check_and_the_job():
+    """The check read an empty api_key_env as OPENAI_API_KEY (and passed when it was set); the job
+    looked up the variable "" (and, with a base_url, sent no key at all)."""
+    from isqaflow.models.registry import build_model
+
+    problems = problems_of(api_judge(""), environ=KEY)
+    assert [p.path for p in problems] == ["models.gpt4.api_key_env"]
+    assert "'' is not an environment variable's name" in problems[0].message
+    spec = {"backend": "openai", "model": "gpt-4o", "base_url": "http://127.0.0.1:9/v1", "api_key_env": ""}
+    with pytest.raises(ValueError, match="model judge: api_key_env '' is not an environment variable's name"):
+        build_model(spec, name="judge")
+    for name in (" ", "MY KEY", "1KEY"):
+        assert [p.path for p in problems_of(api_judge(name), environ=KEY)] == ["models.gpt4.api_key_env"]
+    assert problems_of(api_judge("MY_JUDGE_KEY_2"), environ={"MY_JUDGE_KEY_2": "x"}) == []
+
+
+def test_the_masking_leaves_names_paths_and_digests_alone():
+    from isqaflow.settings import mask_secrets
+
+    text = ("models.gpt4.api_key_env OPENAI_API_KEY resources/models/smollm2-135m-instruct task-force "
+            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 "
+            "HuggingFaceTB/SmolLM2-135M-Instruct 0123456789abcdef0123456789abcdef01234567")
+    assert mask_secrets(text) == text
+    assert mask_secrets("Bearer AbC123xyz789QQQ") == "Bearer ***"
+    assert mask_secrets("token ghp_16C7e42F292c6912E7710c838347Ae178B4a") == "token ghp_***"
+
+
+# ------------------------------------------------------------------ system names
+@pytest.mark.parametrize("name", ["lfrqa", "abstract", "LFRQA"])
+@pytest.mark.parametrize("section", [("arena", "answerers"), ("drfr", "responders"), ("isqa", "file_summaries")])
+def test_a_system_may_not_take_a_reference_players_name(name, section):
+    """An answerer named lfrqa would merge its battles and ratings with LFRQA's reference answers
+    (a file summarizer named abstract with the abstracts of the summaries' arena)."""
+    def change(c):
+        entries = c[section[0]][section[1]]
+        entries[name] = entries.pop("handwritten")
+        if section == ("isqa", "file_summaries"):
+            c["isqa"]["judged_systems"] = [s for s in c["isqa"]["judged_systems"] if s != "handwritten"]
+    problems = problems_of(change)
+    assert [p.path for p in problems] == [f"{section[0]}.{section[1]}.{name}"]
+    assert "the arena's player for" in problems[0].message and "another name" in problems[0].message
+
+
+def test_one_name_in_two_suites_must_be_one_system():
+    """Its numbers share one leaderboard row: a model in one suite and a file (or another
+    model) in another under the same name is refused; the same model in both is one system."""
+    def model_and_file(c):
+        c["arena"]["answerers"]["smollm2-feedback"] = {"file": "data/embedded/systems/answers-handwritten.jsonl"}
+    problems = problems_of(model_and_file)
+    assert [p.path for p in problems] == ["drfr.responders.smollm2-feedback"]
+    assert "also a system read from a file in arena.answerers.smollm2-feedback" in problems[0].message
+    assert "model 'resources/models/smollm2-135m-instruct' with adapter 'smollm2-hotpotqa'" in problems[0].message
+
+    def other_adapter(c):
+        c["arena"]["answerers"]["smollm2-feedback"] = {"model": "smollm2", "cot": True}
+    assert [p.path for p in problems_of(other_adapter)] == ["drfr.responders.smollm2-feedback"]
+
+    def same_model(c):
+        c["arena"]["answerers"]["smollm2-feedback"] = {"model": "smollm2", "cot": True, "adapter": "smollm2-hotpotqa"}
+    assert problems_of(same_model) == []
+
+
+def test_an_adapter_is_used_in_the_dtype_it_was_trained_in():
+    """Checked for every use at config check; only a vLLM-served model's dtype was checked, when served."""
+    def other_dtype(c):
+        c["models"]["smollm2-fp16"] = {**c["models"]["smollm2"], "dtype": "float16"}
+        c["drfr"]["responders"]["smollm2-feedback"]["model"] = "smollm2-fp16"
+    problems = problems_of(other_dtype)
+    assert [p.path for p in problems] == ["drfr.responders.smollm2-feedback.adapter"]
+    assert ("adapter 'smollm2-hotpotqa' was fine-tuned in dtype auto (models.smollm2.dtype) but is used with "
+            "'smollm2-fp16' in dtype float16") in problems[0].message
+    def same_dtype(c):
+        c["models"]["smollm2-b4"] = {**c["models"]["smollm2"], "batch_size": 4}
+        c["drfr"]["responders"]["smollm2-feedback"]["model"] = "smollm2-b4"
+    assert problems_of(same_dtype) == []

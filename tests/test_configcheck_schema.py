@@ -122,3 +122,17 @@ def test_an_entry_valid_under_several_forms():
     schema = {"type": "object", "properties": {"x": {"oneOf": [{"type": "object"}, {"type": "object"}]}}}
     assert [str(p) for p in schema_problems({"x": {}}, schema)] == [
         "x: matches more than one form of this entry (a mapping; or a mapping); remove the keys of all but one"]
+
+
+@pytest.mark.parametrize(("change", "path"), [
+    (lambda c: c.update(seed=13.0), "seed"),
+    (lambda c: c["arena"].update(k=[5.0]), "arena.k[0]"),
+    (lambda c: c["arena"]["runs"][0].update(k=5.0), "arena.runs[0].k"),
+])
+def test_an_integer_key_refuses_a_float_even_without_a_fraction(change, path):
+    """jsonschema's integer takes 13.0 (a float that is integral): a seed of 13.0 then changes
+    every seeded draw, a depth of 5.0 fails inside a job.  Refused, naming the key."""
+    problems = problems_of(change)
+    assert len(problems) == 1 and problems[0].startswith(f"{path}: expected an integer, got"), problems
+    assert problems_of(lambda c: c.update(seed=True)) == ["seed: expected an integer, got True"]
+    assert problems_of(lambda c: c.update(seed=13)) == []

@@ -9,14 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from pydantic import ValidationError
 
 from isqaflow.arena.agreement import read_human_labels
-from isqaflow.data.passages import passages_from_documents, split_into_passages
 from isqaflow.data.convert import write_papers, write_qa_examples, write_rag
 from isqaflow.data.hotpotqa import convert_hotpotqa
 from isqaflow.data.infobench import convert_infobench
 from isqaflow.data.lfrqa import convert_lfrqa, parse_cited_lines, read_corpus
+from isqaflow.data.passages import passages_from_documents, split_into_passages
 from isqaflow.data.qasper import convert_qasper
 from isqaflow.data.schema import CONSTRAINT_LABELS, UNANSWERABLE, Instruction, Paper, RagQuery
 from isqaflow.data.scimrc import convert_scimrc
@@ -111,7 +110,7 @@ def test_hotpotqa_sample_evidence_is_stripped_supporting_sentences(shared_data):
     assert [e.id for e in examples] == [r["_id"] for r in raw]
     leading_space = 0
     for example, record in zip(examples, raw, strict=True):
-        paragraphs = dict((title, sentences) for title, sentences in record["context"])
+        paragraphs = {title: sentences for title, sentences in record["context"]}
         expected = [paragraphs[title][i] for title, i in record["supporting_facts"]]
         leading_space += sum(s.startswith(" ") for s in expected)
         assert example.evidence == [s.strip() for s in expected]
@@ -125,8 +124,8 @@ def test_hotpotqa_sample_evidence_is_stripped_supporting_sentences(shared_data):
     assert first.answer == "yes"
     assert first.evidence == [
         "Scott Derrickson (born July 16, 1966) is an American director, screenwriter and producer.",
-        "Edward Davis Wood Jr. (October 10, 1924 \u2013 December 10, 1978) was an American filmmaker, "
-        "actor, writer, producer, and director.",
+        ("Edward Davis Wood Jr. (October 10, 1924 \u2013 December 10, 1978) was an American filmmaker, "
+        "actor, writer, producer, and director."),
     ]
     assert examples[1].evidence[2] == (
         "As an adult, she was named United States ambassador to Ghana and to Czechoslovakia and "
@@ -245,9 +244,9 @@ def test_embedded_infobench_minimums():
 def test_embedded_lfrqa_queries_corpora_and_gold_documents():
     queries = []
     n_passages = 0
-    for annotations in sorted((EMBEDDED / "lfrqa").glob("annotations_*_with_citation.jsonl")):
-        domain = annotations.name.removeprefix("annotations_").removesuffix("_with_citation.jsonl")
-        domain_queries = convert_lfrqa([annotations], domain)
+    for annotation_file in sorted((EMBEDDED / "lfrqa").glob("annotations_*_with_citation.jsonl")):
+        domain = annotation_file.name.removeprefix("annotations_").removesuffix("_with_citation.jsonl")
+        domain_queries = convert_lfrqa([annotation_file], domain)
         queries += domain_queries
         corpus, fmt = EMBEDDED_CORPORA[domain]
         documents = list(read_corpus(EMBEDDED / "lfrqa" / corpus, fmt))
@@ -608,6 +607,17 @@ def test_lotte_line_without_tab(tmp_path):
     _assert_names(info.value, path, None, "pid", line=2)
 
 
+def test_lotte_csv_error_names_file_and_line(tmp_path):
+    """A passage over the csv module's field limit raised csv.Error without the file or line."""
+    path = tmp_path / "collection.tsv"
+    path.write_text("1\tFirst document text.\n2\t" + "x" * 200_000 + "\n", encoding="utf-8")
+    reader = read_corpus(path, "lotte_tsv")
+    assert next(reader) == ("1", "First document text.")
+    with pytest.raises(RecordError, match="field larger than field limit") as info:
+        next(reader)
+    _assert_names(info.value, path, None, "text", line=2)
+
+
 def test_read_corpus_formats(tmp_path):
     beir = _write_jsonl(tmp_path / "corpus.jsonl", [
         {"_id": "a", "title": "Title", "text": "Body text."}, {"_id": 7, "title": "", "text": " Plain. "}])
@@ -680,10 +690,9 @@ def test_write_jsonl_failing_midway_leaves_no_file(tmp_path):
 def test_atomic_open_keeps_old_content_on_error(tmp_path):
     path = tmp_path / "file.txt"
     path.write_text("old content\n")
-    with pytest.raises(KeyError):
-        with atomic_open(path) as handle:
-            handle.write("new, half-written")
-            raise KeyError("interrupted")
+    with pytest.raises(KeyError), atomic_open(path) as handle:
+        handle.write("new, half-written")
+        raise KeyError("interrupted")
     assert path.read_text() == "old content\n"
     assert list(tmp_path.iterdir()) == [path]
     with atomic_open(path) as handle:

@@ -19,6 +19,7 @@ from types import SimpleNamespace
 import pytest
 
 from isqaflow.data.download import (
+    ArchiveError,
     ChecksumError,
     _parse_hf,
     extract_member,
@@ -54,11 +55,11 @@ def http_server(tmp_path, request, monkeypatch):
     requests: list[str] = []
 
     class Handler(SimpleHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 (http.server's name)
+        def do_GET(self):
             requests.append(self.path)
             super().do_GET()
 
-        def log_message(self, format, *args):  # noqa: A002 -- keep the test output quiet
+        def log_message(self, format, *args):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
@@ -310,13 +311,14 @@ def test_extract_member(tmp_path, build):
 def test_extract_missing_member(tmp_path, build):
     archive = build(tmp_path / ("a.tar.gz" if build is _tar_gz else "a.zip"))
     out_dir = tmp_path / "out"
-    with pytest.raises(KeyError):
+    with pytest.raises(ArchiveError, match=r"a\.(tar\.gz|zip), member 'pkg/data/absent.tsv': no such file in the "
+                                           r"archive; did you mean 'pkg/data/collection.tsv'\?"):
         extract_member(archive, "pkg/data/absent.tsv", out_dir / "absent.tsv")
     assert _listing(out_dir) == []
     # An existing destination is left as it was.
     kept = out_dir / "kept.tsv"
     kept.write_bytes(b"old\n")
-    with pytest.raises(KeyError):
+    with pytest.raises(ArchiveError, match="no such file"):
         extract_member(archive, "nope", kept)
     assert kept.read_bytes() == b"old\n"
     assert _listing(out_dir) == ["kept.tsv"]
@@ -324,7 +326,7 @@ def test_extract_missing_member(tmp_path, build):
 
 def test_extract_directory_member_of_tar_is_missing(tmp_path):
     archive = _tar_gz(tmp_path / "a.tar.gz")
-    with pytest.raises(KeyError, match="no file member"):
+    with pytest.raises(ArchiveError, match="member 'pkg/data': no such file"):
         extract_member(archive, "pkg/data", tmp_path / "out" / "x")
     assert _listing(tmp_path / "out") == []
 
@@ -334,4 +336,37 @@ def test_extract_from_non_archive(tmp_path):
     plain.write_text("not an archive\n")
     with pytest.raises(ValueError, match="not a tar or zip"):
         extract_member(plain, "x", tmp_path / "out" / "x")
+    assert _listing(tmp_path / "out") == []
+
+
+def _damage(path: Path, at: float) -> Path:
+    """Flip a byte ``at`` of the way into the file."""
+    data = bytearray(path.read_bytes())
+    data[int(len(data) * at)] ^= 0xFF
+    path.write_bytes(bytes(data))
+    return path
+
+
+def _truncate(path: Path, keep: float) -> Path:
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * keep)])
+    return path
+
+
+@pytest.mark.parametrize(("build", "spoil"), [
+    (_zip, lambda p: _damage(p, 0.1)),          # a member's bytes: zipfile's "Bad CRC-32"
+    (_tar_gz, lambda p: _truncate(p, 0.6)),     # gzip stream cut short: EOFError / ReadError
+    (_tar_gz, lambda p: _damage(p, 0.5)),       # corrupt deflate data: zlib.error / BadGzipFile
+], ids=["zip-crc", "tar.gz-truncated", "tar.gz-corrupt"])
+def test_a_damaged_archive_names_the_archive_and_the_member(tmp_path, build, spoil):
+    """The library's error (BadZipFile "Bad CRC-32 for file ...", EOFError "Compressed file ended
+    before the end-of-stream marker was reached", zlib.error) reached the user without the
+    archive or the member."""
+    archive = spoil(build(tmp_path / ("a.tar.gz" if build is _tar_gz else "a.zip")))
+    out = tmp_path / "out" / "collection.tsv"
+    with pytest.raises(ArchiveError) as info:
+        extract_member(archive, "pkg/data/collection.tsv", out)
+    message = str(info.value)
+    assert message.startswith(f"{archive}, member 'pkg/data/collection.tsv': ") and "damaged" in message
+    assert info.value.archive == str(archive) and info.value.member == "pkg/data/collection.tsv"
     assert _listing(tmp_path / "out") == []

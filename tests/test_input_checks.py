@@ -209,7 +209,7 @@ def test_a_qa_training_example_twice(tmp_path, across_files):
         (tmp_path / "a.json").write_text(json.dumps(data))
         bad = tmp_path / "b.json"
         bad.write_text(json.dumps(data[:1]))
-        run = lambda path, out: convert.write_qa_examples([tmp_path / "a.json", path], out)  # noqa: E731
+        run = lambda path, out: convert.write_qa_examples([tmp_path / "a.json", path], out)
         err = fails(tmp_path, run, bad, record=first, field="_id", match="example id .* occurs twice")
         assert "a.json" in str(err)
     else:
@@ -340,6 +340,155 @@ def test_a_dev_example_that_is_also_a_training_example(tmp_path):
     leaked = json.loads(HOTPOT.read_text())[5]
     bad = tmp_path / "hotpot_dev.json"
     bad.write_text(json.dumps([*json.loads(dev_raw.read_text()), leaked]))
-    run = lambda path, out: convert.write_qa_examples([path], out, held_out_from=[train])  # noqa: E731
+    run = lambda path, out: convert.write_qa_examples([path], out, held_out_from=[train])
     err = fails(tmp_path, run, bad, record=leaked["_id"], field="_id", match="occurs twice")
     assert f"{train}, line 6" in str(err)
+
+
+# --------------------------------------------------------------- CSV through the one reader
+def _human_rows():
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(HUMAN.read_text(encoding="utf-8"))))
+    return rows[0], rows[1:]
+
+
+def _write_csv(path, rows):
+    import csv
+    import io
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    path.write_text(out.getvalue(), encoding="utf-8")
+    return path
+
+
+def test_human_labels_a_row_with_an_extra_cell_names_file_and_line(tmp_path):
+    """A CSV parser error (pandas: "Error tokenizing data. C error: Expected 10 fields in line
+    3, saw 11", no file) is a RecordError naming the file and the line."""
+    header, rows = _human_rows()
+    bad = _write_csv(tmp_path / "human.csv", [header, rows[0], [*rows[1], "extra"]])
+    with pytest.raises(RecordError, match="11 cells in a row under a header of 10 columns") as info:
+        read_human_labels(bad)
+    assert (info.value.file, info.value.line) == (str(bad), 3)
+
+
+def test_human_labels_a_stray_quote_names_file_and_line(tmp_path):
+    header, rows = _human_rows()
+    bad = _write_csv(tmp_path / "human.csv", [header, rows[0]])
+    with bad.open("a", encoding="utf-8") as handle:
+        handle.write('p99,fiqa,1,"q"x,a,b,c,d,a1,Better\n')
+    with pytest.raises(RecordError, match="not valid CSV") as info:
+        read_human_labels(bad)
+    assert (info.value.file, info.value.line) == (str(bad), 3)
+
+
+def test_human_labels_lines_counted_through_multiline_cells(tmp_path):
+    """A quoted answer over two lines: the next record's line is its line in the file
+    (main counted one line per record)."""
+    header, rows = _human_rows()
+    first = list(rows[0])
+    first[header.index("answer_1")] = "Line one.\nLine two."
+    second = [c if i != header.index("rating") else "great" for i, c in enumerate(rows[1])]
+    second[header.index("answer_1")] = first[header.index("answer_1")]
+    bad = _write_csv(tmp_path / "human.csv", [header, first, second])
+    with pytest.raises(RecordError, match="unknown human rating 'great'") as info:
+        read_human_labels(bad)
+    assert info.value.line == 4 and info.value.field == "rating"
+
+
+def test_human_labels_a_bom_and_u2028_in_a_cell(tmp_path):
+    header, rows = _human_rows()
+    first = list(rows[0])
+    first[header.index("answer_2")] += "\u2028More."
+    path = _write_csv(tmp_path / "human.csv", [header, first])
+    path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    labels = read_human_labels(path)
+    assert list(labels.columns[:10]) == header and labels["answer_2"].iloc[0].endswith("\u2028More.")
+
+
+def test_the_same_human_comparison_under_two_pair_ids(tmp_path):
+    """Its ratings would count twice in the agreement: refused, naming both pairs and lines."""
+    header, rows = _human_rows()
+    first_pair = [r for r in rows if r[0] == rows[0][0]]
+    again = [["p-again", *r[1:]] for r in first_pair]
+    bad = _write_csv(tmp_path / "human.csv", [header, *first_pair, *again])
+    with pytest.raises(RecordError, match=f"the same comparison as pair '{rows[0][0]}' \\(line 2") as info:
+        read_human_labels(bad)
+    assert (info.value.record, info.value.field, info.value.line) == ("p-again", "pair_id", len(first_pair) + 2)
+
+
+# ------------------------------------- human labels checked at conversion, against the queries
+def _embedded_queries():
+    from isqaflow.data.lfrqa import convert_lfrqa
+
+    return [q for f in sorted((EMBEDDED / "lfrqa").glob("annotations_*_with_citation.jsonl"))
+            for q in convert_lfrqa([f], f.name.removeprefix("annotations_").removesuffix("_with_citation.jsonl"))]
+
+
+def test_the_embedded_human_labels_pass_the_conversion_check(tmp_path):
+    from isqaflow.data.human_labels import check_human_labels
+
+    queries = tmp_path / "queries.jsonl"
+    write_jsonl(queries, _embedded_queries())
+    record = check_human_labels(HUMAN, [queries], tmp_path / "checked.json")
+    assert record["pairs"] == 12 and record["rows"] == 36 and record["annotators"] == 3
+    assert json.loads((tmp_path / "checked.json").read_text())["pairs"] == 12
+
+
+@pytest.mark.parametrize(("column", "value", "field", "message"), [
+    ("qid", "4999", "qid", r"query id '4999' is not a query of domain 'fiqa'"),
+    ("domain", "cooking", "domain", r"domain 'cooking' is not one of the RAG domains"),
+])
+def test_human_labels_an_unknown_query_or_domain(tmp_path, column, value, field, message):
+    from isqaflow.data.human_labels import check_against_queries
+
+    header, rows = _human_rows()
+    first = [r for r in rows if r[0] == rows[0][0]]
+    bad = _write_csv(tmp_path / "human.csv", [header, *[
+        [value if h == column else c for h, c in zip(header, r, strict=True)] for r in first]])
+    with pytest.raises(RecordError, match=message) as info:
+        check_against_queries(bad, _embedded_queries())
+    assert (info.value.line, info.value.field, info.value.record) == (2, field, rows[0][0])
+
+
+def test_human_labels_an_id_paired_with_another_querys_text(tmp_path):
+    """Accepted on main: the pair's qid says one query, its text is another's."""
+    from isqaflow.data.human_labels import check_against_queries
+
+    header, rows = _human_rows()
+    queries = _embedded_queries()
+    fiqa = [q for q in queries if q.domain == "fiqa"]
+    first = [r for r in rows if r[0] == rows[0][0]]
+    qid = first[0][header.index("qid")]
+    other = next(q for q in fiqa if q.id != qid)
+    swapped = [[other.question if h == "query" else c for h, c in zip(header, r, strict=True)] for r in first]
+    bad = _write_csv(tmp_path / "human.csv", [header, *swapped])
+    with pytest.raises(RecordError, match=f"query id '{qid}' is paired with the text of query '{other.id}'") as info:
+        check_against_queries(bad, queries)
+    assert (info.value.line, info.value.field) == (2, "query")
+
+
+def test_human_labels_one_query_id_with_two_texts_in_the_file(tmp_path):
+    header, rows = _human_rows()
+    pairs = list(dict.fromkeys(r[0] for r in rows))
+    first, second = ([r for r in rows if r[0] == p] for p in pairs[:2])
+    q = header.index("qid")
+    moved = [[first[0][q] if i == q else c for i, c in enumerate(r)] for r in second]
+    if first[0][header.index("domain")] != second[0][header.index("domain")]:
+        pytest.skip("the first two pairs are of different domains")
+    bad = _write_csv(tmp_path / "human.csv", [header, *first, *moved])
+    with pytest.raises(RecordError, match=f"query id '{first[0][q]}' has another query text on line 2") as info:
+        read_human_labels(bad)
+    assert (info.value.line, info.value.field) == (len(first) + 2, "query")
+
+
+def test_every_judge_waits_for_the_human_labels_check(tmp_path):
+    """The file was first read inside the judge's job, after the expensive stages; now a data-stage
+    job checks it right after the conversion, and the judges wait for it."""
+    from workflow_utils import copy_repo, dry_run_jobs
+
+    repo = copy_repo(tmp_path / "repo")
+    jobs = dry_run_jobs(repo, "results/validity/arena/local.jsonl")
+    assert jobs.get("check_human_labels") == 1, jobs

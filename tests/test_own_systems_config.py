@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 
+import pytest
 import yaml
 from workflow_utils import REPO, copy_repo, dry_run_jobs
 
@@ -187,3 +188,39 @@ def test_a_typo_in_an_overlay_is_named_with_the_overlay(tmp_path):
     assert result.returncode == 1
     assert "1 problem in the config (config/config.yaml, " in text and "mine.yaml); no job was started" in text
     assert "arena.answerers.my-rag.fiel: unknown key (did you mean 'file'?)" in text
+
+
+@pytest.mark.parametrize(("section", "key"), [("drfr", "responders"), ("isqa", "file_summaries")])
+def test_a_folder_is_one_file_only_for_rag_qa_arenas_answers(tmp_path, section, key):
+    """A folder of *.json files passed for every suite; only RAG-QA Arena's per-domain prediction
+    files (an arena answerer) come as a folder or a glob."""
+    folder = tmp_path / "outputs"
+    folder.mkdir()
+    (folder / "model_outputs.json").write_text("[]\n")
+    for written in (str(folder), str(folder / "*.json")):
+        problems = file_problems(set_file(section, key, "handwritten", written))
+        assert len(problems) == 1 and problems[0][0] == f"{section}.{key}.handwritten.file", problems
+        assert "outputs are one file" in problems[0][1]
+
+
+@pytest.mark.parametrize(("section", "key", "own"), [
+    ("arena", "answerers", "results/arena/answers/bm25-k5/handwritten.jsonl"),
+    ("drfr", "responders", "results/drfr/responses/infobench/handwritten.jsonl"),
+    ("isqa", "file_summaries", "results/summaries/qasper/handwritten/file.jsonl"),
+    ("arena", "answerers", "results/systems/arena/bm25-k5/handwritten.json"),
+])
+def test_a_system_file_may_not_be_its_own_import_jobs_output(tmp_path, section, key, own):
+    """The import job would overwrite its own input (and after a finished run the file exists,
+    so the check passed)."""
+    repo = tmp_path / "repo"
+    (repo / own).parent.mkdir(parents=True)
+    (repo / own).write_text("{}\n")
+    problems = file_problems(set_file(section, key, "handwritten", own), workdir=repo)
+    problems = [p for p in problems if p[0] == f"{section}.{key}.handwritten.file"]
+    assert len(problems) == 1 and "overwrite its own input" in problems[0][1], problems
+    # another system's outputs (a model's answers imported as a file) are a file like any other
+    other = own.replace("handwritten", "smollm2")
+    (repo / other).parent.mkdir(parents=True, exist_ok=True)
+    (repo / other).write_text("{}\n")
+    problems = file_problems(set_file(section, key, "handwritten", other), workdir=repo)
+    assert not [p for p in problems if p[0] == f"{section}.{key}.handwritten.file"], problems

@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from isqaflow.data.prompts import PromptFormatError, load_arena_prompt, load_infobench_prompt, parse_infobench_prompt
+from isqaflow.data.prompts import (
+    PromptFormatError,
+    load_arena_prompt,
+    load_infobench_prompt,
+    parse_infobench_prompt,
+)
+from isqaflow.io import RecordError
 from isqaflow.models.base import Generation, LanguageModel
 
 REPO = Path(__file__).resolve().parents[1]
@@ -214,3 +220,16 @@ def test_stage_entry_points_load_the_rules_prompt_files(infobench_file, arena_fi
     assert model.requests[0][0]["content"] == SYSTEM_TXT and records[0]["judge"] == "gpt4"
     judge_with_model(pairs, {}, "gpt4", "text", "random", 0, None, tmp_path / "c.sqlite", 1)
     assert model.requests[1][0]["content"] != SYSTEM_TXT  # no files: our own prompt
+
+def test_published_prompt_files_are_read_as_every_input(arena_files, infobench_file):
+    """Saved by an editor with a byte-order mark: the examples' JSON failed ("Unexpected UTF-8
+    BOM"), the system text kept the mark as its first character."""
+    for path in (*arena_files, infobench_file):
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    prompt = load_arena_prompt(*arena_files)
+    assert prompt.messages("q", "a", "b")[0]["content"] == SYSTEM_TXT
+    load_infobench_prompt(infobench_file)
+    # bytes that are not UTF-8, and a key twice in an example, name the file and the line
+    arena_files[0].write_bytes(b"Compare two answers.\n\xe9\n")
+    with pytest.raises(RecordError, match=r"system\.txt, line 2: not UTF-8"):
+        load_arena_prompt(*arena_files)

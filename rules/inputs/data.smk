@@ -11,3 +11,18 @@ def qa_entry(dataset):
 
 def rag_domain(domain):
     return config["datasets"]["rag"]["domains"][domain]
+
+
+HUMAN_LABELS_CHECKED = "results/data/rag/human_labels.checked.json"
+
+
+def human_labels_queries():
+    """The converted queries of every RAG domain, which the human labels are checked against."""
+    return [rag_files(d)["queries"] for d in config["datasets"]["rag"]["domains"]]
+
+
+def human_labels_checked():
+    """The human labels' check (rule check_human_labels), or nothing without human labels."""
+    return (
+        [HUMAN_LABELS_CHECKED] if config["datasets"]["rag"].get("human_labels") else []
+    )

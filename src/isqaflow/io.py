@@ -1,4 +1,4 @@
-"""Atomic file writes and record-level reading of JSON / JSON Lines.
+r"""Atomic file writes and record-level reading of JSON / JSON Lines.
 
 Every output of the workflow is written through these helpers: the data goes to a
 temporary file in the destination folder and is renamed into place only when it is
@@ -11,6 +11,12 @@ Reading is strict and its errors name the file, the line, the record id and the 
 bytes that are not UTF-8 (a leading byte-order mark is allowed), a key twice in one
 JSON object (which JSON readers resolve silently, keeping the last), and an id twice
 among records keyed by it.
+
+Every JSON, JSON Lines and CSV input of the workflow is read here, the same way: UTF-8, a
+leading byte-order mark dropped, lines split at ``\n`` only (never ``str.splitlines``, which
+also splits at U+2028, U+2029, U+0085 and other characters valid inside a JSON string, so
+line numbers would stop matching the file), and line numbers counted in the same way by
+every reader (:func:`split_lines`); a CSV parser's error names the file and the line.
 """
 
 from __future__ import annotations
@@ -28,15 +34,20 @@ __all__ = [
     "RecordError",
     "apply_umask",
     "atomic_open",
-    "write_text",
-    "write_json",
-    "write_jsonl",
+    "decode",
+    "loads",
+    "read_csv",
     "read_json",
     "read_jsonl",
     "read_records",
     "read_text",
     "read_text_lines",
+    "split_lines",
+    "utf8_problems",
+    "write_json",
+    "write_jsonl",
     "write_records",
+    "write_text",
 ]
 
 T = TypeVar("T")
@@ -71,11 +82,10 @@ class RecordError(ValueError):
 
 def current_umask() -> int:
     """The process umask (Linux: read from /proc; elsewhere set and restored at once)."""
-    with contextlib.suppress(OSError, ValueError):
-        with open("/proc/self/status", encoding="ascii") as handle:
-            for line in handle:
-                if line.startswith("Umask:"):
-                    return int(line.split()[1], 8)
+    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
@@ -217,33 +227,65 @@ class _Duplicates:
                                 "the last value", record=record, field=key, line=line)
 
 
-def _loads(path: Path, text: str, line: int | None = None) -> Any:
+def loads(path: str | os.PathLike, text: str, line: int | None = None) -> Any:
+    """One JSON document, strictly (no key twice in one object); ``line``: the line of a
+    JSON Lines file it came from.  Not JSON is a :class:`RecordError` naming the line
+    (and column)."""
+    path = Path(path)
     hook = _Duplicates()
-    data = json.loads(text, object_pairs_hook=hook)
+    try:
+        data = json.loads(text, object_pairs_hook=hook)
+    except json.JSONDecodeError as err:
+        where = err.lineno if line is None else line
+        raise RecordError(path, f"not valid JSON: {err.msg} (column {err.colno})", line=where) from err
     hook.check(path, data, line)
     return data
+
+
+def decode(path: str | os.PathLike, data: bytes) -> str:
+    """``data`` read from ``path`` as UTF-8 text, a leading byte-order mark dropped; bytes that
+    are not UTF-8 are a :class:`RecordError` naming the line and column."""
+    try:
+        return data.decode("utf-8").removeprefix(BOM)
+    except UnicodeDecodeError as err:
+        raise _not_utf8(Path(path), data, err) from None
+
+
+def utf8_problems(path: str | os.PathLike, data: bytes) -> list[tuple[int, RecordError]]:
+    r"""``(line, error)`` for every line of ``data`` that is not UTF-8 (lines split at ``\n``),
+    for readers that report every problem of a file at once."""
+    found = []
+    for line_no, raw in enumerate(data.split(b"\n"), start=1):
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            found.append((line_no, _not_utf8(Path(path), raw, err, line=line_no)))
+    return found
+
+
+def split_lines(text: str) -> Iterator[tuple[int, str]]:
+    r"""``(line_number, line)`` of ``text``, split at ``\n`` only (a ``\r`` before it is kept:
+    JSON and CSV read it as white space / a line end).  ``str.splitlines`` would also split
+    at U+2028, U+2029, U+0085, ``\v``, ``\f`` and ``\x1c``-``\x1e``, which JSON allows
+    unescaped inside strings."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last line; it does not start another
+    return enumerate(lines, start=1)
 
 
 def read_text(path: str | os.PathLike) -> str:
     """A whole UTF-8 text file, a leading byte-order mark dropped; bytes that are not UTF-8
     are a :class:`RecordError` naming the line and column."""
     path = Path(path)
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8").removeprefix(BOM)
-    except UnicodeDecodeError as err:
-        raise _not_utf8(path, data, err) from None
+    return decode(path, path.read_bytes())
 
 
 def read_json(path: str | os.PathLike) -> Any:
     """A JSON file, strictly: UTF-8 (a leading byte-order mark is allowed), no key twice in an
     object; each problem a :class:`RecordError` naming the file and line."""
     path = Path(path)
-    text = read_text(path)
-    try:
-        return _loads(path, text)
-    except json.JSONDecodeError as err:
-        raise RecordError(path, f"not valid JSON: {err.msg}", line=err.lineno) from err
+    return loads(path, read_text(path))
 
 
 def read_text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
@@ -266,13 +308,53 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
     for line_no, line in read_text_lines(path):
         if not line.strip():
             continue
-        try:
-            obj = _loads(path, line, line_no)
-        except json.JSONDecodeError as err:
-            raise RecordError(path, f"not valid JSON: {err.msg}", line=line_no) from err
+        obj = loads(path, line, line_no)
         if not isinstance(obj, dict):
             raise RecordError(path, "expected a JSON object", line=line_no)
         yield line_no, obj
+
+
+def read_csv(path: str | os.PathLike, required: Iterable[str] = (),
+             delimiter: str = ",") -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+    r"""A CSV file with a header row: ``(header, rows)``, each row ``(line, {column: cell})``
+    where ``line`` is the line its record starts on (header = line 1; a quoted cell may span
+    lines).  Read as every input is (:func:`read_text`: UTF-8, byte-order mark dropped; lines
+    split at ``\n``).  A missing ``required`` column, a parser error (``csv.Error``: a stray
+    quote, a NUL byte) and a row with more cells than the header are :class:`RecordError`s
+    naming the file and the line; blank rows are skipped, short rows filled with "".
+    """
+    import csv
+
+    path = Path(path)
+    lines = [line + "\n" for _, line in split_lines(read_text(path))]
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
+
+    def parse() -> list[str] | None:
+        try:
+            return next(reader, None)
+        except csv.Error as err:
+            raise RecordError(path, f"not valid CSV: {err}", line=reader.line_num) from None
+
+    header = [name.strip() for name in parse() or []]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise RecordError(path, f"missing column(s) {missing}; the header (line 1) has {header}",
+                          field=missing[0], line=1)
+
+    def rows() -> Iterator[tuple[int, dict[str, str]]]:
+        while True:
+            line = reader.line_num + 1
+            cells = parse()
+            if cells is None:
+                return
+            if not any(cell.strip() for cell in cells):
+                continue
+            if len(cells) > len(header):
+                raise RecordError(path, f"{len(cells)} cells in a row under a header of {len(header)} "
+                                        "columns (an unquoted delimiter?)", line=line)
+            yield line, dict(zip(header, cells + [""] * (len(header) - len(cells))))
+
+    return header, rows()
 
 
 def read_records(path: str | os.PathLike, model: type[T], id_field: str = "id") -> list[T]:

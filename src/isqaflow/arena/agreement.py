@@ -5,8 +5,8 @@ Each judged pair carries human ratings of answer 1 relative to answer 2 on the
 RAG-QA Arena paper they are merged into +1 / 0 / -1 and reduced to one label per
 pair by strict majority (no majority counts as a tie), then compared with the
 judge's verdicts ("1" -> +1, "2" -> -1, "tie" -> 0) by Pearson correlation,
-Cohen's kappa and accuracy.  :func:`read_human_labels` reads and checks the human
-preference file.
+Cohen's kappa and accuracy.  :func:`read_human_labels` (:mod:`isqaflow.data.human_labels`)
+reads and checks the human preference file.
 """
 
 from __future__ import annotations
@@ -17,72 +17,17 @@ from collections.abc import Hashable, Sequence
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import RecordError, read_text
-
-MERGED_RATINGS = {
-    "better": 1,
-    "slightly better": 1,
-    "tie": 0,
-    "slightly worse": -1,
-    "worse": -1,
-}
-VERDICT_SCORES = {"1": 1, "2": -1, "tie": 0}
-HUMAN_COLUMNS = (
-    "pair_id", "domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2",
-    "annotator", "rating",
+# The human preference file is read and checked at conversion (isqaflow.data.human_labels).
+from isqaflow.data.human_labels import (  # noqa: F401 (the names this module has always offered)
+    HUMAN_COLUMNS,
+    MERGED_RATINGS,
+    PAIR_COLUMNS,
+    merge_rating,
+    read_human_labels,
 )
-# What a pair compares: the same in each of its rows (one per annotator).
-PAIR_COLUMNS = ("domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2")
+
+VERDICT_SCORES = {"1": 1, "2": -1, "tie": 0}
 SCORES = (1, 0, -1)
-
-
-def merge_rating(label: str) -> int:
-    """Merge a 5-point human label (case-insensitive) into +1 / 0 / -1."""
-    key = label.strip().lower() if isinstance(label, str) else None
-    if key not in MERGED_RATINGS:
-        raise ValueError(f"unknown human rating {label!r}; expected one of {list(MERGED_RATINGS)}")
-    return MERGED_RATINGS[key]
-
-
-def read_human_labels(path) -> pd.DataFrame:
-    """Human pairwise preferences, one row per (pair, annotator), checked.
-
-    A missing column, an unknown rating, an empty pair id, a pair rated twice by one
-    annotator, or a pair whose rows disagree on what was compared (domain, query,
-    systems, answers) raises :class:`~isqaflow.io.RecordError` naming the file, the line
-    (the header is line 1, one line per record), the pair and the field; so do bytes
-    that are not UTF-8.
-    """
-    import io
-
-    df = pd.read_csv(io.StringIO(read_text(path)), dtype=str, keep_default_na=False)
-    missing = [c for c in HUMAN_COLUMNS if c not in df.columns]
-    if missing:
-        raise RecordError(path, f"missing column(s) {missing}")
-    first: dict[str, int] = {}
-    rated: dict[tuple[str, str], int] = {}
-    for i, row in df.iterrows():
-        line, pair = int(i) + 2, row["pair_id"].strip()
-        if not pair:
-            raise RecordError(path, "empty pair id", field="pair_id", line=line)
-        try:
-            merge_rating(row["rating"])
-        except ValueError as err:
-            raise RecordError(path, str(err), record=pair, field="rating", line=line) from err
-        key = (pair, row["annotator"].strip())
-        if key in rated:
-            raise RecordError(path, f"annotator {key[1]!r} rated the pair twice (first on line {rated[key]})",
-                              record=pair, field="annotator", line=line)
-        rated[key] = line
-        if pair in first:
-            earlier = df.loc[first[pair]]
-            for column in PAIR_COLUMNS:
-                if row[column] != earlier[column]:
-                    raise RecordError(path, f"the pair's rows disagree on {column} (first on line "
-                                            f"{first[pair] + 2})", record=pair, field=column, line=line)
-        else:
-            first[pair] = int(i)
-    return df
 
 
 def majority_vote(values: Sequence[int]) -> int:

@@ -29,12 +29,17 @@ Checked:
   ``max_papers``, retriever options their backend reads;
 * every system read from a file (``file:``) names a readable file (:mod:`.systems`): the
   config key, the path as written and the path it resolved to;
+* system names (:mod:`.systems`): none takes the name of the arena's reference player or
+  the abstract, and one name in several suites is one system (its leaderboard row);
 * every local model the run uses exists, or is made by a rule of this run (a
   ``convert:`` entry, which writes ``resources/models/<name>``);
 * warned, not failed: a judge that judges systems of its own model family (:mod:`.families`);
 * every API model the run uses (``backend: openai`` without ``base_url`` or ``serve``)
-  has its key variable (``api_key_env``, default ``OPENAI_API_KEY``) set; the message
-  names the model and the variable, never a value.
+  has its key variable (``api_key_env``, default ``OPENAI_API_KEY``; one definition with the
+  jobs: :func:`isqaflow.settings.api_key_variable`) set; the message names the model and the
+  variable, never a value.  An ``api_key_env`` that is not a variable's name (empty, or a key
+  pasted there) is a problem too, and every message of the check goes through
+  :func:`isqaflow.settings.mask_secrets`: anything that looks like a key is masked.
 
 One checker per config section (:mod:`.sections`), sharing the problems found and the models
 the run uses (:mod:`.references`).  Ground floor: standard library only (and PyYAML, which
@@ -54,9 +59,6 @@ from isqaflow.configcheck.files import duplicate_keys
 from isqaflow.configcheck.references import ConfigProblem, References
 from isqaflow.configcheck.samples import check_samples
 from isqaflow.configcheck.sections import (
-    CONVERTED_MODELS,
-    DEFAULT_INITIAL_PROMPT,
-    DEFAULT_KEY_ENV,
     check_arena,
     check_downloads,
     check_drfr,
@@ -64,14 +66,15 @@ from isqaflow.configcheck.sections import (
     check_isqa,
     check_models,
 )
-from isqaflow.configcheck.systems import check_system_files
+from isqaflow.configcheck.systems import check_system_files, check_system_names
+from isqaflow.settings import mask_secrets
 
-__all__ = ["ConfigProblem", "check_config", "format_problems", "exit_on_problems"]
+__all__ = ["ConfigProblem", "check_config", "exit_on_problems", "format_problems"]
 
 ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
-SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_system_files, check_samples,
-            check_models)
+SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_system_files,
+            check_system_names, check_samples, check_models)
 
 
 def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",
@@ -90,10 +93,10 @@ def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",
 def format_problems(problems: Sequence[ConfigProblem], config_files: Sequence[str] = ()) -> str:
     files = f" ({', '.join(map(str, config_files))})" if config_files else ""
     noun = "problem" if len(problems) == 1 else "problems"
-    lines = [f"isqaflow: {len(problems)} {noun} in the config{files}; no job was started, "
-             "no file was changed:"]
+    lines = [(f"isqaflow: {len(problems)} {noun} in the config{files}; no job was started, "
+              "no file was changed:")]
     lines += [f"  {p}" for p in problems]
-    return "\n".join(lines)
+    return mask_secrets("\n".join(lines))  # a key pasted anywhere in the config is never echoed
 
 
 def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = (),

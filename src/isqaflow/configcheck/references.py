@@ -82,6 +82,12 @@ class References:
         if base in models and _checkpoint(models[base]) != _checkpoint(entry):
             self.problem(path, f"adapter {adapter!r} was fine-tuned from {base!r} "
                                f"({models[base].get('model')}), not from {model!r} ({entry.get('model')})")
+        elif base in models and models[base].get("dtype", "auto") != entry.get("dtype", "auto"):
+            # checked here for every use, in process or served (the serving check only sees vLLM's)
+            trained, used = models[base].get("dtype", "auto"), entry.get("dtype", "auto")
+            self.problem(path, f"adapter {adapter!r} was fine-tuned in dtype {trained} (models.{base}.dtype) but "
+                               f"is used with {model!r} in dtype {used}: an adapter runs in the dtype it was "
+                               f"trained in; set models.{model}.dtype: {trained}")
 
     def names(self, path: str, values: Any, choices: Iterable[str], what: str, where: str) -> list[str]:
         """Check a list of names; returns the valid ones."""

@@ -36,11 +36,25 @@ def load_schema(path: str | Path) -> dict[str, Any]:
     return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
 
 
-def schema_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[ConfigProblem]:
-    """Every error of ``config`` against ``schema``, explained (see the module docstring)."""
-    from jsonschema import Draft202012Validator
+def _strict_integer(checker: Any, instance: Any) -> bool:
+    """An ``integer`` is an int: jsonschema also takes 13.0 (a float with no fraction), which
+    then changes a seeded draw (``random.Random(13.0)`` is not ``Random(13)``) or fails inside
+    a job (``range(2.0)``); true/false are not integers either."""
+    return isinstance(instance, int) and not isinstance(instance, bool)
 
-    validator = Draft202012Validator(schema)
+
+def strict_validator(schema: Mapping[str, Any]) -> Any:
+    """The schema's validator (draft 2020-12) with strict integers (:func:`_strict_integer`)."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", _strict_integer)
+    return validators.extend(Draft202012Validator, type_checker=checker)(schema)
+
+
+def schema_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> list[ConfigProblem]:
+    """Every error of ``config`` against ``schema``, explained (see the module docstring).
+    Integers are strict: 13.0 where the schema says ``integer`` is an error naming the key."""
+    validator = strict_validator(schema)
     explainer = _Explainer(schema)
     problems: list[ConfigProblem] = []
     for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):

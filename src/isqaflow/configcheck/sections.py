@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.configcheck.references import References
-from isqaflow.settings import reads_file
+from isqaflow.settings import api_key_variable, reads_file
 
 #: Where ``convert:`` entries put their checkpoint (rule convert_gguf_model).
 CONVERTED_MODELS = "resources/models"
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"  # isqaflow.models.openai.OpenAIModel's default
 DEFAULT_INITIAL_PROMPT = "baseline_2"
 # A Hugging Face Hub id: "name" or "owner/name" (huggingface_hub's repo-id rules).
 _HUB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/[A-Za-z0-9][A-Za-z0-9_.-]*)?$")
@@ -100,9 +99,9 @@ def check_isqa(refs: References) -> None:
         if run_summarizers is None or refs.names(f"{path}.summarizers", run_summarizers, summarizers,
                                                  "summarizer", "isqa.summarizers") != run_summarizers:
             run_summarizers = summarizers
-        for pair in systems:
+        for pair, names in systems.items():
             if pair[0] in run_datasets and pair[1] in run_summarizers:
-                systems[pair].append(f"isqa-{feedback}-{run.get('questions')}")
+                names.append(f"isqa-{feedback}-{run.get('questions')}")
     files = _file_summaries(refs, isqa, summarizers)
     _systems(refs, "isqa.judged_systems", isqa.get("judged_systems"), systems, files)
     _systems(refs, "human_eval.systems", refs.section("human_eval").get("systems"), systems)
@@ -111,11 +110,11 @@ def check_isqa(refs: References) -> None:
                  "dataset/summarizer pair", "isqa.datasets x isqa.summarizers")
     main = refs.section("metrics").get("main_feedback")
     if main is not None and refs.ref("metrics.main_feedback", main, feedback_models, "feedback model",
-                                     "isqa.feedback_models"):
-        if not any(run.get("feedback") == main and run.get("questions") == "human" for run in runs):
-            refs.problem("metrics.main_feedback", f"feedback model {main!r} has no run with human "
-                                                  f"questions in isqa.runs (the headline result, "
-                                                  f"isqa-{main}-human)")
+                                     "isqa.feedback_models") \
+            and not any(run.get("feedback") == main and run.get("questions") == "human" for run in runs):
+        refs.problem("metrics.main_feedback", f"feedback model {main!r} has no run with human "
+                                              f"questions in isqa.runs (the headline result, "
+                                              f"isqa-{main}-human)")
     for role in ("qg", "qa"):  # used when there are summaries to score
         refs.model_ref(f"metrics.{role}.model", refs.section("metrics", role).get("model"), used=bool(systems))
 
@@ -206,12 +205,21 @@ def check_models(refs: References) -> None:
             refs.problem(f"models.{name}.model", f"{target!r}: a model with convert: is written to "
                                                  f"{CONVERTED_MODELS}/<folder> by rule convert_gguf_model, "
                                                  f"so its model path must be {CONVERTED_MODELS}/<folder>")
+    bad_key_env = set()
+    for name, entry in models.items():  # used or not: a key pasted there would sit in the manifest
+        try:  # the jobs read the same definition (isqaflow.models.registry, isqaflow.models.api_models)
+            api_key_variable(entry)
+        except ValueError as err:
+            refs.problem(f"models.{name}.api_key_env", f"model {name!r}: {err}")
+            bad_key_env.add(name)
     for name, paths in sorted(refs.used_models.items()):
         entry = models[name]
         backend = entry.get("backend", "hf")
         used_by = ", ".join(dict.fromkeys(paths))
         if backend == "openai":
-            variable = entry.get("api_key_env") or DEFAULT_KEY_ENV
+            if name in bad_key_env:
+                continue
+            variable = api_key_variable(entry)
             # a local server (base_url, or one the job starts itself: serve) takes any key
             local_server = entry.get("base_url") is not None or entry.get("serve") is not None
             if not local_server and not refs.environ.get(variable):

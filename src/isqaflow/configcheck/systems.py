@@ -19,16 +19,58 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.configcheck.references import References
-from isqaflow.settings import reads_file
+from isqaflow.settings import ABSTRACT_PLAYER, REFERENCE_PLAYER, reads_file
+
+#: The suites' system sections whose names are rows of the leaderboard.
+SYSTEM_SECTIONS = (("arena", "answerers"), ("drfr", "responders"), ("isqa", "file_summaries"))
 
 
 def system_entries(config: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(config path, entry) of every system read from a file, in the three suites."""
-    for section, key in (("arena", "answerers"), ("drfr", "responders"), ("isqa", "file_summaries")):
+    for section, key in SYSTEM_SECTIONS:
         entries = (config.get(section) or {}).get(key) or {}
         for name, entry in entries.items():
             if isinstance(entry, Mapping) and reads_file(entry):
                 yield f"{section}.{key}.{name}", entry
+
+
+def check_system_names(refs: References) -> None:
+    """A system's name is its row in the leaderboard and its player in the arena's ratings:
+
+    * not the name of a player that is no system (LFRQA's reference, the abstract): its
+      battles and ratings would merge with the reference's;
+    * one name in several suites is one system: the same model (and adapter) in each, or
+      a file in each -- not a model in one suite and another model, or a file, in another
+      (their numbers would share one leaderboard row).
+    """
+    reserved = {REFERENCE_PLAYER: "LFRQA's reference answers in the arena",
+                ABSTRACT_PLAYER: "the papers' abstracts in the summaries' arena"}
+    seen: dict[str, tuple[str, tuple[Any, ...]]] = {}  # name -> (its first config path, what it is)
+    for section, key in SYSTEM_SECTIONS:
+        for name, entry in ((refs.config.get(section) or {}).get(key) or {}).items():
+            path = f"{section}.{key}.{name}"
+            if str(name).lower() in reserved:
+                refs.problem(path, f"the name {name!r} is the arena's player for {reserved[str(name).lower()]}; "
+                                   "give this system another name")
+                continue
+            if not isinstance(entry, Mapping) or not (reads_file(entry) or key == "file_summaries"
+                                                      or str(entry.get("model")) in refs.section("models")):
+                continue  # a wrong model name is reported by its section
+            # a model by its checkpoint: two entries of one checkpoint (say, batch sizes) are one system
+            what = ("file",) if reads_file(entry) or key == "file_summaries" else \
+                ("model", refs.section("models")[str(entry["model"])].get("model"), entry.get("adapter"))
+            if name in seen and seen[name][1] != what:
+                first, other = seen[name]
+                refs.problem(path, f"{name!r} is also {_described(other)} in {first}, and here "
+                                   f"{_described(what)}: one leaderboard row would mix two systems; "
+                                   "give one of them another name")
+            seen.setdefault(name, (path, what))
+
+
+def _described(what: tuple[Any, ...]) -> str:
+    if what[0] == "file":
+        return "a system read from a file"
+    return f"model {what[1]!r}" + (f" with adapter {what[2]!r}" if what[2] else "")
 
 
 GLOB_CHARS = "*?["
@@ -50,12 +92,49 @@ def system_files(written: str, workdir: str | os.PathLike = ".") -> list[str]:
     return [str(p if path.is_absolute() else p.relative_to(base)) for p in files]
 
 
+#: What each suite's import job writes for a system read from a file (rules/systems.smk), as
+#: globs relative to the workflow's folder: a system's file may not be one of its own outputs.
+OWN_OUTPUTS = {"answerers": ("results/arena/answers/*/{name}.jsonl", "results/systems/arena/*/{name}.json"),
+               "responders": ("results/drfr/responses/*/{name}.jsonl", "results/systems/drfr/*/{name}.json"),
+               "file_summaries": ("results/summaries/*/{name}/file.jsonl", "results/systems/isqa/*/{name}.json")}
+
+
+ONE_SYSTEM = {"answerers": "answerer", "responders": "responder", "file_summaries": "summarizer"}
+
+
 def check_system_files(refs: References) -> None:
-    """Every ``file:`` of a system entry names readable files (relative to ``refs.workdir``)."""
+    """Every ``file:`` of a system entry names readable files (relative to ``refs.workdir``); a
+    folder or a glob only for an arena answerer (RAG-QA Arena's per-domain prediction files);
+    never the file the system's own import job writes (it would overwrite its input)."""
     for path, entry in system_entries(refs.config):
-        problem = file_problem(str(entry["file"]), refs.workdir, refs.environ.get("PWD"))
+        written = str(entry["file"])
+        key, name = path.split(".")[1], path.split(".", 2)[2]
+        resolved = Path(written).expanduser()
+        resolved = resolved if resolved.is_absolute() else refs.workdir / resolved
+        if key != "answerers" and (any(c in written for c in GLOB_CHARS) or resolved.is_dir()):
+            what = "a glob" if any(c in written for c in GLOB_CHARS) else "a folder"
+            refs.problem(f"{path}.file", f"{written!r} (resolved to {os.path.normpath(resolved)}) is {what}: a "
+                                         f"{ONE_SYSTEM[key]}'s outputs are one file (a folder or a glob "
+                                         "holds RAG-QA Arena's per-domain prediction files, for arena.answerers)")
+            continue
+        own = _own_output(resolved, key, name, refs.workdir)
+        if own:
+            refs.problem(f"{path}.file", f"{written!r} is {own}, which this system's import job writes from "
+                                         "the file: it would overwrite its own input; point file: at the "
+                                         "system's original outputs")
+            continue
+        problem = file_problem(written, refs.workdir, refs.environ.get("PWD"))
         if problem:
             refs.problem(f"{path}.file", problem)
+
+
+def _own_output(resolved: Path, key: str, name: str, workdir: Path) -> str | None:
+    """The output pattern of the system's own import job that ``resolved`` is, if any."""
+    target = Path(os.path.normpath(resolved.absolute()))
+    for pattern in OWN_OUTPUTS[key]:
+        if target.match(str(Path(os.path.normpath(workdir.absolute())) / pattern.format(name=name))):
+            return pattern.format(name=name)
+    return None
 
 
 def file_problem(written: str, workdir: Path, started_in: str | None = None) -> str | None:

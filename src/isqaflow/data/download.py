@@ -16,8 +16,10 @@ LoTTE and BEIR's FiQA).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import logging
+import lzma
 import os
 import shutil
 import tarfile
@@ -25,7 +27,10 @@ import time
 import urllib.parse
 import urllib.request
 import zipfile
+import zlib
 from pathlib import Path
+
+from isqaflow.runtime import NamedError
 
 log = logging.getLogger(__name__)
 
@@ -137,23 +142,75 @@ def fetch(url: str, dest: str | os.PathLike, checksum: str, timeout: float = 60.
     return dest
 
 
+class ArchiveError(NamedError, ValueError):
+    """An archive that cannot be read, or lacks a member: names the archive and the member."""
+
+    def __init__(self, archive: str | os.PathLike, member: str, message: str) -> None:
+        self.archive, self.member = str(archive), member
+        super().__init__(f"{archive}, member {member!r}: {message}")
+
+
+# What reading a damaged archive raises: zipfile's BadZipFile (a bad CRC, a truncated
+# member), tarfile's errors, gzip's BadGzipFile (an OSError), zlib's error, EOFError (a
+# compressed stream cut short), lzma's and bz2's errors (OSError / ValueError).
+_DAMAGED = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError, zlib.error, OSError, ValueError,
+            lzma.LZMAError)
+
+
+# The magic bytes of gzip, bzip2 and xz: a .tar.gz whose compressed stream is broken is not
+# recognised as a tar archive at all.
+_COMPRESSED = (b"\x1f\x8b", b"BZh", b"\xfd7zXZ\x00")
+
+
+def _compressed(archive: Path) -> bool:
+    with archive.open("rb") as handle:
+        return handle.read(6).startswith(_COMPRESSED)
+
+
+def _missing(archive: Path, member: str, names: list[str]) -> ArchiveError:
+    close = difflib.get_close_matches(member, names, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    shown = ", ".join(repr(n) for n in names[:5]) + (f" ... ({len(names)} in all)" if len(names) > 5 else "")
+    return ArchiveError(archive, member, f"no such file in the archive{hint} (its files: {shown or 'none'})")
+
+
 def extract_member(archive: str | os.PathLike, member: str, dest: str | os.PathLike) -> Path:
-    """Copy one member of a ``.tar*`` or ``.zip`` archive to ``dest`` (atomically)."""
+    """Copy one member of a ``.tar*`` or ``.zip`` archive to ``dest`` (atomically).
+
+    A member the archive lacks (the closest name offered) and a damaged archive (a bad
+    CRC, a truncated or corrupt compressed stream) are an :class:`ArchiveError` naming the
+    archive and the member, never the library's bare ``KeyError`` or ``EOFError``.
+    """
     archive, dest = Path(archive), Path(dest)
     with _partial(dest) as part:
-        if zipfile.is_zipfile(archive):
-            with zipfile.ZipFile(archive) as zf, zf.open(member) as src, open(part, "wb") as out:
-                shutil.copyfileobj(src, out, CHUNK)
-        elif tarfile.is_tarfile(archive):
-            with tarfile.open(archive) as tf:
-                try:
-                    src = tf.extractfile(member)
-                except KeyError:
-                    src = None
-                if src is None:
-                    raise KeyError(f"{archive}: no file member {member!r}")
-                with src, open(part, "wb") as out:
-                    shutil.copyfileobj(src, out, CHUNK)
-        else:
-            raise ValueError(f"{archive}: not a tar or zip archive")
+        try:
+            if zipfile.is_zipfile(archive):
+                with zipfile.ZipFile(archive) as zf:
+                    names = [i.filename for i in zf.infolist() if not i.is_dir()]
+                    if member not in names:
+                        raise _missing(archive, member, names)
+                    with zf.open(member) as src, open(part, "wb") as out:
+                        shutil.copyfileobj(src, out, CHUNK)
+            elif tarfile.is_tarfile(archive):
+                with tarfile.open(archive) as tf:
+                    try:
+                        info = tf.getmember(member)
+                    except KeyError:
+                        info = None
+                    if info is None or not info.isfile():
+                        raise _missing(archive, member, [m.name for m in tf.getmembers() if m.isfile()])
+                    src = tf.extractfile(info)
+                    with src, open(part, "wb") as out:
+                        shutil.copyfileobj(src, out, CHUNK)
+            elif _compressed(archive):
+                raise ArchiveError(archive, member, "a compressed file that does not decompress into a tar "
+                                                    "archive: damaged or truncated; delete it to download it again")
+            else:
+                raise ArchiveError(archive, member, "not a tar or zip archive")
+        except ArchiveError:
+            raise
+        except _DAMAGED as err:
+            detail = str(err) if len(str(err)) <= 120 else str(err)[:117] + "..."
+            raise ArchiveError(archive, member, f"the archive is damaged or truncated ({type(err).__name__}: "
+                                                f"{detail}); delete it to download it again") from err
     return dest

@@ -90,7 +90,10 @@ def convert_lfrqa(paths: Iterable[str | Path], domain: str) -> list[RagQuery]:
 def read_lotte_collection(path: str | Path) -> Iterator[tuple[int, str, str]]:
     """``(line, pid, text)`` of ``pid<TAB>text`` lines (LoTTE / ColBERT collection format)."""
     for line_no, line in read_text_lines(path):
-        row = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE), [])
+        try:
+            row = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE), [])
+        except csv.Error as err:  # e.g. a passage over the csv module's field limit (128 KiB)
+            raise RecordError(path, f"not a valid pid<TAB>text line: {err}", line=line_no, field="text") from None
         if not row:
             continue
         if len(row) < 2 or not row[0].strip():

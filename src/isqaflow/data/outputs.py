@@ -41,6 +41,7 @@ from typing import Any
 from isqaflow.data.download import file_digest
 from isqaflow.data.ragqa_files import domain_of_file, process_response
 from isqaflow.data.unmatched import TEXT_FORMATS, explain_id, explain_text, file_key
+from isqaflow.io import BOM, RecordError, decode, loads, split_lines, utf8_problems
 from isqaflow.runtime import NamedError
 
 FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
@@ -56,6 +57,10 @@ TEXT_FIELDS = {
     "drfr": ("response", "output", "answer", "text"),
     "isqa": ("summary", "output", "text"),
 }
+# The fields a record may carry its item's own text in (what the item asks): checked against the id.
+ITEM_TEXT_FIELDS = {"arena": ("query", "question"), "drfr": ("instruction",), "isqa": ("title",)}
+# Every id key of the formats, to name the record of a line that is not UTF-8.
+ID_KEYS = ("id", "query_id", "qid", "instruction_id", "paper_id", "uid", "question_id")
 MAX_PROBLEMS = 20  # listed in one error; the count says how many there were
 MISSING_SHOWN = 5
 
@@ -114,32 +119,28 @@ def normalize_text(text: str) -> str:
 
 
 def _decode(path: str, data: bytes, problems: list[str]) -> str | None:
-    """The file as text, or None with one problem per line that is not UTF-8."""
+    """The file as text (read as every input is: :func:`isqaflow.io.decode`), or None with one
+    problem per line that is not UTF-8."""
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
+        return decode(path, data)
+    except RecordError:
         pass
-    for line_no, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            problems.append(f"{path}, line {line_no}{_id_of(raw)}: not UTF-8 (byte 0x{raw[err.start]:02x} at "
-                            f"column {err.start + 1})")
+    lines = data.split(b"\n")
+    for line_no, err in utf8_problems(path, data):
+        ident = _id_of(lines[line_no - 1])
+        problems.append(str(RecordError(path, err.message, record=ident, line=line_no)))
     return None
 
 
-def _id_of(raw: bytes) -> str:
-    """", id '...'" of a line that is not UTF-8, when the rest of it reads as a record with an id."""
+def _id_of(raw: bytes) -> Any:
+    """The id of a line that is not UTF-8, when the rest of it reads as a record with an id."""
     try:
-        obj = json.loads(raw.decode("utf-8", errors="replace"))
+        obj = json.loads(raw.decode("utf-8", errors="replace").removeprefix(BOM))
     except json.JSONDecodeError:
-        return ""
+        return None
     if not isinstance(obj, dict):
-        return ""
-    for key in ("id", "query_id", "qid", "instruction_id", "paper_id", "uid", "question_id"):
-        if key in obj:
-            return f", id {obj[key]!r}"
-    return ""
+        return None
+    return next((obj[key] for key in ID_KEYS if key in obj), None)
 
 
 def _line_of(text: str, pos: int) -> int:
@@ -148,38 +149,37 @@ def _line_of(text: str, pos: int) -> int:
 
 def _json_lines(path: str, text: str, problems: list[str]) -> list[tuple[int, Any]]:
     records = []
-    for line_no, line in enumerate(text.splitlines(), start=1):
+    for line_no, line in split_lines(text):
         if not line.strip():
             continue
         try:
-            records.append((line_no, json.loads(line)))
-        except json.JSONDecodeError as err:
-            problems.append(f"{path}, line {line_no}: not valid JSON ({err.msg}, column {err.colno})")
+            records.append((line_no, loads(path, line, line_no)))
+        except RecordError as err:
+            problems.append(str(err))
     return records
 
 
 def _json_array(path: str, text: str, problems: list[str]) -> list[tuple[int, Any]]:
     """The elements of a JSON list, each with the line it starts on."""
-    decoder = json.JSONDecoder()
     try:
-        json.loads(text)
-    except json.JSONDecodeError as err:
-        problems.append(f"{path}, line {err.lineno}: not valid JSON ({err.msg}, column {err.colno})")
+        data = loads(path, text)
+    except RecordError as err:
+        problems.append(str(err))
         return []
     pos = len(text) - len(text.lstrip())
-    if not text[pos:pos + 1] == "[":
+    if not isinstance(data, list):
         problems.append(f"{path}, line {_line_of(text, pos)}: expected a JSON list of records")
         return []
+    decoder = json.JSONDecoder()
     pos += 1
     records = []
-    while True:
-        while pos < len(text) and text[pos] in " \t\r\n,":
+    for element in data:
+        while text[pos] in " \t\r\n,":
             pos += 1
-        if pos >= len(text) or text[pos] == "]":
-            return records
-        obj, end = decoder.raw_decode(text, pos)
-        records.append((_line_of(text, pos), obj))
+        end = decoder.raw_decode(text, pos)[1]
+        records.append((_line_of(text, pos), element))
         pos = end
+    return records
 
 
 def detect_format(path: str, text: str) -> str:
@@ -194,9 +194,9 @@ def detect_format(path: str, text: str) -> str:
             return "alpaca_eval"
         if isinstance(first, dict) and {"query", "pred"} <= set(first):
             return "ragqa_arena"
-        raise OutputFileError(path, [f"{path}, line 1: a JSON list whose records are neither AlpacaEval's "
-                                     "{instruction, output} nor RAG-QA Arena's {query, pred}; set format:"])
-    first_line = next((line for line in text.splitlines() if line.strip()), "")
+        raise OutputFileError(path, [(f"{path}, line 1: a JSON list whose records are neither AlpacaEval's "
+                                     "{instruction, output} nor RAG-QA Arena's {query, pred}; set format:")])
+    first_line = next((line for _, line in split_lines(text) if line.strip()), "")
     try:
         first = json.loads(first_line)
     except json.JSONDecodeError:
@@ -206,19 +206,57 @@ def detect_format(path: str, text: str) -> str:
     return "jsonl"
 
 
-def _arena_hard_record(obj: dict) -> tuple[Any, Any, str | None]:
-    """(id, text, generator) of an arena-hard answer (v2 ``uid``/``messages``; v0.1 ``question_id``/``choices``)."""
+def _arena_hard_record(obj: dict) -> tuple[Any, str, Any, str | None, str | None]:
+    """(id, id field, text, text field, generator) of an arena-hard answer (v2 ``uid`` /
+    ``messages``; v0.1 ``question_id`` / ``choices``).  The structure is checked on the way:
+    where it is not what arena-hard-auto writes, ``text`` is a :class:`_Shape` naming the
+    field and what was found there."""
     if "uid" in obj:
-        text = None
-        for message in obj.get("messages") or []:
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                content = message.get("content")
-                text = content.get("answer") if isinstance(content, dict) else content
-        return obj["uid"], text, obj.get("model")
-    choices = obj.get("choices") or [{}]
-    turns = choices[0].get("turns") if isinstance(choices[0], dict) else None
-    text = turns[0].get("content") if turns and isinstance(turns[0], dict) else None
-    return obj.get("question_id"), text, obj.get("model_id")
+        messages = obj.get("messages")
+        if not isinstance(messages, list):
+            return obj["uid"], "uid", _Shape(f"expected a list of messages, got {_kind(messages)}"), "messages", \
+                obj.get("model")
+        text: Any = _Shape("no message with role 'assistant'")
+        field = "messages"
+        for i, message in enumerate(messages):
+            if not isinstance(message, dict):
+                return obj["uid"], "uid", _Shape(f"expected a message object, got {_kind(message)}"), \
+                    f"messages[{i}]", obj.get("model")
+            if message.get("role") == "assistant":
+                content, field = message.get("content"), f"messages[{i}].content"
+                if isinstance(content, dict):
+                    content, field = content.get("answer", _Shape("an object without 'answer'")), f"{field}.answer"
+                text = content
+        return obj["uid"], "uid", text, field, obj.get("model")
+    ident = obj.get("question_id")
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return ident, "question_id", _Shape(f"expected a list of choices, got {_kind(choices)}"), "choices", \
+            obj.get("model_id")
+    if not isinstance(choices[0], dict):
+        return ident, "question_id", _Shape(f"expected a choice object, got {_kind(choices[0])}"), "choices[0]", \
+            obj.get("model_id")
+    turns = choices[0].get("turns")
+    if not isinstance(turns, list) or not turns:
+        return ident, "question_id", _Shape(f"expected a list of turns, got {_kind(turns)}"), "choices[0].turns", \
+            obj.get("model_id")
+    if not isinstance(turns[0], dict):
+        return ident, "question_id", _Shape(f"expected a turn object, got {_kind(turns[0])}"), \
+            "choices[0].turns[0]", obj.get("model_id")
+    return ident, "question_id", turns[0].get("content"), "choices[0].turns[0].content", obj.get("model_id")
+
+
+class _Shape(str):
+    """What a format adapter found where the structure differs (a message, not an output)."""
+
+
+def _kind(value: Any) -> str:
+    return "nothing" if value is None else f"{type(value).__name__} {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, items: Sequence[Item],
@@ -298,7 +336,7 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                 continue
             candidates = by_id.get(str(ident), [])
         elif fmt == "arena_hard":
-            ident, value, generator = _arena_hard_record(obj)
+            ident, id_key, value, text_key, generator = _arena_hard_record(obj)
             if ident is None:
                 problems.append(f"{where}: no uid or question_id")
                 continue
@@ -318,6 +356,9 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                 continue
             candidates = by_text.get(normalize_text(ident), [])
         label = f"id {ident!r}" if fmt in ("jsonl", "arena_hard") else f"{id_key} {str(ident)[:60]!r}"
+        if fmt in ("jsonl", "arena_hard") and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
+            problems.append(f"{where}, field {id_key!r}: an id is a string or an integer, got {_kind(ident)}")
+            continue
         if domain is not None:
             candidates = [c for c in candidates if c.domain == domain]
         elif len(candidates) > 1 and hint is not None:  # the domain of a per-domain file
@@ -335,8 +376,16 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
             problems.append(f"{where}, {label}: ambiguous, matches {[c.key for c in candidates]}; add a 'domain'")
             continue
         item = candidates[0]
+        paired = _paired_with_another(obj, suite, item, by_text) if fmt in ("jsonl", "arena_hard") else None
+        if paired:
+            problems.append(f"{where}, {label}, field {paired[0]!r}: this is the text of {paired[1]!r}, not of "
+                            f"{item.key!r}: the id and the text disagree (a shifted column?)")
+            continue
+        if isinstance(value, _Shape):
+            problems.append(f"{where}, {label}, field {text_key!r}: {value} (not arena-hard-auto's answer file?)")
+            continue
         if not isinstance(value, str):
-            problems.append(f"{where}, {label}: the output is {type(value).__name__}, not text")
+            problems.append(f"{where}, {label}, field {text_key!r}: the output is {_kind(value)}, not text")
             continue
         if not value.strip():
             problems.append(f"{where}, {label}: empty output")
@@ -366,6 +415,22 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                          coverage=coverage, n_dataset=len(items), missing=missing,
                          generator=next(iter(generators), None), raw=raw, files=files,
                          processed=process and fmt == "ragqa_arena")
+
+
+def _paired_with_another(obj: dict, suite: str, item: Item, by_text: dict[str, list[Item]]) -> tuple[str, str] | None:
+    """(field, other item's key) when an id-keyed record also carries the item's text (query,
+    instruction, title: ``ITEM_TEXT_FIELDS``) and that text is another item's, not its own."""
+    for field_name in ITEM_TEXT_FIELDS[suite]:
+        text = obj.get(field_name)
+        if not isinstance(text, str) or not text.strip():
+            continue
+        normalized = normalize_text(text)
+        if normalized in {normalize_text(t) for t in item.texts}:
+            return None
+        others = [i for i in by_text.get(normalized, []) if i.key != item.key]
+        if others:
+            return field_name, others[0].key
+    return None
 
 
 def _digest(paths: Sequence[str]) -> str:

@@ -29,12 +29,12 @@ and what is missing.
 from __future__ import annotations
 
 import ast
-import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
+
+from isqaflow.io import RecordError, loads, read_text
 
 Message = dict[str, str]
 
@@ -121,7 +121,7 @@ def parse_infobench_prompt(source: str, path: str = "<evaluation.py>") -> InfoBe
 
 
 def load_infobench_prompt(path: str | os.PathLike) -> InfoBenchPrompt:
-    return parse_infobench_prompt(Path(path).read_text(encoding="utf-8"), str(path))
+    return parse_infobench_prompt(read_text(path), str(path))
 
 
 # ----------------------------------------------------------------------------- RAG-QA Arena
@@ -174,10 +174,10 @@ def parse_arena_prompt(system: str, config: str, examples: str, paths: tuple[str
     if found != {"x.question", "x.response1", "x.response2"}:
         raise PromptFormatError(f"{config_path}: templateStr must hold {{x.question}}, {{x.response1}} and "
                                 f"{{x.response2}}; found {sorted(found)}")
-    try:
-        items: Any = json.loads(examples)
-    except json.JSONDecodeError as err:
-        raise PromptFormatError(f"{examples_path}: not JSON: {err}") from None
+    try:  # strictly, as every JSON input (a key twice refused, the line named)
+        items: Any = loads(examples_path, examples)
+    except RecordError as err:
+        raise PromptFormatError(str(err)) from None
     if not isinstance(items, list):
         raise PromptFormatError(f"{examples_path}: a JSON list of examples expected")
     for index, item in enumerate(items):
@@ -195,5 +195,5 @@ def parse_arena_prompt(system: str, config: str, examples: str, paths: tuple[str
 def load_arena_prompt(system: str | os.PathLike, config: str | os.PathLike,
                       examples: str | os.PathLike) -> ArenaPrompt:
     paths = (str(system), str(config), str(examples))
-    texts = [Path(p).read_text(encoding="utf-8") for p in paths]
+    texts = [read_text(p) for p in paths]  # as every input: UTF-8, a byte-order mark dropped
     return parse_arena_prompt(*texts, paths=paths)

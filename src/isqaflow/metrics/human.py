@@ -21,7 +21,6 @@ each paper are shuffled; the separate key maps item ids back to systems.
 
 from __future__ import annotations
 
-import csv
 import itertools
 import logging
 import os
@@ -32,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import RecordError, atomic_open, read_text_lines
+from isqaflow.io import RecordError, atomic_open, read_csv
 from isqaflow.seeds import keyed_rng
 from isqaflow.stats import bootstrap_ci
 from isqaflow.text.sentences import split_sentences
@@ -40,16 +39,16 @@ from isqaflow.text.sentences import split_sentences
 log = logging.getLogger(__name__)
 
 __all__ = [
-    "assign_papers",
-    "annotator_sheets",
-    "check_assigned",
-    "build_sheet",
-    "write_sheet",
-    "read_filled_sheet",
-    "system_factuality",
     "annotator_agreement",
-    "shared_agreement",
+    "annotator_sheets",
+    "assign_papers",
+    "build_sheet",
+    "check_assigned",
     "cohen_kappa",
+    "read_filled_sheet",
+    "shared_agreement",
+    "system_factuality",
+    "write_sheet",
 ]
 
 SHEET_COLUMNS = ("item_id", "paper_id", "sentence_index", "sentence", "factual")
@@ -181,21 +180,13 @@ def read_filled_sheet(path: str | os.PathLike, annotator: str) -> pd.DataFrame:
     """
     path = Path(path)
     rows = []
-    # Spreadsheet programs often save CSV with a byte-order mark (read_text_lines drops it);
-    # bytes that are not UTF-8 are named by their line.
-    reader = csv.reader(line for _, line in read_text_lines(path))
-    header = [name.strip() for name in next(reader, [])]
+    # Read as every CSV input is (isqaflow.io.read_csv): a byte-order mark dropped, bytes that
+    # are not UTF-8 and parser errors named by their line; a record may span lines.
+    header, found = read_csv(path)
     for column in SHEET_COLUMNS:
         if column not in header:
             raise RecordError(path, f"missing column {column!r}", field=column)
-    while True:
-        line = reader.line_num + 1  # where the next record starts; it may span lines
-        cells = next(reader, None)
-        if cells is None:
-            break
-        if not any(cell.strip() for cell in cells):
-            continue
-        row = dict(zip(header, cells + [""] * (len(header) - len(cells))))
+    for line, row in found:
         item_id = row["item_id"].strip()
         try:
             sentence_index = int(row["sentence_index"])

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from isqaflow.settings import api_key_variable, mask_secrets
+
 
 def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
     """Problems of the config's API models, one listing per endpoint (the workflow's onstart, on the
@@ -20,7 +22,7 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
         check = entry.get("check_model")
         if not (check if check is not None else entry.get("base_url") is None):
             continue
-        by_endpoint.setdefault((entry.get("base_url"), entry.get("api_key_env") or "OPENAI_API_KEY"), []).append(
+        by_endpoint.setdefault((entry.get("base_url"), api_key_variable(entry)), []).append(
             (key, entry["model"]))
     problems = []
     for (base_url, key_env), entries in sorted(by_endpoint.items(), key=str):
@@ -29,8 +31,10 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
         try:
             listed = {m.id for m in client.models.list()}
         except openai.OpenAIError as err:
-            problems.append(f"cannot list the models of {endpoint} (key from {key_env}) to check "
-                            f"{', '.join(m for _, m in entries)}: {type(err).__name__}: {err}")
+            # an endpoint's error may quote the key it was sent (401: "Incorrect API key provided: ..."):
+            # masked as every config-check message is
+            problems.append(mask_secrets(f"cannot list the models of {endpoint} (key from {key_env}) to check "
+                                         f"{', '.join(m for _, m in entries)}: {type(err).__name__}: {err}"))
             continue
         finally:
             client.close()

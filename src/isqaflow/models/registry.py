@@ -31,6 +31,7 @@ from typing import Any
 
 from isqaflow.models.base import LanguageModel
 from isqaflow.models.cache import CachedModel, CallCache
+from isqaflow.settings import api_key_variable
 
 HF_KEYS = {"backend", "model", "revision", "dtype", "device", "batch_size", "score_batch_tokens",
            "trust_remote_code", "adapter", "prefix_sharing", "prefix_cache_mb",
@@ -86,6 +87,10 @@ def build_model(spec: dict[str, Any], *, name: str | None = None, adapter: str |
     from isqaflow.models.openai import OpenAIModel
 
     kwargs = {k: v for k, v in spec.items() if k not in ("backend", "model")}
+    try:  # the config check reads the same definition
+        kwargs["api_key_env"] = api_key_variable(spec)
+    except ValueError as err:
+        raise ValueError(f"model {name}: {err}") from None
     return OpenAIModel(spec["model"], name=name, **kwargs)
 
 
