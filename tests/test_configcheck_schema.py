@@ -95,8 +95,9 @@ def test_every_oneof_section_is_explained():
 
 def test_other_errors_name_their_key():
     assert problems_of(lambda c: c.update(arenaa=c.pop("arena"))) == [
-        ("arenaa: unknown key (did you mean 'arena'?); valid keys here: arena, datasets, downloads, drfr, finetune, "
-        "gpu_plan, human_eval, isqa, metrics, models, published_prompts, resources, seed, validity, weights")]
+        ("arenaa: unknown key (did you mean 'arena'?); valid keys here: arena, budget, datasets, downloads, drfr, "
+        "finetune, gpu_plan, human_eval, isqa, metrics, models, published_prompts, resources, seed, spend, validity, "
+        "weights")]
     # (not also "missing key 'arena'": the misspelling says it)
 
 
