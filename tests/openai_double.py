@@ -18,7 +18,7 @@ holds off the end of sequence; with ``use_beam_search`` the fields vLLM's beam s
 does not read (``min_tokens``, ``stop``, ``repetition_penalty``, ...) are ignored, ``n``
 choices come back and ``usage.completion_tokens`` adds them all up, as vLLM's does;
 ``return_token_ids`` returns each choice's ids; ``-inf`` log-probabilities come back as
--9999.0; ``truncate_prompt_tokens`` keeps the prompt's last tokens; with ``--max-model-len N``
+-9999.0; ``--chat-template FILE`` replaces the tokenizer's template; ``truncate_prompt_tokens`` keeps the prompt's last tokens; with ``--max-model-len N``
 a longer prompt is answered 400 with vLLM's own message and ``max_tokens`` is cut to what is
 left of N (vLLM 0.32.0 as run on the CPU: tests/test_vllm_real.py).  Double-only options: ``--log FILE`` (every request body appended, JSON Lines),
 ``--child`` (a sleeping child in the server's process group, as vLLM starts its engine
@@ -65,6 +65,7 @@ def parse_command_line(argv: list[str]) -> types.SimpleNamespace:
         log=(options.get("--log") or [None])[0], lora=options.get("--lora-modules", []),
         child="--child" in options, exit_after_start="--exit-after-start" in options,
         served_names=options.get("--served-model-name", []), options=options,
+        chat_template=Path(options["--chat-template"][0]).read_text() if options.get("--chat-template") else None,
         max_model_len=int(options["--max-model-len"][0]) if options.get("--max-model-len") else None)
 
 
@@ -76,7 +77,7 @@ def main() -> None:
         sys.exit(3)
     if args.child:
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    lm = LocalModel(args.model)
+    lm = LocalModel(args.model, args.chat_template)
     names = {*(args.served_names or [args.model]), *(spec.split("=", 1)[0] for spec in args.lora)}
     lock = threading.Lock()
 
@@ -129,10 +130,12 @@ def main() -> None:
 
 
 class LocalModel:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, chat_template: str | None = None) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.tok = AutoTokenizer.from_pretrained(path)
+        if chat_template is not None:  # --chat-template FILE, as vLLM applies it
+            self.tok.chat_template = chat_template
         self.net = AutoModelForCausalLM.from_pretrained(path).eval()
 
     def logprobs(self, ids: list[int]):

@@ -402,13 +402,14 @@ def test_top_logprobs_with_a_prefill_reads_the_next_token(tiny_causal, hf_tiny, 
         assert listed_somewhere
         # without a prefix and with every candidate listed, the scores are the hf backend's own
         assert model.score(CHAT, vocabulary) == pytest.approx(hf_tiny.score(CHAT, vocabulary), abs=1e-4)
-        chats = [r["body"] for r in logged(requests_log) if r["path"] == "/v1/chat/completions"]
-        prefilled = [b for b in chats if b.get("continue_final_message")]
-        assert len(prefilled) == 2 and all(b["messages"][-1] == {"role": "assistant", "content": "<rating>"}
-                                           and b["add_generation_prompt"] is False for b in prefilled)
-        assert {b["top_logprobs"] for b in chats} == {20} and all(b["max_tokens"] == 1 for b in chats)
-        plain = [r["body"] for r in logged(requests_log) if r["path"] == "/v1/completions"][1:]  # after the probe
-        assert sorted(b["prompt"] for b in plain) == ["Question: the lazy dog"] * 2 + ["Question: the lazy dog<rating>"]
+        # chat requests are rendered by the client (template + prefix) and sent as token ids
+        assert not [r for r in logged(requests_log) if r["path"] == "/v1/chat/completions"]
+        sent = [r["body"] for r in logged(requests_log) if r["path"] == "/v1/completions"][1:]  # after the probe
+        assert all(b["logprobs"] == 20 and b["max_tokens"] == 1 for b in sent)
+        plain = [b["prompt"] for b in sent if isinstance(b["prompt"], str)]
+        assert sorted(plain) == ["Question: the lazy dog"] * 2 + ["Question: the lazy dog<rating>"]
+        rendered = [hf_tiny.tokenizer.decode(b["prompt"]) for b in sent if isinstance(b["prompt"], list)]
+        assert len(rendered) == 7 and sum(text.endswith("<|im_start|>assistant\n<rating>") for text in rendered) == 2
         scoring = model.usage.scoring
         assert scoring["items"] == len(items) + 1 and scoring["absent_candidates"] > 0
 
@@ -421,6 +422,25 @@ def test_top_logprobs_with_a_prefill_reads_the_next_token(tiny_causal, hf_tiny, 
                   "response": "A fox.", "requirements": [{"question": "Is it about a fox?", "labels": ["Content"]},
                                                           {"question": "Is it short?", "labels": ["Style"]}]}]
         assert [r["answer"] in ("YES", "NO") for r in judge(model, items, "logprob")] == [True, True]
+    finally:
+        model.close()
+
+
+def test_top_logprobs_condition_on_the_text_the_hf_backend_scores(tiny_causal, tmp_path):
+    """vicuna_v1.1 writes "ASSISTANT: a</s>" for a finished assistant turn but "ASSISTANT:" as the
+    generation prompt: a prefix sent as a prefilled assistant turn (continue_final_message) was
+    scored after "ASSISTANT: <rating>", the hf backend scores after "ASSISTANT:<rating>" (seen on the
+    real engine, tests/test_vllm_real.py).  The served model renders the prompt itself."""
+    spec = double_spec(tiny_causal, chat_template="vicuna_v1.1")
+    spec["serve"]["command"] += " --chat-template {chat_template}"
+    model = load_model(spec, name="judge")
+    hf = load_model({"backend": "hf", "model": str(tiny_causal), "chat_template": "vicuna_v1.1",
+                     "prefix_sharing": False}, threads=1)
+    try:
+        for context in JUDGE_CONTEXTS[:2]:
+            for candidates in (["<rating>1", "<rating>2", "<rating>0"], ["YES", "NO"]):
+                want, _ = expected_top_scores(hf, context, candidates)
+                assert model.score(context, candidates) == pytest.approx(want, abs=1e-4), (context, candidates)
     finally:
         model.close()
 

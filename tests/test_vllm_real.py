@@ -393,13 +393,15 @@ def test_prompt_logprobs_score_as_the_hf_backend_and_the_judges_read_them(served
 
 
 def test_top_logprobs_with_a_prefill(served, hf_reference):
-    """The default mode (top_logprobs): the candidates' prefix goes to vLLM as the start of the
-    assistant reply (continue_final_message); each rest's score is its next-token log-probability."""
+    """The default mode (top_logprobs): the client renders the template and the candidates' prefix and
+    sends the token ids; each rest's score is its next-token log-probability after them.  (A prefill
+    through the chat endpoint scored "ASSISTANT: <rating>" here, not the hf backend's
+    "ASSISTANT:<rating>": 0.36 apart on the first candidate.)"""
     got = served.summarizer.score(CHAT, ["<rating>1", "<rating>2"])
     full = hf_reference.score(CHAT, ["<rating>1", "<rating>2"])
     prefix = hf_reference.score(CHAT, ["<rating>"])[0]
     print(f"\ntop {got} hf {[f - prefix for f in full]}")
-    assert got == pytest.approx([f - prefix for f in full], abs=0.3)
+    assert got == pytest.approx([f - prefix for f in full], abs=0.2)  # bf16 on the engine, fp32 in-process
 
 
 # ----------------------------------------------------------------------------- shutdown and orphans
