@@ -1,9 +1,9 @@
 """A test double of a vLLM 0.33.0 OpenAI-compatible server, started through ``serve:`` by the tests.
 
-vLLM does not run on the test machines' CPUs, and ``transformers serve`` returns no
-log-probabilities, so the client's log-probability parsing is tested against this
-double: it answers ``/v1/models``, ``/v1/completions`` and ``/v1/chat/completions``
-in vLLM's response format, with log-probabilities computed by the given model in
+``transformers serve`` returns no log-probabilities, and the real vLLM engine (its CPU build,
+tests/test_vllm_real.py) takes a minute to start, so the fast tests of the client's
+log-probability parsing use this double: it answers ``/v1/models``, ``/v1/completions``
+and ``/v1/chat/completions`` in vLLM's response format, with log-probabilities computed by the given model in
 this process (greedy, one request at a time), including vLLM's extensions
 ``prompt_logprobs``, token-id prompts and ``continue_final_message``.
 
@@ -18,9 +18,11 @@ holds off the end of sequence; with ``use_beam_search`` the fields vLLM's beam s
 does not read (``min_tokens``, ``stop``, ``repetition_penalty``, ...) are ignored, ``n``
 choices come back and ``usage.completion_tokens`` adds them all up, as vLLM's does;
 ``return_token_ids`` returns each choice's ids; ``-inf`` log-probabilities come back as
--9999.0; ``--chat-template FILE`` replaces the tokenizer's template; ``truncate_prompt_tokens`` keeps the prompt's last tokens; with ``--max-model-len N``
+-9999.0; ``--chat-template FILE`` replaces the tokenizer's template;
+``truncate_prompt_tokens`` keeps the prompt's last tokens; with ``--max-model-len N``
 a longer prompt is answered 400 with vLLM's own message and ``max_tokens`` is cut to what is
-left of N (vLLM 0.32.0 as run on the CPU: tests/test_vllm_real.py).  Double-only options: ``--log FILE`` (every request body appended, JSON Lines),
+left of N (vLLM 0.32.0 as run on the CPU: tests/test_vllm_real.py).  Double-only options:
+``--log FILE`` (every request body appended, JSON Lines),
 ``--child`` (a sleeping child in the server's process group, as vLLM starts its engine
 process), ``--exit-after-start`` (exit with status 3 after printing a line).
 """

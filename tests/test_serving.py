@@ -6,8 +6,9 @@
   of one generation stage (InFoBench responses) and one judge stage (the DRFR judge,
   text mode) inside a workflow job context, and the server's process group is gone
   after success, after an exception and after SIGTERM.
-* vLLM itself does not run on these CPUs, and ``transformers serve`` returns no
-  log-probabilities: log-probability scoring through a server is tested against
+* ``transformers serve`` returns no log-probabilities, and the real vLLM engine (its CPU
+  build, tests/test_vllm_real.py) is a slow tier of its own: log-probability scoring through a
+  server is tested here against
   ``tests/openai_double.py``, a test double started through ``serve:`` like a real
   server, which answers in vLLM's response format with log-probabilities computed by
   the same tiny model in its own process.  Its scores are compared with the hf
