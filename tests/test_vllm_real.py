@@ -67,6 +67,7 @@ CHAT = [{"role": "system", "content": "Answer YES or NO."}, {"role": "user", "co
 # adapter alike: "einsum(): subscript b has size 8 ... 30" in vllm/lora/ops/torch_ops/lora_ops.py,
 # bgmv_shrink, from the CPU punica wrapper's add_lora_logits); one at a time they are answered.
 PROMPT_LOGPROBS = {"logprobs": "prompt_logprobs", "concurrency": 1}
+CHECKPOINT_DEFAULTS = {"repetition_penalty": 1.8}
 STORY = "Once upon a time, in a small village by the sea, there lived an old fisherman who"
 
 
@@ -101,7 +102,12 @@ def smollm2(engine_python, tmp_path_factory) -> Path:
 
     convert = EMBEDDED["models"]["smollm2"]["convert"]
     out = tmp_path_factory.mktemp("models") / "smollm2-135m-instruct"
-    return convert_gguf_package(convert["package"], convert["gguf_file"], out, dtype=convert["dtype"])
+    path = convert_gguf_package(convert["package"], convert["gguf_file"], out, dtype=convert["dtype"])
+    # a checkpoint default the engine must not apply (issue 28, item 8): the project sends every
+    # decoding setting and starts vLLM with --generation-config vllm
+    generation = json.loads((path / "generation_config.json").read_text())
+    (path / "generation_config.json").write_text(json.dumps({**generation, **CHECKPOINT_DEFAULTS}))
+    return path
 
 
 @pytest.fixture(scope="module")
@@ -204,6 +210,8 @@ def test_the_server_starts_with_the_papers_flags_and_serves_base_and_adapter(ser
         assert argv[argv.index(flag) + 1] == value, flag
     assert argv[argv.index("--chat-template") + 1].endswith("vicuna_v1.1.jinja")
     assert "--enable-lora" in argv and "--enforce-eager" in argv
+    assert argv[argv.index("--generation-config") + 1] == "vllm"
+    assert server.env["VLLM_ENGINE_READY_TIMEOUT_S"] == "600"  # the job's ready_timeout
     assert not set(GPU_ONLY_FLAGS) & set(argv)
     assert server.env["CUDA_VISIBLE_DEVICES"] == "0" and server.env["VLLM_CPU_KVCACHE_SPACE"] == KV_CACHE_GIB
     # one server for the three models: the GPU plan's shared server
@@ -251,6 +259,16 @@ def test_greedy_fields_are_honoured(served):
     # repetition_penalty changes the greedy continuation
     penalized = answer(model, STORY, max_new_tokens=24, repetition_penalty=1.8)
     assert penalized.text != greedy.text
+
+
+def test_the_checkpoints_generation_config_is_not_applied(served):
+    """The checkpoint's generation_config.json says repetition_penalty 1.8 (CHECKPOINT_DEFAULTS):
+    a request that leaves the field out decodes as one that sends 1.0, not as one that sends 1.8."""
+    model = served.summarizer
+    body = {"model": str(model.model_path), "prompt": STORY, "max_tokens": 24, "temperature": 0.0}
+    bare = raw(served.server, "completions", body)["choices"][0]["text"].strip()
+    assert bare == answer(model, STORY, max_new_tokens=24).text
+    assert bare != answer(model, STORY, max_new_tokens=24, repetition_penalty=1.8).text
 
 
 def test_sampling_fields_are_honoured(served):
