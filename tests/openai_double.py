@@ -1,9 +1,9 @@
 """A test double of a vLLM 0.33.0 OpenAI-compatible server, started through ``serve:`` by the tests.
 
-vLLM does not run on the test machines' CPUs, and ``transformers serve`` returns no
-log-probabilities, so the client's log-probability parsing is tested against this
-double: it answers ``/v1/models``, ``/v1/completions`` and ``/v1/chat/completions``
-in vLLM's response format, with log-probabilities computed by the given model in
+``transformers serve`` returns no log-probabilities, and the real vLLM engine (its CPU build,
+tests/test_vllm_real.py) takes a minute to start, so the fast tests of the client's
+log-probability parsing use this double: it answers ``/v1/models``, ``/v1/completions``
+and ``/v1/chat/completions`` in vLLM's response format, with log-probabilities computed by the given model in
 this process (greedy, one request at a time), including vLLM's extensions
 ``prompt_logprobs``, token-id prompts and ``continue_final_message``.
 
@@ -18,7 +18,11 @@ holds off the end of sequence; with ``use_beam_search`` the fields vLLM's beam s
 does not read (``min_tokens``, ``stop``, ``repetition_penalty``, ...) are ignored, ``n``
 choices come back and ``usage.completion_tokens`` adds them all up, as vLLM's does;
 ``return_token_ids`` returns each choice's ids; ``-inf`` log-probabilities come back as
--9999.0.  Double-only options: ``--log FILE`` (every request body appended, JSON Lines),
+-9999.0; ``--chat-template FILE`` replaces the tokenizer's template;
+``truncate_prompt_tokens`` keeps the prompt's last tokens; with ``--max-model-len N``
+a longer prompt is answered 400 with vLLM's own message and ``max_tokens`` is cut to what is
+left of N (vLLM 0.32.0 as run on the CPU: tests/test_vllm_real.py).  Double-only options:
+``--log FILE`` (every request body appended, JSON Lines),
 ``--child`` (a sleeping child in the server's process group, as vLLM starts its engine
 process), ``--exit-after-start`` (exit with status 3 after printing a line).
 """
@@ -62,7 +66,9 @@ def parse_command_line(argv: list[str]) -> types.SimpleNamespace:
         model=argv[1], host=(options.get("--host") or ["127.0.0.1"])[0], port=int(options["--port"][0]),
         log=(options.get("--log") or [None])[0], lora=options.get("--lora-modules", []),
         child="--child" in options, exit_after_start="--exit-after-start" in options,
-        served_names=options.get("--served-model-name", []), options=options)
+        served_names=options.get("--served-model-name", []), options=options,
+        chat_template=Path(options["--chat-template"][0]).read_text() if options.get("--chat-template") else None,
+        max_model_len=int(options["--max-model-len"][0]) if options.get("--max-model-len") else None)
 
 
 def main() -> None:
@@ -73,7 +79,7 @@ def main() -> None:
         sys.exit(3)
     if args.child:
         subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    lm = LocalModel(args.model)
+    lm = LocalModel(args.model, args.chat_template)
     names = {*(args.served_names or [args.model]), *(spec.split("=", 1)[0] for spec in args.lora)}
     lock = threading.Lock()
 
@@ -108,12 +114,16 @@ def main() -> None:
                                                         f"{REQUEST_FIELDS.get(self.path, self.path)}"}})
                 return
             with lock:
-                if self.path == "/v1/completions":
-                    self._answer(200, completion(lm, body))
-                elif self.path == "/v1/chat/completions":
-                    self._answer(200, chat(lm, body))
-                else:
-                    self._answer(404, {"error": {"message": "not found"}})
+                try:
+                    if self.path == "/v1/completions":
+                        self._answer(200, completion(lm, body, args.max_model_len))
+                    elif self.path == "/v1/chat/completions":
+                        self._answer(200, chat(lm, body, args.max_model_len))
+                    else:
+                        self._answer(404, {"error": {"message": "not found"}})
+                except TooLong as err:
+                    self._answer(400, {"error": {"message": str(err), "type": "BadRequestError",
+                                                 "param": "input_tokens", "code": 400}})
 
         def log_message(self, fmt, *a):
             print("double:", fmt % a, flush=True)
@@ -122,10 +132,12 @@ def main() -> None:
 
 
 class LocalModel:
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, chat_template: str | None = None) -> None:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         self.tok = AutoTokenizer.from_pretrained(path)
+        if chat_template is not None:  # --chat-template FILE, as vLLM applies it
+            self.tok.chat_template = chat_template
         self.net = AutoModelForCausalLM.from_pretrained(path).eval()
 
     def logprobs(self, ids: list[int]):
@@ -154,6 +166,26 @@ class LocalModel:
         return [(self.tok.decode([int(i)]), float(v)) for v, i in zip(values, indices)]
 
 
+class TooLong(ValueError):
+    """A prompt beyond --max-model-len (vLLM answers 400)."""
+
+
+def fit_prompt(ids: list[int], body: dict, max_model_len: int | None) -> tuple[list[int], dict]:
+    """vLLM's prompt checks: truncate_prompt_tokens keeps the last tokens; a prompt beyond
+    --max-model-len is refused (vllm/renderers/params.py); max_tokens is cut to what is left."""
+    keep = body.get("truncate_prompt_tokens")
+    if keep is not None and keep > 0 and len(ids) > keep:
+        ids = ids[-keep:]
+    if max_model_len is None:
+        return ids, body
+    if len(ids) > max_model_len:
+        raise TooLong(f"This model's maximum context length is {max_model_len} tokens. However, your prompt "
+                      f"contains {len(ids)} input tokens, which exceeds this limit even without any output "
+                      f"tokens. Please reduce the length of the input prompt.")
+    max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+    return ids, {**body, "max_tokens": min(max_tokens, max_model_len - len(ids))}
+
+
 def usage(n_in: int, n_out: int) -> dict:
     return {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}
 
@@ -176,9 +208,10 @@ def decode_steps(lm: LocalModel, ids: list[int], body: dict, endpoint: str) -> t
     return lm.greedy(ids, max_tokens, int(body.get("min_tokens") or 0)), 1
 
 
-def completion(lm: LocalModel, body: dict) -> dict:
+def completion(lm: LocalModel, body: dict, max_model_len: int | None = None) -> dict:
     prompt = body["prompt"]
     ids = list(prompt) if isinstance(prompt, list) else lm.tok(prompt)["input_ids"]
+    ids, body = fit_prompt(ids, body, max_model_len)
     steps, n = decode_steps(lm, ids, body, "CompletionRequest")
     choice = {"index": 0, "text": lm.tok.decode([t for t, _ in steps]), "finish_reason": "length",
               "logprobs": None}
@@ -201,7 +234,7 @@ def completion(lm: LocalModel, body: dict) -> dict:
             "choices": choices, "usage": usage(len(ids), n * len(steps))}
 
 
-def chat(lm: LocalModel, body: dict) -> dict:
+def chat(lm: LocalModel, body: dict, max_model_len: int | None = None) -> dict:
     messages = body["messages"]
     if body.get("continue_final_message"):
         text = lm.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=False,
@@ -209,6 +242,7 @@ def chat(lm: LocalModel, body: dict) -> dict:
     else:
         text = lm.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     ids = lm.tok(text, add_special_tokens=False)["input_ids"]
+    ids, body = fit_prompt(ids, body, max_model_len)
     steps, n = decode_steps(lm, ids, body, "ChatCompletionRequest")
     logprobs = None
     if body.get("logprobs"):

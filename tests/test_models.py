@@ -671,3 +671,21 @@ def test_candidates_read_as_a_prefix_tree_score_as_each_alone(tiny_causal):
     for (request, cands), scores in zip(items, together, strict=True):
         alone = [plain.score_batch([(request, [c])])[0][0] for c in cands]
         assert scores == pytest.approx(alone, abs=1e-4)
+
+
+def test_every_model_entry_of_the_configs_loads_with_its_workflow_keys(tiny_causal):
+    """The config's entries reach load_model as they are (rules/common.smk: model_spec drops only
+    convert and price): family (the self-preference check) is a workflow key, not a backend option."""
+    import yaml
+
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1]
+    for config in ("config.yaml", "paper.yaml"):
+        for name, entry in yaml.safe_load((repo / "config" / config).read_text())["models"].items():
+            if entry.get("backend", "hf") != "hf" or entry.get("serve"):
+                continue
+            spec = {k: v for k, v in entry.items() if k not in ("convert", "price")}
+            model = load_model({**spec, "model": str(tiny_causal), "chat_template": None, "dtype": "float32",
+                                "device": "cpu"}, name=name)
+            assert model.name == name

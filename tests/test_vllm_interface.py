@@ -95,12 +95,12 @@ def test_every_request_field_the_client_sends_exists(params, fixture):
     model = bare_served_model()
     kwargs = model._sampling(params)
     extra = kwargs.pop("extra_body", {})
-    sent = set(kwargs) | set(extra) | {"model", "logprobs", "top_logprobs"} | set(model._prefill_fields())
+    sent = set(kwargs) | set(extra) | {"model", "logprobs", "top_logprobs"}
     chat = set(FIXTURE["requests"]["ChatCompletionRequest"]["fields"])
     completion = set(FIXTURE["requests"]["CompletionRequest"]["fields"])
     assert sent | {"messages"} <= chat, sorted(sent - chat)
-    # the completions endpoint takes logprobs as a count (no top_logprobs) and no prefill
-    assert (sent - {"add_generation_prompt", "continue_final_message", "top_logprobs"}) | {
+    # the completions endpoint takes logprobs as a count (no top_logprobs); scoring sends token ids there
+    assert (sent - {"top_logprobs"}) | {
         "prompt", "prompt_logprobs"} <= completion
     if params.num_beams > 1:  # nothing the beam search would ignore is sent with it
         ignored = set(FIXTURE["requests"]["ChatCompletionRequest"]["fields"]) - set(

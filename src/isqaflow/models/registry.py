@@ -42,9 +42,10 @@ SERVED_KEYS = HF_KEYS | {"serve", "concurrency", "timeout", "max_retries", "back
 OPENAI_KEYS = {"backend", "model", "base_url", "api_key_env", "timeout", "max_retries", "backoff",
                "concurrency", "requests_per_minute", "tokens_per_minute", "logprobs", "top_logprobs", "check_model",
                "batch"}
-# Keys that describe the entry for the workflow (conversion, resources, cost), not the backend.
+# Keys that describe the entry for the workflow (conversion, resources, cost, the self-preference
+# family of isqaflow.configcheck.families), not the backend.
 # unsupported_decoding (openai): read by the config check (models.servecheck); the API backend drops and records.
-WORKFLOW_KEYS = {"convert", "gpu", "description", "price", "unsupported_decoding"}
+WORKFLOW_KEYS = {"convert", "gpu", "description", "price", "unsupported_decoding", "family"}
 # hf keys a served model does not use: the server's command decides (fine-tuning uses them)
 IN_PROCESS_ONLY = {"device", "batch_size", "score_batch_tokens", "prefix_sharing", "prefix_cache_mb"}
 

@@ -292,11 +292,6 @@ class ServedModel(TokenizedText, OpenAIModel):
                         self.name, engine, ", ".join(new))
             self.usage.note_dropped(new)
 
-    def _prefill_fields(self) -> dict[str, Any] | None:
-        if self.settings.engine == "vllm":
-            return {"continue_final_message": True, "add_generation_prompt": False}
-        return None
-
     # ------------------------------------------------------------------ scoring
     def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
                     on_batch: BatchCallback | None = None) -> list[list[float]]:
@@ -321,16 +316,23 @@ class ServedModel(TokenizedText, OpenAIModel):
 
     def _plan_scoring(self, context: Request, candidates: Sequence[str]) -> tuple[Any, str, list[str]]:
         """As the API's, plus: a plain-text model continues the raw text (no prefill needed), and each
-        candidate's rest must be one token after the prefix for this tokenizer."""
+        candidate's rest must be one token after the prefix for this tokenizer.  On vLLM a chat request
+        is rendered here and sent as token ids to the completions endpoint: the server then continues
+        exactly the text the hf backend scores (the template followed by the prefix).  A prefill through
+        the chat endpoint (continue_final_message) renders the prefix as the content of a finished
+        assistant turn, which differs where the template writes more than the generation prompt before
+        it (vicuna_v1.1: "ASSISTANT: <rating>", against the generation prompt's "ASSISTANT:<rating>")."""
         prefix, rests = split_candidates(list(candidates))
         text = self._plain_text(context)
         if text is None:
-            self._check_prefill(prefix)
-            payload: Any = self._messages(context)
             head, templated = self.render(context)[0] + prefix, True
+            if self.settings.engine != "vllm":
+                self._check_prefill(prefix)
         else:
-            payload, head, templated = text, text + prefix, False
+            head, templated = text + prefix, False
         base = self._encode(head, templated)
+        payload: Any = text if text is not None else base if self.settings.engine == "vllm" else \
+            self._messages(context)
         for rest in rests:
             ids = self._encode(head + rest, templated)
             if ids[: len(base)] != base or len(ids) != len(base) + 1:
@@ -341,10 +343,15 @@ class ServedModel(TokenizedText, OpenAIModel):
         return payload, prefix, rests
 
     def _score_planned(self, payload: Any, prefix: str, rests: list[str]) -> list[float]:
-        if not isinstance(payload, str):
+        if isinstance(payload, list) and payload and isinstance(payload[0], int):  # vLLM: the rendered ids
+            prompt: Any = payload
+            estimate = len(payload) + 1
+        elif isinstance(payload, str):
+            prompt, estimate = payload + prefix, self.count_tokens(payload) + 1
+        else:
             return super()._score_planned(payload, prefix, rests)
-        response = self._send(self.client.completions.create, self.count_tokens(payload) + 1, model=self.model,
-                              prompt=payload + prefix, max_tokens=1, temperature=0.0, logprobs=self.top_logprobs)
+        response = self._send(self.client.completions.create, estimate, model=self.model,
+                              prompt=prompt, max_tokens=1, temperature=0.0, logprobs=self.top_logprobs)
         choice = response.choices[0]
         tops = getattr(choice.logprobs, "top_logprobs", None) if choice.logprobs else None
         if not tops or not tops[0]:

@@ -13,8 +13,8 @@
   which request extensions the server understands (default ``other``: the plain
   OpenAI API).  vLLM: ``min_tokens``, ``repetition_penalty``, beam search
   (``use_beam_search`` with ``n`` beams; it ignores ``min_tokens``, ``stop`` and
-  ``repetition_penalty``, so those are refused with beams), the assistant prefill
-  ``continue_final_message`` and ``prompt_logprobs``; it has no n-gram blocking
+  ``repetition_penalty``, so those are refused with beams), token-id prompts (a
+  log-prob judge's prompt, rendered by the client) and ``prompt_logprobs``; it has no n-gram blocking
   (the whole table: :mod:`isqaflow.models.capabilities`).
   transformers: every decoding setting, as a ``generation_config``; no
   log-probabilities.
