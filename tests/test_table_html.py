@@ -79,3 +79,11 @@ def test_snakemakes_report_shows_the_html_table_inline(tmp_path):
     report = (tmp_path / "report.html").read_text()
     entry = re.search(r'"t\.html": (\{.*?"mime_type": "[^"]+")', report).group(1)
     assert json.loads(entry + "}")["mime_type"] == "text/html"
+
+
+def test_a_table_without_columns_still_renders(tmp_path):
+    md, page = tmp_path / "judges_panel.md", tmp_path / "judges_panel.html"
+    write_table(pd.DataFrame(), [md], caption="Agreement of the arena judges.")
+    render_table_file(md, page, "judges_panel")
+    text = page.read_text()
+    assert "<p>Agreement of the arena judges.</p>" in text and ">(no rows)</th>" in text

@@ -41,7 +41,10 @@ def write_table(df: pd.DataFrame, paths: Sequence[str | os.PathLike], digits: in
             with atomic_open(path) as handle:
                 df.to_csv(handle)
         elif path.suffix == ".md":
-            text = _flat(df).to_markdown(floatfmt=f".{digits}f", index=False)
+            flat = _flat(df)
+            # a table without any column (a stage with nothing to report) still reads as a table
+            text = (flat.to_markdown(floatfmt=f".{digits}f", index=False) if len(flat.columns)
+                    else "| (no rows) |\n|:--|")
             with atomic_open(path) as handle:
                 if caption:
                     handle.write(f"{caption}\n\n")
