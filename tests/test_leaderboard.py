@@ -11,8 +11,7 @@ from isqaflow.data.outputs import merge_checks
 from isqaflow.io import write_json
 from isqaflow.report.leaderboard import build_leaderboard, read_ratings
 from isqaflow.report.tables import write_table
-from isqaflow.report.validity import validity_note, validity_summary
-
+from isqaflow.report.validity import validity_brief, validity_summary
 
 # the validity summary (results/validity/summary.json) of one DRFR judge control, 7 items, 6 correct
 SUMMARY = validity_summary([
@@ -84,7 +83,7 @@ def test_one_row_per_system_with_n_per_cell(tables):
     assert mine["source"] == "file: arena (3/15, partial), drfr (4/12, partial), isqa (2/3, partial)"
     # every interval from fewer than 10 items carries the small-n mark
     assert mine["DRFR overall"] == "70.0 [50.0, 90.0]\u2021 (n=4)"
-    assert mine["DRFR easy"] == "100.0 [100.0, 100.0]\u2021 (n=2)"
+    assert mine["DRFR easy"] == "100.0 [100.0, 100.0]\u2021\u00a7 (n=2)"  # \u00a7: a zero-width interval
     assert mine["arena win % vs LFRQA"] == "66.7 (n=3)"
     assert mine["arena LC win % vs LFRQA"] == "50.0 [45.0, 55.0]\u2021 (n=3)"
     assert mine["Elo"] == "1000 [985, 1015]\u2021 (n=6)"  # the widest battles (B), the reference left out
@@ -92,13 +91,15 @@ def test_one_row_per_system_with_n_per_cell(tables):
     assert mine["summary DRFR"] == "80.0 [60.0, 100.0]\u2021 (n=2)" and mine["summary win % vs abstract"] == "50.0 (n=2)"
     smollm2 = board.loc["smollm2"]
     assert smollm2["arena win % vs LFRQA"] == "10.0 (n=15)" and smollm2["Elo"] == "995 [985, 1005] (n=18)"
-    assert "\u2021 interval from fewer than 10 items" in (t / "leaderboard.md").read_text().split("\n\n")[0]
+    assert "\u2021 interval from fewer than 10 items" in (t / "leaderboard.md").read_text().split("\n\n", 2)[2]
     assert smollm2["QAGS"] == "" and board.loc["smollm2 baseline_2", "QAGS"] == "10.0 (n=1)"  # one paper: no interval
     assert "lfrqa" not in board.index and "smollm2 baseline_1" not in board.index  # not a judged system
     caption = (t / "leaderboard.md").read_text().split("\n\n")[0]
-    for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):  # each column's instrument
-        assert validity_note(SUMMARY, instrument) in caption
-    assert "empty_response 6/7 correct" in caption
+    for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):  # each column's instrument, briefly
+        assert validity_brief(SUMMARY, instrument) in caption
+    assert ("DRFR judge: 0 of 1 tested controls correct beyond chance (NO EVIDENCE THAT IT SEPARATES BETTER "
+            "FROM WORSE on some)") in caption  # 6/7 correct: p = 0.0625 against chance 0.5
+    assert len(caption) < 800  # short: the full control text is in the validity table, one link away
     long = pd.read_csv(t / "leaderboard_long.csv")
     row = long[(long["system"] == "mine") & (long["column"] == "DRFR overall")].iloc[0]
     assert (row["value"], row["n"]) == (pytest.approx(70.0), 4)
@@ -116,8 +117,8 @@ def test_no_file_based_system(tables):
                               arena_win_rates=None, arena_ratings=None, arena_summaries=None, score_paths=[],
                               summary_systems={}, validity_summary_path=t / "summary.json", systems_path=None,
                               rounds=100, seed=0)
-    assert set(board["source"]) == {"model"} and list(board.columns) == ["source", "DRFR overall", "DRFR easy",
-                                                                          "DRFR hard"]
+    assert set(board["source"]) == {"model"} and list(board.columns) == ["rank DRFR overall", "source",
+                                                                          "DRFR overall", "DRFR easy", "DRFR hard"]
 
 
 def test_online_elo_that_has_not_converged_stays_off_the_leaderboard(tables):
@@ -148,3 +149,73 @@ def test_a_partial_files_row_says_which_items_it_covers():
     assert coverage_note({"n": 4, "n_dataset": 12, "coverage": "partial",
                           "covered": ["t1", "t2", "t3", "t4"]}) == "4/12, partial: t1 t2 t3 +1 more"
     assert coverage_note({"n": 2, "n_dataset": 3, "coverage": "partial"}) == "2/3, partial"  # an older record
+
+
+PAIRS = [{"suite": "arena", "judge": "local", "system": "smollm2", "self_family": True},
+         {"suite": "drfr", "judge": "local", "system": "smollm2", "self_family": False},
+         {"suite": "drfr", "judge": "local", "system": "summaries:mine", "self_family": True},
+         {"suite": "arena", "judge": "local", "system": "mine", "self_family": False}]
+
+
+def build(t, judge_pairs=PAIRS):
+    return build_leaderboard(t / "leaderboard", drfr_table5=t / "drfr_table5_long.csv",
+                             drfr_summaries=t / "drfr_summaries_long.csv", arena_win_rates=t / "arena_win_rates.csv",
+                             arena_ratings=t / "arena_ratings.csv", arena_summaries=t / "arena_summaries.csv",
+                             score_paths=[t / "scores.jsonl"],
+                             summary_systems={"qasper/mine": ["mine"], "qasper/smollm2": ["baseline_2"]},
+                             validity_summary_path=t / "summary.json", systems_path=t / "checked.json",
+                             rounds=200, seed=1, judge_pairs=judge_pairs)
+
+
+def test_self_judged_cells_are_flagged_and_every_judged_cell_links_to_its_items(tables, tmp_path):
+    from isqaflow.report.table_html import render_table_file
+
+    t = tables
+    board = build(t)
+    assert board.loc["smollm2", "arena win % vs LFRQA"] == "10.0 (n=15) SELF"
+    assert board.loc["smollm2", "Bradley-Terry"].endswith(" SELF")
+    assert "SELF" not in board.loc["smollm2", "DRFR overall"]  # its DRFR judge is of another family
+    assert "SELF" not in board.loc["mine", "arena win % vs LFRQA"]
+    assert board.loc["mine", "summary DRFR"].endswith(" SELF")  # the summarizer's family judges its summaries
+    assert "](" not in (t / "leaderboard.csv").read_text() and "](" not in (t / "leaderboard.tex").read_text()
+    md = (t / "leaderboard.md").read_text()
+    assert ("[10.0 (n=15) SELF](../browser/arena.html#system=smollm2&setting=bm25-k5&judge=local&kind=reference)"
+            in md)
+    assert "[70.0 [50.0, 90.0]\u2021 (n=4)](../browser/drfr.html#system=mine&judge=local&kind=response)" in md
+    assert "(../browser/drfr.html#system=mine&setting=summaries%20qasper%2Fmine&kind=summary)" in md
+    caption, _, notes = md.split("\n\n", 2)
+    assert "SELF" not in caption
+    assert "SELF: judged by a judge of the system's own model family" in notes
+    assert "\u00a7 interval of zero width" in notes and "rank: 1 + the systems" in notes
+    long = pd.read_csv(t / "leaderboard_long.csv")
+    row = long[(long["system"] == "mine") & (long["column"] == "DRFR easy")].iloc[0]
+    assert bool(row["degenerate"]) and not bool(row["self_judged"]) and row["browser"].startswith("../browser/")
+    page = tmp_path / "leaderboard.html"
+    render_table_file(t / "leaderboard.md", page, "leaderboard")
+    text = page.read_text()
+    assert ('<a href="../browser/arena.html#system=smollm2&amp;setting=bm25-k5&amp;judge=local&amp;kind=reference">'
+            "10.0 (n=15) SELF</a>") in text
+    assert '<a href="validity.html">validity</a>' in text
+    # without judge families: no flag, no SELF note
+    build(t, judge_pairs=())
+    assert "SELF" not in (t / "leaderboard.md").read_text()
+
+
+def test_rank_respects_ties_within_the_interval_and_sorts_the_rows(tables):
+    from isqaflow.report.leaderboard import interval_ranks
+
+    numbers = pd.DataFrame({"system": ["a", "b", "c", "d"], "value": [15, 25, 20, 5.0],
+                            "lower": [10, 21, 15, float("nan")], "upper": [20, 30, 25, float("nan")]})
+    # b above a (21 > 20); c overlaps both; d (no interval: its point) below all three
+    assert interval_ranks(numbers).to_dict() == {"a": 2, "b": 1, "c": 1, "d": 4}
+    t = tables
+    table5 = pd.read_csv(t / "drfr_table5_long.csv")
+    table5.loc[table5["model"] == "mine", ["Overall", "Overall_lower", "Overall_upper"]] = [0.9, 0.8, 0.95]
+    table5.to_csv(t / "drfr_table5_long.csv", index=False)
+    board = build(t)
+    assert list(board.columns[:2]) == ["rank DRFR overall", "rank Bradley-Terry"]
+    assert board.loc["mine", "rank DRFR overall"] == 1 and board.loc["smollm2", "rank DRFR overall"] == 2
+    assert list(board.index) == ["mine", "smollm2", "smollm2 baseline_2"]  # by rank; unranked last
+    table5.loc[table5["model"] == "mine", ["Overall", "Overall_lower", "Overall_upper"]] = [0.1, 0.05, 0.2]
+    table5.to_csv(t / "drfr_table5_long.csv", index=False)
+    assert list(build(t).index) == ["smollm2", "mine", "smollm2 baseline_2"]
