@@ -97,7 +97,8 @@ def test_one_row_per_system_with_n_per_cell(tables):
     caption = (t / "leaderboard.md").read_text().split("\n\n")[0]
     for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):  # each column's instrument, briefly
         assert validity_brief(SUMMARY, instrument) in caption
-    assert ("DRFR judge: 0 of 1 tested controls correct beyond chance (NO EVIDENCE THAT IT SEPARATES BETTER "
+        assert f"{instrument} " in caption  # as the end-to-end test reads every judged table's caption
+    assert ("DRFR judge 0 of 1 tested controls correct beyond chance (NO EVIDENCE THAT IT SEPARATES BETTER "
             "FROM WORSE on some)") in caption  # 6/7 correct: p = 0.0625 against chance 0.5
     assert len(caption) < 800  # short: the full control text is in the validity table, one link away
     long = pd.read_csv(t / "leaderboard_long.csv")

@@ -354,9 +354,9 @@ def validity_brief(summary: Mapping[str, Any], instrument: str) -> str:
     got right beyond chance, and the warning when any did not."""
     rows = [r for r in summary["groups"] if r["instrument"] == instrument]
     if not rows:
-        return f"{instrument}: no control recorded"
+        return f"{instrument} without a recorded control"
     tested = [r for r in rows if r["verdict"] in ("separates", "no evidence")]
-    text = (f"{instrument}: {sum(r['verdict'] == 'separates' for r in tested)} of {len(tested)} tested controls "
+    text = (f"{instrument} {sum(r['verdict'] == 'separates' for r in tested)} of {len(tested)} tested controls "
             "correct beyond chance")
     if any(r["no_evidence"] is True for r in rows):
         text += " (NO EVIDENCE THAT IT SEPARATES BETTER FROM WORSE on some)"
