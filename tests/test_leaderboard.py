@@ -220,3 +220,28 @@ def test_rank_respects_ties_within_the_interval_and_sorts_the_rows(tables):
     table5.loc[table5["model"] == "mine", ["Overall", "Overall_lower", "Overall_upper"]] = [0.1, 0.05, 0.2]
     table5.to_csv(t / "drfr_table5_long.csv", index=False)
     assert list(build(t).index) == ["smollm2", "mine", "smollm2 baseline_2"]
+
+
+def test_the_markdown_view_is_one_compact_table_per_suite(tables, tmp_path):
+    from isqaflow.report.table_html import render_table_file
+
+    t = tables
+    build(t)
+    md = (t / "leaderboard.md").read_text()
+    text = md.split("\n\n")
+    titles = [i for i, block in enumerate(text) if block in ("InFoBench (DRFR):", "RAG-QA Arena:",
+                                                              "ISQA summaries:")]
+    assert [text[i] for i in titles] == ["InFoBench (DRFR):", "RAG-QA Arena:", "ISQA summaries:"]
+    sections = {text[i]: text[i + 1] for i in titles}
+    drfr, arena, summaries = sections.values()
+    assert drfr.splitlines()[0].split("|")[1:3] == [" system   ", "   rank DRFR overall "]
+    assert "QAGS" not in drfr and "Bradley-Terry" not in drfr and "smollm2 baseline_2" not in drfr
+    assert "rank Bradley-Terry" in arena and "DRFR overall" not in arena
+    assert "| smollm2 baseline_2 |" in summaries and "rank" not in summaries.splitlines()[0]
+    assert len(drfr.splitlines()) == 2 + 2  # header, separator, mine, smollm2
+    page = tmp_path / "leaderboard.html"
+    render_table_file(t / "leaderboard.md", page, "leaderboard")
+    assert page.read_text().count("<table>") == 3
+    # the CSV stays one row per system with every column
+    board = pd.read_csv(t / "leaderboard.csv", index_col=0)
+    assert {"DRFR overall", "Bradley-Terry", "QAGS"} <= set(board.columns) and len(board) == 3

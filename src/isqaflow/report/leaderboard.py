@@ -34,7 +34,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import read_json, read_jsonl
+from isqaflow.io import read_json, read_jsonl, write_text
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_brief
 from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, small_n_note
@@ -318,6 +318,37 @@ def controls_brief(summary: Mapping[str, Any]) -> str:
         + ". ROUGE has no control (a reference overlap, not a judge).")
 
 
+SECTIONS = ("InFoBench (DRFR)", "RAG-QA Arena", "ISQA summaries")
+
+
+def section_of(column: str) -> str:
+    """The suite a leaderboard column belongs to (its section in the Markdown view)."""
+    if column.startswith(("DRFR ", "rank DRFR ")):
+        return SECTIONS[0]
+    if column.startswith(("arena ", "Bradley-Terry", "Elo", "rank Bradley-Terry")):
+        return SECTIONS[1]
+    return SECTIONS[2]
+
+
+def sectioned_markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], ranks: Mapping[str, pd.Series],
+                       file_systems: Mapping[str, Any]) -> str:
+    """The Markdown view: one compact table per suite -- its systems (those with a cell there), its
+    rank, the source and its columns only -- sorted by its rank (a suite without one: by name)."""
+    parts = []
+    for section in SECTIONS:
+        cells = [c for c in columns if section_of(c) == section]
+        if not cells:
+            continue
+        ranked = [c for c in ranks if section_of(c) == section]
+        shown = [r for r in rows if any(r[c] for c in cells)]
+        shown.sort(key=lambda r: (*(ranks[c].get(r["system"], np.inf) for c in ranked),
+                                  r["system"] not in file_systems, r["system"]))
+        frame = pd.DataFrame([{"system": r["system"], **{c: r[c] for c in ranked}, "source": r["source"],
+                               **{c: r[c] for c in cells}} for r in shown])
+        parts.append(f"{section}:\n\n" + frame.to_markdown(index=False))
+    return "\n\n".join(parts)
+
+
 def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, drfr_summaries: str | Path | None,
                       arena_win_rates: str | Path | None, arena_ratings: str | Path | None,
                       arena_summaries: str | Path | None, score_paths: Sequence[str | Path],
@@ -358,12 +389,17 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
     summary = read_json(validity_summary_path)
     footnotes = notes(board, list(ranks))
-    caption = ("Leaderboard: one row per system across the suites (the models the workflow runs and systems "
-               "read from files), sorted by rank; notes below the table. " + controls_brief(summary))
+    caption = ("Leaderboard: every system across the suites (the models the workflow runs and systems read "
+               "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
+               "notes below the tables. " + controls_brief(summary))
     stem = Path(out_stem)
     write_table(table, [f"{stem}.csv"], digits=1)
-    write_table(pd.DataFrame(markdown).set_index("system") if markdown else table, [f"{stem}.md"], digits=1,
-                caption=caption, notes=footnotes + ["Full controls: [validity](validity.html)."])
+    if markdown:  # one compact table per suite
+        body = sectioned_markdown(markdown, board.columns, ranks, file_systems)
+        write_text(f"{stem}.md", "\n\n".join([caption, body, *footnotes,
+                                                 "Full controls: [validity](validity.html)."]) + "\n")
+    else:
+        write_table(table, [f"{stem}.md"], caption=caption)
     # LaTeX: no links; the notes as its comment
     write_table(table, [f"{stem}.tex"], digits=1, caption=caption + " " + " ".join(footnotes))
     long = pd.DataFrame(board.numbers)
