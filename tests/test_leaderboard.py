@@ -3,6 +3,7 @@ the suites' own CSV formats: one row per system, n per cell, file-based systems'
 each instrument's controls in the caption."""
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -12,6 +13,14 @@ from isqaflow.io import write_json
 from isqaflow.report.leaderboard import build_leaderboard, read_ratings
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_brief, validity_summary
+
+def exact(k: int, n: int) -> tuple[float, float]:
+    """Clopper-Pearson 95% interval of k of n, in % (scipy's exact method)."""
+    from scipy.stats import binomtest
+
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    return 100 * ci.low, 100 * ci.high
+
 
 # the validity summary (results/validity/summary.json) of one DRFR judge control, 7 items, 6 correct
 SUMMARY = validity_summary([
@@ -38,7 +47,7 @@ def tables(tmp_path):
     rates = pd.DataFrame([
         {"setting": "bm25-k5.local", "domain": d, "model": m, "rule": "calibrated", "n_valid": n,
          "win_rate": w, "win_tie_rate": w, "LC win rate %": lc, "LC lower": lc - 5, "LC upper": lc + 5}
-        for d, m, n, w, lc in (("fiqa", "smollm2", 5, 20.0, float("nan")), ("overall", "smollm2", 15, 10.0, 30.0),
+        for d, m, n, w, lc in (("fiqa", "smollm2", 5, 20.0, float("nan")), ("overall", "smollm2", 15, 20.0, 30.0),
                                ("overall", "mine", 3, 66.7, 50.0))])
     write_table(rates.set_index(["setting", "domain", "model"]), [t / "arena_win_rates.csv"])
     columns = pd.MultiIndex.from_tuples([("setting", ""), ("rule", ""), ("battles", ""),
@@ -84,13 +93,14 @@ def test_one_row_per_system_with_n_per_cell(tables):
     # every interval from fewer than 10 items carries the small-n mark
     assert mine["DRFR overall"] == "70.0 [50.0, 90.0]\u2021 (n=4)"
     assert mine["DRFR easy"] == "100.0 [100.0, 100.0]\u2021\u00a7 (n=2)"  # \u00a7: a zero-width interval
-    assert mine["arena win % vs LFRQA"] == "66.7 (n=3)"
+    # win rates: the exact (Clopper-Pearson) interval from the counts, no small-n mark (it keeps its coverage)
+    assert mine["arena win % vs LFRQA"] == f"66.7 [{exact(2, 3)[0]:.1f}, {exact(2, 3)[1]:.1f}] (n=3)"
     assert mine["arena LC win % vs LFRQA"] == "50.0 [45.0, 55.0]\u2021 (n=3)"
     assert mine["Elo"] == "1000 [985, 1015]\u2021 (n=6)"  # the widest battles (B), the reference left out
     assert mine["QAGS"].startswith("60.0 [") and mine["QAGS"].endswith("(n=2)")
     assert mine["summary DRFR"] == "80.0 [60.0, 100.0]\u2021 (n=2)" and mine["summary win % vs abstract"] == "50.0 (n=2)"
     smollm2 = board.loc["smollm2"]
-    assert smollm2["arena win % vs LFRQA"] == "10.0 (n=15)" and smollm2["Elo"] == "995 [985, 1005] (n=18)"
+    assert smollm2["arena win % vs LFRQA"] == f"20.0 [{exact(3, 15)[0]:.1f}, {exact(3, 15)[1]:.1f}] (n=15)" and smollm2["Elo"] == "995 [985, 1005] (n=18)"
     assert "\u2021 interval from fewer than 10 items" in (t / "leaderboard.md").read_text().split("\n\n", 2)[2]
     assert smollm2["QAGS"] == "" and board.loc["smollm2 baseline_2", "QAGS"] == "10.0 (n=1)"  # one paper: no interval
     assert "lfrqa" not in board.index and "smollm2 baseline_1" not in board.index  # not a judged system
@@ -101,6 +111,14 @@ def test_one_row_per_system_with_n_per_cell(tables):
     assert ("DRFR judge 0 of 1 tested controls correct beyond chance (NO EVIDENCE THAT IT SEPARATES BETTER "
             "FROM WORSE on some)") in caption  # 6/7 correct: p = 0.0625 against chance 0.5
     assert len(caption) < 800  # short: the full control text is in the validity table, one link away
+    csv = pd.read_csv(t / "leaderboard.csv", index_col=0)  # the numbers beside the text
+    columns = list(csv.columns)
+    at = columns.index("DRFR overall")
+    assert columns[at:at + 5] == ["DRFR overall", *(f"DRFR overall {s}" for s in ("value", "lower", "upper", "n"))]
+    assert tuple(csv.loc["mine", [f"DRFR overall {s}" for s in ("value", "lower", "upper", "n")]]) == (
+        pytest.approx(70.0), pytest.approx(50.0), pytest.approx(90.0), 4)
+    assert csv.loc["mine", "arena win % vs LFRQA lower"] == pytest.approx(exact(2, 3)[0])
+    assert "QAGS n" in columns and pd.isna(csv.loc["smollm2", "QAGS n"])
     long = pd.read_csv(t / "leaderboard_long.csv")
     row = long[(long["system"] == "mine") & (long["column"] == "DRFR overall")].iloc[0]
     assert (row["value"], row["n"]) == (pytest.approx(70.0), 4)
@@ -173,14 +191,14 @@ def test_self_judged_cells_are_flagged_and_every_judged_cell_links_to_its_items(
 
     t = tables
     board = build(t)
-    assert board.loc["smollm2", "arena win % vs LFRQA"] == "10.0 (n=15) SELF"
+    assert board.loc["smollm2", "arena win % vs LFRQA"].endswith(" (n=15) SELF")
     assert board.loc["smollm2", "Bradley-Terry"].endswith(" SELF")
     assert "SELF" not in board.loc["smollm2", "DRFR overall"]  # its DRFR judge is of another family
     assert "SELF" not in board.loc["mine", "arena win % vs LFRQA"]
     assert board.loc["mine", "summary DRFR"].endswith(" SELF")  # the summarizer's family judges its summaries
     assert "](" not in (t / "leaderboard.csv").read_text() and "](" not in (t / "leaderboard.tex").read_text()
     md = (t / "leaderboard.md").read_text()
-    assert ("[10.0 (n=15) SELF](../browser/arena.html#system=smollm2&setting=bm25-k5&judge=local&kind=reference)"
+    assert ("(n=15) SELF](../browser/arena.html#system=smollm2&setting=bm25-k5&judge=local&kind=reference)"
             in md)
     assert "[70.0 [50.0, 90.0]\u2021 (n=4)](../browser/drfr.html#system=mine&judge=local&kind=response)" in md
     assert "(../browser/drfr.html#system=mine&setting=summaries%20qasper%2Fmine&kind=summary)" in md
@@ -194,8 +212,8 @@ def test_self_judged_cells_are_flagged_and_every_judged_cell_links_to_its_items(
     page = tmp_path / "leaderboard.html"
     render_table_file(t / "leaderboard.md", page, "leaderboard")
     text = page.read_text()
-    assert ('<a href="../browser/arena.html#system=smollm2&amp;setting=bm25-k5&amp;judge=local&amp;kind=reference">'
-            "10.0 (n=15) SELF</a>") in text
+    assert re.search(r'<a href="\.\./browser/arena\.html#system=smollm2&amp;setting=bm25-k5&amp;judge=local&amp;'
+                     r'kind=reference">20\.0 \[[0-9.]+, [0-9.]+\] \(n=15\) SELF</a>', text)
     assert '<a href="validity.html">validity</a>' in text
     # without judge families: no flag, no SELF note
     build(t, judge_pairs=())

@@ -37,7 +37,7 @@ import pandas as pd
 from isqaflow.io import read_json, read_jsonl, write_text
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_brief
-from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, small_n_note
+from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, share_test, small_n_note
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
 REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
@@ -61,11 +61,13 @@ def _run_and_judge(setting: str) -> tuple[str, str]:
 
 
 def _cell(point: float, lower: float | None = None, upper: float | None = None, n: Any = None,
-          digits: int = 1) -> str:
+          digits: int = 1, exact: bool = False) -> str:
+    """``exact``: an exact interval (Clopper-Pearson), which keeps its coverage at small n (no
+    small-n mark)."""
     if point is None or (isinstance(point, float) and np.isnan(point)):
         return "--"
     text = f"{point:.{digits}f}"
-    few = n is not None and not pd.isna(n) and int(n) < SMALL_N
+    few = not exact and n is not None and not pd.isna(n) and int(n) < SMALL_N
     one = n is not None and not pd.isna(n) and int(n) < 2  # a zero-width interval from one item: none
     if lower is not None and upper is not None and not (np.isnan(lower) or np.isnan(upper) or one):
         text += f" [{lower:.{digits}f}, {upper:.{digits}f}]" + (SMALL_N_MARK if few else "")
@@ -131,6 +133,15 @@ def drfr_columns(board: _Board, table5_long: pd.DataFrame) -> None:
                           upper=100 * row[f"{label}_upper"], n=n)
 
 
+def exact_interval(percent: float, n: Any) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) 95% interval, in %, of a share given in % of ``n`` independent
+    pairs (one per query and system: the arena's reference pairs); NaN without pairs."""
+    if n is None or pd.isna(n) or int(n) < 1 or pd.isna(percent):
+        return np.nan, np.nan
+    test = share_test(int(round(percent * int(n) / 100)), int(n), 0.5)
+    return 100 * test["lower"], 100 * test["upper"]
+
+
 def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame) -> None:
     overall = win_rates[win_rates["domain"] == "overall"] if not win_rates.empty else win_rates
     settings = list(overall["setting"].unique()) if not overall.empty else []
@@ -140,10 +151,11 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
         run, judge = _run_and_judge(row["setting"])
         where = {"link": browser_link("arena", system=row["model"], setting=run, judge=judge, kind="reference"),
                  "self_judged": board.is_self("arena", [judge], row["model"])}
-        board.put(row["model"], f"arena win % vs LFRQA{tag}", _cell(row["win_rate"], n=n), **where,
-                  value=row["win_rate"], n=n)
-        board.put(row["model"], f"arena win+tie % vs LFRQA{tag}", _cell(row["win_tie_rate"], n=n), **where,
-                  value=row["win_tie_rate"], n=n)
+        for column, rate in ((f"arena win % vs LFRQA{tag}", row["win_rate"]),
+                             (f"arena win+tie % vs LFRQA{tag}", row["win_tie_rate"])):
+            lower, upper = exact_interval(rate, n)
+            board.put(row["model"], column, _cell(rate, lower, upper, n, exact=True), **where, value=rate, lower=lower,
+                      upper=upper, n=n)
         if "LC win rate %" in row and not pd.isna(row["LC win rate %"]):
             board.put(row["model"], f"arena LC win % vs LFRQA{tag}",
                       _cell(row["LC win rate %"], row["LC lower"], row["LC upper"], n), **where,
@@ -290,7 +302,8 @@ def notes(board: _Board, ranks: Sequence[str]) -> list[str]:
     """The footnotes under the table (Markdown; the full control text one link away)."""
     cells = " ".join(text for row in board.cells.values() for text in row.values())
     lines = [("Cells: value [95% CI] (n); each judged cell links to its items in the judgment browser. DRFR x100, "
-             "CI over instructions; arena win and win+tie % against LFRQA (n = pairs with a valid verdict) and "
+             "CI over instructions; arena win and win+tie % against LFRQA (n = pairs with a valid verdict, one per "
+             "query; exact Clopper-Pearson 95% CI from the counts) and "
              "the length-controlled win rate (AlpacaEval 2.0, ties half; '--' where not identified); "
              "Bradley-Terry, and online Elo only where it has converged (n = votes); QAGS, QuestEval, ROUGE "
              "x100 of the final summaries over papers; the summaries' DRFR and win % against the abstract. "
@@ -316,6 +329,26 @@ def controls_brief(summary: Mapping[str, Any]) -> str:
     return ("Controls (known answers; in full: the validity table): " + "; ".join(
         validity_brief(summary, instrument) for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"))
         + ". ROUGE has no control (a reference overlap, not a judge).")
+
+
+NUMBERS = ("value", "lower", "upper", "n")
+
+
+def with_numbers(table: pd.DataFrame, board: _Board) -> pd.DataFrame:
+    """The CSV view: after each formatted column its numbers, ``<column> value|lower|upper|n``
+    (those the column has), so the CSV is read without parsing text."""
+    if table.empty:
+        return table
+    long = pd.DataFrame(board.numbers).drop_duplicates(["system", "column"], keep="last")
+    out = table.copy()
+    for column in board.columns:
+        part = long[long["column"] == column].set_index("system")
+        at = out.columns.get_loc(column) + 1
+        for stat in NUMBERS:
+            if stat in part and part[stat].notna().any():
+                out.insert(at, f"{column} {stat}", pd.to_numeric(part[stat]).reindex(out.index))
+                at += 1
+    return out
 
 
 SECTIONS = ("InFoBench (DRFR)", "RAG-QA Arena", "ISQA summaries")
@@ -393,7 +426,7 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
                "notes below the tables. " + controls_brief(summary))
     stem = Path(out_stem)
-    write_table(table, [f"{stem}.csv"], digits=1)
+    write_table(with_numbers(table, board), [f"{stem}.csv"], digits=1)
     if markdown:  # one compact table per suite
         body = sectioned_markdown(markdown, board.columns, ranks, file_systems)
         write_text(f"{stem}.md", "\n\n".join([caption, body, *footnotes,
