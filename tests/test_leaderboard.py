@@ -14,6 +14,7 @@ from isqaflow.report.leaderboard import build_leaderboard, read_ratings
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_brief, validity_summary
 
+
 def exact(k: int, n: int) -> tuple[float, float]:
     """Clopper-Pearson 95% interval of k of n, in % (scipy's exact method)."""
     from scipy.stats import binomtest

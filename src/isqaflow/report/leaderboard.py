@@ -138,7 +138,7 @@ def exact_interval(percent: float, n: Any) -> tuple[float, float]:
     pairs (one per query and system: the arena's reference pairs); NaN without pairs."""
     if n is None or pd.isna(n) or int(n) < 1 or pd.isna(percent):
         return np.nan, np.nan
-    test = share_test(int(round(percent * int(n) / 100)), int(n), 0.5)
+    test = share_test(round(percent * int(n) / 100), int(n), 0.5)
     return 100 * test["lower"], 100 * test["upper"]
 
 
