@@ -165,7 +165,7 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
     settings = list(ratings["setting"].unique())
     for setting, df in ratings.groupby("setting", sort=False):
         # the widest set of battles: with the all-pairs sample when the run has one
-        battles = sorted(df["battles"].unique())[-1]
+        battles = max(df["battles"].unique())
         tag = _suffix(setting, settings)
         run, judge = _run_and_judge(setting)
         for row in df[df["battles"] == battles].to_dict("records"):
