@@ -80,11 +80,19 @@ def test_identity_note_names_identical_variants_and_runs_without_feedback():
     records = no_feedback_run("isqa-base-human") + no_feedback_run("isqa-lora-human")
     note = identity_note(records, {"isqa-base-human": "ISQA (base)", "isqa-lora-human": "ISQA (lora)"})
     assert "Identical final summaries: qasper/smollm2: ISQA (base) = ISQA (lora) on 3 of 3 papers." in note
-    assert "No feedback at all" in note and "qasper/smollm2 ISQA (base) (6 steps)" in note
-    assert "qasper/smollm2 ISQA (lora) (6 steps)" in note
+    assert "No feedback at all (no fact and no non-fact on any step): " in note
+    assert ("qasper/smollm2 ISQA (base) (6 steps; 3 summaries from the act-on-feedback prompt with empty lists: "
+            "a prompt change, not feedback)") in note
+    assert "qasper/smollm2 ISQA (lora) (6 steps; 3 summaries" in note
     # a table showing one of them: no pair, still the missing feedback
     one = identity_note(records, {"isqa-lora-human": "w/ ISQA"})
-    assert "Identical" not in one and "w/ ISQA (6 steps)" in one
+    assert "Identical" not in one and "w/ ISQA (6 steps; 3 summaries" in one
+    # one step per paper (refine.steps: 1): no summary from an empty prompt, the final one is s_1
+    single = [record(p, "isqa-lora-human", [step(1, f"s1 {p}", decisions=("unparsed",))]) for p in ("p0", "p1")]
+    assert identity_note(single, {"isqa-lora-human": "w/ ISQA"}) == (
+        " Identical final summaries: qasper/smollm2: w/ ISQA = its first summary s_1 (the initial prompt's, "
+        "w/o ISQA) on 2 of 2 papers. No feedback at all (no fact and no non-fact on any step): qasper/smollm2 "
+        "w/ ISQA (2 steps).")
     # distinct texts with feedback on every step: nothing to say
     assert identity_note(feedback_run("isqa-lora-human", papers=("p0", "p1")), {"isqa-lora-human": "w/ ISQA"}) == ""
     partial = identity_note(feedback_run("isqa-lora-human"), {"isqa-lora-human": "w/ ISQA"})

@@ -122,10 +122,15 @@ def identity_note(records: Sequence[Mapping[str, Any]], labels: Mapping[str, str
     use = feedback_use(chosen).reset_index()
     none = use[(use["feedback_steps"] > 0) & (use["steps_without_feedback"] == use["feedback_steps"])]
     if not none.empty:
-        sentences.append("No feedback at all (no fact, no non-fact on any step; its summaries come from the "
-                         "act-on-feedback prompt with empty lists: a prompt change, not feedback): " + "; ".join(
-                             f"{r.dataset}/{r.summarizer} {labels[r.system]} ({r.feedback_steps} steps)"
-                             for r in none.itertuples(index=False)) + ".")
+        def run(r: Any) -> str:
+            text = f"{r.dataset}/{r.summarizer} {labels[r.system]} ({r.feedback_steps} steps"
+            if r.empty_prompt_summaries:
+                text += (f"; {r.empty_prompt_summaries} summaries from the act-on-feedback prompt with empty "
+                         "lists: a prompt change, not feedback")
+            return text + ")"
+
+        sentences.append("No feedback at all (no fact and no non-fact on any step): "
+                         + "; ".join(run(r) for r in none.itertuples(index=False)) + ".")
     partial = use[(use["steps_without_feedback"] > 0) & (use["steps_without_feedback"] < use["feedback_steps"])]
     if not partial.empty:
         sentences.append("Steps without feedback: " + "; ".join(
