@@ -138,3 +138,13 @@ def test_matrix_and_heatmap_of_the_paired_tests(tmp_path):
     assert paired_matrix(empty).empty
     write_paired_tests({}, {}, tables, matrix_paths=matrix, figure_paths=figures)
     assert "no systems judged on the same items" in figures[1].read_text()
+
+
+def test_a_zero_difference_reads_plus_zero_in_both_directions():
+    from isqaflow.report.paired import paired_matrix
+
+    table = pd.DataFrame([{"suite": "arena", "setting": "s", "judge": "j", "system_a": "a", "system_b": "b", "n": 2,
+                           "mean_a": 0.5, "mean_b": 0.5, "diff": 0.0, "only_a": np.nan, "only_b": np.nan,
+                           "test": "sign-flip (too few pairs)", "p": np.nan, "p_holm": np.nan}])
+    wide = paired_matrix(table)
+    assert wide.loc[("arena", "s", "j", "a"), "b"] == wide.loc[("arena", "s", "j", "b"), "a"] == "+0.0 (n=2, no test)"

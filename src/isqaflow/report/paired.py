@@ -152,9 +152,10 @@ FAMILY = ["suite", "setting", "judge"]
 
 
 def _oriented(table: pd.DataFrame) -> pd.DataFrame:
-    """Every tested pair in both orientations: (family, row, column, diff = mean_row - mean_col, p_holm, n)."""
-    forward = table.assign(row=table["system_b"], column=table["system_a"], d=table["diff"])
-    backward = table.assign(row=table["system_a"], column=table["system_b"], d=-table["diff"])
+    """Every tested pair in both orientations: (family, row, column, diff = mean_row - mean_col, p_holm, n);
+    + 0.0 turns a -0 into 0 (shown "+0.0", not "-0.0")."""
+    forward = table.assign(row=table["system_b"], column=table["system_a"], d=table["diff"] + 0.0)
+    backward = table.assign(row=table["system_a"], column=table["system_b"], d=-table["diff"] + 0.0)
     return pd.concat([forward, backward], ignore_index=True)[[*FAMILY, "row", "column", "d", "p_holm", "n"]]
 
 
