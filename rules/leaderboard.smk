@@ -34,6 +34,8 @@ rule leaderboard:
         **cluster_resources("default", gpu=0),
     params:
         summary_systems=lambda wc: leaderboard_summary_systems(),
+        # the SELF flags: judge x system with model families (rules/inputs/judges.smk)
+        judge_pairs=lambda wc: judge_audit_pairs(),
         rounds=config["metrics"]["bootstrap_rounds"],
         seed=config["seed"],
         code=code("isqaflow.report.leaderboard"),

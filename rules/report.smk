@@ -151,6 +151,16 @@ rule paired_tests:
             caption="../report/paired_tests.rst",
             category="Leaderboard",
         ),
+        matrix=report(
+            expand("results/tables/paired_matrix.{ext}", ext=["csv", "md", "tex"]),
+            caption="../report/paired_tests.rst",
+            category="Leaderboard",
+        ),
+        figures=report(
+            expand("results/figures/paired_tests.{ext}", ext=["png", "svg"]),
+            caption="../report/paired_tests.rst",
+            category="Leaderboard",
+        ),
     log:
         "logs/paired_tests.log",
     localrule: local_stage("tables")

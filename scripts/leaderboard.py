@@ -19,4 +19,5 @@ with job(snakemake):
         systems_path=snakemake.input.systems[0] if snakemake.input.systems else None,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
+        judge_pairs=snakemake.params.judge_pairs,
     )

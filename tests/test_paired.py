@@ -105,3 +105,46 @@ def test_the_preference_convention_is_the_length_controlled_win_rates_one():
     from isqaflow.report.paired import _PREFERENCE
 
     assert _PREFERENCE == PREFERENCE
+
+
+def test_matrix_and_heatmap_of_the_paired_tests(tmp_path):
+    from isqaflow.report.paired import paired_matrix
+
+    drfr, arena = tmp_path / "drfr.jsonl", tmp_path / "arena.jsonl"
+    write_jsonl(drfr, drfr_records())
+    write_jsonl(arena, arena_records())
+    tables = [tmp_path / f"paired_tests.{ext}" for ext in ("csv", "md", "tex")]
+    matrix = [tmp_path / f"paired_matrix.{ext}" for ext in ("csv", "md", "tex")]
+    figures = [tmp_path / "paired_tests.png", tmp_path / "paired_tests.svg"]
+    table = write_paired_tests({"bm25-k5.local": str(arena)}, {"infobench": str(drfr)}, tables, rounds=2000,
+                               seed=3, matrix_paths=matrix, figure_paths=figures)
+    wide = paired_matrix(table)
+    assert list(wide.index.names) == ["suite", "setting", "judge", "system"]
+    alpha_beta = table[(table.system_a == "alpha") & (table.system_b == "beta")].iloc[0]
+    # row alpha, column beta: mean_alpha - mean_beta = -diff, in points, with its Holm p and a star
+    assert wide.loc[("drfr", "infobench", "local", "alpha"), "beta"] == (
+        f"{-100 * alpha_beta['diff']:+.1f}* (p={alpha_beta.p_holm:.3f})")
+    assert wide.loc[("drfr", "infobench", "local", "beta"), "alpha"].startswith(f"{100 * alpha_beta['diff']:+.1f}*")
+    assert wide.loc[("drfr", "infobench", "local", "beta"), "beta"] == "."
+    assert wide.loc[("arena", "bm25-k5", "local", "handwritten"), "smollm2"].endswith("(n=1, no test)")
+    assert wide.loc[("arena", "bm25-k5", "local", "smollm2"), "alpha"] == ""  # another family's system
+    text = matrix[1].read_text()
+    assert "row system minus column system" in text.split("\n\n")[0] and "| alpha" in text
+    assert figures[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    svg = figures[1].read_text()
+    assert "<svg" in svg and "drfr infobench (local)" in svg and "arena bm25-k5 (local)" in svg
+    # no pair of systems: an empty matrix and a figure that says so
+    empty = paired_tests({"drfr": drfr_outcomes_frame(tmp_path).iloc[:0]})
+    assert paired_matrix(empty).empty
+    write_paired_tests({}, {}, tables, matrix_paths=matrix, figure_paths=figures)
+    assert "no systems judged on the same items" in figures[1].read_text()
+
+
+def test_a_zero_difference_reads_plus_zero_in_both_directions():
+    from isqaflow.report.paired import paired_matrix
+
+    table = pd.DataFrame([{"suite": "arena", "setting": "s", "judge": "j", "system_a": "a", "system_b": "b", "n": 2,
+                           "mean_a": 0.5, "mean_b": 0.5, "diff": 0.0, "only_a": np.nan, "only_b": np.nan,
+                           "test": "sign-flip (too few pairs)", "p": np.nan, "p_holm": np.nan}])
+    wide = paired_matrix(table)
+    assert wide.loc[("arena", "s", "j", "a"), "b"] == wide.loc[("arena", "s", "j", "b"), "a"] == "+0.0 (n=2, no test)"

@@ -79,3 +79,21 @@ def test_snakemakes_report_shows_the_html_table_inline(tmp_path):
     report = (tmp_path / "report.html").read_text()
     entry = re.search(r'"t\.html": (\{.*?"mime_type": "[^"]+")', report).group(1)
     assert json.loads(entry + "}")["mime_type"] == "text/html"
+
+
+def test_a_table_without_columns_still_renders(tmp_path):
+    md, page = tmp_path / "judges_panel.md", tmp_path / "judges_panel.html"
+    write_table(pd.DataFrame(), [md], caption="Agreement of the arena judges.")
+    render_table_file(md, page, "judges_panel")
+    text = page.read_text()
+    assert "<p>Agreement of the arena judges.</p>" in text and ">(no rows)</th>" in text
+
+
+def test_relative_markdown_links_become_links_others_stay_text():
+    text = markdown_to_html("See [validity](validity.html).\n\n| a |\n|:--|\n"
+                            "| [70.0 [50.0, 90.0] (n=4)](../browser/drfr.html#system=x&kind=response) |\n"
+                            "| [bad](javascript:alert(1)) |\n| [ext](https://example.org/x) |\n", "t")
+    assert '<p>See <a href="validity.html">validity</a>.</p>' in text
+    assert '<a href="../browser/drfr.html#system=x&amp;kind=response">70.0 [50.0, 90.0] (n=4)</a>' in text
+    assert 'href="javascript' not in text and 'href="https' not in text
+    assert "[ext](https://example.org/x)" in text  # shown as the Markdown it is

@@ -32,8 +32,9 @@ TABLES = [
     "validity",
     "leaderboard",
     "paired_tests",
+    "paired_matrix",
 ]
-FIGURES = ["isqa_figure3_qasper", "drfr_constraints", "arena_ratings"]
+FIGURES = ["isqa_figure3_qasper", "drfr_constraints", "arena_ratings", "paired_tests"]
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,7 @@ def test_the_judges_audit_flags_self_preference_and_records_the_canaries(run):
     for table in ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "panel_loo"):
         for ext in ("csv", "md"):
             assert (tables / f"judges_{table}.{ext}").stat().st_size > 0, table
+        assert "<table>" in (tables / f"judges_{table}.html").read_text(), table  # for the report
     selfpref = pd.read_csv(tables / "judges_self_preference.csv", index_col=0)
     arena = selfpref[selfpref.suite == "arena"].set_index("system")
     assert bool(arena.loc["smollm2", "self_family"]) and not bool(arena.loc["handwritten", "self_family"])

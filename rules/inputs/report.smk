@@ -127,7 +127,8 @@ def table_names():
         [f"isqa_{t}" for t in ISQA_TABLES]
         + [f"drfr_{t}" for t in DRFR_TABLES]
         + [f"arena_{t}" for t in ARENA_TABLES]
-        + ["leaderboard", "validity", "paired_tests"]
+        + ["leaderboard", "validity", "paired_tests", "paired_matrix"]
+        + [f"judges_{t}" for t in JUDGE_TABLES]
     )
 
 

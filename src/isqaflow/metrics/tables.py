@@ -22,7 +22,10 @@ below 6 papers) and a Wilcoxon signed-rank test (also no p-value below 6 papers)
 * The best-of-steps selection of the authors' public code is an oracle (it looks at
   the test metric); it is reported only in its own, labelled table.
 * Feedback statistics -- what the feedback model's replies became (facts, non-facts,
-  unanswerable, unparsed, near-duplicates) per run.
+  unanswerable, unparsed, near-duplicates) per run, and the steps without feedback
+  (:mod:`isqaflow.metrics.identical`).
+* Tables 1-4 say in their captions which ISQA variants' final summaries are identical texts
+  (to each other or to their first summary s_1) and which had no feedback at all.
 * Appendix -- QuestEval as the paper defines it (harmonic mean) beside the public
   v0.2.4 code's arithmetic variant (``questeval_v024``), for every final summary.
 """
@@ -39,6 +42,7 @@ import pandas as pd
 
 from isqaflow.io import read_jsonl
 from isqaflow.isqa.prompts import BASELINE_PROMPTS, PREHOC_PROMPTS
+from isqaflow.metrics.identical import feedback_use, identity_note, read_refinements
 from isqaflow.stats import (
     MIN_PAIRS_FOR_TEST,
     SMALL_N,
@@ -300,7 +304,9 @@ def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
     table = table.reindex(columns=known + other, fill_value=0).astype(int)
     table.insert(2, "replies", table[[*DECISIONS, *other]].sum(axis=1))
     table["duplicates_skipped"] = table["fact"] + table["non_fact"] - table["added"]
-    return table
+    # steps without a fact or non-fact, summaries from the act-on-feedback prompt with empty lists
+    use = feedback_use(read_refinements(steps_paths))
+    return table.join(use).fillna(0).astype(int)
 
 
 def figure3(scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequence[str | Path]) -> None:
@@ -338,11 +344,13 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     scores = load_scores(score_paths, zero_papers)
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     main = f"isqa-{main_feedback}-human"
+    generated = f"isqa-{main_feedback}-generated"
+    refinements = read_refinements(steps_paths)
     long, wide = table1(scores, main, rounds, seed)
     long.to_csv(out_dir / "isqa_table1_long.csv", index=False)
     write_table(wide, table_paths(out_dir / "isqa_table1"),
-                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA', long)}" + metric_controls
-                + qa_metric_note(scores))
+                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA', long)}"
+                + identity_note(refinements, {main: "w/ ISQA"}) + metric_controls + qa_metric_note(scores))
     long2, wide2 = system_table(
         scores, {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
         "pre-hoc prompt", rounds, seed)
@@ -350,19 +358,21 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     write_table(wide2, table_paths(out_dir / "isqa_table2"),
                 caption=("Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric, among the "
                          f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt', long2)}")
-                + metric_controls)
+                + identity_note(refinements, {main: "ISQA"}) + metric_controls)
     long3, wide3 = system_table(scores, {f: f"isqa-{f}-human" for f in feedback_models}, main_feedback, rounds,
                                 seed)
     long3.to_csv(out_dir / "isqa_table3_long.csv", index=False)
     write_table(wide3, table_paths(out_dir / "isqa_table3"),
                 caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback, long3)}"
+                + identity_note(refinements, {f"isqa-{f}-human": f"ISQA ({f})" for f in feedback_models})
                 + metric_controls)
     long4, wide4 = system_table(
-        scores, {"model-generated": f"isqa-{main_feedback}-generated", "human-annotated": main},
+        scores, {"model-generated": generated, "human-annotated": main},
         "model-generated", rounds, seed)
     long4.to_csv(out_dir / "isqa_table4_long.csv", index=False)
     write_table(wide4, table_paths(out_dir / "isqa_table4"),
                 caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated', long4)}"
+                + identity_note(refinements, {generated: "ISQA (model-generated)", main: "ISQA (human-annotated)"})
                 + metric_controls)
     isqa_systems = sorted(s for s in scores["system"].unique() if s.startswith("isqa-"))
     write_table(oracle_table(scores, isqa_systems, rounds, seed), table_paths(out_dir / "isqa_oracle"),
@@ -375,7 +385,10 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
                          "answerability; no BERTScore), final summaries (mean [95% bootstrap CI] over papers, "
                          "x100; n = papers; " + small_n_note("papers") + ")") + metric_controls)
     write_table(feedback_statistics(steps_paths), table_paths(out_dir / "isqa_feedback_stats"), digits=0,
-                caption="Feedback decisions per run." + feedback_controls)
+                caption=("Feedback decisions per run; the last three columns: the steps whose summary was asked "
+                         "about, those of them that gave no fact and no non-fact, and the summaries generated from "
+                         "the act-on-feedback prompt with no fact and no non-fact (Algorithm 1 refines after every "
+                         "step: a prompt change, not feedback).") + feedback_controls)
     for dataset in datasets:
         figure3(scores, main, dataset, [figure_dir / f"isqa_figure3_{dataset}.png",
                                         figure_dir / f"isqa_figure3_{dataset}.svg"])

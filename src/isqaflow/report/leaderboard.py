@@ -9,9 +9,18 @@ summarizers QAGS, QuestEval and ROUGE (mean over papers with a 95% bootstrap
 interval), the summaries' DRFR and their win rate against the abstract.  Every cell
 carries its n (instructions, judged pairs, battles' votes, papers), so a system with
 ``coverage: partial`` is read with its own n.  The numbers are those of the suites'
-tables (the leaderboard reads their CSVs); the caption carries each judge's and
-metric's known-answer controls (:func:`isqaflow.report.validity.validity_note`, the
-numbers of results/tables/validity.*).
+tables (the leaderboard reads their CSVs).
+
+Readable (issue 31): a rank per headline column (DRFR overall, Bradley-Terry) that respects
+ties within the interval (:func:`interval_ranks`) and the rows sorted by it; a cell judged by a
+judge of the system's own model family carries ``SELF``
+(:func:`isqaflow.configcheck.families.judge_system_pairs`); a zero-width interval carries
+:data:`DEGENERATE_MARK`; in the Markdown (and so the HTML) view every judged cell links to its
+items in the judgment browser (:func:`browser_link`); a short caption ending with each
+instrument's controls in brief (:func:`isqaflow.report.validity.validity_brief`; the full text
+in results/tables/validity.*, linked) and short footnotes under the table.  The CSV and LaTeX
+hold the same text without links; leaderboard_long.csv the numbers (value, lower, upper, n)
+with the SELF, zero-width and browser-link columns.
 """
 
 from __future__ import annotations
@@ -20,29 +29,50 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import read_json, read_jsonl
-from isqaflow.report.tables import table_paths, write_table
-from isqaflow.report.validity import validity_note
-from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, small_n_note
+from isqaflow.io import read_json, read_jsonl, write_text
+from isqaflow.report.tables import write_table
+from isqaflow.report.validity import validity_brief
+from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, share_test, small_n_note
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
 REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
 ABSTRACT = "abstract"
+SELF = "SELF"  # a judge of the system's own model family (isqaflow.configcheck.families)
+DEGENERATE_MARK = "\u00a7"  # an interval of zero width
+#: the judgment browsers, from results/tables/ (rules arena_browser, drfr_browser)
+BROWSERS = {"arena": "../browser/arena.html", "drfr": "../browser/drfr.html"}
+
+
+def browser_link(suite: str, **filters: str) -> str:
+    """The browser page of ``suite`` filtered to ``filters`` (the page reads them from the URL's
+    hash: :mod:`isqaflow.report.browser`); values percent-encoded."""
+    return BROWSERS[suite] + "#" + "&".join(f"{key}={quote(str(value), safe='')}" for key, value in filters.items())
+
+
+def _run_and_judge(setting: str) -> tuple[str, str]:
+    """An arena setting label "<retriever>-k<k>.<judge>" as (run, judge)."""
+    run, _, judge = str(setting).partition(".")
+    return run, judge
 
 
 def _cell(point: float, lower: float | None = None, upper: float | None = None, n: Any = None,
-          digits: int = 1) -> str:
+          digits: int = 1, exact: bool = False) -> str:
+    """``exact``: an exact interval (Clopper-Pearson), which keeps its coverage at small n (no
+    small-n mark)."""
     if point is None or (isinstance(point, float) and np.isnan(point)):
         return "--"
     text = f"{point:.{digits}f}"
-    few = n is not None and not pd.isna(n) and int(n) < SMALL_N
+    few = not exact and n is not None and not pd.isna(n) and int(n) < SMALL_N
     one = n is not None and not pd.isna(n) and int(n) < 2  # a zero-width interval from one item: none
     if lower is not None and upper is not None and not (np.isnan(lower) or np.isnan(upper) or one):
         text += f" [{lower:.{digits}f}, {upper:.{digits}f}]" + (SMALL_N_MARK if few else "")
+        if upper - lower == 0:  # every resample gave the same value: no certainty
+            text += DEGENERATE_MARK
     if n is not None:
         text += f" (n={int(n)})"
     return text
@@ -54,16 +84,37 @@ def _suffix(label: str, values: Sequence[str]) -> str:
 
 
 class _Board:
-    def __init__(self) -> None:
+    """The cells of the leaderboard; ``self_judged``: (suite, judge, system) judged by a judge of
+    its own family (systems of ISQA's summaries as ``summaries:<summarizer>``)."""
+
+    def __init__(self, self_judged: set[tuple[str, str, str]] | frozenset = frozenset()) -> None:
         self.cells: dict[str, dict[str, str]] = {}
+        self.links: dict[str, dict[str, str]] = {}
         self.numbers: list[dict[str, Any]] = []
         self.columns: list[str] = []
+        self.self_judged = self_judged
 
-    def put(self, system: str, column: str, cell: str, **numbers: Any) -> None:
+    def is_self(self, suite: str, judges: Sequence[str], system: str) -> bool:
+        return any((suite, judge, system) in self.self_judged for judge in judges)
+
+    def put(self, system: str, column: str, cell: str, link: str | None = None, self_judged: bool = False,
+            **numbers: Any) -> None:
         if column not in self.columns:
             self.columns.append(column)
+        if self_judged:
+            cell += f" {SELF}"
         self.cells.setdefault(system, {})[column] = cell
-        self.numbers.append({"system": system, "column": column, **numbers})
+        if link:
+            self.links.setdefault(system, {})[column] = link
+        lower, upper = numbers.get("lower"), numbers.get("upper")
+        degenerate = lower is not None and upper is not None and not pd.isna(lower) and lower == upper
+        self.numbers.append({"system": system, "column": column, **numbers, "self_judged": self_judged,
+                             "degenerate": degenerate, "browser": link or ""})
+
+    def markdown_cell(self, system: str, column: str) -> str:
+        """The cell as a Markdown link to its items in the judgment browser (where it has one)."""
+        cell, link = self.cells[system].get(column, ""), self.links.get(system, {}).get(column)
+        return f"[{cell}]({link})" if cell and link else cell
 
 
 def drfr_columns(board: _Board, table5_long: pd.DataFrame) -> None:
@@ -76,8 +127,19 @@ def drfr_columns(board: _Board, table5_long: pd.DataFrame) -> None:
                 board.put(row["model"], f"DRFR {label.lower()}{tag}",
                           _cell(100 * row[label], 100 * row[f"{label}_lower"], 100 * row[f"{label}_upper"],
                                 None if pd.isna(n) else n),
+                          link=browser_link("drfr", system=row["model"], judge=row["judge"], kind="response"),
+                          self_judged=board.is_self("drfr", [row["judge"]], row["model"]),
                           value=100 * row[label], lower=100 * row[f"{label}_lower"],
                           upper=100 * row[f"{label}_upper"], n=n)
+
+
+def exact_interval(percent: float, n: Any) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) 95% interval, in %, of a share given in % of ``n`` independent
+    pairs (one per query and system: the arena's reference pairs); NaN without pairs."""
+    if n is None or pd.isna(n) or int(n) < 1 or pd.isna(percent):
+        return np.nan, np.nan
+    test = share_test(round(percent * int(n) / 100), int(n), 0.5)
+    return 100 * test["lower"], 100 * test["upper"]
 
 
 def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame) -> None:
@@ -86,21 +148,26 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
     for row in overall.to_dict("records"):
         tag = _suffix(row["setting"], settings)
         n = row["n_valid"]
-        board.put(row["model"], f"arena win % vs LFRQA{tag}", _cell(row["win_rate"], n=n),
-                  value=row["win_rate"], n=n)
-        board.put(row["model"], f"arena win+tie % vs LFRQA{tag}", _cell(row["win_tie_rate"], n=n),
-                  value=row["win_tie_rate"], n=n)
+        run, judge = _run_and_judge(row["setting"])
+        where = {"link": browser_link("arena", system=row["model"], setting=run, judge=judge, kind="reference"),
+                 "self_judged": board.is_self("arena", [judge], row["model"])}
+        for column, rate in ((f"arena win % vs LFRQA{tag}", row["win_rate"]),
+                             (f"arena win+tie % vs LFRQA{tag}", row["win_tie_rate"])):
+            lower, upper = exact_interval(rate, n)
+            board.put(row["model"], column, _cell(rate, lower, upper, n, exact=True), **where, value=rate, lower=lower,
+                      upper=upper, n=n)
         if "LC win rate %" in row and not pd.isna(row["LC win rate %"]):
             board.put(row["model"], f"arena LC win % vs LFRQA{tag}",
-                      _cell(row["LC win rate %"], row["LC lower"], row["LC upper"], n),
+                      _cell(row["LC win rate %"], row["LC lower"], row["LC upper"], n), **where,
                       value=row["LC win rate %"], lower=row["LC lower"], upper=row["LC upper"], n=n)
     if ratings.empty:
         return
     settings = list(ratings["setting"].unique())
     for setting, df in ratings.groupby("setting", sort=False):
         # the widest set of battles: with the all-pairs sample when the run has one
-        battles = sorted(df["battles"].unique())[-1]
+        battles = max(df["battles"].unique())
         tag = _suffix(setting, settings)
+        run, judge = _run_and_judge(setting)
         for row in df[df["battles"] == battles].to_dict("records"):
             if row["model"] == REFERENCE:
                 continue
@@ -110,6 +177,8 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                 board.put(row["model"], f"{method}{tag}",
                           _cell(row[f"{method} rating"], row[f"{method} lower"], row[f"{method} upper"],
                                 row["votes"], digits=0),
+                          link=browser_link("arena", system=row["model"], setting=run, judge=judge),
+                          self_judged=board.is_self("arena", [judge], row["model"]),
                           value=row[f"{method} rating"], lower=row[f"{method} lower"],
                           upper=row[f"{method} upper"], n=row["votes"], battles=battles)
 
@@ -140,13 +209,18 @@ def metric_columns(board: _Board, score_paths: Sequence[str | Path], systems: Ma
                       value=ci["estimate"], lower=ci["lower"], upper=ci["upper"], n=ci["n"])
 
 
-def summary_judge_columns(board: _Board, drfr_summaries: pd.DataFrame, arena_summaries: pd.DataFrame) -> None:
+def summary_judge_columns(board: _Board, drfr_summaries: pd.DataFrame, arena_summaries: pd.DataFrame,
+                          drfr_judges: Sequence[str] = ()) -> None:
+    """``drfr_judges``: the DRFR judges whose verdicts the summaries' DRFR pools."""
     if not drfr_summaries.empty:
         datasets = list(drfr_summaries["dataset"].unique())
         for row in drfr_summaries.to_dict("records"):
             tag = _suffix(row["dataset"], datasets)
             board.put(summary_system_label(row["summarizer"], row["system"]), f"summary DRFR{tag}",
                       _cell(100 * row["drfr"], 100 * row["lower"], 100 * row["upper"], row["n_papers"]),
+                      link=browser_link("drfr", system=row["system"],
+                                        setting=f"summaries {row['dataset']}/{row['summarizer']}", kind="summary"),
+                      self_judged=board.is_self("drfr", drfr_judges, f"summaries:{row['summarizer']}"),
                       value=100 * row["drfr"], lower=100 * row["lower"], upper=100 * row["upper"],
                       n=row["n_papers"])
     if not arena_summaries.empty:
@@ -157,7 +231,11 @@ def summary_judge_columns(board: _Board, drfr_summaries: pd.DataFrame, arena_sum
             tag = _suffix(row["dataset"], datasets)
             n = row["pairs"] - row["invalid"]
             board.put(summary_system_label(row["summarizer"], system), f"summary win % vs {ABSTRACT}{tag}",
-                      _cell(row["win %"], n=n), value=row["win %"], n=n)
+                      _cell(row["win %"], n=n),
+                      link=browser_link("arena", system=system, setting=f"summaries {row['dataset']}/{row['summarizer']}",
+                                        judge=row["judge"], kind="summary reference"),
+                      self_judged=board.is_self("arena", [row["judge"]], f"summaries:{row['summarizer']}"),
+                      value=row["win %"], n=n)
 
 
 def _read_csv(path: str | Path | None, **kwargs: Any) -> pd.DataFrame:
@@ -195,50 +273,168 @@ def coverage_note(check: Mapping[str, Any]) -> str:
     return f"{text}, partial: {shown}"
 
 
+RANKED = ("DRFR overall", "Bradley-Terry")  # the columns ranked (each tag of them), in sort order
+
+
+def interval_ranks(numbers: pd.DataFrame) -> pd.Series:
+    """system -> its rank in one column: 1 + the number of systems whose whole interval lies above
+    its own (Chatbot Arena's rank: systems whose intervals overlap share a rank); a cell without
+    an interval counts as the point."""
+    lower = numbers["lower"].fillna(numbers["value"]) if "lower" in numbers else numbers["value"]
+    upper = numbers["upper"].fillna(numbers["value"]) if "upper" in numbers else numbers["value"]
+    ranks = {system: 1 + int((lower > up).sum()) for system, up in zip(numbers["system"], upper, strict=True)}
+    return pd.Series(ranks, dtype=int)
+
+
+def rank_columns(board: _Board) -> dict[str, pd.Series]:
+    """"rank <column>" -> system -> rank, for every column of :data:`RANKED`."""
+    long = pd.DataFrame(board.numbers)
+    ranks = {}
+    for prefix in RANKED:
+        for column in board.columns:
+            if column.startswith(prefix):
+                rows = long[(long["column"] == column) & long["value"].notna()]
+                ranks[f"rank {column}"] = interval_ranks(rows)
+    return ranks
+
+
+def notes(board: _Board, ranks: Sequence[str]) -> list[str]:
+    """The footnotes under the table (Markdown; the full control text one link away)."""
+    cells = " ".join(text for row in board.cells.values() for text in row.values())
+    lines = [("Cells: value [95% CI] (n); each judged cell links to its items in the judgment browser. DRFR x100, "
+             "CI over instructions; arena win and win+tie % against LFRQA (n = pairs with a valid verdict, one per "
+             "query; exact Clopper-Pearson 95% CI from the counts) and "
+             "the length-controlled win rate (AlpacaEval 2.0, ties half; '--' where not identified); "
+             "Bradley-Terry, and online Elo only where it has converged (n = votes); QAGS, QuestEval, ROUGE "
+             "x100 of the final summaries over papers; the summaries' DRFR and win % against the abstract. "
+             "'source': a file's coverage (n of the dataset's items; its cells are on those items).")]
+    if ranks:
+        lines.append("rank: 1 + the systems whose whole interval lies above this one's (overlapping intervals "
+                     "share a rank), in " + ", ".join(c.removeprefix("rank ") for c in ranks)
+                     + "; rows sorted by rank.")
+    if f" {SELF}" in cells:
+        lines.append(f"{SELF}: judged by a judge of the system's own model family (or its own model), whose "
+                     "verdicts may favour it (judges_self_preference).")
+    if SMALL_N_MARK in cells:
+        lines.append(small_n_note("items (the cell's n)") + ".")
+    if DEGENERATE_MARK in cells:
+        lines.append(f"{DEGENERATE_MARK} interval of zero width: every bootstrap resample gave the same value "
+                     "(e.g. all wins or all ties); not certainty.")
+    return lines
+
+
+def controls_brief(summary: Mapping[str, Any]) -> str:
+    """The caption's last sentence: each column's instrument on its known-answer controls, briefly
+    (the full text in results/tables/validity.*)."""
+    return ("Controls (known answers; in full: the validity table): " + "; ".join(
+        validity_brief(summary, instrument) for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"))
+        + ". ROUGE has no control (a reference overlap, not a judge).")
+
+
+NUMBERS = ("value", "lower", "upper", "n")
+
+
+def with_numbers(table: pd.DataFrame, board: _Board) -> pd.DataFrame:
+    """The CSV view: after each formatted column its numbers, ``<column> value|lower|upper|n``
+    (those the column has), so the CSV is read without parsing text."""
+    if table.empty:
+        return table
+    long = pd.DataFrame(board.numbers).drop_duplicates(["system", "column"], keep="last")
+    out = table.copy()
+    for column in board.columns:
+        part = long[long["column"] == column].set_index("system")
+        at = out.columns.get_loc(column) + 1
+        for stat in NUMBERS:
+            if stat in part and part[stat].notna().any():
+                out.insert(at, f"{column} {stat}", pd.to_numeric(part[stat]).reindex(out.index))
+                at += 1
+    return out
+
+
+SECTIONS = ("InFoBench (DRFR)", "RAG-QA Arena", "ISQA summaries")
+
+
+def section_of(column: str) -> str:
+    """The suite a leaderboard column belongs to (its section in the Markdown view)."""
+    if column.startswith(("DRFR ", "rank DRFR ")):
+        return SECTIONS[0]
+    if column.startswith(("arena ", "Bradley-Terry", "Elo", "rank Bradley-Terry")):
+        return SECTIONS[1]
+    return SECTIONS[2]
+
+
+def sectioned_markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], ranks: Mapping[str, pd.Series],
+                       file_systems: Mapping[str, Any]) -> str:
+    """The Markdown view: one compact table per suite -- its systems (those with a cell there), its
+    rank, the source and its columns only -- sorted by its rank (a suite without one: by name)."""
+    parts = []
+    for section in SECTIONS:
+        cells = [c for c in columns if section_of(c) == section]
+        if not cells:
+            continue
+        ranked = [c for c in ranks if section_of(c) == section]
+        shown = [r for r in rows if any(r[c] for c in cells)]
+        shown.sort(key=lambda r: (*(ranks[c].get(r["system"], np.inf) for c in ranked),
+                                  r["system"] not in file_systems, r["system"]))
+        frame = pd.DataFrame([{"system": r["system"], **{c: r[c] for c in ranked}, "source": r["source"],
+                               **{c: r[c] for c in cells}} for r in shown])
+        parts.append(f"{section}:\n\n" + frame.to_markdown(index=False))
+    return "\n\n".join(parts)
+
+
 def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, drfr_summaries: str | Path | None,
                       arena_win_rates: str | Path | None, arena_ratings: str | Path | None,
                       arena_summaries: str | Path | None, score_paths: Sequence[str | Path],
                       summary_systems: Mapping[str, Sequence[str]], validity_summary_path: str | Path,
-                      systems_path: str | Path | None, rounds: int, seed: int) -> pd.DataFrame:
+                      systems_path: str | Path | None, rounds: int, seed: int,
+                      judge_pairs: Sequence[Mapping[str, Any]] = ()) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``summary_systems``: ``"<dataset>/<summarizer>"`` -> the judged
     systems; ``systems_path``: results/systems/checked.json (system -> {suite: its check
-    record}, none when the run has no file-based system), for the source column."""
+    record}, none when the run has no file-based system), for the source column;
+    ``judge_pairs``: :func:`isqaflow.configcheck.families.judge_system_pairs` as dicts (the SELF
+    flags)."""
     file_systems = read_json(systems_path) if systems_path else {}
-    board = _Board()
-    drfr_columns(board, _read_csv(drfr_table5))
+    board = _Board({(p["suite"], p["judge"], p["system"]) for p in judge_pairs if p["self_family"]})
+    table5 = _read_csv(drfr_table5)
+    drfr_columns(board, table5)
     arena_columns(board, _read_csv(arena_win_rates), read_ratings(arena_ratings))
     metric_columns(board, score_paths, summary_systems, rounds, seed)
-    summary_judge_columns(board, _read_csv(drfr_summaries), _read_csv(arena_summaries))
-    rows = []
-    for system in sorted(board.cells, key=lambda s: (s not in file_systems, s)):
+    drfr_judges = sorted({p["judge"] for p in judge_pairs if p["suite"] == "drfr"})
+    summary_judge_columns(board, _read_csv(drfr_summaries), _read_csv(arena_summaries), drfr_judges)
+    ranks = rank_columns(board)
+
+    def order(system: str) -> tuple:
+        return (*(ranks[c].get(system, np.inf) for c in ranks), system not in file_systems, system)
+
+    rows, markdown = [], []
+    for system in sorted(board.cells, key=order):
         checks = file_systems.get(system, {})
         if checks:
             source = "file: " + ", ".join(f"{suite} ({coverage_note(c)})" for suite, c in sorted(checks.items()))
         else:
             source = "model"
-        rows.append({"system": system, "source": source,
+        rank = {c: (int(r[system]) if system in r else "") for c, r in ranks.items()}
+        rows.append({"system": system, **rank, "source": source,
                      **{c: board.cells[system].get(c, "") for c in board.columns}})
+        markdown.append({"system": system, **rank, "source": source,
+                         **{c: board.markdown_cell(system, c) for c in board.columns}})
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
     summary = read_json(validity_summary_path)
-    notes = [f"{title}: {validity_note(summary, instrument)}" for title, instrument in (
-        ("DRFR columns (InFoBench and summaries)", "DRFR judge"), ("Arena columns (answers and summaries)",
-                                                                    "arena judge"),
-        ("QAGS", "QAGS"), ("QuestEval", "QuestEval"))]
-    caption = ("Leaderboard: one row per system across the suites (models the workflow runs and systems "
-               "read from files; 'source' gives a file's coverage, n of the dataset's items, and for a partial "
-               "file the items it covers: per domain, or its first ids; its cells are computed on those items, "
-               "the models' on all). DRFR x100 "
-               "with 95% bootstrap CI over instructions (n = instructions); arena win and win+tie rates "
-               "against LFRQA (%, n = judged pairs with a valid verdict) and the length-controlled win "
-               "rate (AlpacaEval 2.0, ties half, 95% CI over queries; '--' where not identified); "
-               "Bradley-Terry and, only where it has converged (arena_ratings), online Elo with 95% "
-               "bootstrap CI over queries (n = votes; with the all-pairs battles where the run has them); QAGS, "
-               "QuestEval and ROUGE x100 of the final summaries, 95% CI over papers (n = papers); the "
-               "summaries' DRFR and win rate against the abstract. " + small_n_note("items (the cell's n)")
-               + ". ROUGE has no control (a reference overlap, not a judge). " + " ".join(notes))
+    footnotes = notes(board, list(ranks))
+    caption = ("Leaderboard: every system across the suites (the models the workflow runs and systems read "
+               "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
+               "notes below the tables. " + controls_brief(summary))
     stem = Path(out_stem)
-    write_table(table, table_paths(stem), digits=1, caption=caption)
+    write_table(with_numbers(table, board), [f"{stem}.csv"], digits=1)
+    if markdown:  # one compact table per suite
+        body = sectioned_markdown(markdown, board.columns, ranks, file_systems)
+        write_text(f"{stem}.md", "\n\n".join([caption, body, *footnotes,
+                                                 "Full controls: [validity](validity.html)."]) + "\n")
+    else:
+        write_table(table, [f"{stem}.md"], caption=caption)
+    # LaTeX: no links; the notes as its comment
+    write_table(table, [f"{stem}.tex"], digits=1, caption=caption + " " + " ".join(footnotes))
     long = pd.DataFrame(board.numbers)
     write_table(long.set_index(["system", "column"]) if not long.empty else long,
                 [stem.with_name(stem.name + "_long.csv")])

@@ -17,6 +17,10 @@ For every pair of systems of one family (a suite, its setting and its judge):
 ``diff`` is mean(b) - mean(a) on the paired items.  The p-values of a family are corrected
 for multiple comparisons by Holm's step-down method (``p_holm``); a pair without a p-value
 (too few pairs) is left out of the correction.
+
+The same results as a compact matrix per family (:func:`paired_matrix`: row system minus
+column system, in points x100, with the Holm-adjusted p; results/tables/paired_matrix.*) and a
+heatmap (:func:`paired_figure`, one panel per family; results/figures/paired_tests.{png,svg}).
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.io import read_jsonl
+from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import write_table
 from isqaflow.stats import sign_flip_test
 
-__all__ = ["arena_outcomes", "drfr_outcomes", "holm", "mcnemar_exact", "paired_tests", "write_paired_tests"]
+__all__ = ["arena_outcomes", "drfr_outcomes", "holm", "mcnemar_exact", "paired_figure", "paired_matrix",
+           "paired_tests", "write_paired_tests"]
 
 # the same as isqaflow.arena.length.PREFERENCE, a floor above (tests/test_paired.py checks it)
 _PREFERENCE = {"1": 1.0, "tie": 0.5, "2": 0.0}
@@ -141,9 +147,79 @@ def paired_tests(outcomes: Mapping[str, pd.DataFrame], rounds: int = 10000, seed
     return pd.DataFrame(rows, columns=list(COLUMNS))
 
 
+SIGNIFICANCE = 0.05
+FAMILY = ["suite", "setting", "judge"]
+
+
+def _oriented(table: pd.DataFrame) -> pd.DataFrame:
+    """Every tested pair in both orientations: (family, row, column, diff = mean_row - mean_col, p_holm, n);
+    + 0.0 turns a -0 into 0 (shown "+0.0", not "-0.0")."""
+    forward = table.assign(row=table["system_b"], column=table["system_a"], d=table["diff"] + 0.0)
+    backward = table.assign(row=table["system_a"], column=table["system_b"], d=-table["diff"] + 0.0)
+    return pd.concat([forward, backward], ignore_index=True)[[*FAMILY, "row", "column", "d", "p_holm", "n"]]
+
+
+def _matrix_cell(diff: float, p_holm: float, n: int) -> str:
+    if np.isnan(diff):
+        return "--"
+    if np.isnan(p_holm):
+        return f"{100 * diff:+.1f} (n={n}, no test)"
+    return f"{100 * diff:+.1f}{'*' if p_holm < SIGNIFICANCE else ''} (p={p_holm:.3f})"
+
+
+def paired_matrix(table: pd.DataFrame) -> pd.DataFrame:
+    """The compact view of :func:`paired_tests`: one block of rows per (suite, setting, judge), a
+    row and a column per system; the cell (row r, column c) is mean_r - mean_c on their paired
+    items in points (x100), its Holm-adjusted p, ``*`` at p < 0.05 ("no test" below 6 pairs)."""
+    if table.empty:
+        return pd.DataFrame(columns=[*FAMILY, "system"]).set_index([*FAMILY, "system"])
+    cells = _oriented(table)
+    cells["cell"] = [_matrix_cell(d, p, n) for d, p, n in zip(cells["d"], cells["p_holm"], cells["n"], strict=True)]
+    systems = sorted(set(cells["row"]))
+    wide = cells.pivot_table(index=[*FAMILY, "row"], columns="column", values="cell", aggfunc="first")
+    wide = wide.reindex(columns=systems)
+    for key in wide.index:  # the diagonal
+        wide.loc[key, key[-1]] = "."
+    wide.index.names = [*FAMILY, "system"]
+    wide.columns.name = None
+    return wide.fillna("")
+
+
+def paired_figure(table: pd.DataFrame, paths: Sequence[str | os.PathLike]) -> None:
+    """A heatmap per (suite, setting, judge): mean_row - mean_col in points, ``*`` where the
+    Holm-adjusted p < 0.05."""
+    families = list(table.groupby(FAMILY, sort=True)) if not table.empty else []
+    fig, axes = new_figure(ncols=max(1, len(families)), width=4.6, height=4.0)
+    if not families:
+        axes[0].text(0.5, 0.5, "no systems judged on the same items", ha="center", va="center")
+        axes[0].set_axis_off()
+    for ax, ((suite, setting, judge), family) in zip(axes[: len(families)], families, strict=True):
+        cells = _oriented(family)
+        systems = sorted(set(cells["row"]))
+        values = np.full((len(systems), len(systems)), np.nan)
+        for row in cells.itertuples(index=False):
+            values[systems.index(row.row), systems.index(row.column)] = 100 * row.d
+        bound = max(1.0, float(np.nanmax(np.abs(values)))) if np.isfinite(values).any() else 1.0
+        image = ax.imshow(values, cmap="RdBu", vmin=-bound, vmax=bound)
+        for row in cells.itertuples(index=False):
+            if np.isnan(row.d):
+                continue
+            mark = "*" if row.p_holm < SIGNIFICANCE else ""
+            ax.text(systems.index(row.column), systems.index(row.row), f"{100 * row.d:+.0f}{mark}", ha="center",
+                    va="center", fontsize=7)
+        ax.set_xticks(range(len(systems)), systems, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(systems)), systems, fontsize=7)
+        ax.set_title(f"{suite} {setting} ({judge})", fontsize=8)
+        fig.colorbar(image, ax=ax, shrink=0.7, label="row - column (points)")
+    save_figure(fig, paths)
+
+
 def write_paired_tests(arena_paths: Mapping[str, str], drfr_paths: Mapping[str, str],
-                       out_paths: Sequence[str | os.PathLike], rounds: int = 10000, seed: int = 0) -> pd.DataFrame:
-    """Entry point of rule paired_tests: the table as .csv, .md and .tex."""
+                       out_paths: Sequence[str | os.PathLike], rounds: int = 10000, seed: int = 0,
+                       matrix_paths: Sequence[str | os.PathLike] = (),
+                       figure_paths: Sequence[str | os.PathLike] = ()) -> pd.DataFrame:
+    """Entry point of rule paired_tests: the table as .csv, .md and .tex; the matrix
+    (``matrix_paths``) and the heatmap (``figure_paths``)."""
     table = paired_tests({"arena": arena_outcomes(arena_paths), "drfr": drfr_outcomes(drfr_paths)}, rounds, seed)
     caption = (
         "Paired tests between systems judged on the same items, per suite, setting and judge. "
@@ -153,4 +229,11 @@ def write_paired_tests(arena_paths: Mapping[str, str], drfr_paths: Mapping[str, 
         "mean_a on the n paired items; p_holm: Holm-corrected within each suite, setting and judge."
     )
     write_table(table, out_paths, digits=3, caption=caption)
+    if matrix_paths:
+        write_table(paired_matrix(table), matrix_paths, caption=(
+            "Paired tests as a matrix, per suite, setting and judge: row system minus column system on their "
+            "paired items, in points (x100; DRFR: share of YES, arena: preference over LFRQA), Holm-adjusted p "
+            f"within the family; * p < {SIGNIFICANCE:g}; no test below 6 pairs. Tests and counts: paired_tests."))
+    if figure_paths:
+        paired_figure(table, figure_paths)
     return table

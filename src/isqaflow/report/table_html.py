@@ -7,7 +7,9 @@ then a pipe table; any further paragraphs, e.g. footnotes, are kept in order) an
 every pipe table as an HTML ``<table>`` (the separator row's colons give the alignment; a
 cell's "|" escaped as "\\|", as GitHub Markdown does -- an unescaped one makes the row a
 cell too long: an error naming the file and the row) and every other block as a
-paragraph, all text escaped.  No external style or script.
+paragraph, all text escaped.  A Markdown link ``[text](href)`` with a relative ``href`` (no
+scheme: the leaderboard's links to the judgment browser and to other tables) becomes a link;
+any other stays text.  No external style or script.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ __all__ = ["markdown_to_html", "render_table_file"]
 
 _SEPARATOR = re.compile(r"^\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+# [text](href): the text may hold one level of brackets ("70.0 [50.0, 90.0] (n=4)")
+_LINK = re.compile(r"\[((?:[^\[\]]|\[[^\[\]]*\])*)\]\(([^()\s]+)\)")
+_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1em;color:#111}"
     "p{max-width:70em;font-size:.9em;line-height:1.35}"
@@ -31,6 +36,19 @@ _STYLE = (
     "th{border-bottom:2px solid #888;background:#f4f4f4;position:sticky;top:0}"
     "tr:hover td{background:#f7fbff}"
 )
+
+
+def _inline(text: str) -> str:
+    """``text`` escaped, its relative Markdown links as ``<a>`` (an absolute or scripted one stays text)."""
+    out, end = [], 0
+    for match in _LINK.finditer(text):
+        label, href = match.groups()
+        if _SCHEME.match(href):
+            continue
+        out += [html.escape(text[end:match.start()]),
+                f'<a href="{html.escape(href)}">{html.escape(label)}</a>']
+        end = match.end()
+    return "".join(out) + html.escape(text[end:])
 
 
 def _cells(line: str) -> list[str]:
@@ -64,7 +82,7 @@ def _table(lines: Sequence[str], where: str) -> str:
         if len(cells) != len(header):
             raise ValueError(f"{where}: table row {n} has {len(cells)} cells, the header {len(header)} "
                              "(a cell holding an unescaped '|'?)")
-        out.append("<tr>" + "".join(f'<td style="text-align:{a}">{html.escape(c)}</td>'
+        out.append("<tr>" + "".join(f'<td style="text-align:{a}">{_inline(c)}</td>'
                                     for c, a in zip(cells, aligns)) + "</tr>")
     out.append("</tbody></table>")
     return "".join(out)
@@ -86,7 +104,7 @@ def markdown_to_html(text: str, title: str, where: str = "table") -> str:
         if kind == "table":
             body.append(_table(lines, where))
         elif kind == "text":
-            body.append("<p>" + "<br>".join(html.escape(line) for line in lines) + "</p>")
+            body.append("<p>" + "<br>".join(_inline(line) for line in lines) + "</p>")
     if not any(kind == "table" for kind, _ in blocks):
         raise ValueError(f"{where}: no pipe table found")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'

@@ -34,18 +34,24 @@ def _flat(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def write_table(df: pd.DataFrame, paths: Sequence[str | os.PathLike], digits: int = 2,
-                caption: str | None = None) -> None:
-    """Write ``df`` to each path by its suffix: .csv, .md or .tex."""
+                caption: str | None = None, notes: Sequence[str] = ()) -> None:
+    """Write ``df`` to each path by its suffix: .csv, .md or .tex; ``notes``: paragraphs written
+    under the Markdown table (footnotes)."""
     for path in map(Path, paths):
         if path.suffix == ".csv":
             with atomic_open(path) as handle:
                 df.to_csv(handle)
         elif path.suffix == ".md":
-            text = _flat(df).to_markdown(floatfmt=f".{digits}f", index=False)
+            flat = _flat(df)
+            # a table without any column (a stage with nothing to report) still reads as a table
+            text = (flat.to_markdown(floatfmt=f".{digits}f", index=False) if len(flat.columns)
+                    else "| (no rows) |\n|:--|")
             with atomic_open(path) as handle:
                 if caption:
                     handle.write(f"{caption}\n\n")
                 handle.write(text + "\n")
+                for note in notes:
+                    handle.write(f"\n{note}\n")
         elif path.suffix == ".tex":
             escaped = _flat(df).rename(columns=latex_escape)
             escaped = escaped.map(lambda v: latex_escape(v) if isinstance(v, str) else v)

@@ -348,6 +348,21 @@ CAPTION = (
 )
 
 
+def validity_brief(summary: Mapping[str, Any], instrument: str) -> str:
+    """One short clause for ``instrument`` (a table's footnote; the full text is
+    :func:`validity_note`'s, in results/tables/validity.*): how many of its tested controls it
+    got right beyond chance, and the warning when any did not."""
+    rows = [r for r in summary["groups"] if r["instrument"] == instrument]
+    if not rows:
+        return f"{instrument} without a recorded control"
+    tested = [r for r in rows if r["verdict"] in ("separates", "no evidence")]
+    text = (f"{instrument} {sum(r['verdict'] == 'separates' for r in tested)} of {len(tested)} tested controls "
+            "correct beyond chance")
+    if any(r["no_evidence"] is True for r in rows):
+        text += " (NO EVIDENCE THAT IT SEPARATES BETTER FROM WORSE on some)"
+    return text
+
+
 def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None = None) -> str:
     """The caption sentence of a table built on ``instrument`` (and judge/metric ``name``).
 
