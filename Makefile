@@ -38,6 +38,7 @@ test: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm"
 
 lint: setup
+	$(BIN)/ruff check .
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/
 	PYTHONPATH=src $(BIN)/lint-imports

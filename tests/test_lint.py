@@ -1,5 +1,5 @@
-"""The workflow passes Snakemake's linter and snakefmt, and the library its floors contract
-(import-linter, pyproject.toml), as the project holds itself to."""
+"""The workflow passes Snakemake's linter and snakefmt, the Python code ruff's checks, and the
+library its floors contract (import-linter, pyproject.toml), as the project holds itself to."""
 
 from __future__ import annotations
 
@@ -23,6 +23,14 @@ def test_snakefmt_check_is_clean():
     result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules/"], cwd=REPO,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_ruff_check_is_clean():
+    """ruff with the rules of pyproject.toml ([tool.ruff.lint]) over every Python file."""
+    ruff = Path(sys.executable).with_name("ruff")
+    result = subprocess.run([str(ruff), "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
 
 
 def test_imports_point_down_the_floors():

@@ -21,7 +21,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from conda_double import calls, install
 from workflow_utils import REPO, copy_repo, env
 

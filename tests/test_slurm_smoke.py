@@ -20,12 +20,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from conftest import slurm_helpers
 
 REPO = Path(__file__).resolve().parents[1]
 SMOKE = REPO / "tests" / "slurm" / "smoke"
 SNAKEMAKE_TIMEOUT_S = 300
-
-from conftest import slurm_helpers
 
 cluster = slurm_helpers()
 

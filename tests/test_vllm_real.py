@@ -34,7 +34,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from isqaflow import runtime
 from isqaflow.models import capabilities, usage
 from isqaflow.models.base import GenerationParams
 from isqaflow.models.gpu_plan import ModelUse, plan_job

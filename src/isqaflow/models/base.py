@@ -24,12 +24,12 @@ import json
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from isqaflow.settings import from_mapping
 
 Message = dict[str, str]
-Request = Union[str, list[Message]]
+Request = str | list[Message]
 #: ``on_batch`` of generate / score_batch: the (request index, result) pairs of one finished batch.
 BatchCallback = Callable[[list[tuple[int, Any]]], None]
 

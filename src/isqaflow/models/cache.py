@@ -94,7 +94,7 @@ class CallCache:
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._retry(
-                lambda: self.conn.execute(
+                lambda marks=marks, chunk=chunk: self.conn.execute(
                     f"SELECT key, response FROM calls WHERE key IN ({marks})", chunk
                 ).fetchall()
             )

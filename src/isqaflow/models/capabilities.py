@@ -121,7 +121,7 @@ def choices(stage: str, model: str, backend: str, refused: list[str]) -> str:
     """The message of a refusal: what cannot be honoured and what the user can do."""
     keys = sorted({r.split("=", 1)[0] for r in refused})
     options = [f"run model {model} with the hf backend for this stage (no serve:)" if backend == "vllm" else
-               f"use a local model (hf backend) for this stage",
+               "use a local model (hf backend) for this stage",
                f"drop {', '.join(keys)} from {stage}"]
     if backend == "vllm":
         options.append(f"set models.{model}.serve.unsupported_decoding: drop to decode without "

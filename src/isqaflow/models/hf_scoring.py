@@ -134,7 +134,7 @@ class Scoring:
         keep = max(len(ids) - start + 1 for ids, start, _ in rows)
         allowed = torch.zeros(len(rows), width, p_max + width, dtype=torch.bool)
         positions, valid = [], []
-        for r, ((full, start, parents), p, suffix) in enumerate(zip(rows, prefix_lengths, suffixes, strict=True)):
+        for r, ((_full, start, parents), p, suffix) in enumerate(zip(rows, prefix_lengths, suffixes, strict=True)):
             pad_s, a, m = width - len(suffix), start - p, len(parents)
             s0 = p_max + pad_s  # where the row's own tokens begin among the keys
             allowed[r, pad_s:, p_max - p : p_max] = True  # its prefix

@@ -32,7 +32,7 @@ import os
 import platform
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
@@ -186,7 +186,7 @@ def write_manifest(out_path: str | Path, config: dict[str, Any], raw_files: dict
     the spend plan (:func:`isqaflow.spend.plan`), recorded per stage beside what was spent."""
     usage = gather_usage(results_dir, config.get("models", {}))
     manifest = {
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "workflow": git_state(workflow_dir),
         "config_sha256": config_hash(config),
         "seed": config.get("seed"),
