@@ -132,3 +132,15 @@ def test_the_run_checks_every_api_model_once_per_endpoint(endpoint):
     assert problems == [f"models.judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview'; set a "
                         "model it lists (a substitute judge: check it against the validity table, docs/validity.md)"]
     assert endpoint.requests == ["GET /v1/models"]
+
+
+def test_an_endpoint_that_cannot_be_listed_is_named_without_its_key(monkeypatch):
+    from isqaflow.models import api_models
+
+    monkeypatch.setattr(api_models.time, "sleep", lambda s: None)
+    closed = ModelList([])
+    closed.close()  # nothing listens on its port any more
+    models = {"judge": {"backend": "openai", "model": "gpt-4.1", "base_url": closed.url, "check_model": True}}
+    (problem,) = api_models.check_api_models(models, environ={"OPENAI_API_KEY": "sk-secret-value"})
+    assert problem.startswith(f"cannot list the models of {closed.url} (key from OPENAI_API_KEY) to check gpt-4.1: ")
+    assert "sk-secret-value" not in problem
