@@ -6,7 +6,7 @@ with the paper's ``serve:`` template (here the CPU engine from its own venv,
 models for the metrics (the paper's T5 / RoBERTa slots); an "API" judge and an "API"
 responder and answerer reached through the OpenAI client at a local OpenAI-compatible
 endpoint; log-prob judges through vLLM (``logprobs: prompt_logprobs``); the GPU plan for
-the declared (fake) GPUs -- on data and models of the embedded size, cut further (one paper,
+the declared (fake) GPUs -- on data and models of the embedded size, cut further (two papers,
 two instructions, three arena queries, one refinement step, tiny generations).
 """
 
@@ -33,12 +33,12 @@ SERVE_COMMAND = (f"{VLLM_CPU} --model {{model}} --host {{host}} --port {{port}} 
 
 
 def reduce_data(repo: Path, out: Path) -> dict[str, str]:
-    """One paper, two instructions (one Easy, one Hard), three arena queries of one domain, from
+    """Two papers (the fewest the metrics' other-abstract control takes), two instructions (one Easy, one Hard), three arena queries of one domain, from
     data/embedded, and the own-systems files (data/embedded/systems) cut to the same items."""
     out.mkdir(parents=True, exist_ok=True)
     embedded = repo / "data/embedded"
     papers = json.loads((embedded / "qasper/qasper-embedded-v0.3.json").read_text())
-    paper_ids = sorted(papers)[:1]
+    paper_ids = sorted(papers)[:2]
     (out / "qasper.json").write_text(json.dumps({k: papers[k] for k in paper_ids}))
     summaries = [line for line in (embedded / "systems/summaries-handwritten.jsonl").read_text().splitlines()
                  if json.loads(line)["paper_id"] in paper_ids]
@@ -109,7 +109,7 @@ def rehearsal_config(repo: Path, api_url: str, data: dict[str, str]) -> dict[str
     isqa["questions"]["generated"].update(model="smollm2-inproc", per_paper=2, generation={"max_new_tokens": 16})
     isqa["runs"] = [{"feedback": "lora", "questions": "human"}, {"feedback": "api", "questions": "generated"}]
     isqa["refine"].update(steps=1, batch_size=2)
-    isqa["judged_systems"] = ["baseline_2", "isqa-lora-human", "handwritten"]
+    isqa["judged_systems"] = ["baseline_2", "isqa-lora-human"]
     isqa["file_summaries"]["handwritten"]["file"] = data["summaries"]
     isqa["summary_generation"].update(max_new_tokens=16, min_new_tokens=4, max_input_tokens=768)
     isqa["feedback_generation"].update(max_new_tokens=12, min_new_tokens=2, max_input_tokens=384)

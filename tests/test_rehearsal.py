@@ -123,8 +123,10 @@ def run_env(slurm_cluster, scratch: Path, vllm: str) -> dict[str, str]:
 
 
 def sbatch_lines(log: str) -> list[str]:
-    """The plugin's own sbatch calls (``--verbose``: ``sbatch call: sbatch ...``)."""
-    return [m.group(1).strip() for m in re.finditer(r"sbatch call: (sbatch .*)", log)]
+    """The plugin's own sbatch calls (``--verbose``: ``sbatch call: sbatch ...``), each up to the
+    start of its ``--wrap`` command (the interpreter the job starts: ``python`` from ``PATH``)."""
+    calls = [m.group(1).strip() for m in re.finditer(r"sbatch call: (sbatch .*)", log)]
+    return [re.sub(r'(--wrap="\S+ -m snakemake).*', r"\1 ...", " ".join(call.split())) for call in calls]
 
 
 def server_startups(workdir: Path) -> list[tuple[str, str, float]]:
@@ -173,6 +175,7 @@ def test_the_rehearsal_runs_end_to_end_through_slurm(rehearsal):
     assert (workdir / "results/manifest.json").exists() and (workdir / "results/tables/leaderboard.csv").exists()
     assert "steps (100%) done" in text, tail
     # every job but the submit host's went through sbatch, each on the test cluster's account
-    assert record["sbatch"] and all("-A 'isqaflow'" in s or "-A isqaflow" in s for s in record["sbatch"])
+    assert record["sbatch"] and all(" -A isqaflow " in s and ' --wrap="python -m snakemake' in s
+                                    for s in record["sbatch"])
     # the served jobs started the real engine (one server per job: the base serves its adapter too)
     assert record["server_startups"], tail
