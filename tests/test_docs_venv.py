@@ -49,7 +49,7 @@ def build_docs_venv(pins: list[str]) -> Path:
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run(["python3", "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
     result = subprocess.run([str(venv / "bin/pip"), "install", "--disable-pip-version-check", *pins],
-                            capture_output=True, text=True, timeout=900)
+                            check=False, capture_output=True, text=True, timeout=900)
     if result.returncode != 0:
         shutil.rmtree(venv, ignore_errors=True)
         message = f"the docs' venv could not be built ({' '.join(pins)}; no package index?):\n{result.stderr[-2000:]}"
@@ -81,7 +81,8 @@ def docs_env(tmp_path: Path) -> dict[str, str]:
 
 
 def snakemake(workdir: Path, run_env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(workdir / ".venv/bin/snakemake"), *args], cwd=workdir, env=run_env, capture_output=True, text=True,
+    return subprocess.run([str(workdir / ".venv/bin/snakemake"), *args], check=False, cwd=workdir, env=run_env,
+                          capture_output=True, text=True,
                           timeout=600)
 
 

@@ -29,7 +29,7 @@ def list_models(base_url: str, api_key: str, timeout: float = 60, attempts: int 
     for attempt in range(attempts):
         retry = attempt + 1 < attempts
         try:
-            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (http(s) from the config)
+            with urllib.request.urlopen(request, timeout=timeout) as response:
                 body = json.load(response)
             return {entry["id"] for entry in body["data"]}
         except urllib.error.HTTPError as err:
