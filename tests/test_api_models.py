@@ -163,5 +163,18 @@ def test_an_endpoint_error_that_quotes_the_key_is_masked():
     finally:
         server.shutdown()
         server.server_close()
-    assert len(problems) == 1 and "AuthenticationError" in problems[0] and "sk-proj-***" in problems[0]
+    # the listing reports the status, not the body that quotes the key; masked all the same
+    assert len(problems) == 1 and "HTTP 401" in problems[0]
     assert key not in problems[0] and key[8:20] not in problems[0]
+
+
+def test_an_endpoint_that_cannot_be_listed_is_named_without_its_key(monkeypatch):
+    from isqaflow.models import api_models
+
+    monkeypatch.setattr(api_models.time, "sleep", lambda s: None)
+    closed = ModelList([])
+    closed.close()  # nothing listens on its port any more
+    models = {"judge": {"backend": "openai", "model": "gpt-4.1", "base_url": closed.url, "check_model": True}}
+    (problem,) = api_models.check_api_models(models, environ={"OPENAI_API_KEY": "sk-secret-value"})
+    assert problem.startswith(f"cannot list the models of {closed.url} (key from OPENAI_API_KEY) to check gpt-4.1: ")
+    assert "sk-secret-value" not in problem

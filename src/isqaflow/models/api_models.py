@@ -1,19 +1,54 @@
-"""The config's API models checked against their endpoints' model lists before any job (onstart)."""
+"""The config's API models checked against their endpoints' model lists before any job (onstart).
+
+This runs on the submit host, inside the Snakemake process, whose environment is the one
+docs/paper-scale.md builds (Snakemake and the SLURM executor plugin only): so it uses the
+standard library's HTTP client, not the ``openai`` package the jobs use."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
+import urllib.error
+import urllib.request
 from typing import Any
 
 from isqaflow.settings import api_key_variable, mask_secrets
+OPENAI_ENDPOINT = "https://api.openai.com/v1"
+ATTEMPTS = 3  # the openai client's max_retries=2, as the jobs use it for the same listing
+
+
+class ListingError(Exception):
+    """An endpoint's model list could not be read (the message names no key)."""
+
+
+def list_models(base_url: str, api_key: str, timeout: float = 60, attempts: int = ATTEMPTS) -> set[str]:
+    """The model ids ``GET <base_url>/models`` lists (OpenAI's API and vLLM's answer alike);
+    connection errors, timeouts, rate limits and server errors are retried with backoff."""
+    request = urllib.request.Request(base_url.rstrip("/") + "/models",
+                                     headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json"})
+    for attempt in range(attempts):
+        retry = attempt + 1 < attempts
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:
+                body = json.load(response)
+            return {entry["id"] for entry in body["data"]}
+        except urllib.error.HTTPError as err:
+            if not (retry and (err.code == 429 or err.code >= 500)):
+                raise ListingError(f"HTTP {err.code} {err.reason}") from None
+        except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
+            if not retry:
+                raise ListingError(f"{type(err).__name__}: {getattr(err, 'reason', err)}") from None
+        except (ValueError, KeyError, TypeError) as err:
+            raise ListingError(f"not a model list: {type(err).__name__}: {err}") from None
+        time.sleep(0.5 * 2 ** attempt)
+    raise AssertionError("unreachable")
 
 
 def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
     """Problems of the config's API models, one listing per endpoint (the workflow's onstart, on the
     submit host, before any job): each entry on OpenAI's endpoint (or with ``check_model: true``)
     must be listed there.  Each problem names the model, the endpoint and the config key."""
-    import openai
-
     environ = dict(os.environ if environ is None else environ)
     by_endpoint: dict[tuple[str | None, str], list[tuple[str, str]]] = {}
     for key, entry in models.items():
@@ -26,21 +61,18 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
             (key, entry["model"]))
     problems = []
     for (base_url, key_env), entries in sorted(by_endpoint.items(), key=str):
-        endpoint = base_url or "https://api.openai.com/v1"
-        client = openai.OpenAI(api_key=environ.get(key_env) or "unused", base_url=base_url, timeout=60, max_retries=2)
+        # the openai client's own default: $OPENAI_BASE_URL, else OpenAI's endpoint
+        endpoint = base_url or environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT
         try:
-            listed = {m.id for m in client.models.list()}
-        except openai.OpenAIError as err:
+            listed = list_models(endpoint, environ.get(key_env) or "unused")
+        except ListingError as err:
             # an endpoint's error may quote the key it was sent (401: "Incorrect API key provided: ..."):
             # masked as every config-check message is
             problems.append(mask_secrets(f"cannot list the models of {endpoint} (key from {key_env}) to check "
-                                         f"{', '.join(m for _, m in entries)}: {type(err).__name__}: {err}"))
+                                         f"{', '.join(m for _, m in entries)}: {err}"))
             continue
-        finally:
-            client.close()
         for key, model in entries:
             if model not in listed:
                 problems.append(f"models.{key}.model: the endpoint {endpoint} does not serve {model!r}; set a model "
                                 "it lists (a substitute judge: check it against the validity table, docs/validity.md)")
     return problems
-
