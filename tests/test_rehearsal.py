@@ -154,7 +154,7 @@ def rehearsal(slurm_cluster, tmp_path_factory):
         with open(log, "w") as out:
             result = subprocess.run(
                 ["timeout", "-s", "KILL", str(RUN_TIMEOUT_S), ".venv/bin/snakemake", *RUN_ARGS, "--verbose",
-                 "--slurm-init-seconds-before-status-checks", "2"],
+                 "--slurm-init-seconds-before-status-checks", "2", "--seconds-between-status-checks", "2"],
                 check=False, cwd=workdir, env=run_env(slurm_cluster, scratch, vllm), stdin=subprocess.DEVNULL,
                 stdout=out, stderr=subprocess.STDOUT)
         wall = time.monotonic() - started
