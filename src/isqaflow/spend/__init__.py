@@ -35,15 +35,17 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow import grid
-from isqaflow.spend.stages import (  # noqa: F401  (the estimate's constants, re-exported)
+from isqaflow.spend import stages, summaries
+from isqaflow.spend.stages import (  # the estimate's constants, re-exported
     CHARS_PER_TOKEN,
     MESSAGE_TOKENS,
-    PLANNERS,
     TOKEN_ESTIMATE,
     Inputs,
     NoFormula,
     chat_tokens,
 )
+
+PLANNERS = {**stages.PLANNERS, **summaries.PLANNERS}  # rule -> its call formula
 
 
 @dataclass
@@ -130,7 +132,7 @@ def plan(config: Mapping[str, Any], root: str | Path = ".") -> list[JobSpend]:
             row = JobSpend(job.label, job.rule, ref.name, None, basis="none", note="no call formula for the stage yet")
             if planner is not None:
                 try:
-                    calls, n_in, n_out, basis = planner(job, inputs, config)
+                    calls, n_in, n_out, basis = planner(job, inputs, config, ref)
                 except (NoFormula, KeyError) as err:  # KeyError: a size spend.items does not declare
                     row.note = str(err.args[0]) if err.args else type(err).__name__
                     rows.append(row)
@@ -177,8 +179,8 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
     def money(value: float | None) -> str:
         return "no price" if value is None else f"${value:,.2f}"
 
-    lines = [f"calls left, prompt tokens ({TOKEN_ESTIMATE} estimate), completion tokens (bound: max_new_tokens), "
-             "dollars (models.<name>.price)"]
+    lines = [(f"calls left, prompt tokens ({TOKEN_ESTIMATE} estimate), completion tokens (bound: max_new_tokens), "
+              "dollars (models.<name>.price)")]
     by_rule = totals(rows, "rule")
     unplanned: dict[str, int] = {}
     for row in rows:

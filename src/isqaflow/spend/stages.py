@@ -54,6 +54,13 @@ class Inputs:
         path = self.root / f"results/data/rag/{domain}/queries.jsonl"
         return read_records(path, RagQuery) if path.exists() else None
 
+    def papers(self, dataset: str) -> list[Any] | None:
+        from isqaflow.data.schema import Paper
+        from isqaflow.io import read_records
+
+        path = self.root / f"results/data/papers/{dataset}.jsonl"
+        return read_records(path, Paper) if path.exists() else None
+
     def rows(self, pattern: str, **wildcards: Any) -> list[dict[str, Any]] | None:
         path = self.root / pattern.format(**wildcards)
         return _read_jsonl(path) if path.exists() else None
@@ -66,17 +73,18 @@ class Inputs:
                            f"{key}.{field} declares no size") from err
 
 
-def _max_new_tokens(generation: Mapping[str, Any] | None, default: int) -> int:
+def max_new_tokens(generation: Mapping[str, Any] | None, default: int) -> int:
     return int((generation or {}).get("max_new_tokens") or default)
 
 
 # ----------------------------------------------------------------------------- per stage
 
 
-def _drfr_responses(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _drfr_responses(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                    ) -> tuple[int, int, int, str]:
     from isqaflow.drfr.responses import instruction_request
 
-    out = _max_new_tokens(config["drfr"]["generation"], 0)
+    out = max_new_tokens(config["drfr"]["generation"], 0)
     dataset = job.wildcard("dataset")
     instructions = inputs.instructions(dataset)
     if instructions is None:
@@ -89,7 +97,7 @@ def _drfr_responses(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, in
 
 def _responses_of(job_dataset: str, inputs: Inputs, config, instructions) -> tuple[list[dict[str, Any]], bool]:
     """The responses the DRFR judge reads (placeholders at the length bound where not yet written)."""
-    bound_chars = int(_max_new_tokens(config["drfr"]["generation"], 0) * CHARS_PER_TOKEN)
+    bound_chars = int(max_new_tokens(config["drfr"]["generation"], 0) * CHARS_PER_TOKEN)
     rows, exact = [], True
     for responder in config["drfr"].get("responders") or {}:
         found = inputs.rows("results/drfr/responses/{d}/{r}.jsonl", d=job_dataset, r=responder)
@@ -101,14 +109,15 @@ def _responses_of(job_dataset: str, inputs: Inputs, config, instructions) -> tup
     return rows, exact
 
 
-def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _drfr_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                ) -> tuple[int, int, int, str]:
     from isqaflow.drfr.controls import control_items
-    from isqaflow.drfr.judge import DEFAULT_PARAMS, conversation
+    from isqaflow.drfr.judge import DEFAULT_PARAMS
 
     judge = config["drfr"]["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
         raise NoFormula("logprob judges score through an API only with a served model")
-    out = _max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
+    out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
     dataset = job.wildcard("dataset")
     instructions = inputs.instructions(dataset)
     if instructions is None:  # declared: every responder on every question, and controls on all the
@@ -121,7 +130,7 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
             (validity.get("instructions") or 0) * per_instr)
         calls = responders * n + controls
         chars = inputs.declared_count("instructions", dataset, "judge_turn_chars")
-        bound = _max_new_tokens(config["drfr"]["generation"], 0)
+        bound = max_new_tokens(config["drfr"]["generation"], 0)
         # a turn: the chat without the response (judge_turn_chars), the response at its bound, and
         # ~3 messages on average (turn t holds 2t - 1; an estimate)
         per_call = math.ceil(chars / CHARS_PER_TOKEN) + bound + 3 * MESSAGE_TOKENS
@@ -134,7 +143,17 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
              for r in responses]
     items += control_items(instructions, responses, validity.get("controls") or [],
                            validity.get("instructions"), config["seed"])
-    seen: set[str] = set()  # identical conversations (two identical responses) are one call each turn
+    calls, tokens = conversation_calls(items)
+    return calls, tokens, calls * out, "data" if exact else "data+bound"
+
+
+def conversation_calls(items: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    """Calls and prompt tokens of the DRFR judge's conversations over ``items``: one call per turn;
+    identical conversations (two identical responses) are one call each turn, as the call cache
+    makes them."""
+    from isqaflow.drfr.judge import conversation
+
+    seen: set[str] = set()
     tokens = 0
     for item in items:
         questions = [r["question"] for r in item["requirements"]]
@@ -146,14 +165,15 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
                 seen.add(key)
                 tokens += chat_tokens(request)
             answers.append("YES")
-    return len(seen), tokens, len(seen) * out, "data" if exact else "data+bound"
+    return len(seen), tokens
 
 
-def _rag_answers(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _rag_answers(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                 ) -> tuple[int, int, int, str]:
     from isqaflow.arena.answers import answer_request
 
     arena = config["arena"]
-    out = _max_new_tokens(arena["generation"], 0)
+    out = max_new_tokens(arena["generation"], 0)
     entry = arena["answerers"][job.wildcard("answerer")]
     k = int(job.wildcard("k"))
     passage_chars = int(config["datasets"]["rag"].get("passage_words", 100) * PASSAGE_CHARS_PER_WORD)
@@ -180,7 +200,8 @@ class _Passage:
     text: str
 
 
-def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                 ) -> tuple[int, int, int, str]:
     from isqaflow.arena.battles import all_pairs
     from isqaflow.arena.judge import DEFAULT_PARAMS
 
@@ -188,11 +209,11 @@ def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, 
     judge = arena["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
         raise NoFormula("logprob judges score through an API only with a served model")
-    out = _max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
+    out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
     orders = 2 if arena.get("orders", "both") == "both" else 1
     retriever, k = job.wildcard("retriever"), job.wildcard("k")
     run = next(r for r in grid.arena_runs(config) if r["retriever"] == retriever and str(r["k"]) == k)
-    bound = "a" * int(_max_new_tokens(arena["generation"], 0) * CHARS_PER_TOKEN)
+    bound = "a" * int(max_new_tokens(arena["generation"], 0) * CHARS_PER_TOKEN)
     answers, basis = [], "data"
     queries: dict[tuple[str, str], Any] = {}
     for domain in arena["domains"]:
@@ -223,11 +244,11 @@ def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, 
         else:
             pairs += [(p["query"], p["answer_a"], p["answer_b"])
                       for p in all_pairs(answers, queries, run["all_pairs_per_domain"], config["seed"])]
-    calls, tokens = _pair_calls(pairs, orders, basis != "data")
+    calls, tokens = pair_calls(pairs, orders, basis != "data")
     return calls, tokens, calls * out, basis
 
 
-def _pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool) -> tuple[int, int]:
+def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool) -> tuple[int, int]:
     """Calls and prompt tokens of judging ``pairs`` (query, answer 1, answer 2) in ``orders`` orders.
 
     With the texts known, identical requests (a pair judged in both orders whose answers are
@@ -244,7 +265,8 @@ def _pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: boo
     return len(requests), sum(chat_tokens(pair_request(q, a, b)) for q, a, b in requests)
 
 
-def _arena_judge_checks(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _arena_judge_checks(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                        ) -> tuple[int, int, int, str]:
     from isqaflow.arena.checks import build_controls, human_pairs
     from isqaflow.arena.judge import DEFAULT_PARAMS, pair_request
 
@@ -252,7 +274,7 @@ def _arena_judge_checks(job: grid.Job, inputs: Inputs, config) -> tuple[int, int
     judge = arena["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
         raise NoFormula("logprob judges score through an API only with a served model")
-    out = _max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
+    out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
     orders = 2 if arena.get("orders", "both") == "both" else 1
     validity = (config.get("validity") or {}).get("arena") or {}
     controls, per_domain = validity.get("controls") or [], int(validity.get("per_domain") or 0)
@@ -265,9 +287,9 @@ def _arena_judge_checks(job: grid.Job, inputs: Inputs, config) -> tuple[int, int
         queries = [q for domain in arena["domains"] for q in found[domain]]
         pairs += [(p["query"], p["answer_a"], p["answer_b"])
                   for p in build_controls(queries, controls, per_domain, config["seed"])]
-        calls, tokens = _pair_calls(pairs, orders, False)
+        calls, tokens = pair_calls(pairs, orders, False)
         return calls, tokens, calls * out, "data"
-    calls, tokens = _pair_calls(pairs, orders, False)
+    calls, tokens = pair_calls(pairs, orders, False)
     for domain in arena["domains"]:  # declared: per control and domain, per_domain pairs of references
         n = min(per_domain, inputs.declared_count("rag", domain, "queries"))
         ref = "r" * inputs.declared_count("rag", domain, "reference_chars")
