@@ -296,6 +296,26 @@ def test_a_fresh_paper_plan_counts_from_the_declared_sizes():
     assert by_job["drfr_summaries qasper/vicuna-7b.gpt4"].calls == 7 * 3598
 
 
+def test_the_paper_plans_table_prints_gpu_hours_per_stage_beside_the_spend():
+    """GPU hours (isqaflow.spend.gpu_hours, the estimator of benchmarks/gpu_hours.py) per stage in
+    the dry run's spend table, and their total: the GPU-hours table's."""
+    from isqaflow.spend import gpu_hours
+
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    text = spend.table(config, spend.plan(config, root="/nonexistent"))
+    _, totals = gpu_hours.table(config)
+    assert text.splitlines()[-1].endswith(f"; GPU hours (estimate): ~{totals['low']:,.0f}-{totals['high']:,.0f}")
+    per_rule = gpu_hours.by_rule(config)
+    assert sum(n for n, _, _ in per_rule.values()) == totals["gpus"] == 127
+    for rule, (gpus, low, high) in per_rule.items():
+        line = next(line for line in text.splitlines() if line.startswith(f"  stage {rule}:"))
+        assert f"GPUs: {gpus}, GPU hours (estimate, isqaflow.spend.gpu_hours): ~{low:,.1f}" in line
+    api_only = next(line for line in text.splitlines() if line.startswith("  stage arena_judge:"))
+    assert api_only.endswith("GPUs (GPU plan): 0")
+    # without a gpu_plan section (the embedded default): no GPU hours
+    assert gpu_hours.by_rule({**config, "gpu_plan": None}) == {}
+
+
 # ----------------------------------------------------------------------------- the budget
 
 

@@ -173,8 +173,19 @@ def gpu_by_stage(config: Mapping[str, Any]) -> dict[str, int]:
 
 
 def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
-    """The plan as printed by a dry run: per stage and per model, then the unplanned jobs."""
+    """The plan as printed by a dry run: per stage (with its GPUs and estimated GPU hours) and per
+    model, then the unplanned jobs."""
+    from isqaflow.spend.gpu_hours import by_rule
+
     gpus = gpu_by_stage(config)
+    hours = by_rule(config)
+
+    def gpu_hours(rule: str) -> str:
+        if rule not in hours:
+            return f"GPUs (GPU plan): {gpus.get(rule, 0)}"
+        n, low, high = hours[rule]
+        return f"GPUs: {gpus.get(rule, n)}, GPU hours (estimate, isqaflow.spend.gpu_hours): ~{low:,.1f}" + (
+            "" if high == low else f"-{high:,.1f}")
 
     def money(value: float | None) -> str:
         return "no price" if value is None else f"${value:,.2f}"
@@ -186,19 +197,21 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
     for row in rows:
         if row.calls is None:
             unplanned[row.rule] = unplanned.get(row.rule, 0) + 1
-    for rule in sorted(set(by_rule) | set(gpus) | set(unplanned)):
+    for rule in sorted(set(by_rule) | set(gpus) | set(hours) | set(unplanned)):
         t = by_rule.get(rule)
         api = (f"{t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, {money(t['dollars'])}"
                if t else "no API calls")
         if rule in unplanned:
             api = f"{unplanned[rule]} API job(s) not planned" + ("" if not t else f"; {api}")
-        lines.append(f"  stage {rule}: {api}; GPUs (GPU plan): {gpus.get(rule, 0)}")
+        lines.append(f"  stage {rule}: {api}; {gpu_hours(rule)}")
     for model, t in sorted(totals(rows, "model").items()):
         lines.append(f"  model {model}: {t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, "
                      f"{money(t['dollars'])}")
     total = [r.left_dollars for r in rows if r.calls is not None]
+    hours_total = "" if not hours else (f"; GPU hours (estimate): ~{sum(h[1] for h in hours.values()):,.0f}-"
+                                        f"{sum(h[2] for h in hours.values()):,.0f}")
     lines.append(f"  total: {sum(r.left for r in rows if r.calls is not None):,} calls, "
-                 f"{money(None if None in total else sum(total))}")
+                 f"{money(None if None in total else sum(total))}{hours_total}")
     cached = sum(r.cached for r in rows if r.calls is not None)
     if cached:
         lines.append(f"  already in the call caches: {cached:,} calls (not planned again)")
