@@ -99,6 +99,7 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
     spec = {k: v for k, v in config["models"]["api"].items() if k != "price"}
     instructions = root / "results/data/instructions/infobench.jsonl"
     calls = {}
+    double.jobs = {}
     order = ["drfr_responses", "drfr_judge", "rag_answers", "arena_judge", "arena_judge_checks", "drfr_summaries",
              "arena_summaries"]
     jobs = sorted((j for j in grid.jobs(config) if j.rule in order), key=lambda j: order.index(j.rule))
@@ -147,6 +148,7 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
                             "text", "both", 2, config["seed"], None, cache)
         recorded = usage.write(str(out) + ".usage.json", runtime.Job(job.rule, 1, [str(out)]))["models"]
         calls[job.label] = double.calls - before
+        double.jobs[job.label] = double.sent[before:]  # the requests this job sent
         assert recorded[0]["requests"] == calls[job.label]  # the usage record counts the same calls
     return calls
 
@@ -271,7 +273,7 @@ def test_completion_tokens_are_bounded_by_max_new_tokens_and_dollars_come_from_t
     assert responses.output_tokens == responses.calls * config["drfr"]["generation"]["max_new_tokens"]
     assert responses.dollars == pytest.approx((responses.input_tokens * 10 + responses.output_tokens * 30) / 1e6)
     table = spend.table(config, rows)
-    assert "stage drfr_judge:" in table and "model api:" in table and "chars/4 estimate" in table
+    assert "stage drfr_judge:" in table and "model api:" in table and "prompt tokens by chars/4 (fallback)" in table
 
 
 def test_a_fresh_paper_plan_counts_from_the_declared_sizes():
@@ -380,6 +382,7 @@ def test_a_size_neither_converted_nor_declared_leaves_the_job_unplanned_naming_i
     assert rows["drfr_judge infobench/gpt4"].calls == 18900  # the others are still planned
     table = spend.table(config, list(rows.values()))
     assert "not planned, in no total (spend plan: rag 'writing' is not converted yet" in table
+    assert "  GPU hours not estimated: spend.items.rag.writing.queries is not declared" in table.splitlines()
 
 
 def test_the_workflow_prints_the_plan_and_refuses_a_run_above_the_budget_before_any_job(tmp_path, monkeypatch):

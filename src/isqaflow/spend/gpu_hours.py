@@ -55,24 +55,27 @@ FIXED = {
 }
 
 
-def _items(config: Mapping[str, Any]) -> Mapping[str, Any]:
-    return (config.get("spend") or {}).get("items") or {}
+def _item(config: Mapping[str, Any], section: str, key: str, field: str) -> int:
+    """``spend.items.<section>.<key>.<field>``; a KeyError naming that path where it is not declared."""
+    try:
+        return int((config.get("spend") or {})["items"][section][key][field])
+    except (KeyError, TypeError) as err:
+        raise KeyError(f"spend.items.{section}.{key}.{field}") from err
 
 
 def papers(config: Mapping[str, Any], dataset: str) -> int:
     """Papers of a dataset at full size (``spend.items.papers.<dataset>.papers``)."""
-    return int(_items(config)["papers"][dataset]["papers"])
+    return _item(config, "papers", dataset, "papers")
 
 
 def instructions(config: Mapping[str, Any], dataset: str) -> int:
     """Instructions of an instruction dataset (``spend.items.instructions.<dataset>.instructions``)."""
-    return int(_items(config)["instructions"][dataset]["instructions"])
+    return _item(config, "instructions", dataset, "instructions")
 
 
 def rag_queries(config: Mapping[str, Any]) -> int:
     """The arena's queries over its domains (``spend.items.rag.<domain>.queries``, summed)."""
-    rag = _items(config)["rag"]
-    return sum(int(rag[domain]["queries"]) for domain in (config.get("arena") or {}).get("domains", []))
+    return sum(_item(config, "rag", domain, "queries") for domain in (config.get("arena") or {}).get("domains", []))
 
 
 def startup_minutes(weights_gb: float) -> float:

@@ -25,11 +25,11 @@ from isqaflow.spend.stages import (
     MESSAGE_TOKENS,
     Inputs,
     NoFormula,
-    chat_tokens,
     conversation_calls,
     max_new_tokens,
     pair_calls,
 )
+from isqaflow.spend.tokens import filler
 
 
 @dataclass
@@ -60,8 +60,8 @@ def declared_papers(inputs: Inputs, dataset: str) -> list[_Paper]:
     for i in range(n):
         count = qas // n + (1 if i < qas % n else 0)
         papers.append(_Paper(
-            f"{dataset}-{i}", dataset, f"{i} ".ljust(sizes["title_chars"], "t"), "a" * sizes["abstract_chars"],
-            [_QA(f"{dataset}-{i}-{j}", f"{j} ".ljust(sizes["question_chars"], "q"), ["g" * sizes["answer_chars"]])
+            f"{dataset}-{i}", dataset, filler(sizes["title_chars"], f"{i}"), filler(sizes["abstract_chars"]),
+            [_QA(f"{dataset}-{i}-{j}", filler(sizes["question_chars"], f"{j}"), [filler(sizes["answer_chars"])])
              for j in range(count)]))
     return papers
 
@@ -93,7 +93,7 @@ def judged_summaries(job: grid.Job, inputs: Inputs, config: Mapping[str, Any]
             continue
         basis = "declared" if basis == "declared" else "data+bound"
         rows += [{"paper_id": p.id, "dataset": dataset, "summarizer": summarizer, "system": system, "final": True,
-                  "summary": f"{summarizer}:{system}:{p.id}:".ljust(bound, "s")} for p in papers]
+                  "summary": filler(bound, f"{summarizer}:{system}:{p.id}:")} for p in papers]
     return {p.id: p for p in papers}, rows, systems, basis
 
 
@@ -111,7 +111,7 @@ def _drfr_summaries(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | 
     _text_judge(judge)
     out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
     papers, rows, systems, basis = judged_summaries(job, inputs, config)
-    calls, tokens = conversation_calls(summary_items(papers, rows, systems))
+    calls, tokens = conversation_calls(summary_items(papers, rows, systems), inputs.count)
     return calls, tokens, calls * out, basis
 
 
@@ -128,7 +128,7 @@ def _arena_summaries(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef |
     papers, rows, systems, basis = judged_summaries(job, inputs, config)
     pairs = summary_pairs(papers, rows, systems, config["isqa"]["refine"]["initial_prompt"])
     calls, tokens = pair_calls([(p["query"], p["answer_a"], p["answer_b"]) for p in pairs], orders,
-                                basis != "data")
+                                basis != "data", inputs.count)
     return calls, tokens, calls * out, basis
 
 
@@ -158,20 +158,20 @@ def _isqa_refine(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | Non
         per_paper = int(isqa["questions"]["generated"]["per_paper"])
         usable = ([len(row.get("qas") or []) for row in generated] if generated is not None
                   else [per_paper] * len(papers))
-        texts = [q["question"] for row in generated or [] for q in row.get("qas") or []] or ["q" * 60]
+        texts = [q["question"] for row in generated or [] for q in row.get("qas") or []] or [filler(60)]
         answerable = [0] * len(usable)  # no control with generated questions
     else:
         usable = [sum(include_unanswerable or not qa.unanswerable for qa in p.qas) for p in papers]
         answerable = [sum(not qa.unanswerable for qa in p.qas) for p in papers]
-        texts = [qa.question for p in papers for qa in p.qas] or ["q"]
+        texts = [qa.question for p in papers for qa in p.qas] or [filler(1)]
     steps, batch = int(refine["steps"]), int(refine["batch_size"])
     calls = sum(steps * min(batch, n) for n in usable)
     validity = (config.get("validity") or {}).get("feedback") or {}
     if questions == "human" and "gold_evidence" in (validity.get("controls") or []):
         calls += 2 * sum(min(int(validity.get("per_paper") or 0), n) for n in answerable)
-    summary = "s" * _summary_bound_chars(config)
-    question = "q" * math.ceil(sum(map(len, texts)) / len(texts))  # the mean question
-    per_call = chat_tokens(feedback_request(question, summary, style))
+    summary = filler(_summary_bound_chars(config))
+    question = filler(math.ceil(sum(map(len, texts)) / len(texts)))  # the mean question
+    per_call = inputs.count(feedback_request(question, summary, style))
     generation = isqa.get("feedback_generation") or {}
     if generation.get("max_input_tokens"):
         per_call = min(per_call, int(generation["max_input_tokens"]) + MESSAGE_TOKENS * 2)
