@@ -311,7 +311,8 @@ def test_the_paper_plans_table_prints_gpu_hours_per_stage_beside_the_spend():
     assert sum(n for n, _, _ in per_rule.values()) == totals["gpus"] == 127
     for rule, (gpus, low, high) in per_rule.items():
         line = next(line for line in text.splitlines() if line.startswith(f"  stage {rule}:"))
-        assert f"GPUs: {gpus}, GPU hours (estimate, isqaflow.spend.gpu_hours): ~{low:,.1f}" in line
+        figure = f"~{low:,.1f}" + ("" if high == low else f"-{high:,.1f}")
+        assert line.endswith(f"GPUs: {gpus}, GPU hours (estimate, isqaflow.spend.gpu_hours): {figure}")
     api_only = next(line for line in text.splitlines() if line.startswith("  stage arena_judge:"))
     assert api_only.endswith("GPUs (GPU plan): 0")
     # without a gpu_plan section (the embedded default): no GPU hours
