@@ -305,18 +305,8 @@ def feedback_validity_files():
 
 
 def summary_files(dataset, summarizer):
-    """Every summaries file of a (dataset, summarizer): baselines, generic feedback, ISQA runs."""
-    # a summarizer read from a file (rules/systems.smk): its one file
-    if summarizer in file_summary_entries():
-        return [file_summary_path(dataset, summarizer)]
-    root = f"results/summaries/{dataset}/{summarizer}"
-    files = [f"{root}/baseline.jsonl", f"{root}/generic.jsonl"]
-    files += [
-        f"{root}/isqa-{f}-{q}.jsonl"
-        for d, s, f, q in isqa_runs()
-        if (d, s) == (dataset, summarizer)
-    ]
-    return files
+    """Every summaries file of a (dataset, summarizer) (isqaflow.grid)."""
+    return grid.summary_files(config, dataset, summarizer)
 
 
 def isqa_pairs():
@@ -354,21 +344,8 @@ DRFR_TABLES = ["table5", "by_constraint", "by_category", "summaries"]
 
 
 def judged_summary_systems(dataset, summarizer):
-    """The final summaries the DRFR judge and the arena judge see: isqa.judged_systems, or
-    by default the initial prompt (without ISQA), generic feedback and every ISQA run.
-    """
-    # a summarizer read from a file: its one system (judged when in judged_systems, see
-    # judged_file_summary_pairs)
-    if summarizer in file_summary_entries():
-        return [summarizer]
-    if config["isqa"].get("judged_systems"):
-        files = set(file_summary_entries())
-        return [s for s in config["isqa"]["judged_systems"] if s not in files]
-    systems = [config["isqa"]["refine"]["initial_prompt"], "generic"]
-    systems += [
-        f"isqa-{f}-{q}" for d, s, f, q in isqa_runs() if (d, s) == (dataset, summarizer)
-    ]
-    return systems
+    """The final summaries the DRFR judge and the arena judge see (isqaflow.grid)."""
+    return grid.judged_summary_systems(config, dataset, summarizer)
 
 
 # ----------------------------------------------------------------------------- arena

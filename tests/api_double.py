@@ -24,6 +24,7 @@ from collections import deque
 class ApiDouble:
     def __init__(self, requests_per_minute: int | None = None, window_s: float = 60.0) -> None:
         self.calls = 0
+        self.sent: list[list[dict]] = []  # the messages of every completion request counted in calls
         self.prompt_tokens = 0
         self.rejected = 0
         self.max_in_window = 0
@@ -77,6 +78,7 @@ class ApiDouble:
             self._times.append(now)
             self.max_in_window = max(self.max_in_window, len(self._times))
             self.calls += 1
+            self.sent.append(body["messages"])
             n = self.calls
             words = sum(len(m["content"].split()) for m in body["messages"])
             n_in = max(1, round(words * 1.3))

@@ -11,6 +11,8 @@ import pytest
 import yaml
 from workflow_utils import REPO, copy_repo, snakemake
 
+from isqaflow.spend.gpu_hours import rag_queries
+
 DOC = REPO / "docs" / "paper-scale.md"
 MARKER = "<!-- gpu-hours-table -->"
 
@@ -39,7 +41,7 @@ def test_gpu_jobs_equal_the_dry_runs(tmp_path, monkeypatch, paper):
     dry = defaultdict(list)
     for block in (result.stdout + result.stderr).split("\nrule ")[1:]:
         rule = block.split(":", 1)[0].strip()
-        gpus = re.search(r"^\s*resources:.*\bgpu=(\d+)", block, re.M)
+        gpus = re.search(r"^\s*resources:.*\bgpu=(\d+)", block, re.MULTILINE)
         if gpus and int(gpus.group(1)):
             dry[rule].append(int(gpus.group(1)))
     script = {rule: sorted(job.gpus for job in jobs) for rule, jobs in load_script().gpu_jobs(paper).items()}
@@ -48,7 +50,7 @@ def test_gpu_jobs_equal_the_dry_runs(tmp_path, monkeypatch, paper):
 
 
 def test_the_doc_prints_the_scripts_table(paper):
-    text, totals = load_script().table(paper)
+    text, _ = load_script().table(paper)
     doc = DOC.read_text()
     assert MARKER in doc
     block = doc.split(MARKER, 1)[1].lstrip("\n")
@@ -71,5 +73,5 @@ def test_totals_add_up_the_rows(paper):
     assert totals["startup"] == pytest.approx(sum(j.gpus * j.startup_min / 60 for j in jobs))
     mixtral = next(j for j in rules["rag_answers"] if j.name.endswith("/mixtral-8x22b"))
     assert mixtral.gpus == 8 and mixtral.gpu_hours == pytest.approx(8 * (mixtral.hours + mixtral.startup_min / 60))
-    assert mixtral.tokens == script.RAG_QUERIES * paper["arena"]["generation"]["max_new_tokens"]
+    assert mixtral.tokens == rag_queries(paper) * paper["arena"]["generation"]["max_new_tokens"] == 14020 * 512
     assert "**total** | 93 | 127 GPUs" in text

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from api_double import ApiDouble
 
 from isqaflow import runtime, spend
 from isqaflow.data.convert import write_instructions
 from isqaflow.models import usage
-
-from api_double import ApiDouble
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN_TOLERANCE = 0.25  # two estimates of the same texts: chars/4 (plan) vs words x 1.3 (double)
@@ -38,8 +37,36 @@ def api_config(url: str) -> dict:
     config["arena"]["judges"] = {"gpt": {"model": "api", "mode": "text", "rule": "raw", "prompts": "ours"}}
     config["arena"]["runs"] = [{"retriever": "bm25", "k": 2, "all_pairs_per_domain": 2}]
     config["isqa"]["file_summaries"] = {}
-    config["isqa"]["judged_systems"] = ["baseline_2"]
+    config["isqa"]["judged_systems"] = ["baseline_2", "generic", "isqa-lora-human"]
     return config
+
+
+def write_papers_and_summaries(root: Path, config: dict, duplicate: bool = True) -> None:
+    """The embedded QASPER papers converted, and a final summary of every system of every summaries
+    file of (qasper, smollm2) -- distinct texts, except (``duplicate``) one ISQA summary that repeats
+    its paper's baseline_2 summary (one request for the judges, in both orders)."""
+    from isqaflow import grid
+    from isqaflow.data.convert import write_papers
+
+    papers = root / "results/data/papers/qasper.jsonl"
+    papers.parent.mkdir(parents=True, exist_ok=True)
+    write_papers([ROOT / "data/embedded/qasper/qasper-embedded-v0.3.json"], "qasper", "qasper", papers)
+    ids = [json.loads(line)["id"] for line in papers.read_text().splitlines()]
+    systems = {"baseline.jsonl": ["baseline_1", "baseline_2"], "generic.jsonl": ["generic"]}
+    for path in grid.summary_files(config, "qasper", "smollm2"):
+        name = Path(path).name
+        rows = []
+        for system in systems.get(name, [name.removesuffix(".jsonl")]):
+            for pid in ids:
+                text = f"The paper {pid} is summarized by {system} in a sentence or two."
+                if duplicate and system == "isqa-lora-human" and pid == ids[0]:
+                    text = f"The paper {pid} is summarized by baseline_2 in a sentence or two."
+                common = {"paper_id": pid, "dataset": "qasper", "summarizer": "smollm2", "system": system}
+                if system.startswith("isqa-"):  # an earlier step, not judged
+                    rows.append({**common, "step": 1, "final": False, "summary": "an earlier step"})
+                rows.append({**common, "final": True, "summary": text})
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text("".join(json.dumps(row) + "\n" for row in rows))
 
 
 def write_rag(root: Path) -> None:
@@ -64,15 +91,17 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
     """Each API job of the grid run through its stage's entry point; the double's calls per job."""
     from isqaflow import grid
     from isqaflow.arena.answers import run_answers
-    from isqaflow.arena.checks import run_judge_checks
     from isqaflow.arena.battles import run_arena_judge
+    from isqaflow.arena.checks import run_judge_checks
     from isqaflow.drfr.judge_responses import run_judge
     from isqaflow.drfr.responses import run_responses
 
     spec = {k: v for k, v in config["models"]["api"].items() if k != "price"}
     instructions = root / "results/data/instructions/infobench.jsonl"
     calls = {}
-    order = ["drfr_responses", "drfr_judge", "rag_answers", "arena_judge", "arena_judge_checks"]
+    double.jobs = {}
+    order = ["drfr_responses", "drfr_judge", "rag_answers", "arena_judge", "arena_judge_checks", "drfr_summaries",
+             "arena_summaries"]
     jobs = sorted((j for j in grid.jobs(config) if j.rule in order), key=lambda j: order.index(j.rule))
     for job in jobs:
         out = root / job.output
@@ -100,12 +129,26 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
                              root / config["datasets"]["rag"]["human_labels"], out, str(out) + ".agreement.jsonl",
                              spec, "gpt", "text", "both", config["seed"], None, validity["controls"],
                              validity["per_domain"], cache)
+        elif job.rule in ("drfr_summaries", "arena_summaries"):
+            from isqaflow.arena.summaries import run_summary_arena
+            from isqaflow.drfr.summaries import run_summary_judge
+
+            d, s = job.wildcard("dataset"), job.wildcard("summarizer")
+            files = [root / path for path in grid.summary_files(config, d, s)]
+            systems = grid.judged_summary_systems(config, d, s)
+            papers = root / f"results/data/papers/{d}.jsonl"
+            if job.rule == "drfr_summaries":
+                run_summary_judge(papers, files, systems, out, spec, "gpt", "text", None, cache)
+            else:
+                run_summary_arena(papers, files, systems, config["isqa"]["refine"]["initial_prompt"], out, spec,
+                                  "gpt", "text", config["arena"]["orders"], config["seed"], None, cache)
         else:
             run_arena_judge([root / f"results/data/rag/{d}/queries.jsonl" for d in DOMAINS],
                             sorted((root / "results/arena/answers/bm25-k2").glob("*.jsonl")), out, spec, "gpt",
                             "text", "both", 2, config["seed"], None, cache)
         recorded = usage.write(str(out) + ".usage.json", runtime.Job(job.rule, 1, [str(out)]))["models"]
         calls[job.label] = double.calls - before
+        double.jobs[job.label] = double.sent[before:]  # the requests this job sent
         assert recorded[0]["requests"] == calls[job.label]  # the usage record counts the same calls
     return calls
 
@@ -122,7 +165,9 @@ def embedded_api(tmp_path, monkeypatch):
     (root / human).parent.mkdir(parents=True)
     (root / human).write_bytes((ROOT / human).read_bytes())  # the workflow's root holds it
     with ApiDouble() as double:
-        yield api_config(double.url), root, double
+        config = api_config(double.url)
+        write_papers_and_summaries(root, config)
+        yield config, root, double
 
 
 def test_the_plans_calls_equal_the_calls_the_stages_make_and_a_resumed_run_plans_none(embedded_api):
@@ -133,10 +178,63 @@ def test_the_plans_calls_equal_the_calls_the_stages_make_and_a_resumed_run_plans
     assert set(made) == {job for job, row in before.items() if row.calls is not None}
     assert {job: before[job].calls for job in made} == made
     assert sum(made.values()) == double.calls > 0
+    assert {job.split(" ")[0] for job in made} >= {"drfr_summaries", "arena_summaries"}
     # planned after: every call is in the jobs' call caches, nothing is left
     after = {row.job: row for row in spend.plan(config, root)}
     assert {job: (after[job].calls, after[job].cached, after[job].left, after[job].left_dollars)
             for job in made} == {job: (n, n, 0, 0.0) for job, n in made.items()}
+
+
+def test_the_summary_judges_calls_before_the_summaries_exist_and_with_a_repeated_summary(embedded_api):
+    """Before the summaries are written, each judged system is taken on every paper at its length
+    bound (distinct texts): the count the stages make from distinct summaries.  A summary that repeats
+    another (an ISQA run that changed nothing) is one request fewer per turn and order, in the plan as
+    in the run."""
+    config, root, double = embedded_api
+    judges = ("drfr_summaries", "arena_summaries")
+
+    def planned(rows):
+        return {row.job: (row.calls, row.basis) for row in rows if row.rule in judges}
+
+    with_dup = planned(spend.plan(config, root))
+    for path in (root / "results/summaries").rglob("*.jsonl"):
+        path.unlink()
+    bound = planned(spend.plan(config, root))
+    assert {basis for _, basis in bound.values()} == {"data+bound"}
+    write_papers_and_summaries(root, config, duplicate=False)
+    distinct = planned(spend.plan(config, root))
+    assert {job: calls for job, (calls, _) in distinct.items()} == {job: calls for job, (calls, _) in bound.items()}
+    assert all(with_dup[job][0] < distinct[job][0] for job in distinct)  # the repeated summary: fewer
+    write_papers_and_summaries(root, config, duplicate=True)
+    made = {job: n for job, n in run_stages(config, root, double).items() if job.split(" ")[0] in judges}
+    assert made == {job: calls for job, (calls, _) in with_dup.items()} and all(made.values())
+    # drfr: 3 systems x the papers' answerable pairs, one call per turn; arena: 3 systems vs the
+    # abstract + 2 vs baseline_2 per paper, both orders
+    papers = [json.loads(line) for line in (root / "results/data/papers/qasper.jsonl").read_text().splitlines()]
+    answerable = sum(any(a["type"] != "none" for a in qa["answers"]) for p in papers for qa in p["qas"])
+    job = "drfr_summaries qasper/smollm2.gpt"
+    assert distinct[job][0] == 3 * answerable
+    assert distinct["arena_summaries qasper/smollm2.gpt"][0] == 2 * 5 * len(papers)
+
+
+def test_the_isqa_refine_plan_is_a_bound_steps_x_batch_per_paper_plus_the_control():
+    """An API feedback model (GPT-3.5 in config/paper.yaml): the plan bounds its calls by steps x
+    min(batch, usable pairs) per paper plus the known-answer control's two asks per chosen pair."""
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    rows = {row.job: row for row in spend.plan(config, root="/nonexistent")}
+    refine = config["isqa"]["refine"]
+    per_paper = config["validity"]["feedback"]["per_paper"]
+    human = rows["isqa_refine qasper/vicuna-7b/gpt35-human"]
+    papers, qas = 1169, 3598  # spend.items.papers.qasper: 91 papers with 4 pairs, 1,078 with 3
+    assert human.model == "gpt35" and human.basis == "declared"
+    assert human.calls == refine["steps"] * (91 * min(refine["batch_size"], 4) + 1078 * 3) + 2 * papers * min(
+        per_paper, 3)
+    assert qas == 91 * 4 + 1078 * 3
+    generated = rows["isqa_refine qasper/vicuna-7b/gpt35-generated"]
+    assert generated.calls == refine["steps"] * refine["batch_size"] * papers  # no control with generated questions
+    assert generated.output_tokens == generated.calls * config["isqa"]["feedback_generation"]["max_new_tokens"]
+    # the local feedback models' runs hold no API model: no rows
+    assert not [job for job in rows if job.startswith("isqa_refine") and "/lora-" in job]
 
 
 def test_the_manifest_records_planned_vs_spent_per_stage(embedded_api):
@@ -146,9 +244,9 @@ def test_the_manifest_records_planned_vs_spent_per_stage(embedded_api):
     planned = [row.record() for row in spend.plan(config, root)]
     made = run_stages(config, root, double)
     stages = {s["rule"]: s for s in spend_record(planned, gather_usage(root / "results", config["models"]))}
-    planned_rules = ("drfr_responses", "drfr_judge", "rag_answers", "arena_judge", "arena_judge_checks")
+    planned_rules = ("drfr_responses", "drfr_judge", "rag_answers", "arena_judge", "arena_judge_checks",
+                     "drfr_summaries", "arena_summaries")
     assert {rule for rule, s in stages.items() if not s["unplanned_jobs"]} == set(planned_rules)
-    assert stages["arena_summaries"]["unplanned_jobs"] == 1  # listed, not counted
     for rule in planned_rules:
         stage = stages[rule]
         assert stage["planned_calls"] == stage["spent_requests"] == sum(
@@ -175,7 +273,7 @@ def test_completion_tokens_are_bounded_by_max_new_tokens_and_dollars_come_from_t
     assert responses.output_tokens == responses.calls * config["drfr"]["generation"]["max_new_tokens"]
     assert responses.dollars == pytest.approx((responses.input_tokens * 10 + responses.output_tokens * 30) / 1e6)
     table = spend.table(config, rows)
-    assert "stage drfr_judge:" in table and "model api:" in table and "chars/4 estimate" in table
+    assert "stage drfr_judge:" in table and "model api:" in table and "prompt tokens by chars/4 (fallback)" in table
 
 
 def test_a_fresh_paper_plan_counts_from_the_declared_sizes():
@@ -192,8 +290,33 @@ def test_a_fresh_paper_plan_counts_from_the_declared_sizes():
     assert all(row.dollars and row.dollars > 0 for row in rows if row.calls is not None)
     # 3 controls x 50 queries x 6 domains, both orders except a reference against itself (one request)
     assert by_job["arena_judge_checks gpt4"].calls == 2 * 50 * 6 * 2 + 50 * 6
-    unplanned = {row.rule for row in rows if row.calls is None}
-    assert unplanned == {"isqa_refine", "drfr_summaries", "arena_summaries"}
+    assert not [row.job for row in rows if row.calls is None]  # every API job of the paper grid is planned
+    # 3 summarizers x (baseline_2, generic, 5 ISQA runs) vs the abstract + the 6 others vs baseline_2,
+    # both orders, on 1,169 QASPER papers
+    assert by_job["arena_summaries qasper/vicuna-7b.gpt4"].calls == 2 * 13 * 1169
+    # 7 systems x 3,598 QA pairs (declared: every one answerable), one call per turn
+    assert by_job["drfr_summaries qasper/vicuna-7b.gpt4"].calls == 7 * 3598
+
+
+def test_the_paper_plans_table_prints_gpu_hours_per_stage_beside_the_spend():
+    """GPU hours (isqaflow.spend.gpu_hours, the estimator of benchmarks/gpu_hours.py) per stage in
+    the dry run's spend table, and their total: the GPU-hours table's."""
+    from isqaflow.spend import gpu_hours
+
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    text = spend.table(config, spend.plan(config, root="/nonexistent"))
+    _, totals = gpu_hours.table(config)
+    assert text.splitlines()[-1].endswith(f"; GPU hours (estimate): ~{totals['low']:,.0f}-{totals['high']:,.0f}")
+    per_rule = gpu_hours.by_rule(config)
+    assert sum(n for n, _, _ in per_rule.values()) == totals["gpus"] == 127
+    for rule, (gpus, low, high) in per_rule.items():
+        line = next(line for line in text.splitlines() if line.startswith(f"  stage {rule}:"))
+        figure = f"~{low:,.1f}" + ("" if high == low else f"-{high:,.1f}")
+        assert line.endswith(f"GPUs: {gpus}, GPU hours (estimate, isqaflow.spend.gpu_hours): {figure}")
+    api_only = next(line for line in text.splitlines() if line.startswith("  stage arena_judge:"))
+    assert api_only.endswith("GPUs (GPU plan): 0")
+    # without a gpu_plan section (the embedded default): no GPU hours
+    assert gpu_hours.by_rule({**config, "gpu_plan": None}) == {}
 
 
 # ----------------------------------------------------------------------------- the budget
@@ -207,7 +330,10 @@ def test_a_plan_above_the_budget_refuses_to_start_naming_the_stages(tmp_path):
     problems = spend.start_problems(config, ledger, root="/nonexistent")
     assert problems[0].startswith("budget.stages.drfr_judge: the stage plans $")
     assert problems[1].startswith("budget.dollars: the plan is $") and "arena_judge $" in problems[1]
-    assert "not planned" in problems[-1] and "isqa_refine" in problems[-1]
+    assert not any("not planned" in problem for problem in problems)  # every API job is planned
+    del config["spend"]["items"]["rag"]["writing"]  # a size not declared: rag_answers not planned, said so
+    problems = spend.start_problems(config, ledger, root="/nonexistent")
+    assert "not planned" in problems[-1] and "rag_answers" in problems[-1]
     config["budget"] = {"dollars": 1e6}
     assert spend.start_problems(config, ledger, root="/nonexistent") == []
     # what was spent counts too
@@ -257,6 +383,7 @@ def test_a_size_neither_converted_nor_declared_leaves_the_job_unplanned_naming_i
     assert rows["drfr_judge infobench/gpt4"].calls == 18900  # the others are still planned
     table = spend.table(config, list(rows.values()))
     assert "not planned, in no total (spend plan: rag 'writing' is not converted yet" in table
+    assert "  GPU hours not estimated: spend.items.rag.writing.queries is not declared" in table.splitlines()
 
 
 def test_the_workflow_prints_the_plan_and_refuses_a_run_above_the_budget_before_any_job(tmp_path, monkeypatch):

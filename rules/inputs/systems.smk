@@ -56,10 +56,6 @@ def system_inputs(entry):
     return files_named_by(entry["file"])
 
 
-def file_summary_path(dataset, system):
-    return f"results/summaries/{dataset}/{system}/file.jsonl"
-
-
 def system_check_files():
     """The check record of every file-based system (one per file it is written to)."""
     files = [

@@ -141,6 +141,44 @@ def judged_file_summary_pairs(config: Mapping[str, Any]) -> list[tuple[str, str]
     return [(d, s) for d, s in file_summary_pairs(config) if not wanted or s in wanted]
 
 
+def file_summary_path(dataset: str, system: str) -> str:
+    """Where a file-based summaries system's checked summaries are written (rule file_summaries)."""
+    return f"results/summaries/{dataset}/{system}/file.jsonl"
+
+
+def summary_files(config: Mapping[str, Any], dataset: str, summarizer: str) -> list[str]:
+    """Every summaries file of a (dataset, summarizer): baselines, generic feedback, ISQA runs;
+    a file-based summarizer's one file."""
+    if summarizer in ((config.get("isqa") or {}).get("file_summaries") or {}):
+        return [file_summary_path(dataset, summarizer)]
+    root = f"results/summaries/{dataset}/{summarizer}"
+    files = [f"{root}/baseline.jsonl", f"{root}/generic.jsonl"]
+    files += [
+        f"{root}/isqa-{f}-{q}.jsonl"
+        for d, s, f, q in isqa_runs(config)
+        if (d, s) == (dataset, summarizer)
+    ]
+    return files
+
+
+def judged_summary_systems(config: Mapping[str, Any], dataset: str, summarizer: str) -> list[str]:
+    """The final summaries the DRFR and arena judges see of a (dataset, summarizer):
+    isqa.judged_systems, or by default the initial prompt (without ISQA), generic feedback and
+    every ISQA run; a file-based summarizer: its one system (judged when in judged_systems,
+    see :func:`judged_file_summary_pairs`)."""
+    isqa = config.get("isqa") or {}
+    files = set(isqa.get("file_summaries") or {})
+    if summarizer in files:
+        return [summarizer]
+    if isqa.get("judged_systems"):
+        return [s for s in isqa["judged_systems"] if s not in files]
+    systems = [isqa["refine"]["initial_prompt"], "generic"]
+    systems += [
+        f"isqa-{f}-{q}" for d, s, f, q in isqa_runs(config) if (d, s) == (dataset, summarizer)
+    ]
+    return systems
+
+
 def arena_runs(config: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
     """Retrieval settings answers are generated from, with their answerers (a run without
     ``answerers`` has every one; ``answerers: []`` has none)."""

@@ -8,12 +8,38 @@ summarize the paper, named by its title.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from isqaflow.arena.judge import judge_with_model
 from isqaflow.arena.players import ABSTRACT
 from isqaflow.data.schema import Paper
 from isqaflow.io import read_jsonl, read_records, write_jsonl
+
+
+def summary_pairs(papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], systems: Sequence[str],
+                  baseline: str) -> list[dict[str, Any]]:
+    """The judged pairs: each final summary of a chosen system vs its paper's abstract, and each one
+    but the baseline's vs the baseline summary of the same paper.  ``papers``: id -> :class:`Paper`
+    (or any object with ``title`` and ``abstract``); ``rows``: the summaries files' records.  The
+    spend plan counts the same pairs."""
+    finals: dict[tuple[str, str], Mapping[str, Any]] = {}
+    for row in rows:
+        if row["system"] in systems and row.get("final", True):
+            finals[(row["paper_id"], row["system"])] = row
+    pairs = []
+    for (pid, system), row in sorted(finals.items()):
+        paper = papers[pid]
+        query = f'Summarize the scientific paper "{paper.title}".'
+        common = {"domain": row["dataset"], "qid": pid, "query": query, "summarizer": row["summarizer"]}
+        pairs.append({"pair_id": f"{pid}:{system}|{ABSTRACT}", "kind": "reference", **common,
+                      "system_a": system, "answer_a": row["summary"], "system_b": ABSTRACT,
+                      "answer_b": paper.abstract})
+        if system != baseline and (pid, baseline) in finals:
+            pairs.append({"pair_id": f"{pid}:{system}|{baseline}", "kind": "head_to_head", **common,
+                          "system_a": system, "answer_a": row["summary"], "system_b": baseline,
+                          "answer_b": finals[(pid, baseline)]["summary"]})
+    return pairs
 
 
 def run_summary_arena(papers_path, summary_paths, systems: list[str], baseline: str, out_path,
@@ -27,23 +53,7 @@ def run_summary_arena(papers_path, summary_paths, systems: list[str], baseline: 
     ``prompt_files``: the published prompt's files (``prompts: published``), or none.
     """
     papers = {p.id: p for p in read_records(papers_path, Paper)}
-    finals: dict[tuple[str, str], dict] = {}
-    for path in summary_paths:
-        for _, row in read_jsonl(path):
-            if row["system"] in systems and row.get("final", True):
-                finals[(row["paper_id"], row["system"])] = row
-    pairs = []
-    for (pid, system), row in sorted(finals.items()):
-        paper = papers[pid]
-        query = f'Summarize the scientific paper "{paper.title}".'
-        common = {"domain": row["dataset"], "qid": pid, "query": query, "summarizer": row["summarizer"]}
-        pairs.append({"pair_id": f"{pid}:{system}|{ABSTRACT}", "kind": "reference", **common,
-                      "system_a": system, "answer_a": row["summary"], "system_b": ABSTRACT,
-                      "answer_b": paper.abstract})
-        if system != baseline and (pid, baseline) in finals:
-            pairs.append({"pair_id": f"{pid}:{system}|{baseline}", "kind": "head_to_head", **common,
-                          "system_a": system, "answer_a": row["summary"], "system_b": baseline,
-                          "answer_b": finals[(pid, baseline)]["summary"]})
+    pairs = summary_pairs(papers, (row for path in summary_paths for _, row in read_jsonl(path)), systems, baseline)
     records = judge_with_model(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads,
                                rule=rule, tie_band=tie_band, prompt_files=prompt_files)
     return write_jsonl(out_path, records)

@@ -16,6 +16,7 @@ logprob mode every judgment stores the raw and the contextually calibrated verdi
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from isqaflow.data.schema import Paper
@@ -38,6 +39,23 @@ def paper_requirements(paper: Paper) -> list[dict[str, Any]]:
     return reqs
 
 
+def summary_items(papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], systems: Sequence[str]
+                  ) -> list[dict[str, Any]]:
+    """The judged items: each final summary of a chosen system with its paper's answerable QA pairs as
+    requirements (a paper without one gives none).  ``papers``: id -> :class:`Paper` (or any object with
+    its ``qas``); ``rows``: the summaries files' records.  The spend plan counts the same items."""
+    items = []
+    for row in rows:
+        if row["system"] not in systems or not row.get("final", True):
+            continue
+        reqs = paper_requirements(papers[row["paper_id"]])
+        if reqs:
+            items.append({"instruction_id": row["paper_id"], "model": row["system"], "subset": "Summary",
+                          "category": row["dataset"], "input": "", "response": row["summary"],
+                          "requirements": reqs, "summarizer": row["summarizer"]})
+    return items
+
+
 def run_summary_judge(papers_path, summary_paths, systems: list[str], out_path, judge_spec: dict[str, Any],
                       judge_name: str, mode: str, generation: dict[str, Any] | None, cache_path,
                       threads: int | None = None, rule: str = "raw",
@@ -52,16 +70,7 @@ def run_summary_judge(papers_path, summary_paths, systems: list[str], out_path, 
     from isqaflow.models.registry import load_model
 
     papers = {p.id: p for p in read_records(papers_path, Paper)}
-    items = []
-    for path in summary_paths:
-        for _, row in read_jsonl(path):
-            if row["system"] not in systems or not row.get("final", True):
-                continue
-            reqs = paper_requirements(papers[row["paper_id"]])
-            if reqs:
-                items.append({"instruction_id": row["paper_id"], "model": row["system"], "subset": "Summary",
-                              "category": row["dataset"], "input": "", "response": row["summary"],
-                              "requirements": reqs, "summarizer": row["summarizer"]})
+    items = summary_items(papers, (row for path in summary_paths for _, row in read_jsonl(path)), systems)
     model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
     records = judge(model, items, mode, GenerationParams.from_dict(generation) if generation else None, rule,
                     load_judge_prompt(prompt_files))

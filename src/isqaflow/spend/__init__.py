@@ -9,18 +9,21 @@ completion tokens and its dollars (the model's ``price`` in the config):
   the stage's own code (the DRFR controls' sample, the arena's pair lists); where they do
   not yet exist, from the dataset sizes declared under ``spend.items`` (basis
   ``declared``), and upstream outputs (responses, answers) taken at their length bound.
-* **prompt tokens** -- the stage's own request builders applied to those texts, counted as
-  characters / :data:`CHARS_PER_TOKEN` plus :data:`MESSAGE_TOKENS` per chat message: an
-  **estimate**, named ``chars/4`` in the output.  OpenAI's encodings (tiktoken's
-  cl100k/o200k) are downloaded at first use and cannot be counted offline here.
+* **prompt tokens** -- the stage's own request builders applied to those texts, counted with
+  the model's own encoding where :mod:`isqaflow.spend.tokens` has it offline (OpenAI's
+  cl100k/o200k through the optional ``bpe-openai``; ``tokenizer`` names it), else as
+  characters / :data:`CHARS_PER_TOKEN` plus :data:`MESSAGE_TOKENS` per chat message: the
+  fallback, an **estimate**, named ``chars/4 (fallback)`` in the output.  Texts not known yet
+  (declared sizes, outputs at their length bound) count as characters / 4 either way.
 * **completion tokens** -- calls x ``max_new_tokens`` of the stage's decoding: a bound.
 * **the call cache** -- rows already in the job's call cache (``<output>.calls.sqlite``)
   are subtracted (``cached``): a resumed run plans only what is left.
 
-Stages the plan has no call formula for yet (ISQA refinement with an API feedback model,
-the DRFR and arena judges of summaries) are listed with ``calls = None`` and counted in no
+Jobs the plan has no call formula for (an API summarizer, a log-probability judge through an
+API, a size neither converted nor declared) are listed with ``calls = None`` and counted in no
 total; the budget check names them.  Identical requests are one call (the call cache makes
-them one) where the texts are known.
+them one) where the texts are known.  ISQA's refinement (:mod:`isqaflow.spend.summaries`) is a
+bound: steps x batch per paper.
 
 Top floor of the import contract: it reads the stages' request builders.  The call formulas,
 one per stage, are in :mod:`isqaflow.spend.stages`.
@@ -35,15 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow import grid
-from isqaflow.spend.stages import (  # noqa: F401  (the estimate's constants, re-exported)
+from isqaflow.spend import stages, summaries
+from isqaflow.spend.stages import (  # the estimate's constants, re-exported
     CHARS_PER_TOKEN,
     MESSAGE_TOKENS,
-    PLANNERS,
-    TOKEN_ESTIMATE,
     Inputs,
     NoFormula,
     chat_tokens,
 )
+from isqaflow.spend.tokens import FALLBACK, counter_for
+
+PLANNERS = {**stages.PLANNERS, **summaries.PLANNERS}  # rule -> its call formula
 
 
 @dataclass
@@ -61,6 +66,7 @@ class JobSpend:
     dollars: float | None = None  # None without a price
     basis: str = "data"  # data: the job's inputs were read; declared: spend.items; data+bound
     note: str = ""  # why a job is not planned
+    tokenizer: str = FALLBACK  # what counted the prompt tokens (isqaflow.spend.tokens)
 
     @property
     def left(self) -> int:
@@ -129,15 +135,16 @@ def plan(config: Mapping[str, Any], root: str | Path = ".") -> list[JobSpend]:
             planner = PLANNERS.get(job.rule)
             row = JobSpend(job.label, job.rule, ref.name, None, basis="none", note="no call formula for the stage yet")
             if planner is not None:
+                count = counter_for(config["models"][ref.name])
                 try:
-                    calls, n_in, n_out, basis = planner(job, inputs, config)
+                    calls, n_in, n_out, basis = planner(job, inputs.for_model(count), config, ref)
                 except (NoFormula, KeyError) as err:  # KeyError: a size spend.items does not declare
                     row.note = str(err.args[0]) if err.args else type(err).__name__
                     rows.append(row)
                     continue
                 cached = _cached_calls(Path(root) / (job.output + ".calls.sqlite"))
                 row = JobSpend(job.label, job.rule, ref.name, calls, min(cached, calls), n_in, n_out,
-                               dollars(config["models"][ref.name], n_in, n_out), basis)
+                               dollars(config["models"][ref.name], n_in, n_out), basis, tokenizer=count.name)
             rows.append(row)
     return rows
 
@@ -171,32 +178,51 @@ def gpu_by_stage(config: Mapping[str, Any]) -> dict[str, int]:
 
 
 def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
-    """The plan as printed by a dry run: per stage and per model, then the unplanned jobs."""
+    """The plan as printed by a dry run: per stage (with its GPUs and estimated GPU hours) and per
+    model, then the unplanned jobs."""
+    from isqaflow.spend.gpu_hours import by_rule
+
     gpus = gpu_by_stage(config)
+    try:
+        hours, no_hours = by_rule(config), ""
+    except KeyError as err:  # a size spend.items does not declare
+        hours, no_hours = {}, f"  GPU hours not estimated: {err.args[0]} is not declared"
+
+    def gpu_hours(rule: str) -> str:
+        if rule not in hours:
+            return f"GPUs (GPU plan): {gpus.get(rule, 0)}"
+        n, low, high = hours[rule]
+        return f"GPUs: {gpus.get(rule, n)}, GPU hours (estimate, isqaflow.spend.gpu_hours): ~{low:,.1f}" + (
+            "" if high == low else f"-{high:,.1f}")
 
     def money(value: float | None) -> str:
         return "no price" if value is None else f"${value:,.2f}"
 
-    lines = [f"calls left, prompt tokens ({TOKEN_ESTIMATE} estimate), completion tokens (bound: max_new_tokens), "
-             "dollars (models.<name>.price)"]
+    lines = [("calls left, prompt tokens (counted by each model's tokenizer, below), completion tokens "
+              "(bound: max_new_tokens), dollars (models.<name>.price)")]
     by_rule = totals(rows, "rule")
     unplanned: dict[str, int] = {}
     for row in rows:
         if row.calls is None:
             unplanned[row.rule] = unplanned.get(row.rule, 0) + 1
-    for rule in sorted(set(by_rule) | set(gpus) | set(unplanned)):
+    for rule in sorted(set(by_rule) | set(gpus) | set(hours) | set(unplanned)):
         t = by_rule.get(rule)
         api = (f"{t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, {money(t['dollars'])}"
                if t else "no API calls")
         if rule in unplanned:
             api = f"{unplanned[rule]} API job(s) not planned" + ("" if not t else f"; {api}")
-        lines.append(f"  stage {rule}: {api}; GPUs (GPU plan): {gpus.get(rule, 0)}")
+        lines.append(f"  stage {rule}: {api}; {gpu_hours(rule)}")
+    tokenizers = {row.model: row.tokenizer for row in rows if row.calls is not None}
     for model, t in sorted(totals(rows, "model").items()):
         lines.append(f"  model {model}: {t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, "
-                     f"{money(t['dollars'])}")
+                     f"{money(t['dollars'])}; prompt tokens by {tokenizers[model]}")
     total = [r.left_dollars for r in rows if r.calls is not None]
+    hours_total = "" if not hours else (f"; GPU hours (estimate): ~{sum(h[1] for h in hours.values()):,.0f}-"
+                                        f"{sum(h[2] for h in hours.values()):,.0f}")
     lines.append(f"  total: {sum(r.left for r in rows if r.calls is not None):,} calls, "
-                 f"{money(None if None in total else sum(total))}")
+                 f"{money(None if None in total else sum(total))}{hours_total}")
+    if no_hours:
+        lines.append(no_hours)
     cached = sum(r.cached for r in rows if r.calls is not None)
     if cached:
         lines.append(f"  already in the call caches: {cached:,} calls (not planned again)")
@@ -276,5 +302,5 @@ def start_problems(config: Mapping[str, Any], ledger: str | Path, root: str | Pa
     return over_budget(config, plan(config, root), spent(ledger))
 
 
-__all__ = ["CHARS_PER_TOKEN", "MESSAGE_TOKENS", "TOKEN_ESTIMATE", "JobSpend", "api_models", "chat_tokens",
+__all__ = ["CHARS_PER_TOKEN", "FALLBACK", "MESSAGE_TOKENS", "JobSpend", "api_models", "chat_tokens",
            "dollars", "dry_run_text", "gpu_by_stage", "over_budget", "plan", "start_problems", "table", "totals"]

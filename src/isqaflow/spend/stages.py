@@ -1,9 +1,13 @@
 """The spend plan's call formulas, one per model stage: calls, prompt tokens (estimated) and a
 completion bound of one API job, from the stage's own inputs and request builders where they
-exist, else from the sizes declared in ``spend.items`` (see :mod:`isqaflow.spend`)."""
+exist, else from the sizes declared in ``spend.items`` (see :mod:`isqaflow.spend`).  Prompt
+tokens are counted by ``inputs.count`` (:mod:`isqaflow.spend.tokens`: the model's own encoding
+where it can, else characters / 4); texts not known yet are :func:`~isqaflow.spend.tokens.filler`
+at their length bound."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -12,18 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow import grid
+from isqaflow.spend.tokens import CHARS_PER_TOKEN, ESTIMATE, MESSAGE_TOKENS, chat_tokens, filler
 
-CHARS_PER_TOKEN = 4.0  # OpenAI: "1 token ~= 4 chars in English" (help.openai.com, "What are tokens")
-MESSAGE_TOKENS = 4  # per chat message (role and separators; OpenAI cookbook, counting chat tokens)
+__all__ = ["CHARS_PER_TOKEN", "MESSAGE_TOKENS", "chat_tokens"]  # the fallback's, re-exported
+
 PASSAGE_CHARS_PER_WORD = 6.0  # a passage of N words taken as 6 N characters (estimate)
-TOKEN_ESTIMATE = "chars/4"
-
-
-def chat_tokens(messages: Any) -> int:
-    """Estimated prompt tokens of a request (a string or chat messages)."""
-    if isinstance(messages, str):
-        return math.ceil(len(messages) / CHARS_PER_TOKEN)
-    return sum(math.ceil(len(m["content"]) / CHARS_PER_TOKEN) + MESSAGE_TOKENS for m in messages)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -35,10 +32,17 @@ class Inputs:
     """The texts a plan reads: converted datasets and earlier stages' outputs under ``root``,
     else the sizes declared in ``spend.items``."""
 
-    def __init__(self, config: Mapping[str, Any], root: str | Path = ".") -> None:
+    def __init__(self, config: Mapping[str, Any], root: str | Path = ".", count: Any = ESTIMATE) -> None:
         self.config = config
         self.root = Path(root)
         self.declared = (config.get("spend") or {}).get("items") or {}
+        self.count = count  # prompt tokens of a request (isqaflow.spend.tokens)
+
+    def for_model(self, count: Any) -> Inputs:
+        """The same inputs, counting prompt tokens with ``count`` (one model's counter)."""
+        other = copy.copy(self)
+        other.count = count
+        return other
 
     def instructions(self, dataset: str) -> list[Any] | None:
         from isqaflow.data.schema import Instruction
@@ -54,6 +58,13 @@ class Inputs:
         path = self.root / f"results/data/rag/{domain}/queries.jsonl"
         return read_records(path, RagQuery) if path.exists() else None
 
+    def papers(self, dataset: str) -> list[Any] | None:
+        from isqaflow.data.schema import Paper
+        from isqaflow.io import read_records
+
+        path = self.root / f"results/data/papers/{dataset}.jsonl"
+        return read_records(path, Paper) if path.exists() else None
+
     def rows(self, pattern: str, **wildcards: Any) -> list[dict[str, Any]] | None:
         path = self.root / pattern.format(**wildcards)
         return _read_jsonl(path) if path.exists() else None
@@ -66,49 +77,51 @@ class Inputs:
                            f"{key}.{field} declares no size") from err
 
 
-def _max_new_tokens(generation: Mapping[str, Any] | None, default: int) -> int:
+def max_new_tokens(generation: Mapping[str, Any] | None, default: int) -> int:
     return int((generation or {}).get("max_new_tokens") or default)
 
 
 # ----------------------------------------------------------------------------- per stage
 
 
-def _drfr_responses(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _drfr_responses(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                    ) -> tuple[int, int, int, str]:
     from isqaflow.drfr.responses import instruction_request
 
-    out = _max_new_tokens(config["drfr"]["generation"], 0)
+    out = max_new_tokens(config["drfr"]["generation"], 0)
     dataset = job.wildcard("dataset")
     instructions = inputs.instructions(dataset)
     if instructions is None:
         n = inputs.declared_count("instructions", dataset, "instructions")
         chars = inputs.declared_count("instructions", dataset, "prompt_chars")
         return n, n * (math.ceil(chars / CHARS_PER_TOKEN) + MESSAGE_TOKENS), n * out, "declared"
-    tokens = sum(chat_tokens(instruction_request(i)) for i in instructions)
+    tokens = sum(inputs.count(instruction_request(i)) for i in instructions)
     return len(instructions), tokens, len(instructions) * out, "data"
 
 
 def _responses_of(job_dataset: str, inputs: Inputs, config, instructions) -> tuple[list[dict[str, Any]], bool]:
     """The responses the DRFR judge reads (placeholders at the length bound where not yet written)."""
-    bound_chars = int(_max_new_tokens(config["drfr"]["generation"], 0) * CHARS_PER_TOKEN)
+    bound_chars = int(max_new_tokens(config["drfr"]["generation"], 0) * CHARS_PER_TOKEN)
     rows, exact = [], True
     for responder in config["drfr"].get("responders") or {}:
         found = inputs.rows("results/drfr/responses/{d}/{r}.jsonl", d=job_dataset, r=responder)
         if found is None:
             exact = False  # a file-based responder's coverage is unknown until read: every instruction
             found = [{"instruction_id": i.id, "model": responder,  # distinct: never one call for two
-                      "response": f"{responder}:{i.id}:".ljust(bound_chars, "x")} for i in instructions]
+                      "response": filler(bound_chars, f"{responder}:{i.id}:")} for i in instructions]
         rows += found
     return rows, exact
 
 
-def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _drfr_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                ) -> tuple[int, int, int, str]:
     from isqaflow.drfr.controls import control_items
-    from isqaflow.drfr.judge import DEFAULT_PARAMS, conversation
+    from isqaflow.drfr.judge import DEFAULT_PARAMS
 
     judge = config["drfr"]["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
         raise NoFormula("logprob judges score through an API only with a served model")
-    out = _max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
+    out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
     dataset = job.wildcard("dataset")
     instructions = inputs.instructions(dataset)
     if instructions is None:  # declared: every responder on every question, and controls on all the
@@ -121,7 +134,7 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
             (validity.get("instructions") or 0) * per_instr)
         calls = responders * n + controls
         chars = inputs.declared_count("instructions", dataset, "judge_turn_chars")
-        bound = _max_new_tokens(config["drfr"]["generation"], 0)
+        bound = max_new_tokens(config["drfr"]["generation"], 0)
         # a turn: the chat without the response (judge_turn_chars), the response at its bound, and
         # ~3 messages on average (turn t holds 2t - 1; an estimate)
         per_call = math.ceil(chars / CHARS_PER_TOKEN) + bound + 3 * MESSAGE_TOKENS
@@ -134,7 +147,17 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
              for r in responses]
     items += control_items(instructions, responses, validity.get("controls") or [],
                            validity.get("instructions"), config["seed"])
-    seen: set[str] = set()  # identical conversations (two identical responses) are one call each turn
+    calls, tokens = conversation_calls(items, inputs.count)
+    return calls, tokens, calls * out, "data" if exact else "data+bound"
+
+
+def conversation_calls(items: Sequence[Mapping[str, Any]], count: Any = ESTIMATE) -> tuple[int, int]:
+    """Calls and prompt tokens of the DRFR judge's conversations over ``items``: one call per turn;
+    identical conversations (two identical responses) are one call each turn, as the call cache
+    makes them."""
+    from isqaflow.drfr.judge import conversation
+
+    seen: set[str] = set()
     tokens = 0
     for item in items:
         questions = [r["question"] for r in item["requirements"]]
@@ -144,16 +167,17 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, s
             key = json.dumps(request, sort_keys=True)
             if key not in seen:
                 seen.add(key)
-                tokens += chat_tokens(request)
+                tokens += count(request)
             answers.append("YES")
-    return len(seen), tokens, len(seen) * out, "data" if exact else "data+bound"
+    return len(seen), tokens
 
 
-def _rag_answers(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _rag_answers(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                 ) -> tuple[int, int, int, str]:
     from isqaflow.arena.answers import answer_request
 
     arena = config["arena"]
-    out = _max_new_tokens(arena["generation"], 0)
+    out = max_new_tokens(arena["generation"], 0)
     entry = arena["answerers"][job.wildcard("answerer")]
     k = int(job.wildcard("k"))
     passage_chars = int(config["datasets"]["rag"].get("passage_words", 100) * PASSAGE_CHARS_PER_WORD)
@@ -165,12 +189,12 @@ def _rag_answers(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, 
             basis = "declared"
             n = inputs.declared_count("rag", domain, "queries")
             chars = inputs.declared_count("rag", domain, "query_chars")
-            texts = [("q" * chars)] * n
+            texts = [filler(chars)] * n
         else:
             texts = [q.question for q in queries]
-        passages = [_Passage("p" * passage_chars)] * k  # the passages' length: an estimate
+        passages = [_Passage(filler(passage_chars))] * k  # the passages' length: an estimate
         for text in texts:
-            tokens += chat_tokens(answer_request(text, passages, bool(entry.get("cot"))))
+            tokens += inputs.count(answer_request(text, passages, bool(entry.get("cot"))))
         calls += len(texts)
     return calls, tokens, calls * out, basis
 
@@ -180,7 +204,8 @@ class _Passage:
     text: str
 
 
-def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                 ) -> tuple[int, int, int, str]:
     from isqaflow.arena.battles import all_pairs
     from isqaflow.arena.judge import DEFAULT_PARAMS
 
@@ -188,11 +213,11 @@ def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, 
     judge = arena["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
         raise NoFormula("logprob judges score through an API only with a served model")
-    out = _max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
+    out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
     orders = 2 if arena.get("orders", "both") == "both" else 1
     retriever, k = job.wildcard("retriever"), job.wildcard("k")
     run = next(r for r in grid.arena_runs(config) if r["retriever"] == retriever and str(r["k"]) == k)
-    bound = "a" * int(_max_new_tokens(arena["generation"], 0) * CHARS_PER_TOKEN)
+    bound = filler(int(max_new_tokens(arena["generation"], 0) * CHARS_PER_TOKEN))
     answers, basis = [], "data"
     queries: dict[tuple[str, str], Any] = {}
     for domain in arena["domains"]:
@@ -201,8 +226,8 @@ def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, 
             basis = "declared"
             n = inputs.declared_count("rag", domain, "queries")
             chars = inputs.declared_count("rag", domain, "query_chars")
-            ref = "r" * inputs.declared_count("rag", domain, "reference_chars")
-            found = [_Query(f"{domain}-{i}", domain, "q" * chars, ref) for i in range(n)]
+            ref = filler(inputs.declared_count("rag", domain, "reference_chars"))
+            found = [_Query(f"{domain}-{i}", domain, filler(chars), ref) for i in range(n)]
         queries.update(((q.domain, q.id), q) for q in found)
     for answerer in run["answerers"]:
         rows = inputs.rows("results/arena/answers/{run}/{a}.jsonl", run=f"{retriever}-k{k}", a=answerer)
@@ -223,11 +248,12 @@ def _arena_judge(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, 
         else:
             pairs += [(p["query"], p["answer_a"], p["answer_b"])
                       for p in all_pairs(answers, queries, run["all_pairs_per_domain"], config["seed"])]
-    calls, tokens = _pair_calls(pairs, orders, basis != "data")
+    calls, tokens = pair_calls(pairs, orders, basis != "data", inputs.count)
     return calls, tokens, calls * out, basis
 
 
-def _pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool) -> tuple[int, int]:
+def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool, count: Any = ESTIMATE
+               ) -> tuple[int, int]:
     """Calls and prompt tokens of judging ``pairs`` (query, answer 1, answer 2) in ``orders`` orders.
 
     With the texts known, identical requests (a pair judged in both orders whose answers are
@@ -237,14 +263,15 @@ def _pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: boo
     from isqaflow.arena.judge import pair_request
 
     if bounded:
-        return len(pairs) * orders, sum(chat_tokens(pair_request(q, a, b)) for q, a, b in pairs) * orders
+        return len(pairs) * orders, sum(count(pair_request(q, a, b)) for q, a, b in pairs) * orders
     requests = {(q, a, b) for q, a, b in pairs}
     if orders == 2:
         requests |= {(q, b, a) for q, a, b in pairs}
-    return len(requests), sum(chat_tokens(pair_request(q, a, b)) for q, a, b in requests)
+    return len(requests), sum(count(pair_request(q, a, b)) for q, a, b in requests)
 
 
-def _arena_judge_checks(job: grid.Job, inputs: Inputs, config) -> tuple[int, int, int, str]:
+def _arena_judge_checks(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                        ) -> tuple[int, int, int, str]:
     from isqaflow.arena.checks import build_controls, human_pairs
     from isqaflow.arena.judge import DEFAULT_PARAMS, pair_request
 
@@ -252,7 +279,7 @@ def _arena_judge_checks(job: grid.Job, inputs: Inputs, config) -> tuple[int, int
     judge = arena["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
         raise NoFormula("logprob judges score through an API only with a served model")
-    out = _max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
+    out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
     orders = 2 if arena.get("orders", "both") == "both" else 1
     validity = (config.get("validity") or {}).get("arena") or {}
     controls, per_domain = validity.get("controls") or [], int(validity.get("per_domain") or 0)
@@ -265,18 +292,18 @@ def _arena_judge_checks(job: grid.Job, inputs: Inputs, config) -> tuple[int, int
         queries = [q for domain in arena["domains"] for q in found[domain]]
         pairs += [(p["query"], p["answer_a"], p["answer_b"])
                   for p in build_controls(queries, controls, per_domain, config["seed"])]
-        calls, tokens = _pair_calls(pairs, orders, False)
+        calls, tokens = pair_calls(pairs, orders, False, inputs.count)
         return calls, tokens, calls * out, "data"
-    calls, tokens = _pair_calls(pairs, orders, False)
+    calls, tokens = pair_calls(pairs, orders, False, inputs.count)
     for domain in arena["domains"]:  # declared: per control and domain, per_domain pairs of references
         n = min(per_domain, inputs.declared_count("rag", domain, "queries"))
-        ref = "r" * inputs.declared_count("rag", domain, "reference_chars")
-        query = "q" * inputs.declared_count("rag", domain, "query_chars")
+        ref = filler(inputs.declared_count("rag", domain, "reference_chars"))
+        query = filler(inputs.declared_count("rag", domain, "query_chars"))
         for control in controls:
             other = "I couldn't find an answer." if control == "no_answer" else ref
             both = 1 if control == "self" else orders  # the two orders of a reference vs itself: one request
             calls += n * both
-            tokens += n * both * chat_tokens(pair_request(query, ref, other))
+            tokens += n * both * inputs.count(pair_request(query, ref, other))
     return calls, tokens, calls * out, "declared"
 
 

@@ -1,0 +1,280 @@
+"""GPU hours of the paper grid, estimated from the config and the GPU plan (no GPU, no run).
+
+Printed by ``benchmarks/gpu_hours.py`` (the table of docs/paper-scale.md's "GPU hours"
+section; a test keeps the two equal) and, per stage, beside the spend plan of a dry run
+(:func:`by_rule`).  Jobs and GPUs per job come from the workflow's own plan: the model stages'
+from :func:`isqaflow.models.gpu_plan.plan_grid` (as the rules ask for them), the other GPU
+rules' from the config (one job per domain, dataset, ... with its stage's ``gpu``);
+``tests/test_gpu_hours.py`` checks both against a dry run.  The items per job are the sizes
+the spend plan counts too (``spend.items``: papers, instructions, RAG queries).  **Every
+figure is an estimate**: nothing here was measured on a GPU.  GPU hours = GPUs per job x hours
+per job, summed; an hour per job is (new tokens at the configured maxima) / (an estimated
+decode rate) plus the start-up of the job's servers.  The rates and their sources are the
+constants below.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from isqaflow.models.gpu_plan import JobPlan, plan_grid
+
+# --------------------------------------------------------------- sources (all estimates)
+# (a) vLLM 0.23, Llama-3.1-8B (bf16) on one A100-40GB, 1,024-token prompts, 8 concurrent
+#     requests: ~500 output tokens/s (johnmusgrave.com, "vLLM throughput-latency sweep on NVIDIA A100")
+RATE_A = 500.0
+RATE_A_PARAMS = 8.03e9  # Llama-3.1-8B, the model of (a)
+# (b) a 7B model on one A100-80GB, saturated: ~3,360 output tokens/s (morphllm.com, "vLLM Benchmarks");
+#     an upper end only, not used for the totals
+RATE_B = 3360.0
+# (c) beam search in vLLM's API layer: each step one one-token engine request per beam (2 x beams
+#     log-probabilities): (a) / 4 (estimate: two engine requests per token + the API layer's work)
+RATE_C = RATE_A / 4
+# in-process Flan-T5-XXL, 2 beams (hf backend, batch 8): ~120 new tokens/s (estimate, no source)
+RATE_T5 = 120.0
+# active parameters of the mixture-of-experts models (Mistral AI's release notes: Mixtral 8x7B
+# 12.9B active of 46.7B; Mixtral 8x22B 39B of 141B); every other model: its gpu.parameters
+ACTIVE_PARAMS = {"mistralai/Mixtral-8x7B-Instruct-v0.1": 12.9e9, "mistralai/Mixtral-8x22B-Instruct-v0.1": 39.1e9}
+# server start-up (weights from the shared cache, profiling, CUDA graphs; estimate): ~3 min for a
+# 7-8B server (13.5 GB), ~8 min for Mixtral-8x7B on 2 GPUs (93 GB); other sizes on the line through both
+STARTUP_POINTS = ((13.48, 3.0), (93.4, 8.0))
+# items per job at full size: spend.items of the config (papers, instructions, queries)
+TRAIN_TOKENS_PER_S = 2000.0  # LoRA fine-tuning of a 7B model on one GPU (estimate, no source)
+# GPU rules not run by a served or planned model: GPU hours per rule (low, high), estimates
+FIXED = {
+    "evaluate_feedback": ((1.0, 1.0), "in-process Vicuna-7B + LoRA, 500 examples, 2 beams (estimate)"),
+    "generate_questions": ((25.0, 25.0), "in-process T5 QG / RoBERTa QA (estimate, the three rules together)"),
+    "score_summaries": ((0.0, 0.0), "counted with generate_questions"),
+    "metric_controls": ((0.0, 0.0), "counted with generate_questions"),
+    "colbert_index": ((1.0, 3.0), "ColBERTv2 encoding of the passages (estimate, the two rules together)"),
+    "retrieve_colbert": ((0.0, 0.0), "counted with colbert_index"),
+    "retrieve": ((0.2, 1.0), "MiniLM-L6 bi-encoder embedding of the passages (estimate, no source)"),
+}
+
+
+def _item(config: Mapping[str, Any], section: str, key: str, field: str) -> int:
+    """``spend.items.<section>.<key>.<field>``; a KeyError naming that path where it is not declared."""
+    try:
+        return int((config.get("spend") or {})["items"][section][key][field])
+    except (KeyError, TypeError) as err:
+        raise KeyError(f"spend.items.{section}.{key}.{field}") from err
+
+
+def papers(config: Mapping[str, Any], dataset: str) -> int:
+    """Papers of a dataset at full size (``spend.items.papers.<dataset>.papers``)."""
+    return _item(config, "papers", dataset, "papers")
+
+
+def instructions(config: Mapping[str, Any], dataset: str) -> int:
+    """Instructions of an instruction dataset (``spend.items.instructions.<dataset>.instructions``)."""
+    return _item(config, "instructions", dataset, "instructions")
+
+
+def rag_queries(config: Mapping[str, Any]) -> int:
+    """The arena's queries over its domains (``spend.items.rag.<domain>.queries``, summed)."""
+    return sum(_item(config, "rag", domain, "queries") for domain in (config.get("arena") or {}).get("domains", []))
+
+
+def startup_minutes(weights_gb: float) -> float:
+    (x0, y0), (x1, y1) = STARTUP_POINTS
+    return y0 + (weights_gb - x0) * (y1 - y0) / (x1 - x0)
+
+
+def served_rate(plan: JobPlan, beams: int, config: Mapping[str, Any]) -> float:
+    """New tokens/s of a job's server: (c) with beam search, else (a) scaled by the active parameters
+    per GPU (decoding at 8 requests is bound by reading the weights), never above (a) per job."""
+    if beams > 1:
+        return RATE_C
+    server = plan.servers[0]
+    active = ACTIVE_PARAMS.get(server.model) or float(config["models"][server.names[0]]["gpu"]["parameters"])
+    return RATE_A * min(1.0, server.tensor_parallel * RATE_A_PARAMS / active)
+
+
+@dataclass
+class Job:
+    rule: str
+    name: str
+    gpus: int
+    servers: int = 0
+    startup_min: float = 0.0
+    tokens: int = 0  # new tokens generated on the job's GPUs (at the configured maxima)
+    hours: float = 0.0  # hours per job of generation (without start-up)
+    hours_at_a: float = 0.0  # the same at the batched engine's rate (a)
+    rate: float = 0.0  # new tokens/s of a greedy served job
+
+    @property
+    def gpu_hours(self) -> float:
+        return self.gpus * (self.hours + self.startup_min / 60)
+
+
+def _beams(generation: Mapping[str, Any] | None) -> int:
+    return int((generation or {}).get("num_beams", 1))
+
+
+def model_jobs(config: Mapping[str, Any]) -> list[Job]:
+    """The planned model stages' GPU jobs (plan_grid), with their new tokens and hours."""
+    isqa, drfr, arena = config.get("isqa", {}), config.get("drfr", {}), config.get("arena", {})
+    refine = isqa.get("refine", {})
+    steps, batch = int(refine.get("steps", 8)), int(refine.get("batch_size", 4))
+    summary, feedback = isqa.get("summary_generation") or {}, isqa.get("feedback_generation") or {}
+    jobs = []
+    for name, plan in plan_grid(config).items():
+        if not plan.gpus:
+            continue
+        rule, wildcards = name.split(" ", 1)
+        job = Job(rule, name, plan.gpus, len(plan.servers),
+                  sum(startup_minutes(s.weights_gb) for s in plan.servers))
+        served = {role for s in plan.servers for role in s.uses}
+        if rule in ("baseline_summaries", "generic_feedback", "isqa_refine"):
+            n_papers = papers(config, wildcards.split("/")[0])
+            per_paper = {"baseline_summaries": len(isqa.get("prompts", [])),
+                         "generic_feedback": int(isqa.get("generic_steps", 1)),
+                         "isqa_refine": steps - 1}[rule]  # refinement: the first summary is baseline's
+            summaries = per_paper * n_papers * int(summary.get("max_new_tokens", 128))
+            feedbacks = (steps * batch * n_papers * int(feedback.get("max_new_tokens", 128))
+                         if "feedback" in served else 0)
+            job.tokens = summaries + feedbacks
+            summary_rate = RATE_C if "summarizer" in served and _beams(summary) > 1 else (
+                RATE_A if "summarizer" in served else RATE_T5)
+            job.hours = (summaries / summary_rate + feedbacks / (RATE_C if _beams(feedback) > 1 else RATE_A)) / 3600
+            job.hours_at_a = (summaries / (RATE_A if "summarizer" in served else RATE_T5) + feedbacks / RATE_A) / 3600
+        elif rule == "drfr_responses":
+            job.tokens = instructions(config, wildcards.split("/")[0]) * int((drfr.get("generation") or {}).get("max_new_tokens", 128))
+            job.rate = served_rate(plan, _beams(drfr.get("generation")), config)
+            job.hours = job.hours_at_a = job.tokens / job.rate / 3600
+        elif rule == "rag_answers":
+            job.tokens = rag_queries(config) * int((arena.get("generation") or {}).get("max_new_tokens", 128))
+            job.rate = served_rate(plan, _beams(arena.get("generation")), config)
+            job.hours = job.hours_at_a = job.tokens / job.rate / 3600
+        jobs.append(job)
+    return jobs
+
+
+def _stage_gpus(config: Mapping[str, Any], stage: str) -> int:
+    resources = config.get("resources") or {}
+    return int({**(resources.get("default") or {}), **(resources.get(stage) or {})}.get("gpu", 0))
+
+
+def other_jobs(config: Mapping[str, Any]) -> list[Job]:
+    """The GPU jobs the plan does not size (one GPU each: their stage's ``gpu``), as the rules make them."""
+    isqa, arena = config.get("isqa", {}), config.get("arena", {})
+    datasets, summarizers = isqa.get("datasets", []), isqa.get("summarizers", [])
+    retrievers = arena.get("retrievers", {})
+    jobs = []
+    for adapter, entry in (config.get("finetune") or {}).items():
+        gpus = _stage_gpus(config, "finetune")
+        settings = entry.get("settings", {})
+        tokens = (int(settings.get("max_train_examples", 0)) * int(settings.get("epochs", 1))
+                  * (int(settings.get("max_input_tokens", 0)) + int(settings.get("max_target_tokens", 0))))
+        jobs.append(Job("finetune_feedback", adapter, gpus, hours=tokens / TRAIN_TOKENS_PER_S / 3600))
+        if entry.get("evaluation"):
+            jobs.append(Job("evaluate_feedback", adapter, _stage_gpus(config, "generate")))
+    if (isqa.get("questions") or {}).get("generated"):
+        jobs += [Job("generate_questions", d, _stage_gpus(config, "generate")) for d in datasets]
+    jobs += [Job("score_summaries", f"{d}/{s}", _stage_gpus(config, "generate")) for d in datasets for s in summarizers]
+    jobs += [Job("metric_controls", d, _stage_gpus(config, "generate")) for d in datasets]
+    for retriever, spec in retrievers.items():
+        backend = spec.get("backend")
+        gpus = _stage_gpus(config, "retrieve") if backend in ("dense", "colbert") else 0
+        for domain in arena.get("domains", []):
+            if backend == "colbert":
+                jobs += [Job("colbert_index", domain, gpus), Job("retrieve_colbert", domain, gpus)]
+            else:
+                jobs.append(Job("retrieve", f"{domain}/{retriever}", gpus))
+    return [job for job in jobs if job.gpus]
+
+
+def gpu_jobs(config: Mapping[str, Any]) -> dict[str, list[Job]]:
+    """Every GPU job of the grid, per rule."""
+    rules: dict[str, list[Job]] = defaultdict(list)
+    for job in model_jobs(config) + other_jobs(config):
+        rules[job.rule].append(job)
+    return dict(rules)
+
+
+def _num(x: float) -> str:
+    return f"{x:,.0f}" if x >= 10 else f"{x:.1f}"
+
+
+def _tokens(n: int) -> str:
+    return f"{n / 1e6:.1f}M" if n else "--"
+
+
+ORDER = ["finetune_feedback", "evaluate_feedback", "generate_questions", "score_summaries", "metric_controls",
+         "baseline_summaries", "generic_feedback", "isqa_refine", "drfr_responses", "retrieve", "colbert_index",
+         "retrieve_colbert", "rag_answers"]
+
+
+def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
+    """The markdown table (one row per GPU rule; rag_answers and drfr_responses one row per model)
+    and the totals: GPU jobs, GPUs, servers, start-up GPU hours, GPU hours low / high / at (a)."""
+    rules = gpu_jobs(config)
+    rows = [("| rule | GPU jobs | GPUs per job | servers (start-up, min each) | decoding | new tokens (max) "
+             "| GPU hours (estimated) | source |"), "|---|---:|---:|---|---|---:|---:|---|"]
+    totals = defaultdict(float)
+    for rule in sorted(rules, key=lambda r: ORDER.index(r) if r in ORDER else len(ORDER)):
+        jobs = rules[rule]
+        groups: dict[str, list[Job]] = defaultdict(list)
+        for job in jobs:
+            key = job.name.replace(" ", "/").split("/")[-1] if rule in ("drfr_responses", "rag_answers") else ""
+            groups[key].append(job)
+        for key, group in groups.items():
+            gpus = sorted({j.gpus for j in group})
+            hours = sum(j.gpu_hours for j in group)
+            at_a = sum(j.gpus * (j.hours_at_a + j.startup_min / 60) for j in group)
+            startup = sum(j.gpus * j.startup_min / 60 for j in group)
+            servers = sum(j.servers for j in group)
+            totals["jobs"] += len(group)
+            totals["gpus"] += sum(j.gpus for j in group)
+            totals["servers"] += servers
+            totals["startup"] += startup
+            if rule in FIXED and not any(j.hours for j in group):
+                (low, high), source = FIXED[rule]
+                totals["low"] += low
+                totals["high"] += high
+                totals["at_a"] += low
+                figure = "--" if not high else (f"~{_num(low)}" if low == high else f"~{_num(low)}-{_num(high)}")
+                label = "retrieve (dense)" if rule == "retrieve" else rule
+                rows.append(f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- | in-process | -- "
+                            f"| {figure} | {source} |")
+                continue
+            totals["low"] += hours
+            totals["high"] += hours
+            totals["at_a"] += at_a
+            starts = sorted({round(j.startup_min / j.servers) for j in group if j.servers})
+            start = f"{servers} ({'/'.join(map(str, starts))})" if servers else "in-process"
+            if rule == "finetune_feedback":
+                decoding, source = "LoRA training", "examples x epochs x (input + target tokens) at ~2k tokens/s"
+            elif rule in ("drfr_responses", "rag_answers"):
+                rate = group[0].rate
+                decoding, source = "greedy", f"(a) x {rate / RATE_A:.2f} = {rate:.0f} tokens/s per job"
+            else:
+                decoding = "2 beams, served" if rule != "isqa_refine" else "2 beams, 1-2 servers"
+                source = f"(c) {RATE_C:.0f} tokens/s; Flan-T5 in-process ~{RATE_T5:.0f}; at (a): {_num(at_a)}"
+            label = f"{rule}: {key}" if key else rule
+            rows.append(f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | {start} | {decoding} "
+                        f"| {_tokens(sum(j.tokens for j in group))} | {_num(hours)} | {source} |")
+    rows.append(f"| **total** | {totals['jobs']:.0f} | {totals['gpus']:.0f} GPUs | {totals['servers']:.0f} "
+                f"({totals['startup']:.1f} GPU hours, included above) | -- | -- "
+                f"| ~{totals['low']:.0f}-{totals['high']:.0f} | ~{totals['at_a']:.0f} with the beam-search stages at (a) |")
+    return "\n".join(rows) + "\n", dict(totals)
+
+
+def by_rule(config: Mapping[str, Any]) -> dict[str, tuple[int, float, float]]:
+    """Per GPU rule: (GPUs of its jobs, summed; GPU hours low, high) -- the table's rows summed per
+    rule (a fixed estimate's range where the rule has one; else low = high).  Empty without a
+    ``gpu_plan`` section."""
+    if config.get("gpu_plan") is None:
+        return {}
+    out = {}
+    for rule, jobs in gpu_jobs(config).items():
+        gpus = sum(j.gpus for j in jobs)
+        if rule in FIXED and not any(j.hours for j in jobs):
+            out[rule] = (gpus, *FIXED[rule][0])
+        else:
+            hours = sum(j.gpu_hours for j in jobs)
+            out[rule] = (gpus, hours, hours)
+    return out

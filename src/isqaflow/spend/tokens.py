@@ -1,0 +1,122 @@
+"""Prompt tokens of a request, as the spend plan counts them: OpenAI's own encodings offline where
+it can, else characters / 4 (the fallback, named so wherever it is used).
+
+* **Exact** (:class:`Encoded`): an API model whose name OpenAI's encodings cover (gpt-4o, gpt-4.1,
+  o1/o3/o4, gpt-5: ``o200k_base``; gpt-4, gpt-3.5-turbo: ``cl100k_base``; the prefixes of
+  tiktoken's model table) and the optional package ``bpe-openai`` (GitHub's Rust BPE with the
+  encodings bundled in its wheel: no download at first use, unlike tiktoken) installed.  A
+  chat request counts as OpenAI's cookbook counts it ("How to count tokens with tiktoken"): 3
+  tokens per message, its role's and its content's tokens, and 3 priming the reply.
+* **The fallback** (:data:`ESTIMATE`, ``chars/4 (fallback)``): every other model (a served
+  model's own tokenizer is not read here), or ``bpe-openai`` not installed: characters / 4 per
+  message plus :data:`MESSAGE_TOKENS` (OpenAI's rule of thumb; ~22% above cl100k/o200k on
+  InFoBench's prompts, docs/configuration.md).
+
+A text the plan does not know yet (an answer, a response or a summary at its length bound, a
+query of a declared mean length) is written as :func:`filler`, which both encodings split into
+exactly one token per 4 characters; the exact counter counts each run of it as its characters /
+4 without encoding it, so a bound stays the bound in tokens and a plan of long placeholders costs
+no encoding time.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+CHARS_PER_TOKEN = 4.0  # OpenAI: "1 token ~= 4 chars in English" (help.openai.com, "What are tokens")
+MESSAGE_TOKENS = 4  # per chat message (role and separators; OpenAI cookbook, counting chat tokens)
+COOKBOOK_MESSAGE_TOKENS = 3  # per message besides its role and content (OpenAI cookbook, gpt-4 / gpt-3.5)
+COOKBOOK_REPLY_TOKENS = 3  # every reply is primed with <|start|>assistant<|message|>
+FALLBACK = "chars/4 (fallback)"
+FILLER_UNIT = " abc"  # one token in cl100k_base and in o200k_base (tests/test_spend_tokens.py)
+_FILLER_RUN = re.compile(f"(?:{re.escape(FILLER_UNIT)}){{4,}}")
+# model-name prefix -> encoding (tiktoken's MODEL_PREFIX_TO_ENCODING, the chat models); first match wins
+ENCODING_PREFIXES = (
+    ("gpt-4o", "o200k_base"), ("chatgpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"), ("gpt-5", "o200k_base"), ("o1", "o200k_base"), ("o3", "o200k_base"),
+    ("o4", "o200k_base"), ("gpt-4", "cl100k_base"), ("gpt-3.5-turbo", "cl100k_base"),
+    ("gpt-35-turbo", "cl100k_base"),
+)
+
+try:  # pinned in pyproject.toml; without it (an older environment) the fallback counts
+    import bpe_openai
+except ImportError:  # the fallback, named as such in the plan
+    bpe_openai = None
+
+
+def filler(chars: int, prefix: str = "") -> str:
+    """A placeholder of ``chars`` characters (at least the prefix): ``prefix`` then runs of
+    :data:`FILLER_UNIT`, one token per 4 characters in OpenAI's encodings and in the fallback."""
+    rest = max(0, chars - len(prefix))
+    return prefix + (FILLER_UNIT * (rest // len(FILLER_UNIT) + 1))[:rest]
+
+
+def encoding_name(model: str) -> str | None:
+    """OpenAI's encoding of a model name (None: not an OpenAI chat model this table knows)."""
+    for prefix, name in ENCODING_PREFIXES:
+        if model == prefix or model.startswith(prefix + "-") or (prefix[0] == "o" and model.startswith(prefix)):
+            return name
+    return None
+
+
+class Estimate:
+    """The fallback: characters / 4 per message plus :data:`MESSAGE_TOKENS`."""
+
+    name = FALLBACK
+
+    def text(self, text: str) -> int:
+        return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+    def __call__(self, messages: Any) -> int:
+        if isinstance(messages, str):
+            return self.text(messages)
+        return sum(self.text(m["content"]) + MESSAGE_TOKENS for m in messages)
+
+
+class Encoded:
+    """OpenAI's own encoding, offline (``bpe-openai``), with the cookbook's chat overhead."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._encoding = bpe_openai.get_encoding(name)
+        self.text = functools.lru_cache(maxsize=65536)(self._text)  # few-shot and system messages repeat
+
+    def _text(self, text: str) -> int:
+        n, start = 0, 0
+        for run in _FILLER_RUN.finditer(text):  # a placeholder: its characters / 4, not encoded
+            n += len(self._encoding.encode(text[start:run.start()])) if run.start() > start else 0
+            n += len(run.group()) // len(FILLER_UNIT)
+            start = run.end()
+        return n + (len(self._encoding.encode(text[start:])) if start < len(text) else 0)
+
+    def __call__(self, messages: Any) -> int:
+        if isinstance(messages, str):
+            return self.text(messages)
+        return COOKBOOK_REPLY_TOKENS + sum(
+            COOKBOOK_MESSAGE_TOKENS + self.text(m["role"]) + self.text(m["content"]) for m in messages)
+
+
+ESTIMATE = Estimate()
+
+
+@functools.cache
+def _encoded(name: str) -> Encoded:
+    return Encoded(name)
+
+
+def counter_for(entry: Mapping[str, Any]) -> Estimate | Encoded:
+    """The counter of a config's model entry: exact for an OpenAI chat model with ``bpe-openai``
+    installed, else :data:`ESTIMATE`."""
+    name = encoding_name(str(entry.get("model", "")))
+    if name is None or bpe_openai is None:
+        return ESTIMATE
+    return _encoded(name)
+
+
+def chat_tokens(messages: Any) -> int:
+    """Prompt tokens of a request by the fallback (characters / 4)."""
+    return ESTIMATE(messages)
