@@ -1216,11 +1216,15 @@ def test_feedback_statistics_counts_every_status_of_real_step_records(tmp_path):
     row = stats.loc[("toy", "fake", "isqa-test")]
     assert list(stats.columns) == ["papers", "no_feedback_possible", "replies", "fact", "non_fact",
                                    "dropped_zero_f1", "truncated", "unparsed", "unanswerable",
-                                   "unanswerable_answer", "evidence_not_in_summary", "added", "duplicates_skipped"]
+                                   "unanswerable_answer", "evidence_not_in_summary", "added", "duplicates_skipped",
+                                   "feedback_steps", "steps_without_feedback", "empty_prompt_summaries"]
+    # steps asked about: p1's one and p3's two; p1's step gave no fact and no non-fact (truncated,
+    # evidence not in the summary, unanswerable twice); with steps=1 no summary follows it
     assert row.to_dict() == {
         "papers": 3, "no_feedback_possible": 1, "replies": 8, "fact": 4, "non_fact": 0, "dropped_zero_f1": 0,
         "truncated": 1, "unparsed": 0, "unanswerable": 1, "unanswerable_answer": 1, "evidence_not_in_summary": 1,
-        "added": 2, "duplicates_skipped": 2,
+        "added": 2, "duplicates_skipped": 2, "feedback_steps": 3, "steps_without_feedback": 1,
+        "empty_prompt_summaries": 0,
     }
     assert all(dtype.kind == "i" for dtype in stats.dtypes)
 
