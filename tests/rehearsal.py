@@ -74,11 +74,13 @@ def rehearsal_config(repo: Path, api_url: str, data: dict[str, str]) -> dict[str
             "annotations": [data["annotations"]], "corpus": data["corpus"], "corpus_format": "beir_jsonl"}}},
     }
     smollm2 = config["models"]["smollm2"]
-    served = {**smollm2, "dtype": "bfloat16", "logprobs": "prompt_logprobs", "gpu": SMOLLM2_GPU,
+    # The cluster's GPUs are fake (GRES on /dev/null): what runs in-process (fine-tuning, the metrics'
+    # reader) says CPU on purpose, as a GPU job that finds no CUDA device otherwise stops (issue 28 item 6)
+    served = {**smollm2, "dtype": "bfloat16", "logprobs": "prompt_logprobs", "gpu": SMOLLM2_GPU, "device": "cpu",
               "serve": {"engine": "vllm", "command": SERVE_COMMAND, "unsupported_decoding": "drop",
                         "ready_timeout": 600,
                         "lora_args": "--enable-lora --max-lora-rank 8 --lora-modules {adapter_name}={adapter}"}}
-    in_process = {**smollm2, "dtype": "float32", "gpu": {"parameters": SMOLLM2_GPU["parameters"]}}
+    in_process = {**smollm2, "dtype": "float32", "gpu": {"parameters": SMOLLM2_GPU["parameters"]}, "device": "cpu"}
     api = {"backend": "openai", "model": API_MODEL, "base_url": api_url, "api_key_env": "OPENAI_API_KEY",
            "check_model": True, "concurrency": 4, "unsupported_decoding": "drop",
            "price": {"input_per_million": 0.0, "output_per_million": 0.0, "currency": "USD"}}
