@@ -9,7 +9,7 @@ with job(snakemake):
         judged=snakemake.params.judged,
         query_paths=list(snakemake.input.queries),
         human_paths=list(snakemake.input.human),
-        human_csv=snakemake.input.human_csv[0] if snakemake.input.human_csv else None,
+        human_csv=snakemake.input.human_csv or None,  # one named path (a str), or none
         control_paths=list(snakemake.input.controls),
         controls=snakemake.params.controls,
         per_domain=snakemake.params.per_domain,
