@@ -68,6 +68,12 @@ def slurm_config(workdir: Path) -> str:
     for stage in GPU_STAGES:
         config["resources"].setdefault(stage, {})["gpu"] = 1
     config["resources"].setdefault(MULTI_THREAD_STAGE, {})["threads"] = MULTI_THREAD_THREADS
+    # The cluster's GPUs are fake (GRES on /dev/null): the in-process models say CPU on purpose, as
+    # a job given a GPU that finds no CUDA device otherwise stops (isqaflow.devices.NoGPUError).
+    # The device is no part of a model's call-cache identity: the local run's caches still serve.
+    for entry in config["models"].values():
+        if entry.get("backend", "hf") == "hf":
+            entry["device"] = "cpu"
     served = dict(config["models"]["smollm2"])
     transformers = Path(sys.executable).with_name("transformers")
     served["serve"] = {
