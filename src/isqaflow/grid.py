@@ -251,18 +251,20 @@ def _drfr_jobs(config: Mapping[str, Any]) -> list[Job]:
                     "drfr_judge", [ModelRef("judge", entry["model"])], dataset=dataset, judge=judge
                 )
             )
-    for dataset, summarizer in isqa_pairs(config) + judged_file_summary_pairs(config):
-        for judge, entry in judges.items():
-            jobs.append(
-                _job(
-                    "drfr_summaries",
-                    [ModelRef("judge", entry["model"])],
-                    dataset=dataset,
-                    summarizer=summarizer,
-                    judge=judge,
-                )
-            )
-    return jobs
+    return jobs + _summary_judge_jobs("drfr_summaries", judges, config)
+
+
+def _summary_judge_jobs(
+    rule: str, judges: Mapping[str, Any], config: Mapping[str, Any]
+) -> list[Job]:
+    """The jobs of a suite's judges over the judged ISQA summaries (``drfr_summaries``,
+    ``arena_summaries``): one per (dataset, summarizer, judge)."""
+    return [
+        _job(rule, [ModelRef("judge", entry["model"])], dataset=dataset, summarizer=summarizer,
+             judge=judge)
+        for dataset, summarizer in isqa_pairs(config) + judged_file_summary_pairs(config)
+        for judge, entry in judges.items()
+    ]
 
 
 def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
@@ -302,18 +304,7 @@ def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
             jobs.append(
                 _job("arena_judge_checks", [ModelRef("judge", entry["model"])], judge=judge)
             )
-    for dataset, summarizer in isqa_pairs(config) + judged_file_summary_pairs(config):
-        for judge, entry in judges.items():
-            jobs.append(
-                _job(
-                    "arena_summaries",
-                    [ModelRef("judge", entry["model"])],
-                    dataset=dataset,
-                    summarizer=summarizer,
-                    judge=judge,
-                )
-            )
-    return jobs
+    return jobs + _summary_judge_jobs("arena_summaries", judges, config)
 
 
 def jobs(config: Mapping[str, Any]) -> list[Job]:

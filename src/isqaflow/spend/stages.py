@@ -204,17 +204,24 @@ class _Passage:
     text: str
 
 
-def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                 ) -> tuple[int, int, int, str]:
-    from isqaflow.arena.battles import all_pairs
+def _text_judge_bounds(arena: Mapping[str, Any], job: grid.Job) -> tuple[int, int]:
+    """An arena judge's completion bound per call and its orders per pair; a log-prob judge has
+    no API formula (:class:`NoFormula`)."""
     from isqaflow.arena.judge import DEFAULT_PARAMS
 
-    arena = config["arena"]
     judge = arena["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
         raise NoFormula("logprob judges score through an API only with a served model")
     out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
-    orders = 2 if arena.get("orders", "both") == "both" else 1
+    return out, 2 if arena.get("orders", "both") == "both" else 1
+
+
+def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+                 ) -> tuple[int, int, int, str]:
+    from isqaflow.arena.battles import all_pairs
+
+    arena = config["arena"]
+    out, orders = _text_judge_bounds(arena, job)
     retriever, k = job.wildcard("retriever"), job.wildcard("k")
     run = next(r for r in grid.arena_runs(config) if r["retriever"] == retriever and str(r["k"]) == k)
     bound = filler(int(max_new_tokens(arena["generation"], 0) * CHARS_PER_TOKEN))
@@ -273,14 +280,10 @@ def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool
 def _arena_judge_checks(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
                         ) -> tuple[int, int, int, str]:
     from isqaflow.arena.checks import build_controls, human_pairs
-    from isqaflow.arena.judge import DEFAULT_PARAMS, pair_request
+    from isqaflow.arena.judge import pair_request
 
     arena = config["arena"]
-    judge = arena["judges"][job.wildcard("judge")]
-    if judge.get("mode") != "text":
-        raise NoFormula("logprob judges score through an API only with a served model")
-    out = max_new_tokens(judge.get("generation"), DEFAULT_PARAMS.max_new_tokens)
-    orders = 2 if arena.get("orders", "both") == "both" else 1
+    out, orders = _text_judge_bounds(arena, job)
     validity = (config.get("validity") or {}).get("arena") or {}
     controls, per_domain = validity.get("controls") or [], int(validity.get("per_domain") or 0)
     human = (config["datasets"]["rag"] or {}).get("human_labels")
