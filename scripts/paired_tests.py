@@ -13,4 +13,5 @@ with job(snakemake):
         seed=snakemake.params.seed,
         matrix_paths=snakemake.output.matrix,
         figure_paths=snakemake.output.figures,
+        validity_summary_path=snakemake.input.validity,
     )

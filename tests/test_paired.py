@@ -148,3 +148,19 @@ def test_a_zero_difference_reads_plus_zero_in_both_directions():
                            "test": "sign-flip (too few pairs)", "p": np.nan, "p_holm": np.nan}])
     wide = paired_matrix(table)
     assert wide.loc[("arena", "s", "j", "a"), "b"] == wide.loc[("arena", "s", "j", "b"), "a"] == "+0.0 (n=2, no test)"
+
+
+def test_the_captions_end_with_each_judges_known_answer_controls(tmp_path):
+    """Paired tests are built on the DRFR and arena judges: their captions carry those judges'
+    control results (here none recorded), as every table built on a judge does."""
+    import json
+
+    from isqaflow.report.paired import write_paired_tests
+
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"groups": []}))
+    write_paired_tests({}, {}, [tmp_path / "t.md"], matrix_paths=[tmp_path / "m.md"], validity_summary_path=summary)
+    for name in ("t.md", "m.md"):
+        text = (tmp_path / name).read_text()
+        assert "Controls: none recorded for DRFR judge." in text
+        assert "Controls: none recorded for arena judge." in text

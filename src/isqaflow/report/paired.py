@@ -32,9 +32,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from isqaflow.io import read_jsonl
+from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import write_table
+from isqaflow.report.validity import validity_note
 from isqaflow.stats import sign_flip_test
 
 __all__ = ["arena_outcomes", "drfr_outcomes", "holm", "mcnemar_exact", "paired_figure", "paired_matrix",
@@ -217,9 +218,12 @@ def paired_figure(table: pd.DataFrame, paths: Sequence[str | os.PathLike]) -> No
 def write_paired_tests(arena_paths: Mapping[str, str], drfr_paths: Mapping[str, str],
                        out_paths: Sequence[str | os.PathLike], rounds: int = 10000, seed: int = 0,
                        matrix_paths: Sequence[str | os.PathLike] = (),
-                       figure_paths: Sequence[str | os.PathLike] = ()) -> pd.DataFrame:
+                       figure_paths: Sequence[str | os.PathLike] = (),
+                       validity_summary_path: str | os.PathLike | None = None) -> pd.DataFrame:
     """Entry point of rule paired_tests: the table as .csv, .md and .tex; the matrix
-    (``matrix_paths``) and the heatmap (``figure_paths``)."""
+    (``matrix_paths``) and the heatmap (``figure_paths``).  With the validity summary
+    (results/validity/summary.json) both captions end with each judge's known-answer
+    controls, as every table built on a judge does."""
     table = paired_tests({"arena": arena_outcomes(arena_paths), "drfr": drfr_outcomes(drfr_paths)}, rounds, seed)
     caption = (
         "Paired tests between systems judged on the same items, per suite, setting and judge. "
@@ -228,12 +232,17 @@ def write_paired_tests(arena_paths: Mapping[str, str], drfr_paths: Mapping[str, 
         "tie 0.5, loss 0), two-sided sign-flip test (no p-value below 6 pairs). diff = mean_b - "
         "mean_a on the n paired items; p_holm: Holm-corrected within each suite, setting and judge."
     )
+    controls = ""
+    if validity_summary_path is not None:
+        summary = read_json(validity_summary_path)
+        controls = " " + " ".join(validity_note(summary, instrument) for instrument in ("DRFR judge", "arena judge"))
+    caption += controls
     write_table(table, out_paths, digits=3, caption=caption)
     if matrix_paths:
         write_table(paired_matrix(table), matrix_paths, caption=(
             "Paired tests as a matrix, per suite, setting and judge: row system minus column system on their "
             "paired items, in points (x100; DRFR: share of YES, arena: preference over LFRQA), Holm-adjusted p "
-            f"within the family; * p < {SIGNIFICANCE:g}; no test below 6 pairs. Tests and counts: paired_tests."))
+            f"within the family; * p < {SIGNIFICANCE:g}; no test below 6 pairs. Tests and counts: paired_tests." + controls))
     if figure_paths:
         paired_figure(table, figure_paths)
     return table
