@@ -194,7 +194,7 @@ def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
     assert set(jobs) == {  # validity: the feedback-model control reads the first summaries
         "baseline_summaries", "generic_feedback", "score_summaries", "isqa_tables", "human_eval_sheets",
         "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest",
-        "all", "table_html", "arena_browser", "drfr_browser",
+        "all", "table_html", "arena_browser", "drfr_browser", "paired_tests",  # (its caption: the validity summary)
     }
 
 
@@ -210,7 +210,7 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
     assert set(jobs) == {
         "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_summaries", "drfr_tables",
         "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest", "all", "table_html",
-        "arena_browser", "drfr_browser",
+        "arena_browser", "drfr_browser", "paired_tests",
     }
     assert dry_run_jobs(run) == {}
 
