@@ -645,3 +645,40 @@ def test_a_gpu_plan_shares_one_server_between_base_model_and_adapter(tiny_causal
     finally:
         feedback.close()
     assert gone(pgid)
+
+
+def test_evaluate_feedback_serves_base_and_adapter_from_one_server(tiny_causal, tmp_path, monkeypatch):
+    """evaluate_feedback uses the base model alone ("before") and with its LoRA adapter ("after"):
+    one server serves both (lora_args), as the GPU plan serves ISQA's LoRA feedback model; before
+    the fix the job started two servers of the same checkpoint, one after the other."""
+    from isqaflow.data.schema import ContextParagraph, QAExample
+    from isqaflow.finetune.evaluate import evaluate
+    from isqaflow.io import write_jsonl
+    from isqaflow.models.serve_process import ManagedServer
+
+    adapter = tmp_path / "results/finetune/tiny-hotpotqa/adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text("{}")
+    dev = tmp_path / "dev.jsonl"
+    write_jsonl(dev, [QAExample(id=f"q{i}", question="Who ran?", answer="the fox", evidence=["The fox ran."],
+                                context=[ContextParagraph(title="Fox", sentences=["The fox ran.", "It rained."])])
+                      for i in range(2)])
+    starts = []
+    start = ManagedServer.start
+
+    def counted(self):
+        starts.append(list(self.argv))
+        return start(self)
+
+    monkeypatch.setattr(ManagedServer, "start", counted)
+    requests_log = tmp_path / "requests.jsonl"
+    spec = double_spec(tiny_causal, log=requests_log,
+                       serve={"lora_args": "--enable-lora --lora-modules {adapter_name}={adapter}"})
+    report = evaluate(base=spec, adapter=adapter, dev_path=dev, out_json=tmp_path / "eval.json",
+                      out_examples=tmp_path / "eval_examples.jsonl", generation={"max_new_tokens": 3},
+                      max_input_tokens=64, n_examples=None, seed=0, cache_path=tmp_path / "calls.sqlite")
+    assert report["before"]["n"] == report["after"]["n"] == 2
+    assert len(starts) == 1, starts  # one server start-up for the job
+    assert f"tiny-hotpotqa={adapter}" in starts[0] and "--enable-lora" in starts[0]
+    asked = [r["body"]["model"] for r in logged(requests_log)]
+    assert str(tiny_causal) in asked and "tiny-hotpotqa" in asked  # the base, then the adapter, on that server
