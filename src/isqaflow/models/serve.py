@@ -49,7 +49,15 @@ from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Re
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
 from isqaflow.models.openai import LogprobsUnavailable, OpenAIModel, split_candidates
 from isqaflow.models.serve_process import ManagedServer, ServerStartError, group_alive, group_members
-from isqaflow.models.serve_settings import ENGINES, LOCALHOST, PLACEHOLDERS, SERVED_KEY_ENV, ServeSettings, free_port
+from isqaflow.models.serve_settings import (
+    ENGINES,
+    LOCALHOST,
+    PLACEHOLDERS,
+    SERVED_KEY_ENV,
+    ServeSettings,
+    free_port,
+    with_adapter_server,
+)
 from isqaflow.models.tokenized import TokenizedText
 
 __all__ = [
@@ -64,28 +72,6 @@ LOGPROB_FLOOR = -9999.0
 _SHARED: dict[str, tuple[Any, list[Any]]] = {}
 # vLLM sampling fields the project never changes, sent at their neutral values (0: top_k off)
 VLLM_NEUTRAL = {"top_k": 0, "min_p": 0.0, "presence_penalty": 0.0, "frequency_penalty": 0.0}
-
-
-def with_adapter_server(spec: Mapping[str, Any], adapter: str, adapter_name: str) -> dict[str, Any]:
-    """``spec`` (a model entry) such that the base model and ``adapter`` share one server in this job.
-
-    For a job that uses a base model both alone and with its LoRA adapter (``evaluate_feedback``:
-    before and after fine-tuning) but has no GPU plan that says so: its ``server_plan`` serves the
-    adapter as ``adapter_name`` next to the base, so the first model loaded starts the one server
-    (with ``lora_args``) and the other asks it.  The models must then be open at the same time: the
-    last one's ``close`` stops the server.  A spec without ``serve:`` is returned unchanged."""
-    out = dict(spec)
-    if not out.get("serve"):
-        return out
-    plan = dict(out.get("server_plan") or {})
-    adapters = dict(plan.get("adapters") or {})
-    if adapters and set(adapters) != {adapter_name}:
-        raise ValueError(f"model {out.get('model')}: the job's server already serves the adapter(s) "
-                         f"{sorted(adapters)}; lora_args takes one")
-    plan["adapters"] = {adapter_name: str(adapter)}
-    plan.setdefault("server", f"{out['model']}@{out.get('dtype', 'auto')}+{adapter_name}")
-    out["server_plan"] = plan
-    return out
 
 
 class ServedModel(TokenizedText, OpenAIModel):
