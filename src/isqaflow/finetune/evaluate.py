@@ -85,6 +85,7 @@ def evaluate(
     prompt_style: str = "isqa",
 ) -> dict[str, Any]:
     from isqaflow.models.cache import CallCache
+    from isqaflow.models.openai import naming_records
     from isqaflow.models.registry import load_model
     from isqaflow.models.serve import with_adapter_server
 
@@ -105,7 +106,8 @@ def evaluate(
             model = load_model(spec, cache=cache, adapter=adapter_path, name=f"feedback-{variant}", threads=threads)
             opened.append(model)
             requests = [example_request(model, ex, max_input_tokens, prompt_style)[0] for ex in examples]
-            outputs = model.generate(requests, params)
+            with naming_records(requests, [ex.id for ex in examples]):
+                outputs = model.generate(requests, params)
             summary, rows = score_outputs(examples, [o.text for o in outputs])
             report[variant] = summary
             rows_out += [{"variant": variant, **row} for row in rows]

@@ -212,6 +212,18 @@ class ServedModel(TokenizedText, OpenAIModel):
         return usage.register(self.name, self.backend, self._identity["model"],
                               chat_template=self.chat_template.record(), server=server)
 
+    def _prompt_tokens(self, request: Request) -> int | None:
+        return len(self.encode_request(request))
+
+    def _length_advice(self) -> str:
+        where = f"models.{self.name}"
+        limit = (f"the GPU plan's --max-model-len (from the stage's generation max_input_tokens, or "
+                 f"{where}.gpu.context)" if "--max-model-len" in self.server_plan.get("args", ()) else
+                 f"the server's --max-model-len ({where}.serve.extra_args: [--max-model-len, N], up to the "
+                 "model's own context)")
+        return (f"raise {limit}, or cut the prompts to fit: the stage's generation max_input_tokens (vLLM "
+                "keeps the prompt's end)")
+
     def _capability_backend(self) -> str:
         return {"vllm": "vllm", "transformers": "hf"}.get(self.settings.engine, "openai")
 
@@ -313,7 +325,8 @@ class ServedModel(TokenizedText, OpenAIModel):
             return super().score_batch(items, on_batch)
         rows = [(i, ids, cand) for i, (context, candidates) in enumerate(items)
                 for ids, cand in self._candidate_rows(context, candidates)]
-        scores = self._map(lambda row: self._prompt_logprob(row[1], row[2]), rows)
+        scores = self._map(lambda row: self._named_refusal(items[row[0]][0], lambda: self._prompt_logprob(row[1], row[2]),
+                                                           len(row[1]) + len(row[2])), rows)
         out: list[list[float]] = [[] for _ in items]
         for (i, _, _), score in zip(rows, scores, strict=True):
             out[i].append(score)
