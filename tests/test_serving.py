@@ -748,3 +748,19 @@ def test_a_stage_names_the_record_whose_prompt_is_too_long(tiny_causal, tmp_path
         evaluate(base=spec, adapter=adapter, dev_path=dev, out_json=tmp_path / "eval.json",
                  out_examples=tmp_path / "eval_examples.jsonl", generation={"max_new_tokens": 3},
                  max_input_tokens=512, n_examples=None, seed=0, cache_path=tmp_path / "calls.sqlite")
+
+
+def test_the_served_embedded_overlay_plans_the_embedded_dag_with_one_server_per_job(tmp_path):
+    """config/served-embedded.yaml (docs/speed.md): the same jobs as the embedded default, every
+    served job with one server (ISQA's LoRA runs: the adapter on its base's server)."""
+    from workflow_utils import copy_repo, dry_run_jobs, snakemake
+
+    repo = copy_repo(tmp_path / "repo")
+    overlay = ("--configfile", "config/served-embedded.yaml", "--resources", "gpu=1")
+    assert dry_run_jobs(repo, *overlay) == dry_run_jobs(repo)
+    result = snakemake(repo, "-n", "--profile", "profiles/local", "--cores", "2", *overlay, timeout=300)
+    plan = (result.stdout + result.stderr).split("GPU plan (isqaflow.models.gpu_plan):", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("\t") for line in plan.strip().splitlines()[1:]]
+    assert len(rows) == 16 and all(row[1] == "1" and row[2].count("smollm2-135m-instruct") == 1 for row in rows)
+    lora = [row for row in rows if row[0].startswith("isqa_refine qasper/smollm2/lora-")]
+    assert len(lora) == 2 and all("+smollm2-hotpotqa [summarizer,feedback]" in row[2] for row in lora)
