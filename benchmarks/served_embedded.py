@@ -7,8 +7,9 @@ Makes two fresh clones of this checkout's HEAD (commit first), each with a link 
 checkout's ``.venv``, and runs the whole embedded DAG in each, one after the other: as ``make
 run`` does (``snakemake --profile profiles/local``), then with ``--configfile
 config/served-embedded.yaml --resources gpu=1`` (the model stages served by the CPU engine, one
-served job at a time).  A run that passes ``--timeout`` seconds is stopped and reported as
-partial.  Per run it prints and writes to ``OUT/summary.json``: the wall time, the jobs finished,
+served job at a time); both with ``--keep-going`` (a failed job does not hide the others'
+figures).  A run that passes ``--timeout`` seconds is stopped (SIGTERM to Snakemake and its jobs,
+which stop their servers) and reported as partial.  Per run it prints and writes to ``OUT/summary.json``: the wall time, the jobs finished,
 the sum of the jobs' ``benchmark:`` files (``s`` and ``cpu_time``), the server start-ups (the
 jobs' logs: "server ready ... after N s") and the load average before and after; plus
 ``lscpu``'s model name.  No figure is computed from anything but those files.
