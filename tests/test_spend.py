@@ -344,7 +344,7 @@ def test_a_plan_above_the_budget_refuses_to_start_naming_the_stages(tmp_path):
 def test_a_run_stops_before_the_call_that_crosses_the_budget_and_resumes_without_repeating(
         embedded_api, monkeypatch):
     from isqaflow.drfr.responses import run_responses
-    from isqaflow.models import budget
+    from isqaflow.models.api import budget
 
     config, root, double = embedded_api
     spec = {k: v for k, v in config["models"]["api"].items() if k != "price"}

@@ -2,7 +2,7 @@
 
 STAGE_MODULES = {
     "data": "isqaflow.data.convert",
-    "model_conversion": "isqaflow.models.convert",
+    "model_conversion": "isqaflow.models.weights.convert",
     "finetune": "isqaflow.finetune.lora",
     "finetune_eval": "isqaflow.finetune.evaluate",
     "questions": "isqaflow.isqa.questions",

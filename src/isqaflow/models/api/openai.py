@@ -74,7 +74,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow.models import budget, capabilities, usage
+from isqaflow.models.api import budget
+from isqaflow.models import capabilities, usage
 from isqaflow.models.base import (
     BatchCallback,
     Generation,
@@ -83,7 +84,7 @@ from isqaflow.models.base import (
     Request,
     canonical_request,
 )
-from isqaflow.models.rate_limit import SharedRateLimiter, account_limiter, estimate_tokens, retry_after
+from isqaflow.models.api.rate_limit import SharedRateLimiter, account_limiter, estimate_tokens, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -376,7 +377,7 @@ class OpenAIModel(LanguageModel):
                  on_batch: BatchCallback | None = None) -> list[Generation]:
         started = time.monotonic()
         if self.batch is not None:  # the Batch API (.openai_batch): one batch for all requests
-            from isqaflow.models.openai_batch import generate_in_batch
+            from isqaflow.models.api.batch import generate_in_batch
 
             return generate_in_batch(self, requests, params, on_batch)
         results = self._map(lambda r: self._call(r, params), requests, on_batch)

@@ -22,7 +22,7 @@ from typing import Any
 
 from isqaflow import grid
 from isqaflow.models import capabilities
-from isqaflow.models.gpu_plan import GPUPlanError, plan_grid
+from isqaflow.models.planning.gpu_plan import GPUPlanError, plan_grid
 
 
 def _grid_generations(config: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:
