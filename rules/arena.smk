@@ -215,7 +215,7 @@ rule arena_judge_checks:
         controls=config["validity"]["arena"]["controls"],
         per_domain=config["validity"]["arena"]["per_domain"],
         seed=config["seed"],
-        code=code("isqaflow.arena.checks"),
+        code=code("isqaflow.arena.controls"),
     script:
         "../scripts/arena_judge_checks.py"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from isqaflow.arena.checks import (
+from isqaflow.arena.controls import (
     CONTROLS,
     build_controls,
     control_chance,

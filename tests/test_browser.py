@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from isqaflow.arena.browse import arena_items, pair_item, run_arena_browser
-from isqaflow.arena.checks import build_controls, control_records
+from isqaflow.arena.controls import build_controls, control_records
 from isqaflow.arena.judge import judge_pairs
 from isqaflow.arena.ratings import win_rates
 from isqaflow.arena.tables import outcomes_vs

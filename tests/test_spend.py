@@ -92,7 +92,7 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
     from isqaflow import grid
     from isqaflow.arena.answers import run_answers
     from isqaflow.arena.battles import run_arena_judge
-    from isqaflow.arena.checks import run_judge_checks
+    from isqaflow.arena.controls import run_judge_checks
     from isqaflow.drfr.judge_responses import run_judge
     from isqaflow.drfr.responses import run_responses
 

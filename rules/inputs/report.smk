@@ -18,7 +18,7 @@ STAGE_MODULES = {
     "retrieval": "isqaflow.arena.retrieval",
     "rag_answers": "isqaflow.arena.answers",
     "arena_judge": "isqaflow.arena.battles",
-    "arena_judge_checks": "isqaflow.arena.checks",
+    "arena_judge_checks": "isqaflow.arena.controls",
     "arena_summaries": "isqaflow.arena.summaries",
     "arena_tables": "isqaflow.arena.tables",
     "validity_table": "isqaflow.report.validity",

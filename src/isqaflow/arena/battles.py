@@ -9,7 +9,7 @@
   votes per sampled query for each of 11 models) count model pairs only.
 
 The human-labelled pairs and the known-answer controls are judged by
-:mod:`isqaflow.arena.checks`, the summaries by :mod:`isqaflow.arena.summaries`.
+:mod:`isqaflow.arena.controls`, the summaries by :mod:`isqaflow.arena.summaries`.
 """
 
 from __future__ import annotations

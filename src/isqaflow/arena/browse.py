@@ -17,7 +17,7 @@ Items (:mod:`isqaflow.report.browser`), one per judged pair and judge:
   head_to_head"; the query is "Summarize the scientific paper ...");
 * the known-answer controls (kind "control", ``results/validity/arena/<judge>.jsonl``),
   marked as such with their expected side; their records keep no texts, so the pairs'
-  texts are rebuilt by :func:`isqaflow.arena.checks.build_controls` from the same
+  texts are rebuilt by :func:`isqaflow.arena.controls.build_controls` from the same
   queries, controls, ``per_domain`` and seed (deterministic) and joined by pair id.
 """
 
@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from isqaflow.arena.agreement import human_majority, read_human_labels, verdict_to_score
-from isqaflow.arena.checks import build_controls
+from isqaflow.arena.controls import build_controls
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import read_jsonl, read_records
 from isqaflow.report.browser import write_browser

@@ -279,7 +279,7 @@ def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool
 
 def _arena_judge_checks(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
                         ) -> tuple[int, int, int, str]:
-    from isqaflow.arena.checks import build_controls, human_pairs
+    from isqaflow.arena.controls import build_controls, human_pairs
     from isqaflow.arena.judge import pair_request
 
     arena = config["arena"]
