@@ -1,6 +1,6 @@
 """Pairwise judging against LFRQA and between models (rule arena_judge)."""
 
-from isqaflow.arena.battles import run_arena_judge
+from isqaflow.arena.judging.battles import run_arena_judge
 from isqaflow.runtime import job
 
 with job(snakemake) as ctx:

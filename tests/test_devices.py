@@ -263,7 +263,7 @@ def test_an_in_process_model_in_a_gpu_job_without_a_gpu_fails_naming_job_and_mod
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks a machine without a CUDA device")
 def test_retrievers_in_a_gpu_job_without_a_gpu_fail_and_colbert_gets_its_device(tmp_path, monkeypatch):
-    from isqaflow.arena import colbert
+    from isqaflow.arena.retrieval import colbert
     from isqaflow.text.embeddings import load_encoder
 
     monkeypatch.delenv(devices.GPUS_ENV, raising=False)

@@ -385,7 +385,7 @@ def expected_top_scores(hf, context, candidates, k=20):
 def test_top_logprobs_with_a_prefill_reads_the_next_token(tiny_causal, hf_tiny, tmp_path):
     """Each rest after the candidates' prefix scores its next-token log-probability (the
     floor of the top 20 when not listed); the prefix goes to the server as a prefill."""
-    from isqaflow.arena.judge import judge_pairs
+    from isqaflow.arena.judging.judge import judge_pairs
     from isqaflow.drfr.judge import judge
 
     usage.reset()

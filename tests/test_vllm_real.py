@@ -384,7 +384,7 @@ def test_the_adapter_is_served_next_to_its_base(served, hf_reference, adapter, s
 
 
 def test_prompt_logprobs_score_as_the_hf_backend_and_the_judges_read_them(served, hf_reference):
-    from isqaflow.arena.judge import judge_pairs
+    from isqaflow.arena.judging.judge import judge_pairs
     from isqaflow.drfr.judge import judge
 
     items = [(CHAT, ["YES", "NO"]), (CHAT, ["<rating>1", "<rating>2", "<rating>0"]), (STORY, [" lived", " was"])]
