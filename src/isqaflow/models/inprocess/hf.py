@@ -1,8 +1,8 @@
 """Hugging Face transformers backend: causal and seq2seq models, optional peft adapter.
 
-The backend class composes :mod:`.hf_loading` (device, dtype, template, weights),
-:mod:`.hf_prefixes` (batches and shared prefixes), :mod:`.hf_generation` and
-:mod:`.hf_scoring`.
+The backend class composes :mod:`.loading` (device, dtype, template, weights),
+:mod:`.shared_prefixes` (batches and shared prefixes), :mod:`.generation` and
+:mod:`.scoring`.
 
 * Chat conversations go through the chat template (``apply_chat_template``): the
   entry's ``chat_template`` (a shipped name, a Jinja file, or ``none`` for plain text

@@ -15,9 +15,9 @@ through the ``openai`` backend::
         lora_args: --enable-lora --max-lora-rank 8 --lora-modules {adapter_name}={adapter}
         ready_timeout: 1800
 
-``serve`` keys: :mod:`.serve_settings`; the server's life cycle: :mod:`.serve_process`.
+``serve`` keys: :mod:`.settings`; the server's life cycle: :mod:`.process`.
 
-With the job's GPU plan (``server_plan``, :mod:`.gpu_plan`, passed by the rule) the
+With the job's GPU plan (``server_plan``, :mod:`isqaflow.models.planning.gpu_plan`, passed by the rule) the
 server gets the plan's ``--tensor-parallel-size``, ``--gpu-memory-utilization`` and
 ``--max-model-len`` and its own GPUs (``CUDA_VISIBLE_DEVICES``: entries of the job's
 own list), and models of the job with the same weights share one server (the first
