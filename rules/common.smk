@@ -106,7 +106,9 @@ def print_gpu_plan():
         sys.argv
     ):
         table = gpu_plan.plan_table(gpu_plan.plan_grid(config))
-        print(f"GPU plan (isqaflow.models.planning.gpu_plan):\n{table}", file=sys.stderr)
+        print(
+            f"GPU plan (isqaflow.models.planning.gpu_plan):\n{table}", file=sys.stderr
+        )
 
 
 def code(*modules):
