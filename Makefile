@@ -44,4 +44,4 @@ lint: setup
 	PYTHONPATH=src $(BIN)/lint-imports
 
 clean:
-	rm -rf results logs benchmarks/*/ .snakemake report.html
+	rm -rf results logs .snakemake report.html

@@ -115,6 +115,15 @@ def code(*modules):
     return code_version("isqaflow.runtime", *modules)
 
 
+BENCHMARKS = "results/benchmarks"
+
+
+def benchmark_file(rule, wildcards):
+    """A rule's benchmark: file (Snakemake's seconds and memory of one job) under
+    results/benchmarks/<rule>/, apart from the benchmark scripts in benchmarks/."""
+    return f"{BENCHMARKS}/{rule}/{wildcards}.tsv"
+
+
 def stage_resources(stage):
     """Threads, memory, runtime and GPUs of a stage, from the config's resources section."""
     values = dict(config["resources"]["default"])
