@@ -393,7 +393,7 @@ def drfr_validity_files():
 VALIDITY_TABLE = [f"results/tables/validity.{ext}" for ext in ("csv", "md", "tex")]
 # The report's menu lists categories in alphabetical order (Snakemake's report sorts
 # them with localeCompare; there is no order setting): this name puts the validity
-# table before every stage's results (tests/test_validity.py checks it).
+# table before every stage's results (tests/unit/report/test_validity.py checks it).
 VALIDITY_CATEGORY = "Controls of judges and metrics"
 
 
