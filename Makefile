@@ -39,6 +39,7 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/
 	PYTHONPATH=src $(BIN)/lint-imports

@@ -1,4 +1,4 @@
-"""The workflow passes Snakemake's linter and snakefmt, the Python code ruff's checks, and the
+"""The workflow passes Snakemake's linter and snakefmt, the Python code ruff's checks and format, and the
 library its floors contract (import-linter, pyproject.toml), as the project holds itself to."""
 
 from __future__ import annotations
@@ -31,6 +31,16 @@ def test_ruff_check_is_clean():
     result = subprocess.run([str(ruff), "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+
+
+def test_ruff_format_check_is_clean():
+    """ruff's format (pyproject.toml's [tool.ruff.format]; its exclude lists the files written before
+    the check, not yet formatted) over every other Python file, new files included."""
+    ruff = Path(sys.executable).with_name("ruff")
+    result = subprocess.run([str(ruff), "format", "--check", "--no-cache", "."], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert "already formatted" in result.stdout + result.stderr
 
 
 def test_imports_point_down_the_floors():

@@ -16,8 +16,11 @@ TIERS = {"unit", "workflow", "cluster", "docs", "engines", "lint"}
 def test_every_test_module_lies_in_a_tier():
     modules = sorted(TESTS.rglob("test_*.py"))
     assert modules
-    stray = [p.relative_to(TESTS).as_posix() for p in modules
-             if p.relative_to(TESTS).parts[0] not in TIERS or len(p.relative_to(TESTS).parts) < 2]
+    stray = [
+        p.relative_to(TESTS).as_posix()
+        for p in modules
+        if p.relative_to(TESTS).parts[0] not in TIERS or len(p.relative_to(TESTS).parts) < 2
+    ]
     assert stray == []
 
 

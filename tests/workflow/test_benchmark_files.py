@@ -35,7 +35,9 @@ def test_every_benchmark_directive_names_its_file_through_the_one_helper():
     directives = []
     for path in sorted((REPO / "rules").rglob("*.smk")):
         text = path.read_text()
-        directives += [(path.name, m.group(1)) for m in re.finditer(r"\n    benchmark:\n\s+(.*)", text)]
+        directives += [
+            (path.name, m.group(1)) for m in re.finditer(r"\n    benchmark:\n\s+(.*)", text)
+        ]
     assert directives
     for name, value in directives:
         assert value.startswith("benchmark_file("), (name, value)
