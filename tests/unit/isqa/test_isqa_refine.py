@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import re
@@ -791,7 +792,7 @@ def test_likelihood_evidence_with_a_real_model(causal):
 def test_run_refine_writes_steps_summaries_and_the_feedback_control(tiny_causal, tmp_path):
     """The rule's entry point with a real (tiny) model: s_1 from the baseline file, N steps, control records."""
     from isqaflow.io import read_jsonl, write_jsonl
-    from isqaflow.isqa.refine import run_refine
+    from isqaflow.isqa.refine import RefineJob, run_refine
 
     papers = [make_paper("p1", 3), make_paper("p2", 2)]
     write_jsonl(tmp_path / "papers.jsonl", papers)
@@ -801,11 +802,14 @@ def test_run_refine_writes_steps_summaries_and_the_feedback_control(tiny_causal,
     write_jsonl(tmp_path / "baseline.jsonl", baseline)
     spec = {"backend": "hf", "model": str(tiny_causal)}
     out = {name: tmp_path / f"{name}.jsonl" for name in ("steps", "summaries", "validity")}
-    run_refine(tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl", out["steps"], out["summaries"], spec, "tiny",
-               spec, None, {"steps": 2, "batch_size": 1, "dedup_method": "exact"}, {"max_new_tokens": 4},
-               {"max_new_tokens": 4}, "isqa-base-human", tmp_path / "calls.sqlite", threads=1,
-               validity_out=out["validity"], validity={"controls": ["gold_evidence"], "per_paper": 1},
-               feedback_name="base", scope="toy/tiny/human")
+    job = RefineJob(summarizer="tiny", summarizer_spec=spec, feedback_spec=spec,
+                    refine=RefineSettings(steps=2, batch_size=1, dedup_method="exact"),
+                    summary_generation=GenerationParams(max_new_tokens=4),
+                    feedback_generation=GenerationParams(max_new_tokens=4), system="isqa-base-human",
+                    validity={"controls": ["gold_evidence"], "per_paper": 1}, feedback_name="base",
+                    scope="toy/tiny/human")
+    run_refine(tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl", out["steps"], out["summaries"], job,
+               tmp_path / "calls.sqlite", threads=1, validity_out=out["validity"])
     steps = [rec for _, rec in read_jsonl(out["steps"])]
     assert [[s["step"] for s in rec["steps"]] for rec in steps] == [[1, 2], [1, 2]]
     assert [rec["steps"][0]["summary"] for rec in steps] == ["Baseline baseline_2 of p1. It has two sentences.",
@@ -819,12 +823,36 @@ def test_run_refine_writes_steps_summaries_and_the_feedback_control(tiny_causal,
     assert all(c["correct"] in (True, False, None) and c["chance"] in (0.0, 1.0) for c in controls)
 
     # no control configured: an empty file
-    run_refine(tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl", out["steps"], out["summaries"], spec, "tiny",
-               spec, None, {"steps": 1, "batch_size": 1, "dedup_method": "exact"}, {"max_new_tokens": 4},
-               {"max_new_tokens": 4}, "isqa-base-human", tmp_path / "calls.sqlite", threads=1,
-               validity_out=out["validity"], validity={"controls": [], "per_paper": 1},
-               feedback_name="base", scope="toy/tiny/human")
+    no_control = dataclasses.replace(job, refine=RefineSettings(steps=1, batch_size=1, dedup_method="exact"),
+                                     validity={"controls": [], "per_paper": 1})
+    run_refine(tmp_path / "papers.jsonl", tmp_path / "baseline.jsonl", out["steps"], out["summaries"], no_control,
+               tmp_path / "calls.sqlite", threads=1, validity_out=out["validity"])
     assert out["validity"].read_text() == ""
+
+
+def test_refine_job_from_the_rules_params_and_wildcards():
+    """RefineJob (isqa_refine's settings object): the config's sections parsed once, the system and
+    the control's scope named from the wildcards; bad settings fail when the job is built."""
+    from types import SimpleNamespace
+
+    from isqaflow.isqa.refine import RefineJob
+
+    params = SimpleNamespace(summarizer={"backend": "hf", "model": "s"}, feedback={"backend": "hf", "model": "f"},
+                             adapter="results/finetune/lora/adapter", settings={"steps": 3, "epsilon": 0.8},
+                             summary_generation={"max_new_tokens": 40}, feedback_generation={"num_beams": 2},
+                             validity=None)
+    wildcards = SimpleNamespace(dataset="qasper", summarizer="smollm2", feedback="lora", questions="human")
+    job = RefineJob.from_rule(params, wildcards)
+    assert (job.summarizer, job.system, job.feedback_name, job.scope) == (
+        "smollm2", "isqa-lora-human", "lora", "qasper/smollm2/human")
+    assert (job.refine.steps, job.refine.epsilon, job.refine.batch_size) == (3, 0.8, RefineSettings().batch_size)
+    assert job.summary_generation == GenerationParams(max_new_tokens=40)
+    assert job.feedback_generation.num_beams == 2 and job.feedback_adapter == "results/finetune/lora/adapter"
+    assert job.validity == {}
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.system = "other"  # type: ignore[misc]
+    with pytest.raises(ValueError, match="unknown refinement setting"):
+        RefineJob.from_rule(SimpleNamespace(**{**vars(params), "settings": {"stepz": 3}}), wildcards)
 
 
 # ============================================================ generated questions

@@ -636,7 +636,7 @@ def test_metric_control_records(monkeypatch):
     monkeypatch.setattr(controls, "score_summaries", metric)
     papers = [_paper("a", "alpha words", "alpha words here"), _paper("b", "beta words", "beta words here"),
               _paper("c", "gamma words", "gamma words here")]
-    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=13)
+    records = controls.run_metric_controls(papers, None, None, controls.MetricControls("qasper", seed=13))
     pairs = controls.control_pairs(papers, 13, scope="qasper")
     # exactly the real scoring path: own and other abstract against the paper's body
     assert metric.items == [(t, p.body()) for p, o in pairs for t in (p.abstract, o.abstract)]
@@ -661,8 +661,27 @@ def test_metric_control_records(monkeypatch):
         assert by[(item, "qags")]["correct"] is None and by[(item, "qags")]["outcome"] == "invalid"
     assert by[("qasper:c", "qags")]["detail"]["own"] is None
     with pytest.raises(ValueError, match="unknown metric control"):
-        controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=["swap"])
-    assert controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", 13, controls=[]) == []
+        controls.MetricControls("qasper", 13, controls=["swap"])
+    assert controls.run_metric_controls(papers, None, None, controls.MetricControls("qasper", 13, controls=[])) == []
+
+
+def test_metric_controls_job_from_the_rules_params():
+    """MetricControls (metric_controls' settings object): validity.metrics, the seed and the metric
+    settings parsed once from the rule's params; the dataset wildcard is the scope."""
+    from types import SimpleNamespace
+
+    from isqaflow.metrics import controls
+
+    params = SimpleNamespace(qg={"model": "t5"}, qa={"model": "t5", "mode": "prompted"}, settings={"questions_per_summary": 5},
+                             weighter=None, controls=["other_abstract"], papers=4, others=None, seed=7)
+    job = controls.MetricControls.from_rule(params, SimpleNamespace(dataset="qasper"))
+    assert (job.scope, job.seed, job.controls, job.max_papers, job.others) == (
+        "qasper", 7, ("other_abstract",), 4, None)
+    assert job.settings == QAMetricSettings.from_dict({"questions_per_summary": 5})
+    assert (job.qg, job.qa, job.weighter) == ({"model": "t5"}, {"model": "t5", "mode": "prompted"}, None)
+    with pytest.raises(ValueError, match="unknown QAGS/QuestEval setting"):
+        controls.MetricControls.from_rule(SimpleNamespace(**{**vars(params), "settings": {"qags": 5}}),
+                                          SimpleNamespace(dataset="qasper"))
 
 
 def test_every_ordered_pair_scores_each_own_abstract_once(monkeypatch):
@@ -674,7 +693,7 @@ def test_every_ordered_pair_scores_each_own_abstract_once(monkeypatch):
     papers = [_paper(x, f"{x}lpha words", f"{x}lpha words here") for x in "abc"]
     pairs = controls.control_pairs(papers, 13, scope="qasper", others=None)
     assert sorted((p.id, o.id) for p, o in pairs) == [(p, o) for p in "abc" for o in "abc" if p != o]
-    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=13, others=None)
+    records = controls.run_metric_controls(papers, None, None, controls.MetricControls("qasper", seed=13, others=None))
     assert len(records) == 6 * 3
     assert len(metric.items) == 3 + 6  # own abstracts once each, then every other abstract
     assert sorted(metric.items) == sorted({(p.abstract, p.body()) for p in papers}
@@ -702,7 +721,7 @@ def test_metric_controls_score_a_blind_metric_at_or_below_chance(monkeypatch):
 
     monkeypatch.setattr(controls, "score_summaries", blind)
     papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(5)]
-    records = controls.run_metric_controls(papers, None, None, QAMetricSettings(), "qasper", seed=1)
+    records = controls.run_metric_controls(papers, None, None, controls.MetricControls("qasper", seed=1))
     assert records and all(r["correct"] is False for r in records)  # all ties: never credited
 
 
