@@ -401,8 +401,7 @@ def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]],
     first = {rec["paper_id"]: rec["steps"][0]["summary"] for rec in records if rec["steps"]}
     eligible = {p.id: usable_qas(p, settings.include_unanswerable) for p in papers}
     items = control.build_controls(papers, first, per_paper, settings.seed, eligible)
-    out = control.run_feedback_control(feedback_model, items, feedback_params, settings.epsilon, settings.zero_f1,
-                                       settings.feedback_style, settings.evidence, name, scope, settings.gold_f1)
+    out = control.run_feedback_control(feedback_model, items, feedback_params, settings, name, scope)
     helped = sum(r["correct"] is True for r in out)
     baseline = sum(r["baseline_correct"] is True for r in out)
     log.info("feedback control (%s, %s): %d items, correct with evidence %d, without %d, invalid %d", name, scope,

@@ -29,15 +29,15 @@ measures consistency with the source scores the own abstract higher.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.data.schema import Paper
 from isqaflow.io import read_records, write_jsonl
-from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
-from isqaflow.metrics.scorers import build_scorers, build_weighter
+from isqaflow.metrics.qa_metrics import score_summaries
+from isqaflow.metrics.scorers import MetricModels
 from isqaflow.seeds import keyed_rng
 
 CONTROLS = ("other_abstract",)
@@ -117,18 +117,14 @@ def outcome_record(instrument: str, name: str, scope: str, item: str, own: float
 class MetricControls:
     """The metric controls of one dataset (``scope``), from the config: ``validity.metrics``
     (``controls``, ``papers``: at most this many sampled papers, ``others``), the run's ``seed``,
-    the QAGS/QuestEval settings, and, for the job, the models of :func:`build_scorers` (the
-    ``qg`` and ``qa`` specs and the QuestEval query weighter's)."""
+    and the metrics' models and settings (:class:`MetricModels`)."""
 
     scope: str
     seed: int
-    settings: QAMetricSettings = dataclasses.field(default_factory=QAMetricSettings)
     controls: tuple[str, ...] = CONTROLS
     max_papers: int | None = None
     others: int | None = 1
-    qg: Mapping[str, Any] | None = None
-    qa: Mapping[str, Any] | None = None
-    weighter: Mapping[str, Any] | None = None
+    models: MetricModels = dataclasses.field(default_factory=MetricModels)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "controls", tuple(self.controls))
@@ -140,9 +136,8 @@ class MetricControls:
     def from_rule(cls, params: Any, wildcards: Any) -> MetricControls:
         """From rule metric_controls' params (qg, qa, settings, weighter, controls, papers,
         others, seed) and its ``dataset`` wildcard (the scope)."""
-        return cls(scope=wildcards.dataset, seed=params.seed, settings=QAMetricSettings.from_dict(params.settings),
-                   controls=tuple(params.controls), max_papers=params.papers, others=params.others,
-                   qg=params.qg, qa=params.qa, weighter=params.weighter)
+        return cls(scope=wildcards.dataset, seed=params.seed, controls=tuple(params.controls),
+                   max_papers=params.papers, others=params.others, models=MetricModels.from_rule(params))
 
 
 def run_metric_controls(papers: Sequence[Paper], generator, answerer, job: MetricControls,
@@ -163,7 +158,7 @@ def run_metric_controls(papers: Sequence[Paper], generator, answerer, job: Metri
             items.append((paper.abstract, paper.body()))
         other_index.append(len(items))
         items.append((other.abstract, paper.body()))
-    scores = score_summaries(items, generator, answerer, job.settings, weighter=weighter)
+    scores = score_summaries(items, generator, answerer, job.models.settings, weighter=weighter)
     records = []
     for k, (paper, other) in enumerate(pairs):
         own, foreign = scores[own_index[paper.id]], scores[other_index[k]]
@@ -182,7 +177,6 @@ def run_controls_job(papers_path, out_path, job: MetricControls, cache_path, thr
 
     papers = read_records(papers_path, Paper)
     cache = CallCache(cache_path)
-    generator, answerer = build_scorers(job.qg, job.qa, cache, threads, job.settings.spacy_pipeline)
-    query_weighter = build_weighter(job.weighter, job.qg, generator.model, cache, threads)
+    generator, answerer, query_weighter = job.models.build(cache, threads)
     records = run_metric_controls(papers, generator, answerer, job, query_weighter)
     return write_jsonl(out_path, records)

@@ -855,6 +855,51 @@ def test_refine_job_from_the_rules_params_and_wildcards():
         RefineJob.from_rule(SimpleNamespace(**{**vars(params), "settings": {"stepz": 3}}), wildcards)
 
 
+def test_summary_and_question_jobs_from_the_rules_params_and_wildcards():
+    """SummaryJob (baseline_summaries, generic_feedback) and QuestionsJob (generate_questions): the
+    config's values parsed once into frozen settings objects."""
+    from types import SimpleNamespace
+
+    from isqaflow.isqa.questions import QuestionsJob
+    from isqaflow.isqa.summarize import SummaryJob
+
+    wildcards = SimpleNamespace(dataset="qasper", summarizer="smollm2")
+    model = {"backend": "hf", "model": "m"}
+    baselines = SummaryJob.from_rule(SimpleNamespace(model=model, prompts=["baseline_1", "baseline_2"],
+                                                     generation={"max_new_tokens": 48}), wildcards)
+    assert (baselines.summarizer, baselines.dataset, baselines.prompt_ids, baselines.steps) == (
+        "smollm2", "qasper", ("baseline_1", "baseline_2"), 1)
+    assert baselines.model_spec == model and baselines.generation == GenerationParams(max_new_tokens=48)
+    generic = SummaryJob.from_rule(SimpleNamespace(model=model, generation={}, steps=3), wildcards)
+    assert (generic.prompt_ids, generic.steps, generic.generation) == ((), 3, GenerationParams())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        generic.steps = 4  # type: ignore[misc]
+    with pytest.raises(ValueError, match="unknown generation setting"):
+        SummaryJob.from_rule(SimpleNamespace(model=model, generation={"beams": 2}), wildcards)
+
+    questions = QuestionsJob.from_rule(SimpleNamespace(model=model, mode="prompted", generation={"num_beams": 2},
+                                                       pipeline="en_core_web_sm", per_paper=5, seed=13))
+    assert (questions.qg_mode, questions.pipeline, questions.per_paper, questions.seed) == (
+        "prompted", "en_core_web_sm", 5, 13)
+    assert questions.qg_spec == model and questions.generation.num_beams == 2
+
+
+def test_the_baseline_and_generic_jobs_write_their_summaries(tiny_causal, tmp_path):
+    """run_baselines and run_generic with their settings object on a real (tiny) model."""
+    from isqaflow.io import read_jsonl, write_jsonl
+    from isqaflow.isqa.summarize import SummaryJob, run_baselines, run_generic
+
+    write_jsonl(tmp_path / "papers.jsonl", [make_paper("p1", 1)])
+    job = SummaryJob(summarizer="tiny", model_spec={"backend": "hf", "model": str(tiny_causal)},
+                     generation=GenerationParams(max_new_tokens=4), dataset="toy", prompt_ids=("baseline_1",),
+                     steps=2)
+    assert run_baselines(tmp_path / "papers.jsonl", tmp_path / "b.jsonl", job, tmp_path / "c.sqlite", threads=1) == 1
+    assert run_generic(tmp_path / "papers.jsonl", tmp_path / "g.jsonl", job, tmp_path / "c.sqlite", threads=1) == 2
+    rows = [row for _, row in read_jsonl(tmp_path / "g.jsonl")]
+    assert [(r["system"], r["step"], r["final"], r["summarizer"], r["dataset"]) for r in rows] == [
+        ("generic", 1, False, "tiny", "toy"), ("generic", 2, True, "tiny", "toy")]
+
+
 # ============================================================ generated questions
 class FakeQG:
     def __init__(self, replies: list[str]):

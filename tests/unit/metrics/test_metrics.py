@@ -671,14 +671,17 @@ def test_metric_controls_job_from_the_rules_params():
     from types import SimpleNamespace
 
     from isqaflow.metrics import controls
+    from isqaflow.metrics.scorers import MetricModels
 
     params = SimpleNamespace(qg={"model": "t5"}, qa={"model": "t5", "mode": "prompted"}, settings={"questions_per_summary": 5},
                              weighter=None, controls=["other_abstract"], papers=4, others=None, seed=7)
     job = controls.MetricControls.from_rule(params, SimpleNamespace(dataset="qasper"))
     assert (job.scope, job.seed, job.controls, job.max_papers, job.others) == (
         "qasper", 7, ("other_abstract",), 4, None)
-    assert job.settings == QAMetricSettings.from_dict({"questions_per_summary": 5})
-    assert (job.qg, job.qa, job.weighter) == ({"model": "t5"}, {"model": "t5", "mode": "prompted"}, None)
+    # the metrics' models and settings: the same settings object as rule score_summaries'
+    assert job.models == MetricModels(qg={"model": "t5"}, qa={"model": "t5", "mode": "prompted"},
+                                      settings=QAMetricSettings.from_dict({"questions_per_summary": 5}))
+    assert job.models == MetricModels.from_rule(params)
     with pytest.raises(ValueError, match="unknown QAGS/QuestEval setting"):
         controls.MetricControls.from_rule(SimpleNamespace(**{**vars(params), "settings": {"qags": 5}}),
                                           SimpleNamespace(dataset="qasper"))
