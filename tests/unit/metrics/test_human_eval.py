@@ -10,6 +10,7 @@ import pytest
 
 from isqaflow.io import RecordError
 from isqaflow.metrics.human import (
+    HumanEvalSample,
     annotator_agreement,
     assign_papers,
     build_sheet,
@@ -274,8 +275,9 @@ def test_run_sheets_writes_one_blind_sheet_per_annotator(tmp_path: Path):
     partial = tmp_path / "partial.jsonl"  # p8 lacks the ISQA summary: it cannot be sampled
     partial.write_text(json.dumps({"paper_id": "p8", "system": "baseline_2", "summary": "Only one."}) + "\n")
     outs = {a: tmp_path / f"sheet-{a}.csv" for a in ANNOTATORS}
-    n = run_sheets([summaries, partial], ["baseline_2", "isqa"], seed=13, dataset="toy", papers=6, shared=2,
-                   sheet_outs=outs, key_out=tmp_path / "key.csv", assignment_out=tmp_path / "assignment.json")
+    sample = HumanEvalSample(dataset="toy", systems=("baseline_2", "isqa"), papers=6, shared=2, seed=13)
+    n = run_sheets([summaries, partial], sample, sheet_outs=outs, key_out=tmp_path / "key.csv",
+                   assignment_out=tmp_path / "assignment.json")
     assignment = json.loads((tmp_path / "assignment.json").read_text())
     assert assignment["systems"] == ["baseline_2", "isqa"] and assignment["papers_available"] == 8
     assert assignment == {**assign_papers(papers, 6, 2, ANNOTATORS, 13, "toy"), "systems": ["baseline_2", "isqa"]}
@@ -294,6 +296,15 @@ def test_run_sheets_writes_one_blind_sheet_per_annotator(tmp_path: Path):
         assert set(sheet["item_id"]) == set(key.loc[key["paper_id"].isin(mine), "item_id"])
 
 
+def test_the_human_eval_sample_from_the_rules_params():
+    """HumanEvalSample (human_eval_sheets' settings object): the config's human_eval values and the seed."""
+    from types import SimpleNamespace
+
+    params = SimpleNamespace(systems=["baseline_2", "isqa"], papers=20, shared=5, annotators=ANNOTATORS, seed=13)
+    sample = HumanEvalSample.from_rule(params, SimpleNamespace(dataset="qasper", summarizer="smollm2"))
+    assert sample == HumanEvalSample(dataset="qasper", systems=("baseline_2", "isqa"), papers=20, shared=5, seed=13)
+
+
 def fill(sheet_path: Path, out: Path, judge) -> Path:
     sheet = pd.read_csv(sheet_path, dtype=str, keep_default_na=False)
     sheet["factual"] = [judge(row) for row in sheet.itertuples()]
@@ -305,8 +316,8 @@ def test_run_results_scores_systems_and_kappa_on_the_shared_papers(tmp_path: Pat
     papers = [f"p{i}" for i in range(5)]
     summaries = write_summaries(tmp_path / "summaries.jsonl", papers, ["baseline_2", "isqa"])
     outs = {a: tmp_path / f"sheet-{a}.csv" for a in ANNOTATORS}
-    run_sheets([summaries], ["baseline_2", "isqa"], seed=13, dataset="toy", papers=5, shared=2, sheet_outs=outs,
-               key_out=tmp_path / "key.csv", assignment_out=tmp_path / "assignment.json")
+    run_sheets([summaries], HumanEvalSample(dataset="toy", systems=("baseline_2", "isqa"), papers=5, shared=2, seed=13),
+               sheet_outs=outs, key_out=tmp_path / "key.csv", assignment_out=tmp_path / "assignment.json")
     key = pd.read_csv(tmp_path / "key.csv", dtype=str)
     system = dict(zip(key["item_id"], key["system"]))
     # ann1 and ann2 judge ISQA's sentences factual and the baseline's not; ann3 flips the second sentences
@@ -336,8 +347,8 @@ def test_run_results_rejects_a_sheet_that_is_not_the_annotators(tmp_path: Path):
     papers = [f"p{i}" for i in range(5)]
     summaries = write_summaries(tmp_path / "summaries.jsonl", papers, ["baseline_2", "isqa"])
     outs = {a: tmp_path / f"sheet-{a}.csv" for a in ANNOTATORS}
-    run_sheets([summaries], ["baseline_2", "isqa"], seed=13, dataset="toy", papers=5, shared=2, sheet_outs=outs,
-               key_out=tmp_path / "key.csv", assignment_out=tmp_path / "assignment.json")
+    run_sheets([summaries], HumanEvalSample(dataset="toy", systems=("baseline_2", "isqa"), papers=5, shared=2, seed=13),
+               sheet_outs=outs, key_out=tmp_path / "key.csv", assignment_out=tmp_path / "assignment.json")
     args = (tmp_path / "key.csv", tmp_path / "assignment.json")
     kwargs = {"seed": 0, "factuality_out": tmp_path / "f.csv", "agreement_out": tmp_path / "a.csv"}
     wrong = fill(outs["ann2"], tmp_path / "wrong.csv", lambda r: "1")
