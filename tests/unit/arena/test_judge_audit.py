@@ -1,0 +1,225 @@
+"""The judges' audit: panel agreement and verdict, leave one out, flip rates, canaries, self-preference."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from isqaflow.arena.agreement import cohen_kappa
+from isqaflow.arena.judge_audit import TABLES, flip_rates, run_judge_audit, win_rate_intervals
+from isqaflow.arena.panel import (
+    fleiss_kappa,
+    leave_one_out,
+    panel_agreement,
+    panel_verdict,
+    verdict_table,
+)
+from isqaflow.io import write_jsonl
+from isqaflow.report.canaries import NO_PREVIOUS, compare_canaries, summarize_canaries
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_fleiss_kappa_matches_the_textbook_example():
+    # Fleiss (1971) as worked in Wikipedia's article: 10 items, 14 raters, 5 categories: kappa 0.210
+    votes = np.array([[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1],
+                      [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]])
+    assert fleiss_kappa(votes) == pytest.approx(0.20993, abs=1e-4)
+    assert fleiss_kappa(np.array([[3, 0, 0], [3, 0, 0]])) == 1.0  # one label throughout
+    with pytest.raises(ValueError, match="same number"):
+        fleiss_kappa(np.array([[2, 0], [1, 0]]))
+
+
+@pytest.mark.parametrize(("votes", "rule", "expected"), [
+    (["1", "1", "2"], "majority", "1"), (["1", "2"], "majority", "tie"), (["1", "2", "tie"], "majority", "tie"),
+    (["1", None, "1"], "majority", "1"), ([None, None], "majority", None), (["2", "2"], "unanimous", "2"),
+    (["2", "2", "1"], "unanimous", "tie"), (["2", None], "unanimous", "tie"),
+])
+def test_panel_verdict(votes, rule, expected):
+    assert panel_verdict(votes, rule) == expected
+
+
+def _records(judge_verdicts: dict[str, str | None], system: str, i: int) -> dict:
+    return {"pair_id": f"d:q{i}:{system}|lfrqa", "kind": "reference", "system_a": system, "system_b": "lfrqa"}
+
+
+def _panel(verdicts: dict[str, list[str | None]], systems: list[str]) -> dict[str, list[dict]]:
+    return {judge: [{**_records({}, systems[i], i), "verdict": v} for i, v in enumerate(vs)]
+            for judge, vs in verdicts.items()}
+
+
+def test_agreement_is_cohen_for_two_and_fleiss_for_three():
+    systems = ["s1", "s2", "s3", "s1", "s2", "s3"]
+    a, b, c = ["1", "2", "tie", "1", "1", "2"], ["1", "2", "1", "1", None, "2"], ["1", "tie", "tie", "2", "1", "2"]
+    table = verdict_table(_panel({"a": a, "b": b, "c": c}, systems))
+    two = panel_agreement(table, ["a", "b"], rounds=200, seed=1)
+    valid = [i for i in range(6) if b[i] is not None]
+    assert two["kappa_kind"] == "Cohen" and two["n"] == 5 and two["n_incomplete"] == 1
+    assert two["kappa"] == pytest.approx(cohen_kappa([a[i] for i in valid], [b[i] for i in valid]))
+    assert two["lower"] <= two["kappa"] <= two["upper"]
+    three = panel_agreement(table, ["a", "b", "c"], rounds=200, seed=1)
+    counts = np.array([[[a[i], b[i], c[i]].count(label) for label in ("1", "2", "tie")] for i in valid])
+    assert three["kappa_kind"] == "Fleiss" and three["kappa"] == pytest.approx(fleiss_kappa(counts))
+    assert three["raw_agreement"] == pytest.approx(2 / 5)  # pairs 0 and 5: all three agree
+
+
+def test_leaving_out_the_dissenting_judge_changes_the_ranking():
+    # s1 wins everything under a and b; c prefers s2.  Panel (majority of 3): s1 > s2
+    systems = ["s1", "s2"] * 3
+    a = b = ["1", "2"] * 3
+    c = ["2", "1"] * 3
+    loo = leave_one_out(verdict_table(_panel({"a": a, "b": b, "c": c}, systems)), ["a", "b", "c"])
+    by = loo.set_index("left_out")
+    assert by.loc["c", "kendall_tau"] == pytest.approx(1.0) and bool(by.loc["c", "top_same"])
+    assert by.loc["a", "top_system_panel"] == "s1"
+    # without a, the panel is b and c: they disagree on every pair, so every verdict is a tie, both
+    # systems win 0%: no order to compare
+    assert np.isnan(by.loc["a", "kendall_tau"])
+    # two judges: leaving one out is the other alone (a: s1 first, c: s2 first); their panel ties all
+    two = leave_one_out(verdict_table(_panel({"a": a, "c": c}, systems)), ["a", "c"]).set_index("left_out")
+    assert two.loc["c", "top_system"] == "s1" and two.loc["a", "top_system"] == "s2"
+    assert np.isnan(two.loc["c", "kendall_tau"])
+    # no reference pairs at all: no win rates, no ranking to compare
+    only_models = verdict_table({j: [{**r, "kind": "all_pairs"} for r in recs]
+                                 for j, recs in _panel({"a": a, "c": c}, systems).items()})
+    empty = leave_one_out(only_models, ["a", "c"])
+    assert (empty["systems"] == 0).all() and empty["top_same"].isna().all()
+
+
+def test_flip_rate_counts_pairs_whose_verdict_changed():
+    records = [{"verdict": "1", "repetitions": [{"verdict": "1"}, {"verdict": "tie"}, {"verdict": "1"}]},
+               {"verdict": "2", "repetitions": [{"verdict": "2"}] * 3},
+               {"verdict": None, "repetitions": [{"verdict": None}, {"verdict": "2"}, {"verdict": None}]},
+               {"verdict": "1", "repetitions": [{"verdict": "1"}] * 3}]
+    assert flip_rates(records) == {"repeats": 3, "pairs": 4, "pairs_flipped": 2, "flip_rate": 0.5}
+    once = flip_rates([{"verdict": "1"}])
+    assert once["repeats"] == 1 and np.isnan(once["flip_rate"])
+
+
+def test_a_win_rate_interval_that_includes_the_judges_variance():
+    def record(system, verdicts):
+        return {"kind": "reference", "system_a": system, "verdict": verdicts[0],
+                "repetitions": [{"verdict": v} for v in verdicts]}
+
+    steady = [record("steady", ["1", "1", "1"]) for _ in range(10)]
+    wavering = [record("wavering", ["1", "2", "tie"]) for _ in range(10)]
+    table = win_rate_intervals(steady + wavering + [record("wavering", [None, "1", None])], rounds=400,
+                               seed=5).set_index("system")
+    assert table.loc["steady", "lower_with_judge"] == table.loc["steady", "lower_pairs"] == 1.0
+    w = table.loc["wavering"]
+    assert w["n"] == 11 and w["repeats"] == 3 and w["win_rate"] == 1.0  # the first repetition: always wins
+    assert w["win_rate_mean"] == pytest.approx((10 + 1) / (30 + 1))  # invalid verdicts left out
+    assert w["lower_pairs"] == w["upper_pairs"] == 1.0  # over pairs alone the first repetition looks certain
+    assert w["lower_with_judge"] < 0.2 and w["upper_with_judge"] < 0.8  # with the judge's variance it is not
+    assert win_rate_intervals([{"kind": "reference", "system_a": "s", "verdict": "1"}]).empty  # judged once
+
+
+def _control(judge, item, outcome, rule="raw"):
+    return {"instrument": "arena judge", "name": judge, "control": "no_answer", "rule": rule, "item": item,
+            "outcome": outcome, "correct": outcome == "a", "expected": "a"}
+
+
+def test_canaries_compare_outcomes_with_the_previous_manifest(tmp_path):
+    path = tmp_path / "controls.jsonl"
+    write_jsonl(path, [_control("j", "d:1", "a"), _control("j", "d:2", "tie")])
+    now = summarize_canaries([path])
+    (key,) = now
+    assert now[key]["n"] == 2 and now[key]["n_correct"] == 1
+    assert compare_canaries(now, None) == {key: NO_PREVIOUS}
+    assert compare_canaries(now, {key: dict(now[key])}) == {key: "unchanged"}
+    write_jsonl(path, [_control("j", "d:1", "a"), _control("j", "d:2", "a")])
+    assert compare_canaries(summarize_canaries([path]), now) == {key: "changed"}
+
+
+def test_the_audit_writes_every_table(tmp_path):
+    systems = ["s1", "s2"] * 3
+    judged = {}
+    for judge, verdicts in {"a": ["1", "2"] * 3, "b": ["1", "1", "2", "2", "1", "tie"]}.items():
+        records = [{**r, "repetitions": [{"verdict": r["verdict"]}, {"verdict": "tie"}]} if i == 0 else r
+                   for i, r in enumerate(_panel({judge: verdicts}, systems)[judge])]
+        write_jsonl(tmp_path / f"{judge}.jsonl", records)
+        judged[judge] = str(tmp_path / f"{judge}.jsonl")
+    write_jsonl(tmp_path / "controls.jsonl", [_control("a", "d:1", "a"), _control("b", "d:1", "tie")])
+    pairs = [{"suite": "arena", "judge": j, "judge_model": "m", "judge_family": "fam", "system": s,
+              "system_model": "m" if s == "s1" else None, "system_family": "fam" if s == "s1" else None,
+              "self_family": s == "s1"} for j in ("a", "b") for s in ("s1", "s2")]
+    manifest = tmp_path / "manifest.json"
+    kwargs = {"judged_paths": {"bm25-k5": judged}, "validity_paths": {"arena": [str(tmp_path / "controls.jsonl")]},
+              "judge_pairs": pairs, "previous_manifest": manifest, "tables_dir": tmp_path / "tables",
+              "canaries_path": tmp_path / "canaries.json", "rounds": 50, "seed": 3}
+    run_judge_audit(**kwargs)
+    for table in TABLES:
+        assert (tmp_path / "tables" / f"judges_{table}.csv").exists()
+        assert (tmp_path / "tables" / f"judges_{table}.md").exists()
+    noise = pd.read_csv(tmp_path / "tables/judges_noise.csv", index_col=0).set_index("judge")
+    assert noise.loc["a", "flip_rate"] == pytest.approx(1.0)  # the one repeated pair flipped
+    assert noise.loc["a", "canary"] == NO_PREVIOUS
+    rates = pd.read_csv(tmp_path / "tables/judges_noise_win_rates.csv", index_col=0)
+    assert rates[["run", "judge", "system", "repeats", "n"]].values.tolist() == [["bm25-k5", "a", "s1", 2, 1],
+                                                                                 ["bm25-k5", "b", "s1", 2, 1]]
+    selfpref = pd.read_csv(tmp_path / "tables/judges_self_preference.csv", index_col=0)
+    row = selfpref[(selfpref.judge == "b") & (selfpref.system == "s1")].iloc[0]
+    assert bool(row.self_family) and row.win_rate == pytest.approx(2 / 3) and row.n == 3
+    assert "SELF" in (tmp_path / "tables/judges_self_preference.md").read_text()
+    panel = pd.read_csv(tmp_path / "tables/judges_panel.csv", index_col=0)
+    assert panel.loc[0, "kappa_kind"] == "Cohen" and panel.loc[0, "n"] == 6
+    # the next run: the manifest holds this run's canaries; b's control changed, a's did not
+    manifest.write_text(json.dumps({"canaries": json.loads((tmp_path / "canaries.json").read_text())}))
+    write_jsonl(tmp_path / "controls.jsonl", [_control("a", "d:1", "a"), _control("b", "d:1", "a")])
+    run_judge_audit(**kwargs)
+    noise = pd.read_csv(tmp_path / "tables/judges_noise.csv", index_col=0).set_index("judge")
+    assert noise.loc["a", "canary"] == "unchanged" and noise.loc["b", "canary"] == "changed"
+
+
+def test_one_judge_says_there_is_no_panel(tmp_path):
+    write_jsonl(tmp_path / "a.jsonl", _panel({"a": ["1", "2"]}, ["s1", "s2"])["a"])
+    run_judge_audit({"r": {"a": str(tmp_path / "a.jsonl")}}, {}, [], tmp_path / "none.json", tmp_path,
+                    tmp_path / "c.json", rounds=10)
+    assert "one judge: no panel" in (tmp_path / "judges_panel.md").read_text()
+
+
+def test_the_rule_declares_the_tables_the_library_writes():
+    text = (REPO / "rules/inputs/judges.smk").read_text()
+    declared = re.search(r"JUDGE_TABLES = \[(.*?)\]", text, re.DOTALL).group(1)
+    assert tuple(re.findall(r'"([a-z_]+)"', declared)) == TABLES
+
+
+def test_the_panel_overlay_adds_a_second_judge_to_the_embedded_dag(tmp_path):
+    from workflow_utils import copy_repo, dry_run_jobs
+
+    repo = copy_repo(tmp_path / "repo")
+    jobs = dry_run_jobs(repo, "--configfile", "config/judges-panel.yaml")
+    assert jobs["arena_judge"] == 2 and jobs["arena_judge_checks"] == 2  # local and local-raw
+    assert jobs["judge_audit"] == 1
+    default = dry_run_jobs(repo)
+    assert default["arena_judge"] == 1 and default["judge_audit"] == 1
+
+
+def test_the_rule_hashes_its_module_and_no_model_code():
+    from test_arena_code import script_modules
+
+    from isqaflow.codehash import dependencies
+
+    rule = (REPO / "rules/judges.smk").read_text()
+    (modules,) = re.findall(r'code=code\("([\w.]+)"\)', rule)
+    assert {modules} == script_modules(REPO / "scripts/judge_audit.py")
+    assert not [d for d in dependencies(modules) if d.startswith("isqaflow.models")]
+
+
+def test_the_manifest_records_the_runs_canaries(tmp_path):
+    from isqaflow.report.canaries import CANARIES, gather_canaries, previous_canaries
+    from isqaflow.report.manifest import write_manifest
+
+    assert gather_canaries(tmp_path) is None and previous_canaries(tmp_path / "absent.json") is None
+    (tmp_path / CANARIES).parent.mkdir(parents=True)
+    (tmp_path / CANARIES).write_text(json.dumps({"arena judge/j/self/raw": {"digest": "d"}}))
+    manifest = write_manifest(tmp_path / "manifest.json", {"seed": 1}, {}, {}, {}, REPO, results_dir=tmp_path)
+    assert manifest["canaries"] == {"arena judge/j/self/raw": {"digest": "d"}}
+    assert previous_canaries(tmp_path / "manifest.json") == manifest["canaries"]
+    (tmp_path / "broken.json").write_text("{")
+    assert previous_canaries(tmp_path / "broken.json") is None
