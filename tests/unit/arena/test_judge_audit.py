@@ -239,15 +239,17 @@ def test_the_rule_declares_the_tables_the_library_writes():
     assert tuple(re.findall(r'"([a-z_]+)"', declared)) == TABLES
 
 
-def test_the_panel_overlay_adds_a_second_judge_to_the_embedded_dag(tmp_path):
+def test_the_default_has_a_panel_and_the_overlay_adds_a_repeated_text_judge(tmp_path):
+    """The embedded default judges the arena with two judges (local-raw reusing local's calls: its
+    jobs wait for local's); the overlay adds a DRFR text judge that repeats its judgments."""
     from workflow_utils import copy_repo, dry_run_jobs
 
     repo = copy_repo(tmp_path / "repo")
-    jobs = dry_run_jobs(repo, "--configfile", "config/judges-panel.yaml")
-    assert jobs["arena_judge"] == 2 and jobs["arena_judge_checks"] == 2  # local and local-raw
-    assert jobs["judge_audit"] == 1
     default = dry_run_jobs(repo)
-    assert default["arena_judge"] == 1 and default["judge_audit"] == 1
+    assert default["arena_judge"] == 2 and default["arena_judge_checks"] == 2  # local and local-raw
+    assert default["drfr_judge"] == 1 and default["judge_audit"] == 1
+    jobs = dry_run_jobs(repo, "--configfile", "config/judges-panel.yaml")
+    assert jobs["drfr_judge"] == 2 and jobs["arena_judge"] == 2 and jobs["judge_audit"] == 1
 
 
 def test_the_rule_hashes_its_module_and_no_model_code():
