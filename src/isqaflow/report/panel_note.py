@@ -30,7 +30,7 @@ def _number(value: Any, digits: int = 2) -> str:
 
 def _left_out(row: Mapping[str, Any]) -> str:
     if row.get("top_same") is None or (isinstance(row.get("top_same"), float) and math.isnan(row["top_same"])):
-        top = "top system n/a"
+        top = "no single top system (a tie at the top, or no rates)"
     else:
         top = "same top system" if str(row["top_same"]) == "True" else f"top system {row['top_system']} " \
                                                                          f"(panel: {row['top_system_panel']})"

@@ -84,6 +84,8 @@ def test_leaving_out_the_dissenting_judge_changes_the_ranking():
     two = leave_one_out(verdict_table(_panel({"a": a, "c": c}, systems)), ["a", "c"]).set_index("left_out")
     assert two.loc["c", "top_system"] == "s1" and two.loc["a", "top_system"] == "s2"
     assert np.isnan(two.loc["c", "kendall_tau"])
+    # the panel's win rates all tie at 0: it has no top system (the first name of the tie is not one)
+    assert two["top_system_panel"].isna().all() and two["top_same"].isna().all()
     # no reference pairs at all: no win rates, no ranking to compare
     only_models = verdict_table({j: [{**r, "kind": "all_pairs"} for r in recs]
                                  for j, recs in _panel({"a": a, "c": c}, systems).items()})
