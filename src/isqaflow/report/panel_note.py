@@ -29,13 +29,20 @@ def _number(value: Any, digits: int = 2) -> str:
 
 
 def _left_out(row: Mapping[str, Any]) -> str:
-    if row.get("top_same") is None or (isinstance(row.get("top_same"), float) and math.isnan(row["top_same"])):
+    if row.get("top_same") is None or (
+        isinstance(row.get("top_same"), float) and math.isnan(row["top_same"])
+    ):
         top = "no single top system (a tie at the top, or no rates)"
     else:
-        top = "same top system" if str(row["top_same"]) == "True" else f"top system {row['top_system']} " \
-                                                                         f"(panel: {row['top_system_panel']})"
-    return (f"without {row['left_out']}: Kendall's tau {_number(row['kendall_tau'])} over "
-            f"{_number(row['systems'], 0)} systems, {top}, largest rank change {_number(row['max_rank_shift'], 0)}")
+        top = (
+            "same top system"
+            if str(row["top_same"]) == "True"
+            else f"top system {row['top_system']} (panel: {row['top_system_panel']})"
+        )
+    return (
+        f"without {row['left_out']}: Kendall's tau {_number(row['kendall_tau'])} over "
+        f"{_number(row['systems'], 0)} systems, {top}, largest rank change {_number(row['max_rank_shift'], 0)}"
+    )
 
 
 def panel_lines(panel_path: str | Path | None, loo_path: str | Path | None) -> list[str]:
@@ -43,17 +50,23 @@ def panel_lines(panel_path: str | Path | None, loo_path: str | Path | None) -> l
     if not panel_path or not Path(panel_path).exists():
         return []
     panel = pd.read_csv(panel_path, index_col=0, keep_default_na=True)
-    loo = pd.read_csv(loo_path, index_col=0) if loo_path and Path(loo_path).exists() else pd.DataFrame()
+    loo = (
+        pd.read_csv(loo_path, index_col=0)
+        if loo_path and Path(loo_path).exists()
+        else pd.DataFrame()
+    )
     lines = []
     for row in panel.to_dict("records"):
         head = f"Arena judge panel ({row['run']}: {row['judges']}"
         if "kappa" not in row or pd.isna(row.get("kappa_kind")):
             lines.append(f"{head}): {row.get('note') or 'no panel'}.")
             continue
-        text = (f"{head}; panel verdict {row['panel_verdict']}): {row['kappa_kind']}'s kappa "
-                f"{_number(row['kappa'])} [{_number(row['lower'])}, {_number(row['upper'])}] "
-                f"(n={_number(row['n'], 0)} pairs all judged validly, raw agreement "
-                f"{_number(100 * float(row['raw_agreement']), 0)}%).")
+        text = (
+            f"{head}; panel verdict {row['panel_verdict']}): {row['kappa_kind']}'s kappa "
+            f"{_number(row['kappa'])} [{_number(row['lower'])}, {_number(row['upper'])}] "
+            f"(n={_number(row['n'], 0)} pairs all judged validly, raw agreement "
+            f"{_number(100 * float(row['raw_agreement']), 0)}%)."
+        )
         mine = loo[loo["run"] == row["run"]].to_dict("records") if not loo.empty else []
         if mine:
             text += " Leave one judge out: " + "; ".join(_left_out(r) for r in mine) + "."

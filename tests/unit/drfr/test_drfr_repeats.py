@@ -26,19 +26,37 @@ class SeedSays(LanguageModel):
 
     def generate(self, requests, params):
         self.requests += len(requests)
-        return [Generation(text="NO" if params.seed == 1 and "by beta." in r[0]["content"] else "YES")
-                for r in requests]
+        return [
+            Generation(text="NO" if params.seed == 1 and "by beta." in r[0]["content"] else "YES")
+            for r in requests
+        ]
 
 
 def _judge(tmp_path, monkeypatch, inner, repeats, generation):
     cache = CallCache(tmp_path / "calls.sqlite")
-    monkeypatch.setattr("isqaflow.models.registry.load_model", lambda *a, **k: CachedModel(inner, cache))
+    monkeypatch.setattr(
+        "isqaflow.models.registry.load_model", lambda *a, **k: CachedModel(inner, cache)
+    )
     instructions, responses = write_inputs(tmp_path)
-    judge_responses.run_judge(instructions, responses, tmp_path / "judgments.jsonl", tmp_path / "controls.jsonl",
-                              judge_spec={"backend": "fake"}, judge_name="gpt", dataset="infobench", mode="text",
-                              generation=generation, cache_path=tmp_path / "calls.sqlite",
-                              controls=["empty_response"], control_instructions=2, seed=3, repeats=repeats)
-    judgments = [json.loads(line) for line in (tmp_path / "judgments.jsonl").read_text().splitlines()]
+    judge_responses.run_judge(
+        instructions,
+        responses,
+        tmp_path / "judgments.jsonl",
+        tmp_path / "controls.jsonl",
+        judge_spec={"backend": "fake"},
+        judge_name="gpt",
+        dataset="infobench",
+        mode="text",
+        generation=generation,
+        cache_path=tmp_path / "calls.sqlite",
+        controls=["empty_response"],
+        control_instructions=2,
+        seed=3,
+        repeats=repeats,
+    )
+    judgments = [
+        json.loads(line) for line in (tmp_path / "judgments.jsonl").read_text().splitlines()
+    ]
     controls = (tmp_path / "controls.jsonl").read_text()
     return judgments, controls, cache
 
@@ -47,7 +65,9 @@ SAMPLING = {"do_sample": True, "seed": 0, "max_new_tokens": 4}
 
 
 def test_a_drfr_judge_repeats_each_judgment_with_its_own_keys_and_seed(tmp_path, monkeypatch):
-    assert any("by beta." in r["response"] for r in RESPONSES)  # the fixture's responses name their model
+    assert any(
+        "by beta." in r["response"] for r in RESPONSES
+    )  # the fixture's responses name their model
     questions = sum(len(i.requirements) for i in INSTRUCTIONS) * 2  # two responders
     first = SeedSays()
     once, controls_once, _ = _judge(tmp_path / "once", monkeypatch, first, 1, SAMPLING)
@@ -61,6 +81,7 @@ def test_a_drfr_judge_repeats_each_judgment_with_its_own_keys_and_seed(tmp_path,
     assert changed and all(r["model"] == "beta" for r in changed)  # seed 1 said NO to beta only
     assert all([rep["answer"] for rep in r["repetitions"]] == ["YES", "NO"] for r in changed)
     assert set(twice[0]["repetitions"][0]) == set(judge_responses.REPEATED_KEYS)
+
     # a rerun reads every repetition back from the cache
     class Never(SeedSays):
         def generate(self, requests, params):
