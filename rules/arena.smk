@@ -152,6 +152,10 @@ rule arena_judge:
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        # the same job of the judge whose calls this one reuses (reuse_calls), if any
+        reused=lambda wc: reused_calls(
+            wc.judge, "results/arena/judgments/{retriever}-k{k}/{judge}.jsonl", wc
+        ),
     output:
         judged="results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
     log:
@@ -190,6 +194,9 @@ rule arena_judge_checks:
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        reused=lambda wc: reused_calls(
+            wc.judge, "results/validity/arena/{judge}.jsonl", wc
+        ),
     output:
         # the known-answer controls always; the human-labelled pairs when configured
         **arena_check_outputs(),
@@ -227,6 +234,11 @@ rule arena_summaries:
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        reused=lambda wc: reused_calls(
+            wc.judge,
+            "results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+            wc,
+        ),
     output:
         judged="results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
     log:

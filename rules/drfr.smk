@@ -78,6 +78,7 @@ rule drfr_judge:
         rule=lambda wc: drfr_judge_rule(wc.judge),
         generation=lambda wc: judge_entry(wc.judge).get("generation"),
         controls=config["validity"]["drfr"],
+        repeats=lambda wc: judge_entry(wc.judge)["repeats"],
         seed=config["seed"],
         code=code("isqaflow.drfr.judge_responses"),
     script:

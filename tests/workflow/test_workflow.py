@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 import pandas as pd
@@ -78,12 +79,21 @@ def test_the_judges_audit_flags_self_preference_and_records_the_canaries(run):
             assert (tables / f"judges_{table}.{ext}").stat().st_size > 0, table
         assert "<table>" in (tables / f"judges_{table}.html").read_text(), table  # for the report
     selfpref = pd.read_csv(tables / "judges_self_preference.csv", index_col=0)
-    arena = selfpref[selfpref.suite == "arena"].set_index("system")
+    arena = selfpref[(selfpref.suite == "arena") & (selfpref.judge == "local")].set_index("system")
     assert bool(arena.loc["smollm2", "self_family"]) and not bool(arena.loc["handwritten", "self_family"])
-    assert arena.loc["smollm2", "n"] > 0  # its win rate under the (one) arena judge
+    assert arena.loc["smollm2", "n"] > 0  # its win rate under the arena judge
     noise = pd.read_csv(tables / "judges_noise.csv", index_col=0)
     assert (noise.repeats == 1).all() and noise.flip_rate.isna().all()  # the default judges once
-    assert "one judge: no panel" in (tables / "judges_panel.md").read_text()
+    assert set(noise.suite) == {"arena", "drfr"} and noise.flip_rate_is.str.startswith("0 by construction").all()
+    # the default's panel: local and local-raw (its calls local's), their agreement in the leaderboard
+    panel = pd.read_csv(tables / "judges_panel.csv", index_col=0).iloc[0]
+    assert panel["judges"] == "local, local-raw" and panel["kappa_kind"] == "Cohen" and panel["n"] > 0
+    assert "not independent judges" in panel["note"]
+    assert "Arena judge panel (bm25-k5: local, local-raw; panel verdict majority): Cohen's kappa" in (
+        tables / "leaderboard.md").read_text()
+    calls = {judge: sqlite3.connect(run / f"results/arena/judgments/bm25-k5/{judge}.jsonl.calls.sqlite").execute(
+        "SELECT key FROM calls").fetchall() for judge in ("local", "local-raw")}
+    assert sorted(calls["local-raw"]) == sorted(calls["local"])  # local-raw made no call of its own
     manifest = json.loads((run / "results/manifest.json").read_text())
     assert any(key.startswith("arena judge/local/") for key in manifest["canaries"])
 
@@ -195,6 +205,7 @@ def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
         "baseline_summaries", "generic_feedback", "score_summaries", "isqa_tables", "human_eval_sheets",
         "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest",
         "all", "table_html", "arena_browser", "drfr_browser", "paired_tests",  # (its caption: the validity summary)
+        "judge_audit",  # (its captions too)
     }
 
 
@@ -210,7 +221,7 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
     assert set(jobs) == {
         "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_summaries", "drfr_tables",
         "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest", "all", "table_html",
-        "arena_browser", "drfr_browser", "paired_tests",
+        "arena_browser", "drfr_browser", "paired_tests", "judge_audit",
     }
     assert dry_run_jobs(run) == {}
 
@@ -237,8 +248,10 @@ def test_editing_a_systems_file_reruns_only_its_jobs_and_the_tables(run, name):
         jobs = dry_run_jobs(run)
     finally:
         path.write_bytes(original)
-    # that system's jobs only (table_html: one job per table rendered for the report)
-    assert all(count == 1 for rule, count in jobs.items() if rule != "table_html"), jobs
+    # that system's jobs only (table_html: one job per table rendered for the report), once per
+    # judge: the default's two arena judges (local-raw reads local's calls)
+    judges = {"arena_judge": 2, "arena_summaries": 2}
+    assert all(count == judges.get(rule, 1) for rule, count in jobs.items() if rule != "table_html"), jobs
     assert set(jobs) == SYSTEM_FILE_RERUNS[name] | {"leaderboard", "manifest", "all", "table_html"}
 
 

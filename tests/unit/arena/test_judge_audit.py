@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from isqaflow.arena.agreement import cohen_kappa
-from isqaflow.arena.judge_audit import TABLES, flip_rates, run_judge_audit, win_rate_intervals
+from isqaflow.arena.judge_audit import TABLES, flip_rate_kind, flip_rates, run_judge_audit, win_rate_intervals
 from isqaflow.arena.panel import (
     fleiss_kappa,
     leave_one_out,
@@ -84,6 +84,8 @@ def test_leaving_out_the_dissenting_judge_changes_the_ranking():
     two = leave_one_out(verdict_table(_panel({"a": a, "c": c}, systems)), ["a", "c"]).set_index("left_out")
     assert two.loc["c", "top_system"] == "s1" and two.loc["a", "top_system"] == "s2"
     assert np.isnan(two.loc["c", "kendall_tau"])
+    # the panel's win rates all tie at 0: it has no top system (the first name of the tie is not one)
+    assert two["top_system_panel"].isna().all() and two["top_same"].isna().all()
     # no reference pairs at all: no win rates, no ranking to compare
     only_models = verdict_table({j: [{**r, "kind": "all_pairs"} for r in recs]
                                  for j, recs in _panel({"a": a, "c": c}, systems).items()})
@@ -96,7 +98,7 @@ def test_flip_rate_counts_pairs_whose_verdict_changed():
                {"verdict": "2", "repetitions": [{"verdict": "2"}] * 3},
                {"verdict": None, "repetitions": [{"verdict": None}, {"verdict": "2"}, {"verdict": None}]},
                {"verdict": "1", "repetitions": [{"verdict": "1"}] * 3}]
-    assert flip_rates(records) == {"repeats": 3, "pairs": 4, "pairs_flipped": 2, "flip_rate": 0.5}
+    assert flip_rates(records) == {"repeats": 3, "items": 4, "items_flipped": 2, "flip_rate": 0.5}
     once = flip_rates([{"verdict": "1"}])
     assert once["repeats"] == 1 and np.isnan(once["flip_rate"])
 
@@ -176,6 +178,56 @@ def test_the_audit_writes_every_table(tmp_path):
     assert noise.loc["a", "canary"] == "unchanged" and noise.loc["b", "canary"] == "changed"
 
 
+def _drfr_records(answers_per_repetition):
+    return [{"instruction_id": f"i{n}", "question_index": 0, "answer": reps[0],
+             "repetitions": [{"answer": a} for a in reps]} for n, reps in enumerate(answers_per_repetition)]
+
+
+def test_the_noise_table_has_every_drfr_and_arena_judge_and_says_what_its_flip_rate_is(tmp_path):
+    """DRFR judges with repeats get their flip rate beside the arena's; a log-prob judge's 0 is said
+    to be 0 by construction, a text judge's rate is measured; the captions end with the judges'
+    controls; a judge that reuses another's calls is named in the panel's note."""
+    systems = ["s1", "s2"] * 2
+    arena = {}
+    for judge, verdicts in {"local": ["1", "2", "1", "2"], "local-raw": ["1", "tie", "1", "2"]}.items():
+        write_jsonl(tmp_path / f"{judge}.jsonl", _panel({judge: verdicts}, systems)[judge])
+        arena[judge] = str(tmp_path / f"{judge}.jsonl")
+    write_jsonl(tmp_path / "gpt.jsonl", _drfr_records([["YES", "NO", "YES"], ["NO", "NO", "NO"],
+                                                       ["YES", "YES", "YES"], ["YES", "YES", "NO"]]))
+    write_jsonl(tmp_path / "drfr-local.jsonl", _drfr_records([["YES", "YES"], ["NO", "NO"]]))
+    summary = tmp_path / "summary.json"
+    summary.write_text(json.dumps({"groups": []}))
+    logprob = {"mode": "logprob", "generation": None, "repeats": 1, "reuse_calls": None}
+    judges = {"arena": {"local": logprob, "local-raw": {**logprob, "reuse_calls": "local"}},
+              "drfr": {"gpt": {"mode": "text", "generation": {"do_sample": True}, "repeats": 3},
+                       "local": {**logprob, "repeats": 2}}}
+    run_judge_audit({"bm25-k5": arena}, {}, [], tmp_path / "none.json", tmp_path / "t", tmp_path / "c.json",
+                    rounds=20, drfr_paths={"infobench": {"gpt": str(tmp_path / "gpt.jsonl"),
+                                                         "local": str(tmp_path / "drfr-local.jsonl")}},
+                    judges=judges, validity_summary_path=summary)
+    noise = pd.read_csv(tmp_path / "t/judges_noise.csv", index_col=0).set_index(["suite", "judge"])
+    gpt = noise.loc[("drfr", "gpt")]
+    assert gpt["run"] == "infobench" and gpt["repeats"] == 3 and gpt["items"] == 4 and gpt["items_flipped"] == 2
+    assert gpt["flip_rate"] == pytest.approx(0.5) and gpt["flip_rate_is"].startswith("measured (3 repetitions, sampling")
+    assert noise.loc[("drfr", "local"), "flip_rate"] == 0.0
+    assert noise.loc[("drfr", "local"), "flip_rate_is"].startswith("0 by construction (2 repetitions")
+    assert noise.loc[("arena", "local"), "flip_rate_is"].startswith("0 by construction (judged once")
+    assert np.isnan(noise.loc[("arena", "local"), "flip_rate"])
+    for table in TABLES:
+        assert "Controls: none recorded for arena judge." in (tmp_path / f"t/judges_{table}.md").read_text() \
+            or table not in ("noise_win_rates", "panel", "panel_loo")
+    assert "Controls: none recorded for DRFR judge." in (tmp_path / "t/judges_noise.md").read_text()
+    panel = pd.read_csv(tmp_path / "t/judges_panel.csv", index_col=0)
+    assert "local-raw reads local's model calls" in panel.loc[0, "note"]
+    assert "not independent judges" in panel.loc[0, "note"]
+
+
+def test_what_a_flip_rate_is():
+    assert flip_rate_kind(1, {"mode": "text"}) == "not measured (judged once; set repeats)"
+    assert flip_rate_kind(2, {"mode": "text", "generation": None}).startswith("measured (2 repetitions, greedy")
+    assert "not measured noise" in flip_rate_kind(3, {"mode": "logprob"})
+
+
 def test_one_judge_says_there_is_no_panel(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", _panel({"a": ["1", "2"]}, ["s1", "s2"])["a"])
     run_judge_audit({"r": {"a": str(tmp_path / "a.jsonl")}}, {}, [], tmp_path / "none.json", tmp_path,
@@ -189,15 +241,17 @@ def test_the_rule_declares_the_tables_the_library_writes():
     assert tuple(re.findall(r'"([a-z_]+)"', declared)) == TABLES
 
 
-def test_the_panel_overlay_adds_a_second_judge_to_the_embedded_dag(tmp_path):
+def test_the_default_has_a_panel_and_the_overlay_adds_a_repeated_text_judge(tmp_path):
+    """The embedded default judges the arena with two judges (local-raw reusing local's calls: its
+    jobs wait for local's); the overlay adds a DRFR text judge that repeats its judgments."""
     from workflow_utils import copy_repo, dry_run_jobs
 
     repo = copy_repo(tmp_path / "repo")
-    jobs = dry_run_jobs(repo, "--configfile", "config/judges-panel.yaml")
-    assert jobs["arena_judge"] == 2 and jobs["arena_judge_checks"] == 2  # local and local-raw
-    assert jobs["judge_audit"] == 1
     default = dry_run_jobs(repo)
-    assert default["arena_judge"] == 1 and default["judge_audit"] == 1
+    assert default["arena_judge"] == 2 and default["arena_judge_checks"] == 2  # local and local-raw
+    assert default["drfr_judge"] == 1 and default["judge_audit"] == 1
+    jobs = dry_run_jobs(repo, "--configfile", "config/judges-panel.yaml")
+    assert jobs["drfr_judge"] == 2 and jobs["arena_judge"] == 2 and jobs["judge_audit"] == 1
 
 
 def test_the_rule_hashes_its_module_and_no_model_code():

@@ -242,6 +242,33 @@ def test_an_arena_run_answers_from_a_retrieved_depth():
     assert "20 is not one of arena.k (5, 10)" in problems[0].message
 
 
+@pytest.mark.parametrize(("source", "message"), [
+    ("local-raw", "'local-raw' is this judge itself"),
+    ("lokal", "no judge 'lokal' in arena.judges (did you mean 'local'?)"),
+])
+def test_a_judge_reuses_the_calls_of_another_judge_of_its_suite(source, message):
+    problems = problems_of(lambda c: c["arena"]["judges"]["local-raw"].update(reuse_calls=source))
+    assert [p.path for p in problems] == ["arena.judges.local-raw.reuse_calls"]
+    assert message in problems[0].message
+
+
+def test_reuse_calls_names_the_judge_that_makes_the_calls_on_the_same_model():
+    def chain(c):
+        c["arena"]["judges"]["third"] = {"model": "smollm2", "mode": "logprob", "reuse_calls": "local-raw"}
+    problems = problems_of(chain)
+    assert [p.path for p in problems] == ["arena.judges.third.reuse_calls"]
+    assert "name the judge that makes the calls" in problems[0].message
+
+    def other_model(c):
+        c["models"]["other"] = dict(c["models"]["smollm2"])
+        c["arena"]["judges"]["local-raw"]["model"] = "other"
+    problems = problems_of(other_model)
+    assert [p.path for p in problems] == ["arena.judges.local-raw.reuse_calls"]
+    assert "no call of one is a call of the other" in problems[0].message
+    problems = problems_of(lambda c: c["drfr"]["judges"]["local"].update(reuse_calls="local"))
+    assert [p.path for p in problems] == ["drfr.judges.local.reuse_calls"]
+
+
 # --------------------------------------------- api_key_env: one definition, no secret echoed
 # Realistic shapes (made up): OpenAI's legacy and project keys, a service-account key,
 # Anthropic's, a Hugging Face token.

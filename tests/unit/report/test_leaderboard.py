@@ -264,3 +264,40 @@ def test_the_markdown_view_is_one_compact_table_per_suite(tables, tmp_path):
     # the CSV stays one row per system with every column
     board = pd.read_csv(t / "leaderboard.csv", index_col=0)
     assert {"DRFR overall", "Bradley-Terry", "QAGS"} <= set(board.columns) and len(board) == 3
+
+
+def test_the_leaderboard_shows_the_judge_panels_agreement_and_leave_one_out(tables):
+    """With two arena judges the notes under the tables (and the LaTeX caption) give the panel's kappa
+    with its interval and n, the panel verdict rule, the ranking without each judge and the note that
+    a judge reusing another's calls is not independent; with one judge, that there is no panel."""
+    from isqaflow.arena.judge_audit import panel_tables
+
+    t = tables
+
+    def records(judge, verdicts):
+        return [{"pair_id": f"p{i}", "kind": "reference", "system_a": s, "system_b": "lfrqa", "verdict": v}
+                for i, (s, v) in enumerate(zip(["s1", "s2", "s3"] * 4, verdicts, strict=True))]
+
+    judged = {"bm25-k5": {"local": records("local", ["1", "2", "2"] * 4),
+                          "local-raw": records("local-raw", ["1", "2", "tie"] * 3 + ["1", "1", "2"])}}
+    agreement, loo = panel_tables(judged, "majority", 200, 1, {"local-raw": "local"})
+    write_table(agreement, [t / "judges_panel.csv"], digits=3)
+    write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
+    kwargs = dict(drfr_table5=t / "drfr_table5_long.csv", drfr_summaries=None, arena_win_rates=t / "arena_win_rates.csv",
+                  arena_ratings=t / "arena_ratings.csv", arena_summaries=None, score_paths=[], summary_systems={},
+                  validity_summary_path=t / "summary.json", systems_path=None, rounds=50, seed=1)
+    build_leaderboard(t / "lb", **kwargs, panel_path=t / "judges_panel.csv", panel_loo_path=t / "judges_panel_loo.csv")
+    row = agreement.iloc[0]
+    kappa = f"Cohen's kappa {row['kappa']:.2f} [{row['lower']:.2f}, {row['upper']:.2f}] (n=12 pairs all judged validly"
+    for path in (t / "lb.md", t / "lb.tex"):
+        text = path.read_text()
+        assert "Arena judge panel (bm25-k5: local, local-raw; panel verdict majority)" in text
+        assert kappa in text
+        assert "Leave one judge out: without local: Kendall's tau" in text and "without local-raw:" in text
+        assert "local-raw reads local's model calls" in text and "not independent judges" in text
+    # one judge: no panel, said so
+    agreement, loo = panel_tables({"bm25-k5": {"local": judged["bm25-k5"]["local"]}}, "majority", 50, 1)
+    write_table(agreement, [t / "judges_panel.csv"], digits=3)
+    write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
+    build_leaderboard(t / "lb", **kwargs, panel_path=t / "judges_panel.csv", panel_loo_path=t / "judges_panel_loo.csv")
+    assert "Arena judge panel (bm25-k5: local): one judge: no panel" in (t / "lb.md").read_text()

@@ -298,6 +298,18 @@ def test_a_fresh_paper_plan_counts_from_the_declared_sizes():
     assert by_job["drfr_summaries qasper/vicuna-7b.gpt4"].calls == 7 * 3598
 
 
+def test_a_judge_that_repeats_its_judgments_is_planned_with_every_repetition():
+    """repeats: k makes every arena judge call k times and every DRFR response judgment k times
+    (the DRFR controls once): the plan (and so the budget check) counts them."""
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    config["arena"]["judges"]["gpt4"]["repeats"] = 3
+    config["drfr"]["judges"]["gpt4"]["repeats"] = 2
+    by_job = {row.job: row for row in spend.plan(config, root="/nonexistent")}
+    assert by_job["drfr_judge infobench/gpt4"].calls == 2 * 8 * 2250 + 2 * 450
+    assert by_job["arena_judge colbert-k5/gpt4"].calls == 3 * 2 * (11 * 14020 + 100 * 6 * 55)
+    assert by_job["arena_judge_checks gpt4"].calls == 2 * 50 * 6 * 2 + 50 * 6  # the checks judge once
+
+
 def test_the_paper_plans_table_prints_gpu_hours_per_stage_beside_the_spend():
     """GPU hours (isqaflow.spend.gpu_hours, the estimator of benchmarks/gpu_hours.py) per stage in
     the dry run's spend table, and their total: the GPU-hours table's."""
