@@ -89,6 +89,13 @@ def panel_agreement(table: pd.DataFrame, judges: Sequence[str], rounds: int = 10
     if not len(labels):
         return result
     result["raw_agreement"] = float((labels == labels[:, :1]).all(axis=1).mean())
+    # A judge that gives one verdict to every pair has no variance: kappa is 0 (or undefined)
+    # whatever the other judges do, and every bootstrap resample repeats it -- a degenerate
+    # [0, 0] interval that reads like a measurement.  Report it as not identified instead.
+    constant = [(j, labels[0, i]) for i, j in enumerate(judges) if (labels[:, i] == labels[0, i]).all()]
+    if constant:
+        result["not_identified"] = "; ".join(f"{j} gives '{v}' to all {len(labels)} pairs" for j, v in constant)
+        return result
     boot = bootstrap_ci(np.arange(len(labels)), lambda idx: _kappa(labels[idx.astype(int)]), rounds=rounds,
                         seed=seed)
     result.update(kappa=boot["estimate"], lower=boot["lower"], upper=boot["upper"])

@@ -61,9 +61,15 @@ def panel_lines(panel_path: str | Path | None, loo_path: str | Path | None) -> l
         if "kappa" not in row or pd.isna(row.get("kappa_kind")):
             lines.append(f"{head}): {row.get('note') or 'no panel'}.")
             continue
+        reason = row.get("not_identified")
+        kappa = (
+            f"not identified ({reason})"
+            if isinstance(reason, str) and reason
+            else f"{_number(row['kappa'])} [{_number(row['lower'])}, {_number(row['upper'])}]"
+        )
         text = (
             f"{head}; panel verdict {row['panel_verdict']}): {row['kappa_kind']}'s kappa "
-            f"{_number(row['kappa'])} [{_number(row['lower'])}, {_number(row['upper'])}] "
+            f"{kappa} "
             f"(n={_number(row['n'], 0)} pairs all judged validly, raw agreement "
             f"{_number(100 * float(row['raw_agreement']), 0)}%)."
         )

@@ -277,3 +277,14 @@ def test_the_manifest_records_the_runs_canaries(tmp_path):
     assert previous_canaries(tmp_path / "manifest.json") == manifest["canaries"]
     (tmp_path / "broken.json").write_text("{")
     assert previous_canaries(tmp_path / "broken.json") is None
+
+
+def test_kappa_is_not_identified_when_a_judge_gives_one_verdict_to_every_pair():
+    # the embedded run's case: the raw rule ties every pair; kappa is 0 on every resample, and a
+    # [0, 0] interval would read as a measurement
+    systems = ["s1", "s2"] * 3
+    table = verdict_table(_panel({"a": ["1", "2", "tie", "1", "2", "1"], "b": ["tie"] * 6}, systems))
+    result = panel_agreement(table, ["a", "b"], rounds=50, seed=1)
+    assert result["n"] == 6 and result["raw_agreement"] == pytest.approx(1 / 6)
+    assert np.isnan(result["kappa"]) and np.isnan(result["lower"]) and np.isnan(result["upper"])
+    assert result["not_identified"] == "b gives 'tie' to all 6 pairs"

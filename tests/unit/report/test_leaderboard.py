@@ -301,3 +301,27 @@ def test_the_leaderboard_shows_the_judge_panels_agreement_and_leave_one_out(tabl
     write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
     build_leaderboard(t / "lb", **kwargs, panel_path=t / "judges_panel.csv", panel_loo_path=t / "judges_panel_loo.csv")
     assert "Arena judge panel (bm25-k5: local): one judge: no panel" in (t / "lb.md").read_text()
+
+
+def test_the_leaderboard_says_kappa_is_not_identified_for_a_judge_with_one_verdict(tables):
+    """The embedded run's raw rule ties every pair: the note says kappa is not identified and why,
+    rather than printing the degenerate 0.00 [0.00, 0.00]."""
+    from isqaflow.arena.judge_audit import panel_tables
+
+    t = tables
+    records = {
+        judge: [{"pair_id": f"p{i}", "kind": "reference", "system_a": s, "system_b": "lfrqa", "verdict": v}
+                for i, (s, v) in enumerate(zip(["s1", "s2", "s3"] * 2, verdicts, strict=True))]
+        for judge, verdicts in {"local": ["1", "2", "2"] * 2, "local-raw": ["tie"] * 6}.items()
+    }
+    agreement, loo = panel_tables({"bm25-k5": records}, "majority", 50, 1, {"local-raw": "local"})
+    write_table(agreement, [t / "judges_panel.csv"], digits=3)
+    write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
+    build_leaderboard(t / "lb", drfr_table5=t / "drfr_table5_long.csv", drfr_summaries=None,
+                      arena_win_rates=t / "arena_win_rates.csv", arena_ratings=t / "arena_ratings.csv",
+                      arena_summaries=None, score_paths=[], summary_systems={},
+                      validity_summary_path=t / "summary.json", systems_path=None, rounds=50, seed=1,
+                      panel_path=t / "judges_panel.csv", panel_loo_path=t / "judges_panel_loo.csv")
+    text = (t / "lb.md").read_text()
+    assert "Cohen's kappa not identified (local-raw gives 'tie' to all 6 pairs)" in text
+    assert "[0.00, 0.00]" not in text
