@@ -23,7 +23,7 @@ rule retrieve:
     log:
         "logs/retrieve/{domain}/{retriever}.log",
     benchmark:
-        "benchmarks/retrieve/{domain}/{retriever}.tsv"
+        benchmark_file("retrieve", "{domain}/{retriever}")
     wildcard_constraints:
         retriever=retrievers_served_by("retrieve"),
     localrule: local_stage("retrieve")
@@ -53,7 +53,7 @@ rule colbert_index:
     log:
         "logs/colbert_index/{domain}/{retriever}.log",
     benchmark:
-        "benchmarks/colbert_index/{domain}/{retriever}.tsv"
+        benchmark_file("colbert_index", "{domain}/{retriever}")
     wildcard_constraints:
         retriever=retrievers_served_by("colbert"),
     localrule: local_stage("retrieve")
@@ -82,7 +82,7 @@ rule retrieve_colbert:
     log:
         "logs/retrieve/{domain}/{retriever}.log",
     benchmark:
-        "benchmarks/retrieve/{domain}/{retriever}.tsv"
+        benchmark_file("retrieve", "{domain}/{retriever}")
     wildcard_constraints:
         retriever=retrievers_served_by("colbert"),
     localrule: local_stage("retrieve")
@@ -114,7 +114,7 @@ rule rag_answers:
     log:
         "logs/rag_answers/{retriever}-k{k}/{answerer}.log",
     benchmark:
-        "benchmarks/rag_answers/{retriever}-k{k}/{answerer}.tsv"
+        benchmark_file("rag_answers", "{retriever}-k{k}/{answerer}")
     wildcard_constraints:
         answerer=names_pattern(model_answerers()),  # file-based ones: rule file_answers
     # the arena chain: answers -> the longest judge job, started early so short jobs end the DAG
@@ -152,12 +152,16 @@ rule arena_judge:
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        # the same job of the judge whose calls this one reuses (reuse_calls), if any
+        reused=lambda wc: reused_calls(
+            wc.judge, "results/arena/judgments/{retriever}-k{k}/{judge}.jsonl", wc
+        ),
     output:
         judged="results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
     log:
         "logs/arena_judge/{retriever}-k{k}/{judge}.log",
     benchmark:
-        "benchmarks/arena_judge/{retriever}-k{k}/{judge}.tsv"
+        benchmark_file("arena_judge", "{retriever}-k{k}/{judge}")
     # the longest judge job: early, so short jobs end the DAG
     priority: 50
     localrule: local_stage("judge")
@@ -190,13 +194,16 @@ rule arena_judge_checks:
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        reused=lambda wc: reused_calls(
+            wc.judge, "results/validity/arena/{judge}.jsonl", wc
+        ),
     output:
         # the known-answer controls always; the human-labelled pairs when configured
         **arena_check_outputs(),
     log:
         "logs/arena_judge_checks/{judge}.log",
     benchmark:
-        "benchmarks/arena_judge_checks/{judge}.tsv"
+        benchmark_file("arena_judge_checks", "{judge}")
     localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
@@ -227,12 +234,17 @@ rule arena_summaries:
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        reused=lambda wc: reused_calls(
+            wc.judge,
+            "results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+            wc,
+        ),
     output:
         judged="results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
     log:
         "logs/arena_summaries/{dataset}/{summarizer}.{judge}.log",
     benchmark:
-        "benchmarks/arena_summaries/{dataset}/{summarizer}.{judge}.tsv"
+        benchmark_file("arena_summaries", "{dataset}/{summarizer}.{judge}")
     localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"

@@ -117,6 +117,15 @@ def code(*modules):
     return code_version("isqaflow.runtime", *modules)
 
 
+BENCHMARKS = "results/benchmarks"
+
+
+def benchmark_file(rule, wildcards):
+    """A rule's benchmark: file (Snakemake's seconds and memory of one job) under
+    results/benchmarks/<rule>/, apart from the benchmark scripts in benchmarks/."""
+    return f"{BENCHMARKS}/{rule}/{wildcards}.tsv"
+
+
 def stage_resources(stage):
     """Threads, memory, runtime and GPUs of a stage, from the config's resources section."""
     values = dict(config["resources"]["default"])
@@ -386,7 +395,7 @@ def drfr_validity_files():
 VALIDITY_TABLE = [f"results/tables/validity.{ext}" for ext in ("csv", "md", "tex")]
 # The report's menu lists categories in alphabetical order (Snakemake's report sorts
 # them with localeCompare; there is no order setting): this name puts the validity
-# table before every stage's results (tests/test_validity.py checks it).
+# table before every stage's results (tests/unit/report/test_validity.py checks it).
 VALIDITY_CATEGORY = "Controls of judges and metrics"
 
 

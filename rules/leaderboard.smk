@@ -17,6 +17,9 @@ rule leaderboard:
         scores=lambda wc: leaderboard_score_files(),
         validity="results/validity/summary.json",
         systems=lambda wc: systems_targets(),
+        # the arena judges' panel: agreement and leave one out (rule judge_audit)
+        panel="results/tables/judges_panel.csv",
+        panel_loo="results/tables/judges_panel_loo.csv",
     output:
         tables=report(
             LEADERBOARD,

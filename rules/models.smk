@@ -16,7 +16,7 @@ rule convert_gguf_model:
     log:
         "logs/convert_gguf_model/{model}.log",
     benchmark:
-        "benchmarks/convert_gguf_model/{model}.tsv"
+        benchmark_file("convert_gguf_model", "{model}")
     # the root of every model job
     priority: 100
     localrule: local_stage("convert")

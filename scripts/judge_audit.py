@@ -16,4 +16,7 @@ with job(snakemake):
         panel_rule=snakemake.params.panel_rule,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
+        drfr_paths=snakemake.params.drfr,
+        judges=snakemake.params.judges,
+        validity_summary_path=snakemake.input.validity,
     )

@@ -125,3 +125,13 @@ def arena_check_outputs():
 
 def arena_summary_files():
     return [job.output for job in model_jobs("arena_summaries")]
+
+
+def reused_calls(judge, pattern, wildcards):
+    """[the first output of the same job of the judge whose calls ``judge`` reuses
+    (arena.judges.<judge>.reuse_calls)], [] when none: that job's call cache, beside it, is
+    copied into this job's before any call (isqaflow.models.cache.copy_calls)."""
+    source = arena_judge_entry(judge)["reuse_calls"]
+    if source is None:
+        return []
+    return [pattern.format(**{**dict(wildcards.items()), "judge": source})]

@@ -32,13 +32,16 @@ status when it has none.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from isqaflow.data.schema import Paper, QAPair
 from isqaflow.isqa.feedback import FeedbackItem, ask_feedback
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.seeds import keyed_rng
 from isqaflow.text.f1 import answer_tokens
+
+if TYPE_CHECKING:
+    from isqaflow.isqa.refine import RefineSettings
 
 INSTRUMENT = "feedback model"
 CONTROLS = ("gold_evidence",)
@@ -110,11 +113,14 @@ def _outcome(item: FeedbackItem) -> str:
 
 
 def run_feedback_control(feedback_model: LanguageModel, items: Sequence[dict[str, Any]], params: GenerationParams,
-                         epsilon: float, zero_f1: str, style: str, evidence_mode: str, name: str,
-                         scope: str, gold_reading: str = "mean_positive") -> list[dict[str, Any]]:
-    """Ask every control item without and with its evidence (one batch); one record per item."""
+                         settings: RefineSettings, name: str, scope: str) -> list[dict[str, Any]]:
+    """Ask every control item without and with its evidence (one batch), with the refinement
+    loop's own settings (threshold, zero-F1 policy, prompt style, evidence mode, gold F1 reading);
+    one record per item."""
     questions = [(c["qa"], c["summary"]) for c in items] + [(c["qa"], c["with_evidence"]) for c in items]
-    asked = ask_feedback(feedback_model, questions, params, epsilon, zero_f1, style, evidence_mode, gold_reading)
+    epsilon = settings.epsilon
+    asked = ask_feedback(feedback_model, questions, params, epsilon, settings.zero_f1, settings.feedback_style,
+                         settings.evidence, settings.gold_f1)
     without, with_evidence = asked[: len(items)], asked[len(items):]
     records = []
     for control, plain, helped in zip(items, without, with_evidence, strict=True):

@@ -78,6 +78,13 @@ class GenerationParams:
     def replace(self, **changes: Any) -> GenerationParams:
         return dataclasses.replace(self, **changes)
 
+    def for_repetition(self, repetition: int) -> GenerationParams:
+        """A repeated judgment's decoding (a judge's ``repeats``): with sampling, the seed moves
+        by the repetition's index; greedy decoding stays as it is."""
+        if not self.do_sample or repetition == 0:
+            return self
+        return self.replace(seed=self.seed + repetition)
+
 
 @dataclass
 class Generation:

@@ -5,7 +5,7 @@ section; a test keeps the two equal) and, per stage, beside the spend plan of a 
 (:func:`by_rule`).  Jobs and GPUs per job come from the workflow's own plan: the model stages'
 from :func:`isqaflow.models.planning.gpu_plan.plan_grid` (as the rules ask for them), the other GPU
 rules' from the config (one job per domain, dataset, ... with its stage's ``gpu``);
-``tests/test_gpu_hours.py`` checks both against a dry run.  The items per job are the sizes
+``tests/unit/spend/test_gpu_hours.py`` checks both against a dry run.  The items per job are the sizes
 the spend plan counts too (``spend.items``: papers, instructions, RAG queries).  **Every
 figure is an estimate**: nothing here was measured on a GPU.  GPU hours = GPUs per job x hours
 per job, summed; an hour per job is (new tokens at the configured maxima) / (an estimated

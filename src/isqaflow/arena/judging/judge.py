@@ -28,7 +28,6 @@ each group of pairs in one call.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -382,10 +381,8 @@ def judge_groups(
 
 
 def _repetition_params(params: GenerationParams | None, repetition: int) -> GenerationParams | None:
-    """A repetition's decoding: with sampling, the seed moves by the repetition's index."""
-    if params is None or not params.do_sample or repetition == 0:
-        return params
-    return dataclasses.replace(params, seed=params.seed + repetition)
+    """A repetition's decoding (:meth:`GenerationParams.for_repetition`); None: the default."""
+    return None if params is None else params.for_repetition(repetition)
 
 
 def judge_with_model(

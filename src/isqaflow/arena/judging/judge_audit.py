@@ -7,10 +7,12 @@ Tables (``results/tables/judges_*.{csv,md}``):
   ``self_family`` (:mod:`isqaflow.configcheck.families`); for the arena's answerers, the
   system's win rate against the reference under each judge (per run), so that a system a
   judge of its own family rates can be read beside its rate under a judge of another family.
-* ``judges_noise`` -- per arena judge and run: the repetitions (``repeats``), the pairs, how
-  many changed verdict across the repetitions and the flip rate (their share; NaN when the
-  judge judged once), and ``canary``: whether the judge's known-answer controls changed since
-  the previous run's manifest (:mod:`isqaflow.report.canaries`).
+* ``judges_noise`` -- per judge and run (arena: retrieval run and pairs; DRFR: dataset and
+  judgments): the repetitions (``repeats``), the items, how many changed verdict across the
+  repetitions and the flip rate (their share; NaN when the judge judged once), what that rate
+  is (``flip_rate_is``: 0 by construction for a deterministic log-prob judge, else measured),
+  and ``canary``: whether the judge's known-answer controls changed since the previous run's
+  manifest (:mod:`isqaflow.report.canaries`).
 * ``judges_noise_win_rates`` -- for a repeated judge, each system's win rate against the
   reference with a bootstrap interval over pairs and one that includes the judge's variance
   (:func:`win_rate_intervals`).
@@ -18,7 +20,10 @@ Tables (``results/tables/judges_*.{csv,md}``):
   invalid now, and now vs the previous manifest.
 * ``judges_panel`` -- per run, the agreement of the arena judges (with two or more) and the
   panel's verdict rule; ``judges_panel_loo`` -- the ranking when each judge is left out
-  (:mod:`isqaflow.arena.judging.panel`).  With one judge both say so in one row.
+  (:mod:`isqaflow.arena.judging.panel`).  With one judge both say so in one row; a judge that reuses
+  another's calls (``reuse_calls``) is named in the note: not an independent judge.
+
+Every caption ends with the known-answer controls of the judges the table is built on.
 
 ``results/judges/canaries.json``: this run's control summary, which the manifest copies.
 """
@@ -35,7 +40,7 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.arena.judging.panel import leave_one_out, panel_agreement, verdict_table, win_rates_of
-from isqaflow.io import read_jsonl, write_json
+from isqaflow.io import read_json, read_jsonl, write_json
 from isqaflow.report.canaries import (
     NO_PREVIOUS,
     compare_canaries,
@@ -43,6 +48,7 @@ from isqaflow.report.canaries import (
     summarize_canaries,
 )
 from isqaflow.report.tables import write_table
+from isqaflow.report.validity import validity_note
 from isqaflow.seeds import keyed_rng
 
 log = logging.getLogger(__name__)
@@ -54,13 +60,28 @@ TABLES = ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "p
 ONE_JUDGE = "one judge: no panel (add a second arena judge)"
 
 
-def flip_rates(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Repetitions, pairs, pairs whose verdict changed across them, and their share (NaN: judged once)."""
+def flip_rates(records: Sequence[Mapping[str, Any]], key: str = "verdict") -> dict[str, Any]:
+    """Repetitions, items, items whose ``key`` (an arena pair's verdict, a DRFR judgment's answer)
+    changed across them, and their share (NaN: judged once)."""
     repeated = [r["repetitions"] for r in records if r.get("repetitions")]
     repeats = max((len(reps) for reps in repeated), default=1)
-    flipped = sum(len({rep["verdict"] for rep in reps}) > 1 for reps in repeated)
-    return {"repeats": repeats, "pairs": len(records), "pairs_flipped": flipped if repeated else np.nan,
+    flipped = sum(len({rep[key] for rep in reps}) > 1 for reps in repeated)
+    return {"repeats": repeats, "items": len(records), "items_flipped": flipped if repeated else np.nan,
             "flip_rate": flipped / len(repeated) if repeated else np.nan}
+
+
+def flip_rate_kind(repeats: int, judge: Mapping[str, Any]) -> str:
+    """What a judge's flip rate is (``judge``: its config entry, mode and generation): a log-prob
+    judge scores the same calls to the same numbers, so its flip rate is 0 by construction, not
+    measured noise; a text judge's is measured, with sampling or greedy."""
+    if judge.get("mode") == "logprob":
+        made = "judged once" if repeats <= 1 else f"{repeats} repetitions"
+        return f"0 by construction ({made}: log-prob scoring is deterministic; not measured noise)"
+    if repeats <= 1:
+        return "not measured (judged once; set repeats)"
+    sampling = (judge.get("generation") or {}).get("do_sample")
+    return f"measured ({repeats} repetitions, " + ("sampling, seed + repetition)" if sampling else
+                                                   "greedy decoding: an API's own variation only)")
 
 
 def win_rate_intervals(records: Sequence[Mapping[str, Any]], rounds: int = 1000, seed: int = 0,
@@ -110,9 +131,11 @@ def noise_win_rates(judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]
     return table
 
 
-def _canary_of_judge(judge: str, status: Mapping[str, str], summary: Mapping[str, Mapping[str, Any]]) -> str:
-    """One judge's canary over its controls (``summary``: the arena judges' only)."""
-    mine = [status[key] for key, entry in summary.items() if entry["judge"] == judge]
+def _canary_of_judge(instrument: str, judge: str, status: Mapping[str, str],
+                     summary: Mapping[str, Mapping[str, Any]]) -> str:
+    """One judge's canary over its controls (``instrument``: "arena judge" or "DRFR judge")."""
+    mine = [status[key] for key, entry in summary.items()
+            if entry["judge"] == judge and entry["instrument"] == instrument]
     if not mine:
         return "no controls"
     if "changed" in mine:
@@ -120,12 +143,27 @@ def _canary_of_judge(judge: str, status: Mapping[str, str], summary: Mapping[str
     return "unchanged" if all(s == "unchanged" for s in mine) else NO_PREVIOUS
 
 
+NOISE_COLUMNS = ["suite", "run", "judge", "repeats", "items", "items_flipped", "flip_rate", "flip_rate_is", "canary"]
+
+
 def noise_table(judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], status: Mapping[str, str],
-                summary: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
-    """Per arena judge and run: repetitions, flips, flip rate, canary (``summary``: arena controls)."""
-    rows = [{"run": run, "judge": judge, **flip_rates(records), "canary": _canary_of_judge(judge, status, summary)}
-            for run, judges in judged.items() for judge, records in judges.items()]
-    return pd.DataFrame(rows, columns=["run", "judge", "repeats", "pairs", "pairs_flipped", "flip_rate", "canary"])
+                summary: Mapping[str, Mapping[str, Any]],
+                drfr: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]] | None = None,
+                judges: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None) -> pd.DataFrame:
+    """Per judge and run (arena: retrieval run, pairs; DRFR: dataset, judgments): repetitions,
+    flips, flip rate, what that rate is (:func:`flip_rate_kind`; ``judges``: suite -> judge ->
+    its config entry) and the canary (``summary``: the controls of both suites)."""
+    judges = judges or {}
+    rows = []
+    for suite, runs, key, instrument in (("arena", judged, "verdict", "arena judge"),
+                                         ("drfr", drfr or {}, "answer", "DRFR judge")):
+        for run, by_judge in runs.items():
+            for judge, records in by_judge.items():
+                rates = flip_rates(records, key)
+                rows.append({"suite": suite, "run": run, "judge": judge, **rates,
+                             "flip_rate_is": flip_rate_kind(rates["repeats"], judges.get(suite, {}).get(judge, {})),
+                             "canary": _canary_of_judge(instrument, judge, status, summary)})
+    return pd.DataFrame(rows, columns=NOISE_COLUMNS)
 
 
 def canary_table(summary: Mapping[str, Mapping[str, Any]], status: Mapping[str, str],
@@ -170,9 +208,19 @@ def _side_by_side(table: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index().fillna("")
 
 
+def reuse_note(names: Sequence[str], reuse: Mapping[str, str]) -> str:
+    """The panel's note on judges that reuse another judge's calls (``reuse``: judge -> the judge
+    whose calls it reuses): their agreement measures two verdict rules on the same calls."""
+    shared = [f"{judge} reads {source}'s model calls (reuse_calls: the same model and prompt, another "
+              "verdict rule)" for judge, source in reuse.items() if judge in names and source in names]
+    if not shared:
+        return ""
+    return "; ".join(shared) + ": not independent judges -- their agreement is that of two rules on one judge"
+
+
 def panel_tables(judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], rule: str, rounds: int,
-                 seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(agreement per run, leave-one-out per run and judge)."""
+                 seed: int, reuse: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(agreement per run, leave-one-out per run and judge); ``reuse``: :func:`reuse_note`."""
     agreement, loo = [], []
     for run, judges in judged.items():
         names = list(judges)
@@ -181,11 +229,12 @@ def panel_tables(judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]
             loo.append({"run": run, "left_out": "", "note": ONE_JUDGE})
             continue
         table = verdict_table(judges)
+        note = reuse_note(names, reuse or {})
         agreement.append({"run": run, **panel_agreement(table, names, rounds, seed), "panel_verdict": rule,
-                          "note": ""})
+                          "note": note})
         rates = win_rates_of(table, names, rule)
         log.info("%s: panel win rates %s", run, rates.round(3).to_dict())
-        loo += [{"run": run, **row, "note": ""} for row in leave_one_out(table, names, rule).to_dict("records")]
+        loo += [{"run": run, **row, "note": note} for row in leave_one_out(table, names, rule).to_dict("records")]
     return pd.DataFrame(agreement), pd.DataFrame(loo)
 
 
@@ -197,27 +246,49 @@ def _write(df: pd.DataFrame, stem: Path, caption: str, markdown: pd.DataFrame | 
 CAPTIONS = {
     "self_preference": "Judge x system with model families; SELF: the judge judges its own family (or model), "
                        "whose verdicts may favour it. Win rate vs the reference per arena judge.",
-    "noise": "Judge noise: share of pairs whose verdict changed across the judge's repetitions (NaN: judged "
-             "once); canary: its known-answer controls vs the previous run's manifest.",
-    "noise_win_rates": "Win rate vs the reference of a repeated judge's systems: first repetition, mean over "
+    "noise": "Judge noise per judge: share of items (arena pairs, DRFR judgments) whose verdict changed across "
+             "the judge's repetitions (NaN: judged once); flip_rate_is: measured, or 0 by construction (a "
+             "log-prob judge is deterministic); canary: its known-answer controls vs the previous run's manifest.",
+    "noise_win_rates": "Win rate vs the reference of a repeated arena judge's systems: first repetition, mean over "
                        "repetitions, 95% bootstrap interval over pairs only and with the judge's variance (a "
-                       "repetition drawn per pair). Empty: no judge repeats its judgments.",
+                       "repetition drawn per pair). Empty: no arena judge repeats its judgments.",
     "canaries": "Known-answer controls now vs the previous run's manifest (changed / unchanged / no previous run).",
     "panel": "Agreement of the arena judges on the pairs all judged validly (Cohen's kappa for 2, Fleiss' for "
              "more; 95% bootstrap interval over pairs).",
     "panel_loo": "The ranking by win rate vs the reference (panel verdict) with each judge left out: Kendall's "
                  "tau against the whole panel, top system, largest rank change.",
 }
+#: the instruments each table is built on (its caption ends with their known-answer controls)
+INSTRUMENTS = {"self_preference": ("DRFR judge", "arena judge"), "noise": ("DRFR judge", "arena judge"),
+               "noise_win_rates": ("arena judge",), "canaries": ("DRFR judge", "arena judge"),
+               "panel": ("arena judge",), "panel_loo": ("arena judge",)}
+
+
+def captions(validity_summary: Mapping[str, Any] | None) -> dict[str, str]:
+    """Each table's caption, ending with its judges' known-answer controls
+    (:func:`isqaflow.report.validity.validity_note`) as every table built on a judge does."""
+    if validity_summary is None:
+        return dict(CAPTIONS)
+    return {table: " ".join([text, *(validity_note(validity_summary, i) for i in INSTRUMENTS[table])])
+            for table, text in CAPTIONS.items()}
 
 
 def run_judge_audit(judged_paths: Mapping[str, Mapping[str, str]], validity_paths: Mapping[str, Sequence[str]],
                     judge_pairs: Sequence[Mapping[str, Any]], previous_manifest: str | Path, tables_dir: str | Path,
                     canaries_path: str | Path, panel_rule: str = "majority", rounds: int = 1000,
-                    seed: int = 0) -> None:
-    """Entry point of rule judge_audit: ``judged_paths`` run -> judge -> judged pairs file;
-    ``validity_paths`` suite ("arena", "drfr") -> its judges' control records."""
-    judged = {run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges.items()}
-              for run, judges in judged_paths.items()}
+                    seed: int = 0, drfr_paths: Mapping[str, Mapping[str, str]] | None = None,
+                    judges: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+                    validity_summary_path: str | Path | None = None) -> None:
+    """Entry point of rule judge_audit: ``judged_paths`` run -> arena judge -> judged pairs file;
+    ``drfr_paths`` dataset -> DRFR judge -> judgments file; ``validity_paths`` suite ("arena",
+    "drfr") -> its judges' control records; ``judges`` suite -> judge -> its config entry (mode,
+    generation, reuse_calls); ``validity_summary_path``: results/validity/summary.json, whose
+    controls end every caption."""
+    judged = {run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges_.items()}
+              for run, judges_ in judged_paths.items()}
+    drfr = {run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges_.items()}
+            for run, judges_ in (drfr_paths or {}).items()}
+    judges = judges or {}
     arena = summarize_canaries(validity_paths.get("arena", ()))
     summary = {**arena, **summarize_canaries(validity_paths.get("drfr", ()))}
     previous = previous_canaries(previous_manifest)
@@ -225,12 +296,15 @@ def run_judge_audit(judged_paths: Mapping[str, Mapping[str, str]], validity_path
     log.info("canaries vs %s: %s", previous_manifest, dict(sorted(pd.Series(status).value_counts().items()))
              if status else "none")
     write_json(canaries_path, summary)
+    text = captions(read_json(validity_summary_path) if validity_summary_path else None)
     out = Path(tables_dir)
     selfpref = self_preference_table(judge_pairs, judged)
-    _write(selfpref, out / "judges_self_preference", CAPTIONS["self_preference"], _side_by_side(selfpref))
-    _write(noise_table(judged, status, arena), out / "judges_noise", CAPTIONS["noise"])
-    _write(noise_win_rates(judged, rounds, seed), out / "judges_noise_win_rates", CAPTIONS["noise_win_rates"])
-    _write(canary_table(summary, status, previous), out / "judges_canaries", CAPTIONS["canaries"])
-    agreement, loo = panel_tables(judged, panel_rule, rounds, seed)
-    _write(agreement, out / "judges_panel", CAPTIONS["panel"])
-    _write(loo, out / "judges_panel_loo", CAPTIONS["panel_loo"])
+    _write(selfpref, out / "judges_self_preference", text["self_preference"], _side_by_side(selfpref))
+    _write(noise_table(judged, status, summary, drfr, judges), out / "judges_noise", text["noise"])
+    _write(noise_win_rates(judged, rounds, seed), out / "judges_noise_win_rates", text["noise_win_rates"])
+    _write(canary_table(summary, status, previous), out / "judges_canaries", text["canaries"])
+    reuse = {judge: entry["reuse_calls"] for judge, entry in judges.get("arena", {}).items()
+             if entry.get("reuse_calls")}
+    agreement, loo = panel_tables(judged, panel_rule, rounds, seed, reuse)
+    _write(agreement, out / "judges_panel", text["panel"])
+    _write(loo, out / "judges_panel_loo", text["panel_loo"])

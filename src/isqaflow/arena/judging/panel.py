@@ -14,8 +14,8 @@ Several judges in ``arena.judges`` judge the same pairs (same ``pair_id`` in eac
 * **Leave one out**: each system's win rate against the LFRQA reference (its reference
   pairs: share of pairs it wins) under the whole panel, and under the panel without each
   judge in turn; Kendall's tau between the two orders of the systems, whether the top system
-  stays, and the largest change of a system's rank.  Two judges: leaving one out is the
-  other judge alone.
+  stays (none when several share the highest rate), and the largest change of a system's rank.
+  Two judges: leaving one out is the other judge alone.
 """
 
 from __future__ import annotations
@@ -89,6 +89,13 @@ def panel_agreement(table: pd.DataFrame, judges: Sequence[str], rounds: int = 10
     if not len(labels):
         return result
     result["raw_agreement"] = float((labels == labels[:, :1]).all(axis=1).mean())
+    # A judge that gives one verdict to every pair has no variance: kappa is 0 (or undefined)
+    # whatever the other judges do, and every bootstrap resample repeats it -- a degenerate
+    # [0, 0] interval that reads like a measurement.  Report it as not identified instead.
+    constant = [(j, labels[0, i]) for i, j in enumerate(judges) if (labels[:, i] == labels[0, i]).all()]
+    if constant:
+        result["not_identified"] = "; ".join(f"{j} gives '{v}' to all {len(labels)} pairs" for j, v in constant)
+        return result
     boot = bootstrap_ci(np.arange(len(labels)), lambda idx: _kappa(labels[idx.astype(int)]), rounds=rounds,
                         seed=seed)
     result.update(kappa=boot["estimate"], lower=boot["lower"], upper=boot["upper"])
@@ -117,6 +124,15 @@ def win_rates_of(table: pd.DataFrame, judges: Sequence[str], rule: str = "majori
     return wins.sort_index().rename("win_rate")
 
 
+def _top(rates: pd.Series) -> str | None:
+    """The system with the highest rate; None without rates or when several share the highest
+    (a tie has no top system: the first name of a tie would pass for one)."""
+    rates = rates.dropna()
+    if rates.empty or (rates == rates.max()).sum() > 1:
+        return None
+    return str(rates.idxmax())
+
+
 def _ranks(rates: pd.Series) -> pd.Series:
     return rates.rank(ascending=False, method="min")
 
@@ -131,8 +147,7 @@ def leave_one_out(table: pd.DataFrame, judges: Sequence[str], rule: str = "major
         both = full.notna() & rates.notna()
         tau = float(kendalltau(full[both], rates[both]).statistic) if both.sum() >= 2 else np.nan
         shift = (_ranks(full[both]) - _ranks(rates[both])).abs()
-        top_full = full.idxmax() if full.notna().any() else None
-        top = rates.idxmax() if rates.notna().any() else None
+        top_full, top = _top(full), _top(rates)
         rows.append({"left_out": left_out, "judges_kept": ", ".join(kept), "systems": int(both.sum()),
                      "kendall_tau": tau, "top_system": top, "top_system_panel": top_full,
                      "top_same": None if top is None or top_full is None else top == top_full, "max_rank_shift": float(shift.max()) if len(shift) else np.nan})
