@@ -37,7 +37,7 @@ rule retrieve:
         options=lambda wc: retriever_options(wc.retriever),
         ks=config["arena"]["k"],
         cache_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
-        code=code("isqaflow.arena.retrieval"),
+        code=code("isqaflow.arena.retrieval.bm25_dense"),
     script:
         "../scripts/retrieve.py"
 
@@ -65,7 +65,7 @@ rule colbert_index:
     params:
         options=lambda wc: retriever_options(wc.retriever),
         index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
-        code=code("isqaflow.arena.colbert"),
+        code=code("isqaflow.arena.retrieval.colbert"),
     script:
         "../scripts/colbert_index.py"
 
@@ -95,7 +95,7 @@ rule retrieve_colbert:
         options=lambda wc: retriever_options(wc.retriever),
         ks=config["arena"]["k"],
         index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
-        code=code("isqaflow.arena.colbert"),
+        code=code("isqaflow.arena.retrieval.colbert"),
     script:
         "../scripts/retrieve_colbert.py"
 
@@ -182,7 +182,7 @@ rule arena_judge:
         all_pairs=lambda wc: arena_run(wc.retriever, wc.k)["all_pairs_per_domain"],
         repeats=lambda wc: arena_judge_entry(wc.judge)["repeats"],
         seed=config["seed"],
-        code=code("isqaflow.arena.battles"),
+        code=code("isqaflow.arena.judging.battles"),
     script:
         "../scripts/arena_judge.py"
 
@@ -222,7 +222,7 @@ rule arena_judge_checks:
         controls=config["validity"]["arena"]["controls"],
         per_domain=config["validity"]["arena"]["per_domain"],
         seed=config["seed"],
-        code=code("isqaflow.arena.checks"),
+        code=code("isqaflow.arena.judging.controls"),
     script:
         "../scripts/arena_judge_checks.py"
 
@@ -263,7 +263,7 @@ rule arena_summaries:
         orders=config["arena"]["orders"],
         verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         seed=config["seed"],
-        code=code("isqaflow.arena.summaries"),
+        code=code("isqaflow.arena.judging.summaries"),
     script:
         "../scripts/arena_summaries.py"
 

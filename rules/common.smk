@@ -11,15 +11,15 @@ SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
-from isqaflow.arena import verdicts  # noqa: E402
+from isqaflow.arena.judging import verdicts  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow import grid  # noqa: E402
 from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
-from isqaflow.models import gpu_plan  # noqa: E402
-from isqaflow.models.servecheck import check_serving  # noqa: E402
-from isqaflow.models.weights import hub_models  # noqa: E402
+from isqaflow.models.planning import gpu_plan  # noqa: E402
+from isqaflow.models.planning.servecheck import check_serving  # noqa: E402
+from isqaflow.models.weights.hub import hub_models  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 from isqaflow.runtime import use_weights_cache  # noqa: E402
 
@@ -76,9 +76,9 @@ def exit_on_config_problems():
 
 def check_api_models_or_exit():
     """At the start of a run (onstart: not in a dry run), on the submit host, before any job:
-    every API model is listed by its endpoint (isqaflow.models.api_models.check_api_models).
+    every API model is listed by its endpoint (isqaflow.models.api.model_lists.check_api_models).
     """
-    from isqaflow.models.api_models import check_api_models
+    from isqaflow.models.api.model_lists import check_api_models
 
     problems = check_api_models(config["models"])
     if problems:
@@ -106,7 +106,9 @@ def print_gpu_plan():
         sys.argv
     ):
         table = gpu_plan.plan_table(gpu_plan.plan_grid(config))
-        print(f"GPU plan (isqaflow.models.gpu_plan):\n{table}", file=sys.stderr)
+        print(
+            f"GPU plan (isqaflow.models.planning.gpu_plan):\n{table}", file=sys.stderr
+        )
 
 
 def code(*modules):
@@ -186,7 +188,7 @@ _job_plans = {}
 
 
 def job_plan(rule, wildcards):
-    """The GPU plan of one job (isqaflow.models.gpu_plan); None without a gpu_plan section."""
+    """The GPU plan of one job (isqaflow.models.planning.gpu_plan); None without a gpu_plan section."""
     if config.get("gpu_plan") is None:
         return None
     key = (rule, tuple(sorted(dict(wildcards).items())))

@@ -43,6 +43,6 @@ rule judge_audit:
         panel_rule=config["arena"]["panel_verdict"],
         rounds=config["arena"]["bootstrap_rounds"],
         seed=config["seed"],
-        code=code("isqaflow.arena.judge_audit"),
+        code=code("isqaflow.arena.judging.judge_audit"),
     script:
         "../scripts/judge_audit.py"

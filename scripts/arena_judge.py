@@ -1,6 +1,6 @@
 """Pairwise judging against LFRQA and between models (rule arena_judge)."""
 
-from isqaflow.arena.battles import run_arena_judge
+from isqaflow.arena.judging.battles import run_arena_judge
 from isqaflow.models.cache import copy_calls
 from isqaflow.runtime import call_cache_of, job
 

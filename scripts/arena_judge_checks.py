@@ -1,6 +1,6 @@
 """The arena judge on the human-labelled pairs and the known-answer controls (rule arena_judge_checks)."""
 
-from isqaflow.arena.checks import run_judge_checks
+from isqaflow.arena.judging.controls import run_judge_checks
 from isqaflow.models.cache import copy_calls
 from isqaflow.runtime import call_cache_of, job
 

@@ -1,6 +1,6 @@
 """ISQA summaries in the arena: vs the abstract and head to head (rule arena_summaries)."""
 
-from isqaflow.arena.summaries import run_summary_arena
+from isqaflow.arena.judging.summaries import run_summary_arena
 from isqaflow.models.cache import copy_calls
 from isqaflow.runtime import call_cache_of, job
 

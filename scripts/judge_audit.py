@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from isqaflow.arena.judge_audit import run_judge_audit
+from isqaflow.arena.judging.judge_audit import run_judge_audit
 from isqaflow.runtime import job
 
 with job(snakemake):

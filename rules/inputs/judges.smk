@@ -2,7 +2,7 @@
 
 from isqaflow.configcheck.families import judge_system_pairs  # noqa: E402
 
-# the tables of isqaflow.arena.judge_audit (TABLES; tests/unit/arena/test_judge_audit.py checks they agree)
+# the tables of isqaflow.arena.judging.judge_audit (TABLES; tests/unit/arena/test_judge_audit.py checks they agree)
 JUDGE_TABLES = [
     "self_preference",
     "noise",

@@ -66,7 +66,7 @@ def export_workflow_environment(src: str, argv: list[str]) -> None:
     * the command that started the run, for the provenance manifest (an environment
       variable rather than a rule parameter, so that it never triggers a rerun);
     * ``HF_HUB_OFFLINE=1``: jobs load Hub weights from the cache that rule
-      ``fetch_weights`` filled (:mod:`isqaflow.models.weights`), never from the network;
+      ``fetch_weights`` filled (:mod:`isqaflow.models.weights.hub`), never from the network;
       whether the run itself may reach the Hub is kept in ``ISQAFLOW_HUB_ONLINE`` for the
       jobs that fetch (:func:`allow_hub`).
     """

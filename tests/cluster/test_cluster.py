@@ -249,7 +249,7 @@ def test_downloads_extraction_and_weight_fetches_are_local_jobs(paper_dry_run):
     assert {"download", "extract", "fetch_weights", "manifest"} <= local_rules(workdir, run_env, "config/paper.yaml")
     planned = {j["rule"] for j in jobs}
     assert {"download", "extract", "fetch_weights"} <= planned
-    from isqaflow.models.weights import hub_models
+    from isqaflow.models.weights.hub import hub_models
 
     fetched = sorted(j["wildcards"].removeprefix("model=") for j in jobs if j["rule"] == "fetch_weights")
     used = hub_models(PAPER["models"], PAPER["arena"]["retrievers"])

@@ -249,7 +249,7 @@ def test_planned_device():
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks a machine without a CUDA device")
 def test_an_in_process_model_in_a_gpu_job_without_a_gpu_fails_naming_job_and_model(tmp_path, tiny_causal, monkeypatch):
-    from isqaflow.models.hf import HFModel
+    from isqaflow.models.inprocess.hf import HFModel
 
     monkeypatch.delenv(devices.GPUS_ENV, raising=False)
     message = r"job drfr_judge \{'judge': 'vicuna'\}.*model judge-7b.*models\.judge-7b\.device: cpu"
@@ -263,7 +263,7 @@ def test_an_in_process_model_in_a_gpu_job_without_a_gpu_fails_naming_job_and_mod
 
 @pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks a machine without a CUDA device")
 def test_retrievers_in_a_gpu_job_without_a_gpu_fail_and_colbert_gets_its_device(tmp_path, monkeypatch):
-    from isqaflow.arena import colbert
+    from isqaflow.arena.retrieval import colbert
     from isqaflow.text.embeddings import load_encoder
 
     monkeypatch.delenv(devices.GPUS_ENV, raising=False)
@@ -327,7 +327,7 @@ SERVER_JOB = textwrap.dedent("""
     from pathlib import Path
     from types import SimpleNamespace
     from isqaflow import runtime
-    from isqaflow.models.serve_process import ManagedServer
+    from isqaflow.models.served.process import ManagedServer
 
     out = Path(sys.argv[1])
     smk = SimpleNamespace(log=[str(out.with_suffix(".log"))], threads=1, rule="fake_served_job", wildcards={},
@@ -345,7 +345,7 @@ SERVER_JOB = textwrap.dedent("""
 
 
 def test_after_kill_9_the_devices_stay_taken_until_the_orphaned_server_is_gone(tmp_path):
-    from isqaflow.models.serve_process import group_alive
+    from isqaflow.models.served.process import group_alive
 
     env = _env(tmp_path, "fake0")
     out = tmp_path / "served.json"

@@ -76,7 +76,7 @@ def wait_listed(url: str, model: str, proc: subprocess.Popen, log: Path, timeout
 
 def start_api_endpoint(python: str, workdir: Path, scratch: Path) -> tuple[subprocess.Popen, str, float]:
     """A real vLLM server standing in for OpenAI's API (the embedded model, converted here)."""
-    from isqaflow.models.convert import convert_gguf_package
+    from isqaflow.models.weights.convert import convert_gguf_package
 
     smollm2 = yaml.safe_load((workdir / "config/config.yaml").read_text())["models"]["smollm2"]["convert"]
     model = convert_gguf_package(smollm2["package"], smollm2["gguf_file"], scratch / "api-model", dtype="bfloat16")

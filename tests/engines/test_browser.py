@@ -18,11 +18,11 @@ import pandas as pd
 import pytest
 
 from isqaflow.arena.browse import arena_items, pair_item, run_arena_browser
-from isqaflow.arena.checks import build_controls, control_records
-from isqaflow.arena.judge import judge_pairs
-from isqaflow.arena.ratings import win_rates
+from isqaflow.arena.judging.controls import build_controls, control_records
+from isqaflow.arena.judging.judge import judge_pairs
+from isqaflow.arena.ratings.bootstrap import win_rates
 from isqaflow.arena.tables import outcomes_vs
-from isqaflow.arena.verdicts import position_consistency
+from isqaflow.arena.judging.verdicts import position_consistency
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import write_jsonl
 from isqaflow.models.base import LanguageModel

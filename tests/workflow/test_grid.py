@@ -7,7 +7,7 @@ tests/workflow/test_paper_grid.py), the paper grid with an ISQA run narrowed to 
 summarizer and an arena run with ``answerers: []``, and the embedded default with
 ``answerers: []``.  For each, the jobs of every model-stage rule of the DAG (rule, wildcards,
 first output) equal :func:`isqaflow.grid.jobs`, and the GPU plan's jobs
-(:func:`isqaflow.models.gpu_plan.grid_jobs`, what the serving check plans) are the same jobs.
+(:func:`isqaflow.models.planning.gpu_plan.grid_jobs`, what the serving check plans) are the same jobs.
 Then unit tests of the grid on constructed configs (no Snakemake).
 """
 
@@ -23,7 +23,7 @@ import yaml
 from workflow_utils import REPO, copy_repo, snakemake
 
 from isqaflow import grid
-from isqaflow.models.gpu_plan import grid_jobs, plan_grid
+from isqaflow.models.planning.gpu_plan import grid_jobs, plan_grid
 
 EMBEDDED = yaml.safe_load((REPO / "config/config.yaml").read_text())
 PAPER = yaml.safe_load((REPO / "config/paper.yaml").read_text())
@@ -228,7 +228,7 @@ def test_setting_reads_a_dotted_path():
 def test_the_serving_check_checks_only_the_models_of_the_grids_jobs():
     """An answerer that no arena run lists makes no job: its decoding is not checked (the check
     named the API answerers before, and a config failed over jobs that never run)."""
-    from isqaflow.models.servecheck import check_serving
+    from isqaflow.models.planning.servecheck import check_serving
 
     config = copy.deepcopy(PAPER)
     config["arena"]["generation"]["no_repeat_ngram_size"] = 3  # neither vLLM nor an API honours it

@@ -229,7 +229,7 @@ def check_models(refs: References) -> None:
                                                  f"so its model path must be {CONVERTED_MODELS}/<folder>")
     bad_key_env = set()
     for name, entry in models.items():  # used or not: a key pasted there would sit in the manifest
-        try:  # the jobs read the same definition (isqaflow.models.registry, isqaflow.models.api_models)
+        try:  # the jobs read the same definition (isqaflow.models.registry, isqaflow.models.api.model_lists)
             api_key_variable(entry)
         except ValueError as err:
             refs.problem(f"models.{name}.api_key_env", f"model {name!r}: {err}")

@@ -349,7 +349,7 @@ def run_refine(papers_path, baseline_path, steps_out, summaries_out, job: Refine
     """Entry point of rule isqa_refine: Algorithm 1 over all papers of a dataset.
 
     With ``validity_out``, the feedback model's known-answer control
-    (:mod:`isqaflow.isqa.control`, config ``validity.feedback``: ``controls`` and
+    (:mod:`isqaflow.isqa.controls`, config ``validity.feedback``: ``controls`` and
     ``per_paper``) runs in the same job on the first summaries and its records are
     written there (an empty file when no control is configured).
     """
@@ -390,7 +390,7 @@ def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]],
     settings (threshold, zero-F1 policy, prompt style, evidence mode) and the pairs the
     loop may draw.
     """
-    from isqaflow.isqa import control
+    from isqaflow.isqa import controls as control
 
     unknown = sorted(set(validity.get("controls", [])) - set(control.CONTROLS))
     if unknown:

@@ -13,7 +13,7 @@ result)`` pairs of that batch, indices into the request list.  The call cache
 (:class:`~.cache.CachedModel`) commits them there, so a killed job loses at most the
 batch in flight while the backend keeps its own plan (length order, prefix groups).
 
-Backends (:mod:`.hf`, :mod:`.openai`) implement it; :class:`~.cache.CachedModel`
+Backends (:mod:`.inprocess.hf`, :mod:`.api.openai`, :mod:`.served.model`) implement it; :class:`~.cache.CachedModel`
 wraps any backend with the persistent call cache.
 """
 

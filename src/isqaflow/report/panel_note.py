@@ -1,7 +1,7 @@
 """The arena judge panel in the leaderboard's notes: agreement, panel verdict, leave one out.
 
 Reads the judges' audit tables (results/tables/judges_panel.csv and judges_panel_loo.csv,
-written by :mod:`isqaflow.arena.judge_audit`, a floor above this one) and says per retrieval
+written by :mod:`isqaflow.arena.judging.judge_audit`, a floor above this one) and says per retrieval
 run, in one line: the judges, the kappa with its 95% interval and n, the raw agreement, the
 panel's verdict rule, the ranking's stability when each judge is left out (Kendall's tau, the
 top system kept or not, the largest rank change) and the note on judges that are not

@@ -210,7 +210,7 @@ class _Passage:
 def _text_judge_bounds(arena: Mapping[str, Any], job: grid.Job) -> tuple[int, int]:
     """An arena judge's completion bound per call and its orders per pair; a log-prob judge has
     no API formula (:class:`NoFormula`)."""
-    from isqaflow.arena.judge import DEFAULT_PARAMS
+    from isqaflow.arena.judging.judge import DEFAULT_PARAMS
 
     judge = arena["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
@@ -221,7 +221,7 @@ def _text_judge_bounds(arena: Mapping[str, Any], job: grid.Job) -> tuple[int, in
 
 def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
                  ) -> tuple[int, int, int, str]:
-    from isqaflow.arena.battles import all_pairs
+    from isqaflow.arena.judging.battles import all_pairs
 
     arena = config["arena"]
     out, orders = _text_judge_bounds(arena, job)
@@ -271,7 +271,7 @@ def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool
     the same text, the same pair listed twice) are one call, as the call cache makes them;
     placeholders at the length bound are not compared.  Our own prompt's length is counted,
     also for ``prompts: published`` (its files are downloaded by the run)."""
-    from isqaflow.arena.judge import pair_request
+    from isqaflow.arena.judging.judge import pair_request
 
     if bounded:
         return len(pairs) * orders, sum(count(pair_request(q, a, b)) for q, a, b in pairs) * orders
@@ -283,8 +283,8 @@ def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool
 
 def _arena_judge_checks(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
                         ) -> tuple[int, int, int, str]:
-    from isqaflow.arena.checks import build_controls, human_pairs
-    from isqaflow.arena.judge import pair_request
+    from isqaflow.arena.judging.controls import build_controls, human_pairs
+    from isqaflow.arena.judging.judge import pair_request
 
     arena = config["arena"]
     out, orders = _text_judge_bounds(arena, job)

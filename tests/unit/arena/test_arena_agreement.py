@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy.stats import t as student_t
 
-from isqaflow.arena.agreement import (
+from isqaflow.arena.judging.agreement import (
     cohen_kappa,
     human_majority,
     judge_human_agreement,
@@ -122,7 +122,7 @@ def test_judge_human_agreement_rejects_judge_pairs_without_humans():
 
 
 def test_fitted_tie_band_reproduces_the_human_ties():
-    from isqaflow.arena.verdicts import calibrated_side, fit_tie_band
+    from isqaflow.arena.judging.verdicts import calibrated_side, fit_tie_band
 
     margins = [0.05, -0.3, 1.2, -0.8, 0.1, 2.0, -0.02, 0.6, float("nan")]
     human = [0, 0, 1, -1, 1, 1, 0, -1, 0]
@@ -181,7 +181,7 @@ def test_agreement_table_adds_the_fitted_band(tmp_path):
 def test_leave_one_out_tie_band_judges_each_pair_out_of_sample():
     """In sample the band 0.025 ties exactly the two human ties (4/4 right); left out, the pair
     at 0.03 meets the band fitted on the others, (0.02 + 0.04) / 2 = 0.03, and becomes a tie."""
-    from isqaflow.arena.verdicts import calibrated_side, fit_tie_band, loo_tie_band_sides
+    from isqaflow.arena.judging.verdicts import calibrated_side, fit_tie_band, loo_tie_band_sides
 
     margins, human = [0.01, 0.02, 0.03, 0.04], [0, 0, 1, 1]
     band = fit_tie_band(margins, human)["tie_band"]

@@ -8,7 +8,7 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from isqaflow.arena.battles import REFERENCE, all_pairs, reference_pairs, run_arena_judge
+from isqaflow.arena.judging.battles import REFERENCE, all_pairs, reference_pairs, run_arena_judge
 from isqaflow.arena.tables import ratings_table, win_rate_table
 from isqaflow.data.schema import RagQuery
 from isqaflow.models.base import Generation, LanguageModel

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from isqaflow.arena.checks import (
+from isqaflow.arena.judging.controls import (
     CONTROLS,
     build_controls,
     control_chance,
     control_records,
     run_judge_checks,
 )
-from isqaflow.arena.judge import judge_pairs
+from isqaflow.arena.judging.judge import judge_pairs
 from isqaflow.arena.no_answer import NO_ANSWER
 from isqaflow.data.schema import RagQuery
 from isqaflow.models.base import Generation, LanguageModel

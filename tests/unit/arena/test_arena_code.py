@@ -52,19 +52,19 @@ def test_rule_hashes_the_module_its_script_runs(rule):
 
 # What each rule's job must not depend on: code it never runs.
 NOT_RUN = {
-    "retrieve": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judge", "isqaflow.arena.colbert"),
-    "colbert_index": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judge", "isqaflow.text.embeddings"),
-    "retrieve_colbert": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judge",
+    "retrieve": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judging.judge", "isqaflow.arena.retrieval.colbert"),
+    "colbert_index": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judging.judge", "isqaflow.text.embeddings"),
+    "retrieve_colbert": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judging.judge",
                          "isqaflow.text.embeddings"),
-    "rag_answers": ("isqaflow.arena.retrieval", "isqaflow.arena.judge", "isqaflow.text.embeddings"),
-    "arena_judge": ("isqaflow.arena.summaries", "isqaflow.arena.checks", "isqaflow.arena.answers",
-                    "isqaflow.arena.retrieval", "isqaflow.arena.agreement", "isqaflow.arena.tables"),
-    "arena_summaries": ("isqaflow.arena.battles", "isqaflow.arena.checks", "isqaflow.arena.answers",
-                        "isqaflow.arena.retrieval"),
-    "arena_tables": ("isqaflow.models", "isqaflow.arena.judge", "isqaflow.arena.battles",
-                     "isqaflow.arena.answers", "isqaflow.arena.retrieval"),
-    "arena_judge_checks": ("isqaflow.arena.battles", "isqaflow.arena.summaries", "isqaflow.arena.answers",
-                           "isqaflow.arena.retrieval", "isqaflow.arena.tables"),
+    "rag_answers": ("isqaflow.arena.retrieval.bm25_dense", "isqaflow.arena.judging.judge", "isqaflow.text.embeddings"),
+    "arena_judge": ("isqaflow.arena.judging.summaries", "isqaflow.arena.judging.controls", "isqaflow.arena.answers",
+                    "isqaflow.arena.retrieval.bm25_dense", "isqaflow.arena.judging.agreement", "isqaflow.arena.tables"),
+    "arena_summaries": ("isqaflow.arena.judging.battles", "isqaflow.arena.judging.controls", "isqaflow.arena.answers",
+                        "isqaflow.arena.retrieval.bm25_dense"),
+    "arena_tables": ("isqaflow.models", "isqaflow.arena.judging.judge", "isqaflow.arena.judging.battles",
+                     "isqaflow.arena.answers", "isqaflow.arena.retrieval.bm25_dense"),
+    "arena_judge_checks": ("isqaflow.arena.judging.battles", "isqaflow.arena.judging.summaries", "isqaflow.arena.answers",
+                           "isqaflow.arena.retrieval.bm25_dense", "isqaflow.arena.tables"),
 }
 
 

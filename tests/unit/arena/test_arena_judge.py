@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isqaflow.arena.judge import FEW_SHOT, SYSTEM_PROMPT, judge_pairs, pair_request
-from isqaflow.arena.ratings import battles_from_verdicts
-from isqaflow.arena.verdicts import combine_orders, parse_verdict, position_consistency
+from isqaflow.arena.judging.judge import FEW_SHOT, SYSTEM_PROMPT, judge_pairs, pair_request
+from isqaflow.arena.ratings.bootstrap import battles_from_verdicts
+from isqaflow.arena.judging.verdicts import combine_orders, parse_verdict, position_consistency
 from isqaflow.models.base import Generation, GenerationParams, LanguageModel, Request
 from isqaflow.models.registry import load_model
 
@@ -454,7 +454,7 @@ def test_calibrated_rule_needs_logprobs_of_both_orders():
 
 
 def test_check_verdict_rule_names_the_judge():
-    from isqaflow.arena.verdicts import check_verdict_rule
+    from isqaflow.arena.judging.verdicts import check_verdict_rule
 
     with pytest.raises(ValueError, match=r"^arena\.judges\.gpt4: rule 'calibrated'.*mode 'text'"):
         check_verdict_rule("arena.judges.gpt4", mode="text", rule="calibrated")

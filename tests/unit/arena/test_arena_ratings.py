@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from scipy.optimize import root
 
-from isqaflow.arena.bradley_terry import PSEUDO_COUNT, bradley_terry
-from isqaflow.arena.elo import online_elo
-from isqaflow.arena.ratings import (
+from isqaflow.arena.ratings.bradley_terry import PSEUDO_COUNT, bradley_terry
+from isqaflow.arena.ratings.elo import online_elo
+from isqaflow.arena.ratings.bootstrap import (
     battles_from_verdicts,
     bootstrap_cell_counts,
     bootstrap_ratings,
@@ -342,7 +342,7 @@ def test_win_rates_exclude_invalid_from_denominators():
 
 def test_bradley_terry_stays_finite_and_separation_is_flagged():
     """C loses every battle: no finite MLE; the pseudo-count keeps every fit finite and the rows say so."""
-    from isqaflow.arena.ratings import bootstrap_ratings, bt_separation
+    from isqaflow.arena.ratings.bootstrap import bootstrap_ratings, bt_separation
 
     rows = [("A", "B", "model_a"), ("B", "A", "model_a"), ("A", "B", "tie")] + [("A", "C", "model_a")] * 3
     rows += [("C", "B", "model_b")] * 2
@@ -363,7 +363,7 @@ def test_separation_through_centring_is_flagged_for_every_player():
     """C loses to A every time and beats B once in 8: in the resamples that miss that one win,
     C is separated, its rating goes to the prior, and the centring on the mean lifts A and B by
     hundreds of points although neither is itself separated (issue 30: their flag said 0%)."""
-    from isqaflow.arena.ratings import bt_separation
+    from isqaflow.arena.ratings.bootstrap import bt_separation
 
     rows = [("A", "B", "model_a"), ("B", "A", "model_a")] * 4 + [("A", "C", "model_a")] * 4
     rows += [("B", "C", "model_a")] * 7 + [("B", "C", "model_b")]
@@ -382,7 +382,7 @@ def test_separation_through_centring_is_flagged_for_every_player():
 def test_group_separation_is_flagged():
     """A and B always beat C and D (each group wins and loses inside): nobody alone is separated,
     but no finite maximum-likelihood fit exists in any resample."""
-    from isqaflow.arena.ratings import bt_separation
+    from isqaflow.arena.ratings.bootstrap import bt_separation
 
     rows = [("A", "B", "model_a"), ("A", "B", "model_b"), ("C", "D", "model_a"), ("C", "D", "model_b")] * 3
     rows += [("A", "C", "model_a"), ("B", "D", "model_a"), ("D", "A", "model_b"), ("C", "B", "model_b")] * 3

@@ -1,4 +1,4 @@
-"""ColBERT retrieval (isqaflow.arena.colbert) in the main environment, with a test double of
+"""ColBERT retrieval (isqaflow.arena.retrieval.colbert) in the main environment, with a test double of
 its engine protocol; PyLate itself runs in tests/engines/test_colbert_pylate.py (colbert env)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from isqaflow.arena import colbert
-from isqaflow.arena.colbert import build_colbert_index, retrieve_colbert, run_colbert_index, run_colbert_retrieval
-from isqaflow.arena.retrieval import run_retrieval
+from isqaflow.arena.retrieval import colbert
+from isqaflow.arena.retrieval.colbert import build_colbert_index, retrieve_colbert, run_colbert_index, run_colbert_retrieval
+from isqaflow.arena.retrieval.bm25_dense import run_retrieval
 from isqaflow.codehash import dependencies
 from isqaflow.data.schema import Passage
 from isqaflow.io import read_json, read_jsonl, write_jsonl
@@ -167,18 +167,18 @@ def test_the_jobs_write_what_rule_retrieve_writes(tmp_path):
 
 
 def test_the_main_environment_never_imports_pylate():
-    code = ("import sys, isqaflow.arena.colbert, isqaflow.arena.retrieval; "
+    code = ("import sys, isqaflow.arena.retrieval.colbert, isqaflow.arena.retrieval.bm25_dense; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pylate', 'torch', 'fast_plaid') "
-            "or m == 'isqaflow.arena.colbert_pylate'))")
+            "or m == 'isqaflow.arena.retrieval.colbert_pylate'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
     # the PyLate engine is part of the colbert jobs' code version, not of rule retrieve's
-    assert "isqaflow.arena.colbert_pylate" in dependencies("isqaflow.arena.colbert")
-    assert "isqaflow.arena.colbert_pylate" not in dependencies("isqaflow.arena.retrieval")
+    assert "isqaflow.arena.retrieval.colbert_pylate" in dependencies("isqaflow.arena.retrieval.colbert")
+    assert "isqaflow.arena.retrieval.colbert_pylate" not in dependencies("isqaflow.arena.retrieval.bm25_dense")
 
 
 def test_without_pylate_the_engine_says_where_it_lives(monkeypatch):
     monkeypatch.setitem(sys.modules, "pylate", None)  # as in the main environment
-    monkeypatch.delitem(sys.modules, "isqaflow.arena.colbert_pylate", raising=False)
+    monkeypatch.delitem(sys.modules, "isqaflow.arena.retrieval.colbert_pylate", raising=False)
     with pytest.raises(ImportError, match=r"needs PyLate.*envs/colbert.yaml"):
         colbert.pylate_engine("colbert-ir/colbertv2.0")

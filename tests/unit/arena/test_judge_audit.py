@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isqaflow.arena.agreement import cohen_kappa
-from isqaflow.arena.judge_audit import TABLES, flip_rate_kind, flip_rates, run_judge_audit, win_rate_intervals
-from isqaflow.arena.panel import (
+from isqaflow.arena.judging.agreement import cohen_kappa
+from isqaflow.arena.judging.judge_audit import TABLES, flip_rate_kind, flip_rates, run_judge_audit, win_rate_intervals
+from isqaflow.arena.judging.panel import (
     fleiss_kappa,
     leave_one_out,
     panel_agreement,

@@ -9,7 +9,7 @@ import json
 import pytest
 from test_arena_judge import FakeJudge, make_pairs, shown_answers
 
-from isqaflow.arena.judge import REPEATED_KEYS, judge_with_model
+from isqaflow.arena.judging.judge import REPEATED_KEYS, judge_with_model
 from isqaflow.models.cache import CachedModel, CallCache, call_key
 
 
@@ -77,7 +77,7 @@ def test_one_repetition_keeps_the_keys_and_the_records(monkeypatch, tmp_path):
 def test_a_local_logprob_judge_repeats_to_the_same_verdicts(tiny_causal, tmp_path):
     """The real backend and call cache: k = 2 stores both repetitions; a deterministic log-prob
     judge gives the same verdicts each time (flip rate 0), at twice the scoring."""
-    from isqaflow.arena.judge_audit import flip_rates
+    from isqaflow.arena.judging.judge_audit import flip_rates
 
     spec = {"backend": "hf", "model": str(tiny_causal)}
     once = judge_with_model(make_pairs(3), spec, "j", "logprob", "both", 0, None, tmp_path / "once.sqlite",

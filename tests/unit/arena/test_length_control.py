@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isqaflow.arena.length import (
+from isqaflow.arena.ratings.length import (
     MIN_PAIRS,
     fit_logistic,
     lc_table,
@@ -203,7 +203,7 @@ def test_a_systems_difficulty_term_comes_from_the_other_systems():
     """One pair per query: a difficulty fit over the system's own pairs would restate its
     outcomes.  Each system's difficulties come from the others' pairs; alone, it has none.
     (24 easy queries, 6 hard ones, the same for both systems.)"""
-    from isqaflow.arena.length import _design, fit_lc
+    from isqaflow.arena.ratings.length import _design, fit_lc
 
     rng = np.random.default_rng(5)
     rows = [{"system": s, "baseline": "ref", "query": f"q{i}",

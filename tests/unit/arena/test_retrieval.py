@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from isqaflow.arena import retrieval
-from isqaflow.arena.retrieval import recall_at_k, retrieve
+from isqaflow.arena.retrieval import bm25_dense as retrieval
+from isqaflow.arena.retrieval.bm25_dense import recall_at_k, retrieve
 from isqaflow.data.schema import Passage, RagQuery
 
 TEXTS = {
@@ -155,7 +155,7 @@ def test_dense_cache_is_reused_and_invalidated_by_changed_text(tmp_path, monkeyp
 
 
 def test_dense_logs_progress(tmp_path, caplog):
-    with caplog.at_level("INFO", logger="isqaflow.arena.retrieval"):
+    with caplog.at_level("INFO", logger="isqaflow.arena.retrieval.bm25_dense"):
         retrieval.embed_passages(PASSAGES, tmp_path, batch_size=2, log_every=2)
     progress = [r.getMessage() for r in caplog.records if "passages/s" in r.getMessage()]
     assert len(progress) == 3  # 12 passages, 4 per logged chunk

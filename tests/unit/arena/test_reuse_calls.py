@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from test_arena_judge import FakeJudge, make_pairs, shown_answers
 
-from isqaflow.arena.judge import judge_with_model
+from isqaflow.arena.judging.judge import judge_with_model
 from isqaflow.models.cache import CachedModel, CallCache, copy_calls
 from isqaflow.runtime import call_cache_of
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from isqaflow.arena.agreement import read_human_labels
+from isqaflow.arena.judging.agreement import read_human_labels
 from isqaflow.data.convert import write_papers, write_qa_examples, write_rag
 from isqaflow.data.hotpotqa import convert_hotpotqa
 from isqaflow.data.infobench import convert_infobench

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from isqaflow.arena.agreement import read_human_labels
+from isqaflow.arena.judging.agreement import read_human_labels
 from isqaflow.data import convert
 from isqaflow.data.schema import Passage
 from isqaflow.io import RecordError, read_records, write_jsonl

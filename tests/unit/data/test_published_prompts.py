@@ -164,7 +164,7 @@ def test_arena_prompt_messages_follow_the_authors_processor(arena_files):
 
 
 def test_the_arena_judge_takes_the_published_prompt(arena_files):
-    from isqaflow.arena.judge import judge_pairs, pair_request
+    from isqaflow.arena.judging.judge import judge_pairs, pair_request
 
     prompt = load_arena_prompt(*arena_files)
     assert pair_request("q", "a", "b", prompt=prompt) == prompt.messages("q", "a", "b")
@@ -206,7 +206,7 @@ def test_paper_config_pins_the_published_prompt_files():
 
 def test_stage_entry_points_load_the_rules_prompt_files(infobench_file, arena_files, tmp_path, monkeypatch):
     """What rules drfr_judge/drfr_summaries and arena_judge/_judge_checks/_summaries pass as prompt_files."""
-    from isqaflow.arena.judge import judge_with_model
+    from isqaflow.arena.judging.judge import judge_with_model
     from isqaflow.drfr.judge import load_judge_prompt
     from isqaflow.models import registry
 

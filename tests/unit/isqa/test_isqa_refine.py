@@ -20,7 +20,7 @@ from isqaflow.finetune.formats import (
     parse_feedback,
 )
 from isqaflow.isqa import prompts
-from isqaflow.isqa.control import build_controls, gold_evidence_sentence, insert_sentence
+from isqaflow.isqa.controls import build_controls, gold_evidence_sentence, insert_sentence
 from isqaflow.isqa.feedback import DECISIONS, decide, likelihood_evidence
 from isqaflow.isqa.questions import generate_questions
 from isqaflow.isqa.refine import (

@@ -11,9 +11,9 @@ import types
 import pytest
 
 from isqaflow.models import usage
-from isqaflow.models.openai import OpenAIModel
+from isqaflow.models.api.openai import OpenAIModel
 from isqaflow.models.registry import load_model
-from isqaflow.models.serve import ServedModel
+from isqaflow.models.served.model import ServedModel
 
 
 class ModelList:
@@ -86,7 +86,7 @@ def test_local_endpoints_are_not_listed_unless_asked(endpoint, monkeypatch):
 
 
 def bare_served(engine: str = "vllm") -> ServedModel:
-    from isqaflow.models.serve import ServeSettings
+    from isqaflow.models.served.model import ServeSettings
 
     model = object.__new__(ServedModel)
     model.name = "m"
@@ -121,7 +121,7 @@ def test_beam_token_counts_are_the_best_beams():
 
 
 def test_the_run_checks_every_api_model_once_per_endpoint(endpoint):
-    from isqaflow.models.api_models import check_api_models
+    from isqaflow.models.api.model_lists import check_api_models
 
     models = {"judge": {"backend": "openai", "model": "gpt-4-0125-preview", "base_url": endpoint.url,
                         "check_model": True},
@@ -137,7 +137,7 @@ def test_the_run_checks_every_api_model_once_per_endpoint(endpoint):
 def test_an_endpoint_error_that_quotes_the_key_is_masked():
     """A 401 quotes the key it was sent ("Incorrect API key provided: sk-proj-..."): the onstart
     check's message printed it."""
-    from isqaflow.models.api_models import check_api_models
+    from isqaflow.models.api.model_lists import check_api_models
 
     key = "sk-proj-Zq8Xw2Vb5Nm1Lk4Jh7Gf0Ds3Ap6Oi9Uy2Tr5Ee8Ww1Qq4"
 
@@ -169,7 +169,7 @@ def test_an_endpoint_error_that_quotes_the_key_is_masked():
 
 
 def test_an_endpoint_that_cannot_be_listed_is_named_without_its_key(monkeypatch):
-    from isqaflow.models import api_models
+    from isqaflow.models.api import model_lists as api_models
 
     monkeypatch.setattr(api_models.time, "sleep", lambda s: None)
     closed = ModelList([])

@@ -1,4 +1,4 @@
-"""Batch mode (isqaflow.models.openai_batch) against a local stand-in of OpenAI's files and
+"""Batch mode (isqaflow.models.api.batch) against a local stand-in of OpenAI's files and
 batches endpoints built from the openai package's own types (tests/api_double.py BatchDouble).
 
 The DRFR responses stage runs on the embedded InfoBench instructions, online and in batch
@@ -24,7 +24,8 @@ from api_double import BatchDouble
 from isqaflow import runtime
 from isqaflow.data.convert import write_instructions
 from isqaflow.drfr.responses import run_responses
-from isqaflow.models import budget, usage
+from isqaflow.models.api import budget
+from isqaflow.models import usage
 
 ROOT = Path(__file__).resolve().parents[3]
 GENERATION = {"max_new_tokens": 32}

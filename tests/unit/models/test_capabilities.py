@@ -13,7 +13,7 @@ import yaml
 
 from isqaflow.models import capabilities
 from isqaflow.models.base import GenerationParams
-from isqaflow.models.servecheck import check_serving, stage_generations
+from isqaflow.models.planning.servecheck import check_serving, stage_generations
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE = json.loads((REPO / "tests/fixtures/vllm-0.33.0-interface.json").read_text())

@@ -1,4 +1,4 @@
-"""The GPU plan (isqaflow.models.gpu_plan) over the paper grid and on constructed jobs: no GPU needed."""
+"""The GPU plan (isqaflow.models.planning.gpu_plan) over the paper grid and on constructed jobs: no GPU needed."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from isqaflow.models.gpu_plan import GPUPlanError, ModelUse, grid_jobs, plan_grid, plan_job, plan_table
+from isqaflow.models.planning.gpu_plan import GPUPlanError, ModelUse, grid_jobs, plan_grid, plan_job, plan_table
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE = json.loads((REPO / "tests/fixtures/vllm-0.33.0-interface.json").read_text())
@@ -164,7 +164,7 @@ def test_max_model_len_is_the_stage_bound_or_the_context(paper):
 def test_systems_read_from_files_hold_no_model_and_need_no_plan(paper):
     """A user's own answerer and responder (issue 22) next to the paper grid's models: they
     generate nothing, so the plan and the serving check pass over them."""
-    from isqaflow.models.servecheck import check_serving
+    from isqaflow.models.planning.servecheck import check_serving
 
     config = copy.deepcopy(paper)
     config["arena"]["answerers"]["my-rag"] = {"file": "outputs/my-rag.jsonl"}

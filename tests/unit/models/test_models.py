@@ -241,7 +241,7 @@ def test_every_reported_batch_is_committed_before_the_call_returns(tmp_path):
 
 def test_a_reply_of_the_api_backend_is_committed_even_when_another_fails(tmp_path, monkeypatch):
     from isqaflow.models.base import Generation
-    from isqaflow.models.openai import OpenAIModel
+    from isqaflow.models.api.openai import OpenAIModel
 
     monkeypatch.setenv("ISQAFLOW_TEST_KEY", "sk-test")
     api = OpenAIModel("fake-model", base_url="http://127.0.0.1:9/v1", api_key_env="ISQAFLOW_TEST_KEY", concurrency=2)
@@ -263,19 +263,19 @@ def test_a_reply_of_the_api_backend_is_committed_even_when_another_fails(tmp_pat
 
 KILL_SCRIPT = """
 import json, sys
-from isqaflow.models import hf
+from isqaflow.models.inprocess import generation
 from isqaflow.models.base import GenerationParams
 from isqaflow.models.registry import load_model
 
 model_path, cache_path, progress_path, prefix_sharing = sys.argv[1:5]
-update = hf._Progress.update
+update = generation.Progress.update
 
 def recorded(self, outs):  # each batch the backend finishes, before the cache hears of it
     update(self, outs)
     with open(progress_path, "a") as handle:
         handle.write(f"{len(outs)}\\n")
 
-hf._Progress.update = recorded
+generation.Progress.update = recorded
 model = load_model({"backend": "hf", "model": model_path, "batch_size": 4,
                     "prefix_sharing": prefix_sharing == "1"}, cache=cache_path, threads=1)
 shared = "The model reads a paper and writes a summary of its results. " * 6
@@ -381,7 +381,7 @@ def _prefix_requests():
 def test_shared_prefix_generation_equals_plain_generation(tiny_causal):
     shared = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 2}, threads=1)
     plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
-    from isqaflow.models.prefix import prefix_groups
+    from isqaflow.models.inprocess.prefix_groups import prefix_groups
 
     groups, singles = prefix_groups([shared.encode_request(r) for r in _prefix_requests()], 32)
     assert groups and len(groups[0][1]) == 4 and singles == [4]  # the path under test is taken
@@ -403,7 +403,7 @@ def test_shared_prefix_scores_equal_plain_scores(tiny_causal):
 
 
 def test_prefix_groups_split_where_it_saves_tokens():
-    from isqaflow.models.prefix import prefix_groups
+    from isqaflow.models.inprocess.prefix_groups import prefix_groups
 
     head = list(range(100))
     seqs = [head + [1000 + i] for i in range(5)]
@@ -432,7 +432,7 @@ def test_batches_that_mix_prefix_groups_equal_plain_generation(tiny_causal):
     ]
     shared = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 8}, threads=1)
     plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
-    from isqaflow.models.prefix import prefix_groups
+    from isqaflow.models.inprocess.prefix_groups import prefix_groups
 
     groups, singles = prefix_groups([shared.encode_request(r) for r in requests], 32, group_cost=16)
     assert len(groups) == 2 and singles  # one batch holds two prefixes and a row without one
@@ -446,7 +446,7 @@ def test_batches_that_mix_prefix_groups_equal_plain_generation(tiny_causal):
 
 @pytest.mark.parametrize("beams", [2, 3])
 def test_beam_search_computes_the_prompt_once_and_decodes_the_same(tiny_causal, monkeypatch, beams):
-    from isqaflow.models import hf
+    from isqaflow.models.inprocess import hf
 
     model = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 4}, threads=1)
     requests = _prefix_requests()
@@ -506,7 +506,7 @@ def test_generation_after_scoring_reuses_the_stored_context(tiny_causal):
 
 
 def test_the_prefix_store_keeps_the_most_recent_within_its_budget():
-    from isqaflow.models.prefix import PrefixStore
+    from isqaflow.models.inprocess.prefix_groups import PrefixStore
 
     store = PrefixStore(budget_bytes=100)
     store.put([1, 2, 3, 4], "a", 60)
@@ -522,7 +522,7 @@ def test_the_prefix_store_keeps_the_most_recent_within_its_budget():
 
 
 def test_a_stored_sequence_is_replaced_by_its_extension():
-    from isqaflow.models.prefix import PrefixStore
+    from isqaflow.models.inprocess.prefix_groups import PrefixStore
 
     store = PrefixStore(budget_bytes=1000)
     store.put([1, 2, 3], "turn 1", 10)
@@ -533,7 +533,7 @@ def test_a_stored_sequence_is_replaced_by_its_extension():
 
 
 def test_length_batches_keep_padding_small():
-    from isqaflow.models.hf import PAD_FILL, length_batches
+    from isqaflow.models.inprocess.hf import PAD_FILL, length_batches
 
     lengths = [100, 98, 90, 60, 59, 10, 9]
     order = list(range(len(lengths)))

@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from isqaflow.models import openai as oa_mod
+from isqaflow.models.api import openai as oa_mod
 from isqaflow.models.base import GenerationParams
 from isqaflow.models.cache import CachedModel
 from isqaflow.models.registry import load_model
@@ -330,7 +330,7 @@ def test_api_key_never_stored_logged_or_in_identity(served, key_env, tmp_path, c
     assert identity == {"backend": "openai", "model": served.model_id, "base_url": served.base_url}
     assert SENTINEL not in json.dumps(identity)
     assert SENTINEL not in json.dumps(model.inner.identity())
-    assert any(r.name == "isqaflow.models.openai" for r in caplog.records)
+    assert any(r.name == "isqaflow.models.api.openai" for r in caplog.records)
     assert_no_secret_in_logs(caplog, SENTINEL)
     model.close()
     model.cache.close()
@@ -430,7 +430,7 @@ def fake_server():
 
 @pytest.fixture
 def sleeps(monkeypatch):
-    """Record the backoff delays instead of sleeping (only inside isqaflow.models.openai)."""
+    """Record the backoff delays instead of sleeping (only inside isqaflow.models.api.openai)."""
     delays: list[float] = []
     fake_time = types.SimpleNamespace(sleep=delays.append, monotonic=time.monotonic, time=time.time)
     monkeypatch.setattr(oa_mod, "time", fake_time)
@@ -451,7 +451,7 @@ def test_retries_with_growing_backoff_then_succeeds(fake_server, sleeps, key_env
     assert 0.5 <= sleeps[0] < 1.0 <= sleeps[1] < 2.0  # backoff * 2**attempt * (1 + jitter)
     assert sleeps[1] > sleeps[0]
     warnings = [r.getMessage() for r in caplog.records
-                if r.name == "isqaflow.models.openai" and r.levelno == logging.WARNING]
+                if r.name == "isqaflow.models.api.openai" and r.levelno == logging.WARNING]
     assert len(warnings) == 2 and "retry 1/2" in warnings[0] and "retry 2/2" in warnings[1]
     # every attempt carried the key from the environment; nothing else holds it
     assert {r["headers"].get("authorization") for r in fake.requests} == {f"Bearer {SENTINEL}"}
@@ -574,7 +574,7 @@ def test_beam_search_falls_back_to_greedy_with_a_warning(fake_server, key_env, c
     # The warning is once per model and setting in a process (the usage ledger): another
     # test of "fake-model" in the same pytest-xdist worker must not have warned already.
     usage.reset()
-    caplog.set_level(logging.WARNING, logger="isqaflow.models.openai")
+    caplog.set_level(logging.WARNING, logger="isqaflow.models.api.openai")
     fake = fake_server()
     model = load_model(openai_spec("fake-model", fake.url))
     out = model.generate(["hi", "ho"], GenerationParams(max_new_tokens=3, num_beams=4))
@@ -640,7 +640,7 @@ def test_absent_candidates_get_the_floor_and_are_counted(fake_server, key_env, c
 
 
 def test_server_without_logprobs_fails_naming_model_and_mode(fake_server, key_env, tmp_path):
-    from isqaflow.models.openai import LogprobsUnavailable
+    from isqaflow.models.api.openai import LogprobsUnavailable
 
     fake = fake_server()  # CHAT_OK: "logprobs": null, as `transformers serve` answers
     model = load_model(openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite", name="judge")
@@ -651,7 +651,7 @@ def test_server_without_logprobs_fails_naming_model_and_mode(fake_server, key_en
 
 
 def test_unsupported_logprob_settings_fail_before_any_request(fake_server, key_env, tmp_path):
-    from isqaflow.models.openai import LogprobsUnavailable
+    from isqaflow.models.api.openai import LogprobsUnavailable
 
     fake = fake_server(body=logprob_response([("1", -0.1)]))
     model = load_model(openai_spec("fake-model", fake.url), name="gpt4")
@@ -671,7 +671,7 @@ def test_unsupported_logprob_settings_fail_before_any_request(fake_server, key_e
 
 
 def test_split_candidates():
-    from isqaflow.models.openai import split_candidates
+    from isqaflow.models.api.openai import split_candidates
 
     assert split_candidates(["<rating>1", "<rating>2", "<rating>0"]) == ("<rating>", ["1", "2", "0"])
     assert split_candidates(["YES", "NO"]) == ("", ["YES", "NO"])
@@ -682,7 +682,7 @@ def test_split_candidates():
 
 
 def test_rate_limiter_holds_requests_and_tokens_per_minute():
-    from isqaflow.models.rate_limit import RateLimiter
+    from isqaflow.models.api.rate_limit import RateLimiter
 
     now = [0.0]
     slept = []

@@ -25,9 +25,9 @@ PER_PROCESS = 4
 
 CLIENT = """
 import json, os, sys
-from isqaflow.models import rate_limit
+from isqaflow.models.api import rate_limit
 from isqaflow.models.base import GenerationParams
-from isqaflow.models.openai import OpenAIModel
+from isqaflow.models.api.openai import OpenAIModel
 rate_limit.RateLimiter.WINDOW_S = rate_limit.SharedRateLimiter.WINDOW_S = float(sys.argv[2])
 model = OpenAIModel("double", base_url=sys.argv[1], requests_per_minute=int(sys.argv[3]), concurrency=2,
                     max_retries=0, check_model=False)
@@ -47,7 +47,7 @@ def run_clients(url: str, environ: dict[str, str]) -> list[subprocess.CompletedP
 
 
 def test_concurrent_jobs_hold_the_account_limit_together(tmp_path):
-    from isqaflow.models import budget
+    from isqaflow.models.api import budget
 
     spend_env = budget.environment(tmp_path / "spend/ledger.json", None, {})
     assert json.loads(spend_env)["rate_limits"] == str(tmp_path / "spend/rate_limits")
@@ -65,7 +65,7 @@ def test_concurrent_jobs_hold_the_account_limit_together(tmp_path):
 
 def test_limits_held_per_job_only_break_the_account_limit(tmp_path, monkeypatch):
     """The control: the same jobs, each with its own window (no shared directory), go past it."""
-    from isqaflow.models import budget
+    from isqaflow.models.api import budget
 
     monkeypatch.delenv(budget.ENV, raising=False)
     with ApiDouble(requests_per_minute=LIMIT, window_s=WINDOW_S) as double:
@@ -75,9 +75,9 @@ def test_limits_held_per_job_only_break_the_account_limit(tmp_path, monkeypatch)
 
 
 def test_a_429_is_retried_after_its_retry_after(monkeypatch):
-    from isqaflow.models import budget
+    from isqaflow.models.api import budget
     from isqaflow.models.base import GenerationParams
-    from isqaflow.models.openai import OpenAIModel
+    from isqaflow.models.api.openai import OpenAIModel
 
     monkeypatch.delenv(budget.ENV, raising=False)
     with ApiDouble(requests_per_minute=2, window_s=1.5) as double:

@@ -1,4 +1,4 @@
-"""Local models behind a server the job starts itself (``serve:``, isqaflow.models.serve).
+"""Local models behind a server the job starts itself (``serve:``, isqaflow.models.served.model).
 
 * Real server: ``transformers serve`` (engine ``transformers``) for a copy of the tiny
   random-weight Llama whose output layer is untied from its embeddings (tied, greedy
@@ -35,9 +35,9 @@ import pytest
 from isqaflow import runtime
 from isqaflow.models import usage
 from isqaflow.models.base import GenerationParams
-from isqaflow.models.openai import LogprobsUnavailable
+from isqaflow.models.api.openai import LogprobsUnavailable
 from isqaflow.models.registry import load_model
-from isqaflow.models.serve import ServerStartError, group_members
+from isqaflow.models.served.model import ServerStartError, group_members
 
 pytestmark = pytest.mark.server
 
@@ -370,7 +370,7 @@ def next_token_logprobs(hf, context, prefix: str):
 def expected_top_scores(hf, context, candidates, k=20):
     """The documented top_logprobs reading, computed from the hf model: a listed rest's
     log-probability after the prefix, the floor of the top k for one not listed."""
-    from isqaflow.models.openai import split_candidates
+    from isqaflow.models.api.openai import split_candidates
 
     prefix, rests = split_candidates(candidates)
     table = next_token_logprobs(hf, context, prefix)
@@ -385,7 +385,7 @@ def expected_top_scores(hf, context, candidates, k=20):
 def test_top_logprobs_with_a_prefill_reads_the_next_token(tiny_causal, hf_tiny, tmp_path):
     """Each rest after the candidates' prefix scores its next-token log-probability (the
     floor of the top 20 when not listed); the prefix goes to the server as a prefill."""
-    from isqaflow.arena.judge import judge_pairs
+    from isqaflow.arena.judging.judge import judge_pairs
     from isqaflow.drfr.judge import judge
 
     usage.reset()
@@ -547,7 +547,7 @@ def test_max_model_len_refuses_longer_prompts_and_max_input_tokens_keeps_the_end
 
 
 def test_a_commands_own_generation_config_is_kept_and_other_engines_get_nothing(tiny_causal):
-    from isqaflow.models.serve_settings import ServeSettings
+    from isqaflow.models.served.settings import ServeSettings
 
     own = ServeSettings.from_config({"engine": "vllm", "command": "vllm serve {model} --port {port} "
                                      "--generation-config=auto"}, "m")

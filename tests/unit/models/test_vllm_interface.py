@@ -20,8 +20,8 @@ import yaml
 
 from isqaflow.models import usage
 from isqaflow.models.base import GenerationParams
-from isqaflow.models.gpu_plan import plan_grid
-from isqaflow.models.serve import ServedModel, ServeSettings
+from isqaflow.models.planning.gpu_plan import plan_grid
+from isqaflow.models.served.model import ServedModel, ServeSettings
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE_PATH = REPO / "tests/fixtures/vllm-0.33.0-interface.json"

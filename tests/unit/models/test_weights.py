@@ -1,4 +1,4 @@
-"""Rule fetch_weights' library (isqaflow.models.weights) against a local stand-in for the
+"""Rule fetch_weights' library (isqaflow.models.weights.hub) against a local stand-in for the
 Hugging Face Hub (tests/hub_double.py): nothing leaves the machine."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ TOKEN = "hf_placeholder_secret_token_1234"
 
 
 def fetch_in_subprocess(tmp_path, hub, repo, revision=None, token=None, offline=False):
-    """isqaflow.models.weights.fetch in a fresh interpreter (huggingface_hub reads HF_ENDPOINT,
+    """isqaflow.models.weights.hub.fetch in a fresh interpreter (huggingface_hub reads HF_ENDPOINT,
     HF_HUB_OFFLINE and HF_TOKEN at import), as the fetch job runs it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
     env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf-home"), HF_HUB_DISABLE_XET="1",
@@ -31,7 +31,7 @@ def fetch_in_subprocess(tmp_path, hub, repo, revision=None, token=None, offline=
     code = textwrap.dedent(f"""
         import logging, sys
         logging.basicConfig(level=logging.INFO, stream=sys.stderr)
-        from isqaflow.models.weights import fetch, WeightsError
+        from isqaflow.models.weights.hub import fetch, WeightsError
         try:
             fetch({repo!r}, {revision!r}, {str(record)!r}, cache_dir={str(tmp_path / 'cache')!r}, name="m")
         except WeightsError as e:
@@ -182,7 +182,7 @@ def test_offline_and_not_cached_says_so(tmp_path):
 
 def test_hub_models_of_the_paper_config():
     import yaml
-    from isqaflow.models.weights import hub_models
+    from isqaflow.models.weights.hub import hub_models
     from workflow_utils import REPO
 
     models = yaml.safe_load((REPO / "config/paper.yaml").read_text())["models"]
@@ -238,7 +238,7 @@ def test_the_manifest_records_the_fetched_commit_and_fingerprint(tmp_path):
     ("/abs/path", False), ("./model", False), ("gpt2", True), ("a/b/c", False),
 ])
 def test_is_hub_id(model, hub, tmp_path):
-    from isqaflow.models.weights import is_hub_id
+    from isqaflow.models.weights.hub import is_hub_id
 
     (tmp_path / "resources").mkdir()
     assert is_hub_id(model, tmp_path) is hub

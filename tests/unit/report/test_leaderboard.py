@@ -270,7 +270,7 @@ def test_the_leaderboard_shows_the_judge_panels_agreement_and_leave_one_out(tabl
     """With two arena judges the notes under the tables (and the LaTeX caption) give the panel's kappa
     with its interval and n, the panel verdict rule, the ranking without each judge and the note that
     a judge reusing another's calls is not independent; with one judge, that there is no panel."""
-    from isqaflow.arena.judge_audit import panel_tables
+    from isqaflow.arena.judging.judge_audit import panel_tables
 
     t = tables
 
@@ -306,7 +306,7 @@ def test_the_leaderboard_shows_the_judge_panels_agreement_and_leave_one_out(tabl
 def test_the_leaderboard_says_kappa_is_not_identified_for_a_judge_with_one_verdict(tables):
     """The embedded run's raw rule ties every pair: the note says kappa is not identified and why,
     rather than printing the degenerate 0.00 [0.00, 0.00]."""
-    from isqaflow.arena.judge_audit import panel_tables
+    from isqaflow.arena.judging.judge_audit import panel_tables
 
     t = tables
     records = {

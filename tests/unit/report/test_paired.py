@@ -101,7 +101,7 @@ def drfr_outcomes_frame(tmp_path) -> pd.DataFrame:
 
 
 def test_the_preference_convention_is_the_length_controlled_win_rates_one():
-    from isqaflow.arena.length import PREFERENCE
+    from isqaflow.arena.ratings.length import PREFERENCE
     from isqaflow.report.paired import _PREFERENCE
 
     assert _PREFERENCE == PREFERENCE

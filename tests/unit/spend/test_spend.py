@@ -91,8 +91,8 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
     """Each API job of the grid run through its stage's entry point; the double's calls per job."""
     from isqaflow import grid
     from isqaflow.arena.answers import run_answers
-    from isqaflow.arena.battles import run_arena_judge
-    from isqaflow.arena.checks import run_judge_checks
+    from isqaflow.arena.judging.battles import run_arena_judge
+    from isqaflow.arena.judging.controls import run_judge_checks
     from isqaflow.drfr.judge_responses import run_judge
     from isqaflow.drfr.responses import run_responses
 
@@ -130,7 +130,7 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
                              spec, "gpt", "text", "both", config["seed"], None, validity["controls"],
                              validity["per_domain"], cache)
         elif job.rule in ("drfr_summaries", "arena_summaries"):
-            from isqaflow.arena.summaries import run_summary_arena
+            from isqaflow.arena.judging.summaries import run_summary_arena
             from isqaflow.drfr.summaries import run_summary_judge
 
             d, s = job.wildcard("dataset"), job.wildcard("summarizer")
@@ -356,7 +356,7 @@ def test_a_plan_above_the_budget_refuses_to_start_naming_the_stages(tmp_path):
 def test_a_run_stops_before_the_call_that_crosses_the_budget_and_resumes_without_repeating(
         embedded_api, monkeypatch):
     from isqaflow.drfr.responses import run_responses
-    from isqaflow.models import budget
+    from isqaflow.models.api import budget
 
     config, root, double = embedded_api
     spec = {k: v for k, v in config["models"]["api"].items() if k != "price"}

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.battle_codes import SCORE_A, encode_battles
+from isqaflow.arena.ratings.battle_codes import SCORE_A, encode_battles
 
 
 def run_elo(

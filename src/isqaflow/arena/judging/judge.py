@@ -17,7 +17,7 @@ the three log-probabilities.
 
 Position bias: :func:`judge_pairs` judges both orders of each pair, or one
 seeded-random order per pair.  Both orders are combined by the judge's verdict rule
-(:mod:`isqaflow.arena.verdicts`): ``raw`` (the orders' labels must agree, a
+(:mod:`isqaflow.arena.judging.verdicts`): ``raw`` (the orders' labels must agree, a
 disagreement is a tie) or ``calibrated`` (the mean label log-probability margin over
 both orders, a tie inside ``tie_band``; logprob mode).  In logprob mode with both
 orders the records carry both rules' verdicts and the margins, whichever is configured.
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
-from isqaflow.arena.verdicts import (
+from isqaflow.arena.judging.verdicts import (
     RATING_LABELS,
     Verdict,
     calibrated_side,
@@ -234,14 +234,14 @@ def judge_pairs(
     ``orders="both"`` judges both, all requests in one model call; ``orders="random"``
     judges one order per pair drawn by a numpy Generator seeded with ``seed`` (the
     public RAG-QA Arena code instead picks it from the parity of the query's word
-    count).  ``rule`` chooses the verdict (see :mod:`isqaflow.arena.verdicts`);
+    count).  ``rule`` chooses the verdict (see :mod:`isqaflow.arena.judging.verdicts`);
     ``"calibrated"`` needs ``mode="logprob"`` and ``orders="both"`` (ValueError
     otherwise).
 
     Each record holds the pair's keys plus:
 
     * ``verdict`` -- the configured rule's, in the convention of
-      :func:`isqaflow.arena.ratings.battles_from_verdicts` with system_1 = system_a and
+      :func:`isqaflow.arena.ratings.bootstrap.battles_from_verdicts` with system_1 = system_a and
       system_2 = system_b ("1": system_a better, "2": system_b better, "tie", None:
       invalid); ``rule`` names it;
     * ``verdict_raw`` -- the raw rule's (both orders: :func:`combine_orders`; one order:

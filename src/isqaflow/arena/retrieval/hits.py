@@ -1,8 +1,8 @@
 """What every retriever's job shares: its inputs' checks, the corpus hash an index depends
 on, the recall of the gold documents, and the hits and recall files of rules retrieve
 and retrieve_colbert.  Kept apart from the backends so that a change to one backend
-(BM25 and MiniLM in :mod:`isqaflow.arena.retrieval`, ColBERT in
-:mod:`isqaflow.arena.colbert`) reruns no other backend's jobs."""
+(BM25 and MiniLM in :mod:`isqaflow.arena.retrieval.bm25_dense`, ColBERT in
+:mod:`isqaflow.arena.retrieval.colbert`) reruns no other backend's jobs."""
 
 from __future__ import annotations
 

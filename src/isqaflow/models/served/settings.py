@@ -34,7 +34,7 @@ What the project adds to every vLLM server it starts (:meth:`ServeSettings.argv_
 * ``--generation-config vllm`` unless the command sets ``--generation-config`` itself:
   vLLM otherwise takes every sampling setting a request leaves out from the checkpoint's
   ``generation_config.json`` (``get_diff_sampling_param`` in ``vllm/config/model.py``).
-  The requests send every decoding setting as well (:mod:`.serve`), so either alone
+  The requests send every decoding setting as well (:mod:`.model`), so either alone
   would do; the flag is part of the server's record (``command``), i.e. of the cache identity.
 * ``VLLM_ENGINE_READY_TIMEOUT_S`` = ``ready_timeout`` (whole seconds, rounded up) in the
   server's environment: vLLM waits that long for its engine core, which is ready only

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from isqaflow.models.base import BatchCallback, Request
-from isqaflow.models.hf_prefixes import MIN_SHARED_PREFIX, SharedPrefixes, length_batches
+from isqaflow.models.inprocess.shared_prefixes import MIN_SHARED_PREFIX, SharedPrefixes, length_batches
 
 
 class Scoring:

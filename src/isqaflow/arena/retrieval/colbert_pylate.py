@@ -1,4 +1,4 @@
-"""The PyLate implementation of :class:`isqaflow.arena.colbert.LateInteraction`.
+"""The PyLate implementation of :class:`isqaflow.arena.retrieval.colbert.LateInteraction`.
 
 Imported only inside the jobs of rules ``colbert_index`` and ``retrieve_colbert``, which
 run in ``envs/colbert.yaml`` (PyLate 1.6.0, fast-plaid 1.4.6.2110, torch 2.11.0); the

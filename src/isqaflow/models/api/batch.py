@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow import runtime
-from isqaflow.models import budget
+from isqaflow.models.api import budget
 from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Request
-from isqaflow.models.rate_limit import estimate_tokens
+from isqaflow.models.api.rate_limit import estimate_tokens
 
 log = logging.getLogger(__name__)
 

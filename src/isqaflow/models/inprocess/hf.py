@@ -1,8 +1,8 @@
 """Hugging Face transformers backend: causal and seq2seq models, optional peft adapter.
 
-The backend class composes :mod:`.hf_loading` (device, dtype, template, weights),
-:mod:`.hf_prefixes` (batches and shared prefixes), :mod:`.hf_generation` and
-:mod:`.hf_scoring`.
+The backend class composes :mod:`.loading` (device, dtype, template, weights),
+:mod:`.shared_prefixes` (batches and shared prefixes), :mod:`.generation` and
+:mod:`.scoring`.
 
 * Chat conversations go through the chat template (``apply_chat_template``): the
   entry's ``chat_template`` (a shipped name, a Jinja file, or ``none`` for plain text
@@ -32,9 +32,9 @@ from typing import Any
 
 from isqaflow.models import usage
 from isqaflow.models.base import LanguageModel
-from isqaflow.models.hf_generation import Generating, _Progress, _sample
-from isqaflow.models.hf_loading import chat_template_for, load_pretrained, resolve_device, resolve_dtype
-from isqaflow.models.hf_prefixes import (
+from isqaflow.models.inprocess.generation import Generating
+from isqaflow.models.inprocess.loading import chat_template_for, load_pretrained, resolve_device, resolve_dtype
+from isqaflow.models.inprocess.shared_prefixes import (
     DECODE_STEP_TOKENS,
     MIN_SHARED_PREFIX,
     PAD_FILL,
@@ -43,13 +43,13 @@ from isqaflow.models.hf_prefixes import (
     common_prefix_of,
     length_batches,
 )
-from isqaflow.models.hf_scoring import Scoring
+from isqaflow.models.inprocess.scoring import Scoring
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
-from isqaflow.models.prefix import PrefixStore
+from isqaflow.models.inprocess.prefix_groups import PrefixStore
 from isqaflow.models.tokenized import TokenizedText
 
 __all__ = [
-    "DECODE_STEP_TOKENS", "MIN_SHARED_PREFIX", "PAD_FILL", "HFModel", "SharedPrefixes", "_Progress", "_sample",
+    "DECODE_STEP_TOKENS", "MIN_SHARED_PREFIX", "PAD_FILL", "HFModel", "SharedPrefixes",
     "chat_template_for", "common_prefix_of", "length_batches", "resolve_device", "resolve_dtype",
 ]
 

@@ -32,10 +32,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from isqaflow import runtime
-from isqaflow.models.serve_settings import LOCALHOST
+from isqaflow.models.served.settings import LOCALHOST
 
 # the serving logger, as before the split
-log = logging.getLogger("isqaflow.models.serve")
+log = logging.getLogger("isqaflow.models.served.model")
 server_log = logging.getLogger("isqaflow.server")
 
 

@@ -19,22 +19,22 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
 * **Budget**: before each request its bound is reserved in the run's shared spend ledger
   and refused when it would cross ``budget:`` (:mod:`.budget`); the reply's tokens settle it.
 * **Batch** (``batch: {poll_s: ...}``): generations go through the Batch API instead
-  (:mod:`.openai_batch`); same requests, same call-cache keys.
+  (:mod:`.batch`); same requests, same call-cache keys.
 * **Usage**: requests and the input and output tokens the server reports go to the
   job's usage record (:mod:`.usage`); calls answered from the call cache are not
   sent and not counted.
 * **Decoding** the chat API cannot apply -- beams, ``min_new_tokens``, n-gram
   blocking, a repetition penalty, ``max_input_tokens`` -- is refused at config check
-  (:mod:`.servecheck`) unless the entry says ``unsupported_decoding: drop``; then it is
+  (:mod:`isqaflow.models.planning.servecheck`) unless the entry says ``unsupported_decoding: drop``; then it is
   dropped with a warning (once per setting) and listed in the usage record's
   ``dropped_decoding``.  What each generation setting became (honoured, emulated,
-  dropped: :mod:`.capabilities`) is the usage record's ``decoding``.  Served local
-  models (:mod:`.serve`) pass them to the engine instead, or fail.
+  dropped: :mod:`isqaflow.models.capabilities`) is the usage record's ``decoding``.  Served local
+  models (:mod:`isqaflow.models.served.model`) pass them to the engine instead, or fail.
 * **The model is checked first**: a model on OpenAI's endpoint (no ``base_url``), or
   any with ``check_model: true``, is looked up in the endpoint's model list (one
   ``GET /models``) when the job builds it, so a retired snapshot fails before any
   request, naming the model, the endpoint and the config entry (and, for the whole
-  config at the workflow's start, :func:`.api_models.check_api_models`).
+  config at the workflow's start, :func:`.model_lists.check_api_models`).
 * **Log-probabilities** (``logprobs``, for logprob-mode judges):
 
   - ``top_logprobs`` (default): one generated token with ``logprobs`` and
@@ -55,7 +55,7 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
     their candidates then tie at the floor).
   - ``prompt_logprobs``: exact log-probabilities from the prompt's own
     log-probabilities (vLLM); needs the model's tokenizer, so only for a served
-    local model (:mod:`.serve`).
+    local model (:mod:`isqaflow.models.served.model`).
   - ``none``: scoring is refused.
 
   A server that answers without log-probabilities (``transformers serve`` ignores
@@ -74,7 +74,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow.models import budget, capabilities, usage
+from isqaflow.models.api import budget
+from isqaflow.models import capabilities, usage
 from isqaflow.models.base import (
     BatchCallback,
     Generation,
@@ -83,7 +84,7 @@ from isqaflow.models.base import (
     Request,
     canonical_request,
 )
-from isqaflow.models.rate_limit import SharedRateLimiter, account_limiter, estimate_tokens, retry_after
+from isqaflow.models.api.rate_limit import SharedRateLimiter, account_limiter, estimate_tokens, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -376,7 +377,7 @@ class OpenAIModel(LanguageModel):
                  on_batch: BatchCallback | None = None) -> list[Generation]:
         started = time.monotonic()
         if self.batch is not None:  # the Batch API (.openai_batch): one batch for all requests
-            from isqaflow.models.openai_batch import generate_in_batch
+            from isqaflow.models.api.batch import generate_in_batch
 
             return generate_in_batch(self, requests, params, on_batch)
         results = self._map(lambda r: self._call(r, params), requests, on_batch)

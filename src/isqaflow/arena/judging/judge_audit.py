@@ -20,7 +20,7 @@ Tables (``results/tables/judges_*.{csv,md}``):
   invalid now, and now vs the previous manifest.
 * ``judges_panel`` -- per run, the agreement of the arena judges (with two or more) and the
   panel's verdict rule; ``judges_panel_loo`` -- the ranking when each judge is left out
-  (:mod:`isqaflow.arena.panel`).  With one judge both say so in one row; a judge that reuses
+  (:mod:`isqaflow.arena.judging.panel`).  With one judge both say so in one row; a judge that reuses
   another's calls (``reuse_calls``) is named in the note: not an independent judge.
 
 Every caption ends with the known-answer controls of the judges the table is built on.
@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.panel import leave_one_out, panel_agreement, verdict_table, win_rates_of
+from isqaflow.arena.judging.panel import leave_one_out, panel_agreement, verdict_table, win_rates_of
 from isqaflow.io import read_json, read_jsonl, write_json
 from isqaflow.report.canaries import (
     NO_PREVIOUS,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from isqaflow.arena.judge import judge_with_model
+from isqaflow.arena.judging.judge import judge_with_model
 from isqaflow.arena.players import ABSTRACT
 from isqaflow.data.schema import Paper
 from isqaflow.io import read_jsonl, read_records, write_jsonl
@@ -49,7 +49,7 @@ def run_summary_arena(papers_path, summary_paths, systems: list[str], baseline: 
                       prompt_files: list[str] | tuple[str, ...] = ()) -> int:
     """Entry point of rule arena_summaries: summaries vs the abstract, and ISQA vs the baseline.
 
-    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.verdicts`);
+    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.judging.verdicts`);
     ``prompt_files``: the published prompt's files (``prompts: published``), or none.
     """
     papers = {p.id: p for p in read_records(papers_path, Paper)}

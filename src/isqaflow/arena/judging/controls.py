@@ -6,7 +6,7 @@ Two kinds of checks, judged in one job with one model load:
   agreement with people can be measured (the paper's Tables 4 and 8).
 * Known-answer controls (issue 12): pairs whose right verdict is known by
   construction, built from the run's own LFRQA queries with the run's seed and judged
-  exactly like the real pairs (same :func:`~isqaflow.arena.judge.judge_pairs`, mode,
+  exactly like the real pairs (same :func:`~isqaflow.arena.judging.judge.judge_pairs`, mode,
   orders, decoding and verdict rule).  The reference answer is shown as LFRQA's
   answers are in the real reference pairs (its lines joined by spaces).
 
@@ -50,8 +50,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from isqaflow.arena.agreement import read_human_labels
-from isqaflow.arena.judge import judge_groups
+from isqaflow.arena.judging.agreement import read_human_labels
+from isqaflow.arena.judging.judge import judge_groups
 from isqaflow.arena.no_answer import NO_ANSWER
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import read_records, write_jsonl

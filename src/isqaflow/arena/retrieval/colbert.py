@@ -6,7 +6,7 @@ environment (it pins its own torch, transformers and sentence-transformers): its
 run in ``envs/colbert.yaml``.  Everything the workflow needs from it is the
 :class:`LateInteraction` protocol below -- build a PLAID index of (id, text) pairs in a
 folder, open it again, search it -- and its one implementation,
-:class:`isqaflow.arena.colbert_pylate.PylateEngine`, is imported only inside the two
+:class:`isqaflow.arena.retrieval.colbert_pylate.PylateEngine`, is imported only inside the two
 colbert jobs.  This module (what the jobs do around the engine: the index's
 ``meta.json``, the check that an index belongs to the corpus, rankings, recall) is
 tested in the main environment with a test double of the protocol.
@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from isqaflow.arena.hits import check_inputs, corpus_hash, query_pairs, write_retrieval
+from isqaflow.arena.retrieval.hits import check_inputs, corpus_hash, query_pairs, write_retrieval
 from isqaflow.data.schema import Passage, RagQuery
 from isqaflow.io import read_json, read_records, write_json
 from isqaflow.runtime import job_device
@@ -66,7 +66,7 @@ class LateInteraction(Protocol):
 def pylate_engine(model: str = DEFAULT_MODEL, device: str | None = None, **options) -> LateInteraction:
     """The PyLate implementation (importable only where ``envs/colbert.yaml`` is installed)."""
     try:
-        from isqaflow.arena.colbert_pylate import PylateEngine
+        from isqaflow.arena.retrieval.colbert_pylate import PylateEngine
     except ImportError as err:
         raise ImportError(f"the colbert backend needs PyLate ({err}): its jobs run in envs/colbert.yaml "
                           "(Snakemake --sdm conda; without conda: bash benchmarks/colbert_env.sh VENV)") from err

@@ -9,7 +9,7 @@
   votes per sampled query for each of 11 models) count model pairs only.
 
 The human-labelled pairs and the known-answer controls are judged by
-:mod:`isqaflow.arena.checks`, the summaries by :mod:`isqaflow.arena.summaries`.
+:mod:`isqaflow.arena.judging.controls`, the summaries by :mod:`isqaflow.arena.judging.summaries`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from isqaflow.arena.judge import judge_with_model
+from isqaflow.arena.judging.judge import judge_with_model
 from isqaflow.arena.players import REFERENCE
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import read_jsonl, read_records, write_jsonl
@@ -72,7 +72,7 @@ def run_arena_judge(query_paths, answer_paths, out_path, judge_spec: dict[str, A
                     prompt_files: list[str] | tuple[str, ...] = (), repeats: int = 1) -> int:
     """Entry point of rule arena_judge: every answer vs the reference, plus the all-pairs subsample.
 
-    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.verdicts`);
+    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.judging.verdicts`);
     ``prompt_files``: the published prompt's files (``prompts: published``), or none;
     ``repeats``: each pair judged that many times (judge noise, :func:`judge_groups`).
     """

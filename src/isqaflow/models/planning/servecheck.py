@@ -2,7 +2,7 @@
 one dtype from training to serving, and every GPU job's plan (a part of isqaflow.configcheck).
 
 * **Decoding**: each stage's generation settings against its model's backend
-  (:mod:`.capabilities`): a parameter the backend cannot honour is a problem naming the
+  (:mod:`isqaflow.models.capabilities`): a parameter the backend cannot honour is a problem naming the
   stage, the model and the choices, unless the model accepts decoding without it
   (``serve.unsupported_decoding: drop`` for a served model, ``unsupported_decoding: drop``
   for an API model), which its records then say.
@@ -22,7 +22,7 @@ from typing import Any
 
 from isqaflow import grid
 from isqaflow.models import capabilities
-from isqaflow.models.gpu_plan import GPUPlanError, plan_grid
+from isqaflow.models.planning.gpu_plan import GPUPlanError, plan_grid
 
 
 def _grid_generations(config: Mapping[str, Any]) -> list[tuple[str, str, Mapping[str, Any]]]:

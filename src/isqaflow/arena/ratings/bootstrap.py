@@ -1,8 +1,8 @@
 """Arena ratings: bootstrap resamples and intervals, battles from verdicts, win rates.
 
-The fits themselves are :mod:`isqaflow.arena.elo` (online Elo) and
-:mod:`isqaflow.arena.bradley_terry`; battles are checked and encoded by
-:mod:`isqaflow.arena.battle_codes`.
+The fits themselves are :mod:`isqaflow.arena.ratings.elo` (online Elo) and
+:mod:`isqaflow.arena.ratings.bradley_terry`; battles are checked and encoded by
+:mod:`isqaflow.arena.ratings.battle_codes`.
 
 Reported points: Bradley–Terry is the maximum-likelihood fit; Elo is the median of
 its bootstrap (`elo_with_intervals`), because one online pass depends on the order of
@@ -45,10 +45,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.agreement import verdict_to_score
-from isqaflow.arena.battle_codes import SCORE_A, WINNERS, encode_battles
-from isqaflow.arena.bradley_terry import PSEUDO_COUNT, bt_ratings, win_matrices
-from isqaflow.arena.elo import run_elo
+from isqaflow.arena.judging.agreement import verdict_to_score
+from isqaflow.arena.ratings.battle_codes import SCORE_A, WINNERS, encode_battles
+from isqaflow.arena.ratings.bradley_terry import PSEUDO_COUNT, bt_ratings, win_matrices
+from isqaflow.arena.ratings.elo import run_elo
 
 OUTCOMES = ("win", "tie", "loss", "invalid")
 

@@ -7,7 +7,7 @@ Several judges in ``arena.judges`` judge the same pairs (same ``pair_id`` in eac
   kappa for two judges, Fleiss' kappa for more, each with a 95% percentile bootstrap
   interval over pairs (:func:`isqaflow.stats.bootstrap_ci`).  Kappa is 1.0 when the judges
   used one and the same label throughout (chance agreement 1, as
-  :func:`isqaflow.arena.agreement.cohen_kappa` defines it).
+  :func:`isqaflow.arena.judging.agreement.cohen_kappa` defines it).
 * **The panel's verdict** per pair (``arena.panel_verdict``): ``majority`` -- the label more
   than half of the valid verdicts give, else a tie; ``unanimous`` -- the label all judges
   give, else a tie.  No valid verdict at all: none (invalid).
@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import kendalltau
 
-from isqaflow.arena.agreement import cohen_kappa
+from isqaflow.arena.judging.agreement import cohen_kappa
 from isqaflow.stats import bootstrap_ci
 
 __all__ = ["LABELS", "PANEL_RULES", "fleiss_kappa", "leave_one_out", "panel_agreement", "panel_verdict",

@@ -20,7 +20,7 @@ written after the index files, so an interrupted build is never mistaken for a
 finished one.
 
 ColBERTv2, which the paper uses at full scale, is the ``"colbert"`` backend of
-:mod:`isqaflow.arena.colbert`: served by PyLate, it runs in its own environment
+:mod:`isqaflow.arena.retrieval.colbert`: served by PyLate, it runs in its own environment
 (``envs/colbert.yaml``) through rules ``colbert_index`` and ``retrieve_colbert``, so
 :func:`retrieve` here refuses it with a pointer there.
 
@@ -28,7 +28,7 @@ Rankings are deterministic: scores sort descending and ties break by passage id,
 the same inputs give identical results whether the index was just built or read back.
 
 :func:`run_retrieval` is the job of rule ``retrieve``: one domain, one retriever, and
-the recall of the gold documents at every k (:mod:`isqaflow.arena.hits`: what every
+the recall of the gold documents at every k (:mod:`isqaflow.arena.retrieval.hits`: what every
 backend's job shares).
 """
 
@@ -44,10 +44,10 @@ from typing import Any
 
 import numpy as np
 
-from isqaflow.arena.hits import check_inputs as _check_inputs
-from isqaflow.arena.hits import corpus_hash, write_retrieval
-from isqaflow.arena.hits import query_pairs as _query_pairs
-from isqaflow.arena.hits import recall_at_k  # noqa: F401  (part of this module's interface)
+from isqaflow.arena.retrieval.hits import check_inputs as _check_inputs
+from isqaflow.arena.retrieval.hits import corpus_hash, write_retrieval
+from isqaflow.arena.retrieval.hits import query_pairs as _query_pairs
+from isqaflow.arena.retrieval.hits import recall_at_k  # noqa: F401  (part of this module's interface)
 from isqaflow.data.schema import Passage, RagQuery
 from isqaflow.io import atomic_open, read_json, read_records, write_json
 from isqaflow.text.embeddings import DEFAULT_MODEL, load_encoder, resolve_model
@@ -302,7 +302,7 @@ def retrieve(
         raise ValueError(
             "backend 'colbert' (ColBERTv2 through PyLate) runs in its own environment "
             "(envs/colbert.yaml): rules colbert_index and retrieve_colbert, "
-            f"isqaflow.arena.colbert.retrieve_colbert; here: {', '.join(BACKENDS)}"
+            f"isqaflow.arena.retrieval.colbert.retrieve_colbert; here: {', '.join(BACKENDS)}"
         )
     if backend == "bm25":
         return retrieve_bm25(queries, passages, k, cache_dir, **options)

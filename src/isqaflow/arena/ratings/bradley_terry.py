@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.battle_codes import SCORE_A, encode_battles
+from isqaflow.arena.ratings.battle_codes import SCORE_A, encode_battles
 
 # Pseudo-wins credited in each direction to every ordered pair of models before the
 # Bradley–Terry fit; see `bradley_terry`.

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from isqaflow.models.prefix import common_prefix, prefix_groups
+from isqaflow.models.inprocess.prefix_groups import common_prefix, prefix_groups
 
 # A shared prefix shorter than this is not worth a separate forward pass.
 MIN_SHARED_PREFIX = 32

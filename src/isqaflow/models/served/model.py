@@ -15,9 +15,9 @@ through the ``openai`` backend::
         lora_args: --enable-lora --max-lora-rank 8 --lora-modules {adapter_name}={adapter}
         ready_timeout: 1800
 
-``serve`` keys: :mod:`.serve_settings`; the server's life cycle: :mod:`.serve_process`.
+``serve`` keys: :mod:`.settings`; the server's life cycle: :mod:`.process`.
 
-With the job's GPU plan (``server_plan``, :mod:`.gpu_plan`, passed by the rule) the
+With the job's GPU plan (``server_plan``, :mod:`isqaflow.models.planning.gpu_plan`, passed by the rule) the
 server gets the plan's ``--tensor-parallel-size``, ``--gpu-memory-utilization`` and
 ``--max-model-len`` and its own GPUs (``CUDA_VISIBLE_DEVICES``: entries of the job's
 own list), and models of the job with the same weights share one server (the first
@@ -47,9 +47,9 @@ from typing import Any
 from isqaflow.models import usage
 from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Request, flatten_messages
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
-from isqaflow.models.openai import LogprobsUnavailable, OpenAIModel, split_candidates
-from isqaflow.models.serve_process import ManagedServer, ServerStartError, group_alive, group_members
-from isqaflow.models.serve_settings import ENGINES, LOCALHOST, PLACEHOLDERS, SERVED_KEY_ENV, ServeSettings, free_port
+from isqaflow.models.api.openai import LogprobsUnavailable, OpenAIModel, split_candidates
+from isqaflow.models.served.process import ManagedServer, ServerStartError, group_alive, group_members
+from isqaflow.models.served.settings import ENGINES, LOCALHOST, PLACEHOLDERS, SERVED_KEY_ENV, ServeSettings, free_port
 from isqaflow.models.tokenized import TokenizedText
 
 __all__ = [
@@ -93,7 +93,7 @@ class ServedModel(TokenizedText, OpenAIModel):
     ) -> None:
         from transformers import AutoConfig, AutoTokenizer
 
-        from isqaflow.models.hf_loading import chat_template_for
+        from isqaflow.models.inprocess.loading import chat_template_for
 
         self.name = name or model
         self.settings = ServeSettings.from_config(serve, self.name)
@@ -109,7 +109,7 @@ class ServedModel(TokenizedText, OpenAIModel):
         self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
         self.chat_template = chat_template_for(self.tokenizer, chat_template, self.name, self.is_seq2seq)
         self.has_chat_template = not self.chat_template.plain_text
-        # The job's GPU plan (isqaflow.models.gpu_plan, passed by the rule): the server's flags and
+        # The job's GPU plan (isqaflow.models.planning.gpu_plan, passed by the rule): the server's flags and
         # GPUs, and the adapter a shared server serves next to its base model.
         plan = dict(server_plan or {})
         plan_adapters = dict(plan.get("adapters") or {})

@@ -8,13 +8,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Request
-from isqaflow.models.hf_prefixes import DECODE_STEP_TOKENS, SharedPrefixes, length_batches
+from isqaflow.models.inprocess.shared_prefixes import DECODE_STEP_TOKENS, SharedPrefixes, length_batches
 
 # the backend's logger, as before the split
-log = logging.getLogger("isqaflow.models.hf")
+log = logging.getLogger("isqaflow.models.inprocess.hf")
 
 
-class _Progress:
+class Progress:
     """Logs generation progress: requests done, new tokens per second, time left."""
 
     def __init__(self, name: str, total: int) -> None:
@@ -30,7 +30,7 @@ class _Progress:
                  self.name, self.done, self.total, self.tokens / max(elapsed, 1e-9), eta)
 
 
-def _sample(scores, temperature: float, top_p: float, generator):
+def sample_top_p(scores, temperature: float, top_p: float, generator):
     """Nucleus sampling from log-probabilities."""
     import torch
 
@@ -67,7 +67,7 @@ class Generating:
                     self.name, sum(1 for t in truncated if t), params.max_input_tokens, sum(truncated),
                 )
         results: list[Generation | None] = [None] * len(encoded)
-        progress = _Progress(self.name, len(encoded))
+        progress = Progress(self.name, len(encoded))
 
         def finished(idx: Sequence[int], outs: list[Generation]) -> None:
             for i, out in zip(idx, outs, strict=True):
@@ -164,7 +164,7 @@ class Generating:
                 if step < params.min_new_tokens:
                     scores[:, eos] = -float("inf")
                 if params.do_sample:
-                    choice = _sample(scores, params.temperature, params.top_p, generator)
+                    choice = sample_top_p(scores, params.temperature, params.top_p, generator)
                 else:
                     choice = scores.argmax(-1)
                 choice = torch.where(done, torch.full_like(choice, pad), choice)
