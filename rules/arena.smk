@@ -182,7 +182,7 @@ rule arena_judge:
         all_pairs=lambda wc: arena_run(wc.retriever, wc.k)["all_pairs_per_domain"],
         repeats=lambda wc: arena_judge_entry(wc.judge)["repeats"],
         seed=config["seed"],
-        code=code("isqaflow.arena.judging.battles"),
+        code=code("isqaflow.arena.judging.battles", "isqaflow.models.cache"),
     script:
         "../scripts/arena_judge.py"
 
@@ -222,7 +222,7 @@ rule arena_judge_checks:
         controls=config["validity"]["arena"]["controls"],
         per_domain=config["validity"]["arena"]["per_domain"],
         seed=config["seed"],
-        code=code("isqaflow.arena.judging.controls"),
+        code=code("isqaflow.arena.judging.controls", "isqaflow.models.cache"),
     script:
         "../scripts/arena_judge_checks.py"
 
@@ -263,7 +263,7 @@ rule arena_summaries:
         orders=config["arena"]["orders"],
         verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         seed=config["seed"],
-        code=code("isqaflow.arena.judging.summaries"),
+        code=code("isqaflow.arena.judging.summaries", "isqaflow.models.cache"),
     script:
         "../scripts/arena_summaries.py"
 

@@ -32,7 +32,7 @@ rule score_summaries:
         qa=lambda wc: metric_model("qa"),
         settings=lambda wc: metric_settings(),
         weighter=lambda wc: metric_weighter(),
-        code=code("isqaflow.metrics.score"),
+        code=code("isqaflow.metrics.score", "isqaflow.metrics.scorers"),
     script:
         "../scripts/score_summaries.py"
 
