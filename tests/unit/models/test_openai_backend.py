@@ -736,3 +736,25 @@ def test_usage_is_written_beside_the_job_outputs(fake_server, key_env, tmp_path)
         "name": "gpt4", "backend": "openai", "model": "gpt-4-test", "requests": 2, "input_tokens": 14,
         "output_tokens": 6}
     assert SENTINEL not in json.dumps(record)
+
+
+def test_a_dropped_setting_is_recorded_once_by_concurrent_threads():
+    """Check and add under one lock: two threads that drop the same setting at once get it
+    back as new once between them (the beam-search warning above was logged twice, now and
+    then, when two requests raced between the check and the add)."""
+    import threading
+
+    from isqaflow.models.usage import ModelUsage
+
+    for _ in range(50):
+        ledger, barrier, got = ModelUsage("m", "openai", "m"), threading.Barrier(8), []
+
+        def drop(ledger=ledger, barrier=barrier, got=got):
+            barrier.wait()
+            got.append(ledger.note_dropped(["num_beams=4"]))
+
+        threads = [threading.Thread(target=drop) for _ in range(8)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        assert sorted(got, key=len) == [[]] * 7 + [["num_beams=4"]]
+        assert ledger.dropped_decoding == ["num_beams=4"]

@@ -213,11 +213,10 @@ class OpenAIModel(LanguageModel):
             ("no_repeat_ngram_size", params.no_repeat_ngram_size, 0),
             ("repetition_penalty", params.repetition_penalty, 1.0),
             ("max_input_tokens", params.max_input_tokens, None)) if value != default]
-        new = [d for d in dropped if d not in self.usage.dropped_decoding]
+        new = self.usage.note_dropped(dropped)
         if new:
             log.warning("%s: the API cannot apply %s; decoding without %s", self.name, ", ".join(new),
                         "them" if len(new) > 1 else "it")
-            self.usage.note_dropped(new)
         return {}
 
     def _prefill_fields(self) -> dict[str, Any] | None:

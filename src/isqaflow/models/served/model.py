@@ -286,11 +286,10 @@ class ServedModel(TokenizedText, OpenAIModel):
                 f"{'them' if len(settings) > 1 else 'it'} (recorded in the job's usage record), "
                 "or run the model with the hf backend (no serve:)"
             )
-        new = [setting for setting in settings if setting not in self.usage.dropped_decoding]
+        new = self.usage.note_dropped(list(settings))
         if new:
             log.warning("%s: the %s server cannot apply %s; decoding without (unsupported_decoding: drop)",
                         self.name, engine, ", ".join(new))
-            self.usage.note_dropped(new)
 
     # ------------------------------------------------------------------ scoring
     def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
