@@ -108,7 +108,7 @@ rule rag_answers:
             f"results/arena/retrieval/{d}/{wc.retriever}.jsonl"
             for d in config["arena"]["domains"]
         ],
-        model=lambda wc: answerer_files(wc.answerer),
+        model=lambda wc: generator_files(answerer_entry(wc.answerer)),
     output:
         answers="results/arena/answers/{retriever}-k{k}/{answerer}.jsonl",
     log:
@@ -134,7 +134,7 @@ rule rag_answers:
         model=lambda wc: planned_spec(
             "rag_answers", wc, answerer_entry(wc.answerer)["model"]
         ),
-        adapter=lambda wc: answerer_adapter_dir(wc.answerer),
+        adapter=lambda wc: generator_adapter_dir(answerer_entry(wc.answerer)),
         cot=lambda wc: answerer_entry(wc.answerer)["cot"],
         generation=config["arena"]["generation"],
         code=code("isqaflow.arena.answers"),

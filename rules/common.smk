@@ -275,6 +275,19 @@ def adapter_files(adapter):
     ]
 
 
+def generator_files(entry):
+    """The files a text generator (a DRFR responder, an arena answerer: a model, with an
+    optional adapter) needs before its job starts."""
+    files = model_files(entry["model"])
+    if entry.get("adapter"):
+        files += adapter_files(entry["adapter"])
+    return files
+
+
+def generator_adapter_dir(entry):
+    return adapter_dir(entry["adapter"]) if entry.get("adapter") else None
+
+
 # ----------------------------------------------------------------------------- ISQA
 _grid_jobs = []
 

@@ -11,7 +11,7 @@ include: "inputs/drfr.smk"
 rule drfr_responses:
     input:
         instructions=lambda wc: instructions_file(wc.dataset),
-        model=lambda wc: responder_files(wc.responder),
+        model=lambda wc: generator_files(responder_entry(wc.responder)),
     output:
         responses="results/drfr/responses/{dataset}/{responder}.jsonl",
     log:
@@ -38,7 +38,7 @@ rule drfr_responses:
         model=lambda wc: planned_spec(
             "drfr_responses", wc, responder_entry(wc.responder)["model"]
         ),
-        adapter=lambda wc: responder_adapter_dir(wc.responder),
+        adapter=lambda wc: generator_adapter_dir(responder_entry(wc.responder)),
         generation=config["drfr"]["generation"],
         code=code("isqaflow.drfr.responses"),
     script:

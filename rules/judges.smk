@@ -16,7 +16,7 @@ rule judge_audit:
         drfr=lambda wc: list(drfr_judged_files().values()),
         arena_controls=lambda wc: arena_validity_files(),
         drfr_controls=lambda wc: drfr_validity_files(),
-        validity="results/validity/summary.json",
+        validity=rules.validity_table.output.summary,
     output:
         tables=report(
             JUDGE_AUDIT,

@@ -36,19 +36,6 @@ def answerer_entry(answerer):
     return config["arena"]["answerers"][answerer]
 
 
-def answerer_adapter_dir(answerer):
-    adapter = answerer_entry(answerer).get("adapter")
-    return adapter_dir(adapter) if adapter else None
-
-
-def answerer_files(answerer):
-    entry = answerer_entry(answerer)
-    files = model_files(entry["model"])
-    if entry.get("adapter"):
-        files += adapter_files(entry["adapter"])
-    return files
-
-
 def arena_runs():
     """Retrieval settings answers are generated from, with their answerers (isqaflow.grid)."""
     return grid.arena_runs(config)
