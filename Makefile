@@ -39,9 +39,10 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/
 	PYTHONPATH=src $(BIN)/lint-imports
 
 clean:
-	rm -rf results logs benchmarks/*/ .snakemake report.html
+	rm -rf results logs .snakemake report.html

@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import minimize
 
-from isqaflow.arena.bradley_terry import PSEUDO_COUNT, bradley_terry
-from isqaflow.arena.ratings import bootstrap_cell_counts, bootstrap_ratings
+from isqaflow.arena.ratings.bradley_terry import PSEUDO_COUNT, bradley_terry
+from isqaflow.arena.ratings.bootstrap import bootstrap_cell_counts, bootstrap_ratings
 
 TIE_SHARE = 0.2
 SCALE = 400.0

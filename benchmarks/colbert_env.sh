@@ -3,7 +3,7 @@
 # environment, without conda: every pin installed with --no-deps, so nothing outside
 # the list can come in.  Usage: bash benchmarks/colbert_env.sh VENV [PYTHON]
 #   e.g. bash benchmarks/colbert_env.sh /tmp/colbert-venv python3.11
-# tests/test_colbert_pylate.py runs PyLate for real in it (ISQAFLOW_COLBERT_PYTHON).
+# tests/engines/test_colbert_pylate.py runs PyLate for real in it (ISQAFLOW_COLBERT_PYTHON).
 set -euo pipefail
 venv="${1:?usage: colbert_env.sh VENV [PYTHON]}"
 python="${2:-python3}"

@@ -29,8 +29,8 @@ from pathlib import Path
 import torch
 from transformers import BertConfig, BertModel, BertTokenizerFast
 
-from isqaflow.arena.colbert import run_colbert_index, run_colbert_retrieval
-from isqaflow.arena.colbert_pylate import PylateEngine
+from isqaflow.arena.retrieval.colbert import run_colbert_index, run_colbert_retrieval
+from isqaflow.arena.retrieval.colbert_pylate import PylateEngine
 from isqaflow.io import read_json, read_jsonl, write_jsonl
 
 TEXTS = [
@@ -134,7 +134,7 @@ def main(workdir: Path) -> dict:
     assert agree == len(QUERIES), f"PLAID's top passage differs from exact MaxSim on {len(QUERIES) - agree} queries"
 
     return {
-        "ran": "isqaflow.arena.colbert run_colbert_index + run_colbert_retrieval with PylateEngine",
+        "ran": "isqaflow.arena.retrieval.colbert run_colbert_index + run_colbert_retrieval with PylateEngine",
         "python": sys.version.split()[0],
         "torch": torch.__version__,
         "cuda": torch.cuda.is_available(),

@@ -236,7 +236,7 @@ def run_stage(stage: str, inputs: dict, folder: Path, rounds: int, seed: int) ->
             if stage == "convert_rag":
                 return {"items": inputs["n"], "unit": "passages"}
             raise RuntimeError(f"retrieve_bm25 needs convert_rag's output first ({time.perf_counter() - t0:.0f}s)")
-        from isqaflow.arena.retrieval import run_retrieval
+        from isqaflow.arena.retrieval.bm25_dense import run_retrieval
         shutil.rmtree(folder / "index", ignore_errors=True)
         run_retrieval(queries, passages, out / "hits.jsonl", out / "recall.json", backend="bm25", ks=[5, 10],
                       options={}, cache_dir=folder / "index", domain="science")

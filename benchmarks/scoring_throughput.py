@@ -22,7 +22,9 @@ from pathlib import Path
 import yaml
 
 from isqaflow.io import read_jsonl
+from isqaflow.metrics.qa_metrics import QAMetricSettings
 from isqaflow.metrics.score import run_scoring
+from isqaflow.metrics.scorers import MetricModels
 
 
 def main() -> None:
@@ -51,9 +53,9 @@ def main() -> None:
         cache = Path(tmp) / "calls.sqlite"
         for label in ("empty cache", "filled cache"):
             started = time.perf_counter()
+            models = MetricModels(qg=spec("qg"), qa=spec("qa"), settings=QAMetricSettings.from_dict(settings))
             run_scoring(f"results/data/papers/{args.dataset}.jsonl", summaries, Path(tmp) / "scores.jsonl",
-                        Path(tmp) / "questions.jsonl", spec("qg"), spec("qa"), settings, cache,
-                        threads=args.threads)
+                        Path(tmp) / "questions.jsonl", models, cache, threads=args.threads)
             seconds = time.perf_counter() - started
             print(f"{label}: {len(distinct)} distinct summaries in {seconds:.1f}s = "
                   f"{60 * len(distinct) / seconds:.1f} summaries/min")

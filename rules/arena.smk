@@ -23,7 +23,7 @@ rule retrieve:
     log:
         "logs/retrieve/{domain}/{retriever}.log",
     benchmark:
-        "benchmarks/retrieve/{domain}/{retriever}.tsv"
+        benchmark_file("retrieve", "{domain}/{retriever}")
     wildcard_constraints:
         retriever=retrievers_served_by("retrieve"),
     localrule: local_stage("retrieve")
@@ -37,7 +37,7 @@ rule retrieve:
         options=lambda wc: retriever_options(wc.retriever),
         ks=config["arena"]["k"],
         cache_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
-        code=code("isqaflow.arena.retrieval"),
+        code=code("isqaflow.arena.retrieval.bm25_dense"),
     script:
         "../scripts/retrieve.py"
 
@@ -53,7 +53,7 @@ rule colbert_index:
     log:
         "logs/colbert_index/{domain}/{retriever}.log",
     benchmark:
-        "benchmarks/colbert_index/{domain}/{retriever}.tsv"
+        benchmark_file("colbert_index", "{domain}/{retriever}")
     wildcard_constraints:
         retriever=retrievers_served_by("colbert"),
     localrule: local_stage("retrieve")
@@ -65,7 +65,7 @@ rule colbert_index:
     params:
         options=lambda wc: retriever_options(wc.retriever),
         index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
-        code=code("isqaflow.arena.colbert"),
+        code=code("isqaflow.arena.retrieval.colbert"),
     script:
         "../scripts/colbert_index.py"
 
@@ -82,7 +82,7 @@ rule retrieve_colbert:
     log:
         "logs/retrieve/{domain}/{retriever}.log",
     benchmark:
-        "benchmarks/retrieve/{domain}/{retriever}.tsv"
+        benchmark_file("retrieve", "{domain}/{retriever}")
     wildcard_constraints:
         retriever=retrievers_served_by("colbert"),
     localrule: local_stage("retrieve")
@@ -95,7 +95,7 @@ rule retrieve_colbert:
         options=lambda wc: retriever_options(wc.retriever),
         ks=config["arena"]["k"],
         index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
-        code=code("isqaflow.arena.colbert"),
+        code=code("isqaflow.arena.retrieval.colbert"),
     script:
         "../scripts/retrieve_colbert.py"
 
@@ -108,13 +108,13 @@ rule rag_answers:
             f"results/arena/retrieval/{d}/{wc.retriever}.jsonl"
             for d in config["arena"]["domains"]
         ],
-        model=lambda wc: answerer_files(wc.answerer),
+        model=lambda wc: generator_files(answerer_entry(wc.answerer)),
     output:
         answers="results/arena/answers/{retriever}-k{k}/{answerer}.jsonl",
     log:
         "logs/rag_answers/{retriever}-k{k}/{answerer}.log",
     benchmark:
-        "benchmarks/rag_answers/{retriever}-k{k}/{answerer}.tsv"
+        benchmark_file("rag_answers", "{retriever}-k{k}/{answerer}")
     wildcard_constraints:
         answerer=names_pattern(model_answerers()),  # file-based ones: rule file_answers
     # the arena chain: answers -> the longest judge job, started early so short jobs end the DAG
@@ -134,7 +134,7 @@ rule rag_answers:
         model=lambda wc: planned_spec(
             "rag_answers", wc, answerer_entry(wc.answerer)["model"]
         ),
-        adapter=lambda wc: answerer_adapter_dir(wc.answerer),
+        adapter=lambda wc: generator_adapter_dir(answerer_entry(wc.answerer)),
         cot=lambda wc: answerer_entry(wc.answerer)["cot"],
         generation=config["arena"]["generation"],
         code=code("isqaflow.arena.answers"),
@@ -152,12 +152,16 @@ rule arena_judge:
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        # the same job of the judge whose calls this one reuses (reuse_calls), if any
+        reused=lambda wc: reused_calls(
+            wc.judge, "results/arena/judgments/{retriever}-k{k}/{judge}.jsonl", wc
+        ),
     output:
         judged="results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
     log:
         "logs/arena_judge/{retriever}-k{k}/{judge}.log",
     benchmark:
-        "benchmarks/arena_judge/{retriever}-k{k}/{judge}.tsv"
+        benchmark_file("arena_judge", "{retriever}-k{k}/{judge}")
     # the longest judge job: early, so short jobs end the DAG
     priority: 50
     localrule: local_stage("judge")
@@ -178,7 +182,7 @@ rule arena_judge:
         all_pairs=lambda wc: arena_run(wc.retriever, wc.k)["all_pairs_per_domain"],
         repeats=lambda wc: arena_judge_entry(wc.judge)["repeats"],
         seed=config["seed"],
-        code=code("isqaflow.arena.battles"),
+        code=code("isqaflow.arena.judging.battles", "isqaflow.models.cache"),
     script:
         "../scripts/arena_judge.py"
 
@@ -190,13 +194,16 @@ rule arena_judge_checks:
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        reused=lambda wc: reused_calls(
+            wc.judge, "results/validity/arena/{judge}.jsonl", wc
+        ),
     output:
         # the known-answer controls always; the human-labelled pairs when configured
         **arena_check_outputs(),
     log:
         "logs/arena_judge_checks/{judge}.log",
     benchmark:
-        "benchmarks/arena_judge_checks/{judge}.tsv"
+        benchmark_file("arena_judge_checks", "{judge}")
     localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
@@ -215,7 +222,7 @@ rule arena_judge_checks:
         controls=config["validity"]["arena"]["controls"],
         per_domain=config["validity"]["arena"]["per_domain"],
         seed=config["seed"],
-        code=code("isqaflow.arena.checks"),
+        code=code("isqaflow.arena.judging.controls", "isqaflow.models.cache"),
     script:
         "../scripts/arena_judge_checks.py"
 
@@ -227,12 +234,17 @@ rule arena_summaries:
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
+        reused=lambda wc: reused_calls(
+            wc.judge,
+            "results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+            wc,
+        ),
     output:
         judged="results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
     log:
         "logs/arena_summaries/{dataset}/{summarizer}.{judge}.log",
     benchmark:
-        "benchmarks/arena_summaries/{dataset}/{summarizer}.{judge}.tsv"
+        benchmark_file("arena_summaries", "{dataset}/{summarizer}.{judge}")
     localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
@@ -251,7 +263,7 @@ rule arena_summaries:
         orders=config["arena"]["orders"],
         verdict_rule=lambda wc: arena_verdict_rule(wc.judge),
         seed=config["seed"],
-        code=code("isqaflow.arena.summaries"),
+        code=code("isqaflow.arena.judging.summaries", "isqaflow.models.cache"),
     script:
         "../scripts/arena_summaries.py"
 

@@ -11,15 +11,15 @@ SRC = str(Path(workflow.basedir) / "src")
 if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
-from isqaflow.arena import verdicts  # noqa: E402
+from isqaflow.arena.judging import verdicts  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow import grid  # noqa: E402
 from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
-from isqaflow.models import gpu_plan  # noqa: E402
-from isqaflow.models.servecheck import check_serving  # noqa: E402
-from isqaflow.models.weights import hub_models  # noqa: E402
+from isqaflow.models.planning import gpu_plan  # noqa: E402
+from isqaflow.models.planning.servecheck import check_serving  # noqa: E402
+from isqaflow.models.weights.hub import hub_models  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 from isqaflow.runtime import use_weights_cache  # noqa: E402
 
@@ -76,9 +76,9 @@ def exit_on_config_problems():
 
 def check_api_models_or_exit():
     """At the start of a run (onstart: not in a dry run), on the submit host, before any job:
-    every API model is listed by its endpoint (isqaflow.models.api_models.check_api_models).
+    every API model is listed by its endpoint (isqaflow.models.api.model_lists.check_api_models).
     """
-    from isqaflow.models.api_models import check_api_models
+    from isqaflow.models.api.model_lists import check_api_models
 
     problems = check_api_models(config["models"])
     if problems:
@@ -106,13 +106,24 @@ def print_gpu_plan():
         sys.argv
     ):
         table = gpu_plan.plan_table(gpu_plan.plan_grid(config))
-        print(f"GPU plan (isqaflow.models.gpu_plan):\n{table}", file=sys.stderr)
+        print(
+            f"GPU plan (isqaflow.models.planning.gpu_plan):\n{table}", file=sys.stderr
+        )
 
 
 def code(*modules):
     """Version of the library code a rule runs (see isqaflow.codehash); every script
     also runs isqaflow.runtime (logging, threads, the call-cache path)."""
     return code_version("isqaflow.runtime", *modules)
+
+
+BENCHMARKS = "results/benchmarks"
+
+
+def benchmark_file(rule, wildcards):
+    """A rule's benchmark: file (Snakemake's seconds and memory of one job) under
+    results/benchmarks/<rule>/, apart from the benchmark scripts in benchmarks/."""
+    return f"{BENCHMARKS}/{rule}/{wildcards}.tsv"
 
 
 def stage_resources(stage):
@@ -177,7 +188,7 @@ _job_plans = {}
 
 
 def job_plan(rule, wildcards):
-    """The GPU plan of one job (isqaflow.models.gpu_plan); None without a gpu_plan section."""
+    """The GPU plan of one job (isqaflow.models.planning.gpu_plan); None without a gpu_plan section."""
     if config.get("gpu_plan") is None:
         return None
     key = (rule, tuple(sorted(dict(wildcards).items())))
@@ -262,6 +273,19 @@ def adapter_files(adapter):
         f"{adapter_dir(adapter)}/adapter_model.safetensors",
         f"{adapter_dir(adapter)}/adapter_config.json",
     ]
+
+
+def generator_files(entry):
+    """The files a text generator (a DRFR responder, an arena answerer: a model, with an
+    optional adapter) needs before its job starts."""
+    files = model_files(entry["model"])
+    if entry.get("adapter"):
+        files += adapter_files(entry["adapter"])
+    return files
+
+
+def generator_adapter_dir(entry):
+    return adapter_dir(entry["adapter"]) if entry.get("adapter") else None
 
 
 # ----------------------------------------------------------------------------- ISQA
@@ -384,7 +408,7 @@ def drfr_validity_files():
 VALIDITY_TABLE = [f"results/tables/validity.{ext}" for ext in ("csv", "md", "tex")]
 # The report's menu lists categories in alphabetical order (Snakemake's report sorts
 # them with localeCompare; there is no order setting): this name puts the validity
-# table before every stage's results (tests/test_validity.py checks it).
+# table before every stage's results (tests/unit/report/test_validity.py checks it).
 VALIDITY_CATEGORY = "Controls of judges and metrics"
 
 

@@ -11,13 +11,13 @@ include: "inputs/drfr.smk"
 rule drfr_responses:
     input:
         instructions=lambda wc: instructions_file(wc.dataset),
-        model=lambda wc: responder_files(wc.responder),
+        model=lambda wc: generator_files(responder_entry(wc.responder)),
     output:
         responses="results/drfr/responses/{dataset}/{responder}.jsonl",
     log:
         "logs/drfr_responses/{dataset}/{responder}.log",
     benchmark:
-        "benchmarks/drfr_responses/{dataset}/{responder}.tsv"
+        benchmark_file("drfr_responses", "{dataset}/{responder}")
     wildcard_constraints:
         responder=names_pattern(model_responders()),  # file-based ones: rule file_responses
     localrule: local_stage("generate")
@@ -38,7 +38,7 @@ rule drfr_responses:
         model=lambda wc: planned_spec(
             "drfr_responses", wc, responder_entry(wc.responder)["model"]
         ),
-        adapter=lambda wc: responder_adapter_dir(wc.responder),
+        adapter=lambda wc: generator_adapter_dir(responder_entry(wc.responder)),
         generation=config["drfr"]["generation"],
         code=code("isqaflow.drfr.responses"),
     script:
@@ -63,7 +63,7 @@ rule drfr_judge:
     log:
         "logs/drfr_judge/{dataset}/{judge}.log",
     benchmark:
-        "benchmarks/drfr_judge/{dataset}/{judge}.tsv"
+        benchmark_file("drfr_judge", "{dataset}/{judge}")
     localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"
@@ -78,6 +78,7 @@ rule drfr_judge:
         rule=lambda wc: drfr_judge_rule(wc.judge),
         generation=lambda wc: judge_entry(wc.judge).get("generation"),
         controls=config["validity"]["drfr"],
+        repeats=lambda wc: judge_entry(wc.judge)["repeats"],
         seed=config["seed"],
         code=code("isqaflow.drfr.judge_responses"),
     script:
@@ -96,7 +97,7 @@ rule drfr_summaries:
     log:
         "logs/drfr_summaries/{dataset}/{summarizer}.{judge}.log",
     benchmark:
-        "benchmarks/drfr_summaries/{dataset}/{summarizer}.{judge}.tsv"
+        benchmark_file("drfr_summaries", "{dataset}/{summarizer}.{judge}")
     localrule: local_stage("judge")
     conda:
         "../envs/torch.yaml"

@@ -22,7 +22,7 @@ rule finetune_feedback:
     log:
         "logs/finetune_feedback/{adapter}.log",
     benchmark:
-        "benchmarks/finetune_feedback/{adapter}.tsv"
+        benchmark_file("finetune_feedback", "{adapter}")
     # on the critical path: adapter -> ISQA runs and responders -> scoring -> tables
     priority: 90
     localrule: local_stage("finetune")
@@ -51,7 +51,7 @@ rule evaluate_feedback:
     log:
         "logs/evaluate_feedback/{adapter}.log",
     benchmark:
-        "benchmarks/evaluate_feedback/{adapter}.tsv"
+        benchmark_file("evaluate_feedback", "{adapter}")
     localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"

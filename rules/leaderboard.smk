@@ -15,8 +15,11 @@ rule leaderboard:
         arena_ratings="results/tables/arena_ratings.csv",
         arena_summaries="results/tables/arena_summaries.csv",
         scores=lambda wc: leaderboard_score_files(),
-        validity="results/validity/summary.json",
+        validity=rules.validity_table.output.summary,
         systems=lambda wc: systems_targets(),
+        # the arena judges' panel: agreement and leave one out (rule judge_audit)
+        panel="results/tables/judges_panel.csv",
+        panel_loo="results/tables/judges_panel_loo.csv",
     output:
         tables=report(
             LEADERBOARD,

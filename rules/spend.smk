@@ -1,10 +1,10 @@
 """The API spend before and during a run (no rules here): the spend plan a dry run prints
 (isqaflow.spend), the budget check when a run starts, and the budget and prices every job
-reads from the environment (isqaflow.models.budget)."""
+reads from the environment (isqaflow.models.api.budget)."""
 
 import os
 
-from isqaflow.models import budget  # noqa: E402
+from isqaflow.models.api import budget  # noqa: E402
 
 # Not a param: raising the budget reruns no job (a SLURM job re-reads this file).
 SPEND_LEDGER = "results/spend/ledger.json"

@@ -16,7 +16,7 @@ rule generate_questions:
     log:
         "logs/generate_questions/{dataset}.log",
     benchmark:
-        "benchmarks/generate_questions/{dataset}.tsv"
+        benchmark_file("generate_questions", "{dataset}")
     # the ISQA chain: the run with generated questions
     priority: 70
     localrule: local_stage("generate")
@@ -46,7 +46,7 @@ rule baseline_summaries:
     log:
         "logs/baseline_summaries/{dataset}/{summarizer}.log",
     benchmark:
-        "benchmarks/baseline_summaries/{dataset}/{summarizer}.tsv"
+        benchmark_file("baseline_summaries", "{dataset}/{summarizer}")
     # the ISQA chain: its first summaries
     priority: 80
     localrule: local_stage("generate")
@@ -78,7 +78,7 @@ rule generic_feedback:
     log:
         "logs/generic_feedback/{dataset}/{summarizer}.log",
     benchmark:
-        "benchmarks/generic_feedback/{dataset}/{summarizer}.tsv"
+        benchmark_file("generic_feedback", "{dataset}/{summarizer}")
     # the ISQA chain: scoring waits for it
     priority: 70
     localrule: local_stage("generate")
@@ -115,7 +115,7 @@ rule isqa_refine:
     log:
         "logs/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.log",
     benchmark:
-        "benchmarks/isqa_refine/{dataset}/{summarizer}/{feedback}-{questions}.tsv"
+        benchmark_file("isqa_refine", "{dataset}/{summarizer}/{feedback}-{questions}")
     # the ISQA chain
     priority: 70
     localrule: local_stage("generate")

@@ -1,9 +1,12 @@
 """Pairwise judging against LFRQA and between models (rule arena_judge)."""
 
-from isqaflow.arena.battles import run_arena_judge
-from isqaflow.runtime import job
+from isqaflow.arena.judging.battles import run_arena_judge
+from isqaflow.models.cache import copy_calls
+from isqaflow.runtime import call_cache_of, job
 
 with job(snakemake) as ctx:
+    # reuse_calls: the other judge's calls of this job, if any (only identical calls are served)
+    copy_calls([call_cache_of(f) for f in snakemake.input.reused], ctx.cache_path())
     run_arena_judge(
         snakemake.input.queries,
         snakemake.input.answers,

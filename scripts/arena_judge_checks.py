@@ -1,9 +1,12 @@
 """The arena judge on the human-labelled pairs and the known-answer controls (rule arena_judge_checks)."""
 
-from isqaflow.arena.checks import run_judge_checks
-from isqaflow.runtime import job
+from isqaflow.arena.judging.controls import run_judge_checks
+from isqaflow.models.cache import copy_calls
+from isqaflow.runtime import call_cache_of, job
 
 with job(snakemake) as ctx:
+    # reuse_calls: the other judge's calls of this job, if any (only identical calls are served)
+    copy_calls([call_cache_of(f) for f in snakemake.input.reused], ctx.cache_path())
     run_judge_checks(
         snakemake.input.queries,
         snakemake.input.human or None,

@@ -1,9 +1,12 @@
 """ISQA summaries in the arena: vs the abstract and head to head (rule arena_summaries)."""
 
-from isqaflow.arena.summaries import run_summary_arena
-from isqaflow.runtime import job
+from isqaflow.arena.judging.summaries import run_summary_arena
+from isqaflow.models.cache import copy_calls
+from isqaflow.runtime import call_cache_of, job
 
 with job(snakemake) as ctx:
+    # reuse_calls: the other judge's calls of this job, if any (only identical calls are served)
+    copy_calls([call_cache_of(f) for f in snakemake.input.reused], ctx.cache_path())
     run_summary_arena(
         snakemake.input.papers,
         snakemake.input.summaries,

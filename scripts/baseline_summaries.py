@@ -1,17 +1,13 @@
 """Summaries with every baseline and pre-hoc prompt (rule baseline_summaries)."""
 
-from isqaflow.isqa.summarize import run_baselines
+from isqaflow.isqa.summarize import SummaryJob, run_baselines
 from isqaflow.runtime import job
 
 with job(snakemake) as ctx:
     run_baselines(
         snakemake.input.papers,
         snakemake.output.summaries,
-        model_spec=snakemake.params.model,
-        prompt_ids=snakemake.params.prompts,
-        generation=snakemake.params.generation,
-        dataset=snakemake.wildcards.dataset,
-        summarizer=snakemake.wildcards.summarizer,
+        job=SummaryJob.from_rule(snakemake.params, snakemake.wildcards),
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
     )

@@ -1,6 +1,6 @@
 """The PLAID index of one domain's passages for a ColBERT retriever (rule colbert_index)."""
 
-from isqaflow.arena.colbert import run_colbert_index
+from isqaflow.arena.retrieval.colbert import run_colbert_index
 from isqaflow.runtime import job
 
 with job(snakemake):

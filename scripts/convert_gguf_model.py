@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from isqaflow.models.convert import convert_gguf_package
+from isqaflow.models.weights.convert import convert_gguf_package
 from isqaflow.runtime import job
 
 with job(snakemake):

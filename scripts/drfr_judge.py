@@ -21,4 +21,5 @@ with job(snakemake) as ctx:
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
         prompt_files=list(snakemake.input.prompt),
+        repeats=snakemake.params.repeats,
     )

@@ -4,7 +4,7 @@ from isqaflow.runtime import allow_hub, job
 
 allow_hub()  # the one kind of job that reaches the Hub (before huggingface_hub is imported)
 
-from isqaflow.models.weights import fetch  # noqa: E402
+from isqaflow.models.weights.hub import fetch  # noqa: E402
 
 with job(snakemake):
     fetch(

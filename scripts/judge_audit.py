@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from isqaflow.arena.judge_audit import run_judge_audit
+from isqaflow.arena.judging.judge_audit import run_judge_audit
 from isqaflow.runtime import job
 
 with job(snakemake):
@@ -16,4 +16,7 @@ with job(snakemake):
         panel_rule=snakemake.params.panel_rule,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
+        drfr_paths=snakemake.params.drfr,
+        judges=snakemake.params.judges,
+        validity_summary_path=snakemake.input.validity,
     )

@@ -20,4 +20,6 @@ with job(snakemake):
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
         judge_pairs=snakemake.params.judge_pairs,
+        panel_path=snakemake.input.panel,
+        panel_loo_path=snakemake.input.panel_loo,
     )

@@ -1,6 +1,6 @@
 """Top-k passages for every query of a domain, and the retriever's recall (rule retrieve)."""
 
-from isqaflow.arena.retrieval import run_retrieval
+from isqaflow.arena.retrieval.bm25_dense import run_retrieval
 from isqaflow.runtime import job
 
 with job(snakemake):

@@ -1,6 +1,6 @@
 """Top-k passages for every query of a domain from its PLAID index, and the recall (rule retrieve_colbert)."""
 
-from isqaflow.arena.colbert import run_colbert_retrieval
+from isqaflow.arena.retrieval.colbert import run_colbert_retrieval
 from isqaflow.runtime import job
 
 with job(snakemake):

@@ -168,8 +168,8 @@ def slurm_cluster():
 @pytest.fixture(scope="session")
 def embedded_run(tmp_path_factory) -> Path:
     """The embedded default DAG, run once to the end on a fresh copy of the repository
-    (minutes), shared by the tests that need a complete run: tests/test_workflow.py reads
-    its results and checks what a change reruns; tests/test_slurm.py runs the same DAG
+    (minutes), shared by the tests that need a complete run: tests/workflow/test_workflow.py reads
+    its results and checks what a change reruns; tests/cluster/test_slurm.py runs the same DAG
     through the scheduler, resuming from this run's call caches.
 
     ISQAFLOW_EMBEDDED_RUN=<dir> uses a complete run made before instead (developers: to

@@ -1,7 +1,7 @@
 """A test double of a vLLM 0.33.0 OpenAI-compatible server, started through ``serve:`` by the tests.
 
 ``transformers serve`` returns no log-probabilities, and the real vLLM engine (its CPU build,
-tests/test_vllm_real.py) takes a minute to start, so the fast tests of the client's
+tests/engines/test_vllm_real.py) takes a minute to start, so the fast tests of the client's
 log-probability parsing use this double: it answers ``/v1/models``, ``/v1/completions``
 and ``/v1/chat/completions`` in vLLM's response format, with log-probabilities computed by the given model in
 this process (greedy, one request at a time), including vLLM's extensions
@@ -21,7 +21,7 @@ choices come back and ``usage.completion_tokens`` adds them all up, as vLLM's do
 -9999.0; ``--chat-template FILE`` replaces the tokenizer's template;
 ``truncate_prompt_tokens`` keeps the prompt's last tokens; with ``--max-model-len N``
 a longer prompt is answered 400 with vLLM's own message and ``max_tokens`` is cut to what is
-left of N (vLLM 0.32.0 as run on the CPU: tests/test_vllm_real.py).  Double-only options:
+left of N (vLLM 0.32.0 as run on the CPU: tests/engines/test_vllm_real.py).  Double-only options:
 ``--log FILE`` (every request body appended, JSON Lines),
 ``--child`` (a sleeping child in the server's process group, as vLLM starts its engine
 process), ``--exit-after-start`` (exit with status 3 after printing a line).

@@ -1,4 +1,4 @@
-"""The dress rehearsal's config and data (tests/test_rehearsal.py; docs/paper-scale.md, "Dress rehearsal").
+"""The dress rehearsal's config and data (tests/cluster/test_rehearsal.py; docs/paper-scale.md, "Dress rehearsal").
 
 A config with the shape of config/paper.yaml -- every stage; local decoders served by vLLM
 with the paper's ``serve:`` template (here the CPU engine from its own venv,

@@ -22,7 +22,7 @@ file and its Python sources are parsed with :mod:`ast`.  The fixture holds
 * ``wheel``: file name, sha256, the ``torch`` requirement, and the CUDA runtime its
   extension modules link (``libcudart.so.N``).
 
-``tests/test_vllm_interface.py`` checks every flag the project puts on a ``vllm serve``
+``tests/unit/models/test_vllm_interface.py`` checks every flag the project puts on a ``vllm serve``
 command line and every field it sends against this fixture.
 """
 

@@ -36,19 +36,6 @@ def answerer_entry(answerer):
     return config["arena"]["answerers"][answerer]
 
 
-def answerer_adapter_dir(answerer):
-    adapter = answerer_entry(answerer).get("adapter")
-    return adapter_dir(adapter) if adapter else None
-
-
-def answerer_files(answerer):
-    entry = answerer_entry(answerer)
-    files = model_files(entry["model"])
-    if entry.get("adapter"):
-        files += adapter_files(entry["adapter"])
-    return files
-
-
 def arena_runs():
     """Retrieval settings answers are generated from, with their answerers (isqaflow.grid)."""
     return grid.arena_runs(config)
@@ -125,3 +112,13 @@ def arena_check_outputs():
 
 def arena_summary_files():
     return [job.output for job in model_jobs("arena_summaries")]
+
+
+def reused_calls(judge, pattern, wildcards):
+    """[the first output of the same job of the judge whose calls ``judge`` reuses
+    (arena.judges.<judge>.reuse_calls)], [] when none: that job's call cache, beside it, is
+    copied into this job's before any call (isqaflow.models.cache.copy_calls)."""
+    source = arena_judge_entry(judge)["reuse_calls"]
+    if source is None:
+        return []
+    return [pattern.format(**{**dict(wildcards.items()), "judge": source})]

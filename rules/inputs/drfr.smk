@@ -5,19 +5,6 @@ def responder_entry(responder):
     return config["drfr"]["responders"][responder]
 
 
-def responder_adapter_dir(responder):
-    adapter = responder_entry(responder).get("adapter")
-    return adapter_dir(adapter) if adapter else None
-
-
-def responder_files(responder):
-    entry = responder_entry(responder)
-    files = model_files(entry["model"])
-    if entry.get("adapter"):
-        files += adapter_files(entry["adapter"])
-    return files
-
-
 def judge_entry(judge):
     return config["drfr"]["judges"][judge]
 

@@ -11,7 +11,7 @@ only.  Each device is one lock file in the pool directory (``ISQAFLOW_GPU_POOL``
 ``<tmp>/isqaflow-gpus-<uid>``) held with ``flock`` by the job process: it is given back when
 the job ends, however it ends -- a process killed with SIGKILL closes its files, and the
 kernel drops its locks.  Nothing is a marker file that a crash could leave behind.  A model
-server's watchdog (:mod:`isqaflow.models.serve_process`) holds the same locks, so after
+server's watchdog (:mod:`isqaflow.models.served.process`) holds the same locks, so after
 ``kill -9`` of a job its devices stay taken until its orphaned server has been stopped.  A job
 takes all its devices or none (it never holds some while waiting for the rest), so two jobs
 cannot block each other; one that finds too few free waits, logging who holds them.

@@ -2,9 +2,9 @@
 
 The rules' input functions and targets (``rules/common.smk``: ``isqa_runs``, ``isqa_pairs``;
 ``rules/inputs/arena.smk``: ``arena_runs``; the judged file-based summaries of
-``rules/inputs/systems.smk``), the GPU plan (:mod:`isqaflow.models.gpu_plan`, one plan per
+``rules/inputs/systems.smk``), the GPU plan (:mod:`isqaflow.models.planning.gpu_plan`, one plan per
 :class:`Job`) and the serving check all read this module, so a config cannot make one set of
-jobs in Snakemake's DAG and plan or check another.  ``tests/test_grid.py`` builds the DAG of
+jobs in Snakemake's DAG and plan or check another.  ``tests/workflow/test_grid.py`` builds the DAG of
 several configs and asserts that its model-stage jobs are exactly :func:`jobs`.
 
 A model stage is a rule whose job holds a model: ISQA's summaries and refinement, the DRFR

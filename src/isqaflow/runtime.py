@@ -66,7 +66,7 @@ def export_workflow_environment(src: str, argv: list[str]) -> None:
     * the command that started the run, for the provenance manifest (an environment
       variable rather than a rule parameter, so that it never triggers a rerun);
     * ``HF_HUB_OFFLINE=1``: jobs load Hub weights from the cache that rule
-      ``fetch_weights`` filled (:mod:`isqaflow.models.weights`), never from the network;
+      ``fetch_weights`` filled (:mod:`isqaflow.models.weights.hub`), never from the network;
       whether the run itself may reach the Hub is kept in ``ISQAFLOW_HUB_ONLINE`` for the
       jobs that fetch (:func:`allow_hub`).
     """
@@ -126,6 +126,12 @@ def set_threads(threads: int) -> None:
         sys.modules["torch"].set_num_threads(threads)
 
 
+def call_cache_of(first_output: str | os.PathLike) -> Path:
+    """The call cache of the job whose first output is ``first_output`` (beside it)."""
+    first = Path(first_output)
+    return first.with_name(first.name + ".calls.sqlite")
+
+
 @dataclass
 class Job:
     rule: str
@@ -144,8 +150,7 @@ class Job:
 
     def cache_path(self) -> Path:
         """This job's own call cache, beside its first output."""
-        first = Path(self.outputs[0])
-        return first.with_name(first.name + ".calls.sqlite")
+        return call_cache_of(self.outputs[0])
 
     def usage_path(self) -> Path:
         """This job's record of its models (calls, tokens, chat templates), beside its first output."""

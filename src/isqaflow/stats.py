@@ -29,7 +29,7 @@ such a verdict.
 **Small n.**  A nominal 95% percentile bootstrap interval of a mean covers the true mean
 far less often on few items (normal data, simulated with this module's
 :func:`bootstrap_ci`: 51% at n = 2, 73% at 3, 81% at 4, 84% at 6, 89% at 8, 90% at 10;
-``tests/test_stats.py`` re-runs the simulation).  Below :data:`SMALL_N` items every table
+``tests/unit/test_stats.py`` re-runs the simulation).  Below :data:`SMALL_N` items every table
 shows such an interval with :data:`SMALL_N_MARK` and says why in its caption
 (:func:`small_n_note`); every cell says its n.
 

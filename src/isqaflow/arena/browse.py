@@ -3,21 +3,21 @@
 Items (:mod:`isqaflow.report.browser`), one per judged pair and judge:
 
 * the judged pairs of ``results/arena/judgments/`` (kinds "reference" and "all_pairs"),
-  as written by :func:`isqaflow.arena.judge.judge_pairs`: the query, both answers, both
+  as written by :func:`isqaflow.arena.judging.judge.judge_pairs`: the query, both answers, both
   orders' replies (the raw text; for log-prob judges, which generate no text, the three
   label log-probabilities and the margin of system_a in that order), the verdict under
   each rule, whether the order flipped it (the configured rule's position consistency:
   raw labels for ``raw``, the margins' signs for ``calibrated``) and the length
   difference in characters;
 * the human-labelled pairs (kind "human", ``results/arena/agreement/<judge>.jsonl``) with
-  the human majority label (:func:`isqaflow.arena.agreement.human_majority`, in verdict
+  the human majority label (:func:`isqaflow.arena.judging.agreement.human_majority`, in verdict
   terms: "1", "2", "tie") and whether the judge's verdict agrees with it;
 * the ISQA summaries judged in the arena (``results/arena/summaries/``: each summary vs the
   paper's abstract, kind "summary reference", and vs the baseline summary, "summary
   head_to_head"; the query is "Summarize the scientific paper ...");
 * the known-answer controls (kind "control", ``results/validity/arena/<judge>.jsonl``),
   marked as such with their expected side; their records keep no texts, so the pairs'
-  texts are rebuilt by :func:`isqaflow.arena.checks.build_controls` from the same
+  texts are rebuilt by :func:`isqaflow.arena.judging.controls.build_controls` from the same
   queries, controls, ``per_domain`` and seed (deterministic) and joined by pair id.
 """
 
@@ -26,8 +26,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from isqaflow.arena.agreement import human_majority, read_human_labels, verdict_to_score
-from isqaflow.arena.checks import build_controls
+from isqaflow.arena.judging.agreement import human_majority, read_human_labels, verdict_to_score
+from isqaflow.arena.judging.controls import build_controls
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import read_jsonl, read_records
 from isqaflow.report.browser import write_browser
@@ -77,7 +77,7 @@ def _flip(record: Mapping[str, Any], rule: str) -> bool | None:
 
 
 def pair_item(record: Mapping[str, Any], setting: str, judge: str, rule: str | None = None) -> dict[str, Any]:
-    """A browser item of one judged pair (a record of :func:`isqaflow.arena.judge.judge_pairs`)."""
+    """A browser item of one judged pair (a record of :func:`isqaflow.arena.judging.judge.judge_pairs`)."""
     rule = rule or record.get("rule") or "raw"
     verdicts = {"raw": _verdict(record.get("verdict_raw"))}
     if record.get("margin") is not None:

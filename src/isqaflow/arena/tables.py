@@ -17,7 +17,7 @@
 * Judge-human agreement: Pearson correlation and Cohen's kappa between the judge and
   the human majority label (Tables 4 and 8), with both label distributions.
 * ISQA summaries in the arena: each system against the abstract, and head to head.
-* Length-controlled win rates (AlpacaEval 2.0's regression, :mod:`isqaflow.arena.length`)
+* Length-controlled win rates (AlpacaEval 2.0's regression, :mod:`isqaflow.arena.ratings.length`)
   beside the raw ones, for every kind of pair (against LFRQA, all pairs, the summaries
   against the abstract and head to head), "not identified" where a length difference of 0
   lies outside the data, and the judge's length bias among pairs of two model answers: the
@@ -32,16 +32,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.agreement import (
+from isqaflow.arena.judging.agreement import (
     human_majority,
     judge_human_agreement,
     merge_rating,
     read_human_labels,
 )
-from isqaflow.arena.bradley_terry import bradley_terry
-from isqaflow.arena.length import length_tables
+from isqaflow.arena.ratings.bradley_terry import bradley_terry
+from isqaflow.arena.ratings.length import length_tables
 from isqaflow.arena.players import ABSTRACT, REFERENCE
-from isqaflow.arena.ratings import (
+from isqaflow.arena.ratings.bootstrap import (
     ELO_CONVERGED,
     battles_from_verdicts,
     bootstrap_ratings,
@@ -51,7 +51,7 @@ from isqaflow.arena.ratings import (
     rating_intervals,
     win_rates,
 )
-from isqaflow.arena.verdicts import calibrated_side, fit_tie_band, loo_tie_band_sides, position_consistency
+from isqaflow.arena.judging.verdicts import calibrated_side, fit_tie_band, loo_tie_band_sides, position_consistency
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table

@@ -105,7 +105,7 @@ def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = ()
     """Print every problem of ``config`` to stderr and exit with status 1; return when there is none.
 
     ``extra``: (path, message) of checks made above this floor (the workflow passes
-    isqaflow.models.servecheck's: decoding honoured or refused, served dtypes, the GPU plan).
+    isqaflow.models.planning.servecheck's: decoding honoured or refused, served dtypes, the GPU plan).
     Without problems, a judge that judges systems of its own model family is a warning
     (:mod:`.families`), printed when ``warn`` (the workflow: in its main process, not in every
     job), not fatal.

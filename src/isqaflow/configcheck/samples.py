@@ -12,7 +12,7 @@ from typing import Any
 
 from isqaflow.configcheck.references import References
 
-#: The options each retrieval backend reads (isqaflow.arena.retrieval, isqaflow.arena.colbert).
+#: The options each retrieval backend reads (isqaflow.arena.retrieval.bm25_dense, isqaflow.arena.retrieval.colbert).
 RETRIEVER_OPTIONS = {
     "bm25": ("k1", "b"),
     "dense": ("model", "batch_size"),

@@ -161,9 +161,9 @@ def check_drfr(refs: References) -> None:
             refs.adapter_ref(f"drfr.responders.{name}.adapter", entry["adapter"], entry.get("model"))
     for name, entry in refs.section("drfr", "judges").items():
         refs.model_ref(f"drfr.judges.{name}.model", entry.get("model"))
-        if (entry.get("repeats") or 1) > 1:
-            refs.problem(f"drfr.judges.{name}.repeats", f"{entry['repeats']}: repeated judgments (judge noise) "
-                                                        "are made for arena judges only; set 1 or leave it out")
+        if entry.get("reuse_calls") is not None:
+            refs.problem(f"drfr.judges.{name}.reuse_calls", f"{entry['reuse_calls']!r}: a judge reuses "
+                                                            "another's calls in the arena only; leave it out")
 
 
 def check_arena(refs: References) -> None:
@@ -191,8 +191,30 @@ def check_arena(refs: References) -> None:
             if used is not None else list(answerers)
         for name in used:
             refs.use(answerers[name].get("model"), f"arena.answerers.{name}.model")
-    for name, entry in refs.section("arena", "judges").items():
+    judges = refs.section("arena", "judges")
+    for name, entry in judges.items():
         refs.model_ref(f"arena.judges.{name}.model", entry.get("model"))
+        check_reuse_calls(refs, "arena.judges", name, judges)
+
+
+def check_reuse_calls(refs: References, where: str, name: str, judges: Mapping[str, Any]) -> None:
+    """``reuse_calls``: another judge of the suite, on the same model, that reuses none itself
+    (no chains, no cycles); its jobs' calls are copied into this judge's (only identical calls
+    are ever served: isqaflow.models.cache.copy_calls)."""
+    source = judges[name].get("reuse_calls")
+    if source is None:
+        return
+    path = f"{where}.{name}.reuse_calls"
+    if source == name:
+        refs.problem(path, f"{source!r} is this judge itself; name another judge of {where}")
+    elif refs.ref(path, source, judges, "judge", where):
+        if judges[source].get("reuse_calls") is not None:
+            refs.problem(path, f"{source!r} reuses the calls of {judges[source]['reuse_calls']!r} itself; "
+                               "name the judge that makes the calls")
+        elif (judges[source].get("model") != judges[name].get("model")
+              and {judges[source].get("model"), judges[name].get("model")} <= set(refs.section("models"))):
+            refs.problem(path, f"{source!r} runs model {judges[source].get('model')!r}, this judge "
+                               f"{judges[name].get('model')!r}: no call of one is a call of the other")
 
 
 def check_models(refs: References) -> None:
@@ -207,7 +229,7 @@ def check_models(refs: References) -> None:
                                                  f"so its model path must be {CONVERTED_MODELS}/<folder>")
     bad_key_env = set()
     for name, entry in models.items():  # used or not: a key pasted there would sit in the manifest
-        try:  # the jobs read the same definition (isqaflow.models.registry, isqaflow.models.api_models)
+        try:  # the jobs read the same definition (isqaflow.models.registry, isqaflow.models.api.model_lists)
             api_key_variable(entry)
         except ValueError as err:
             refs.problem(f"models.{name}.api_key_env", f"model {name!r}: {err}")

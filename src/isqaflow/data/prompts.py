@@ -3,7 +3,7 @@
 The repository holds no copy of them: ``config/paper.yaml`` pins the files in the
 authors' public repositories (``downloads:``, with SHA-256 checksums) and these
 parsers turn them into structured prompts for the judges' request builders
-(:func:`isqaflow.drfr.judge.first_turn`, :func:`isqaflow.arena.judge.pair_request`).
+(:func:`isqaflow.drfr.judge.first_turn`, :func:`isqaflow.arena.judging.judge.pair_request`).
 
 * **InFoBench** (``qinyiwei/InfoBench``, ``evaluation.py``): the judge instruction is
   the module constant ``SYS_MSG`` and the turns are f-strings in

@@ -22,6 +22,8 @@ from isqaflow.models.base import GenerationParams
 log = logging.getLogger(__name__)
 
 RESPONSE_FIELDS = ("instruction_id", "model", "response")
+#: what each repetition of a repeated judgment keeps (``repetitions`` of the record)
+REPEATED_KEYS = ("answer", "answer_raw", "answer_calibrated", "log_odds", "calibrated_log_odds", "raw")
 
 
 def read_responses(
@@ -62,6 +64,7 @@ def run_judge(
     seed: int = 0,
     threads: int | None = None,
     prompt_files: Sequence[str] = (),
+    repeats: int = 1,
 ) -> int:
     """Judge every response and every control item; write judgments and control records.
 
@@ -69,6 +72,12 @@ def run_judge(
     ``control_instructions`` seeded instructions (None: all); ``dataset`` is the
     control records' scope; ``prompt_files``: InFoBench's published evaluation.py (judges with
     ``prompts: published``).  Returns the number of judgments written.
+
+    ``repeats`` = k > 1 judges every response's conversation k times (judge noise), as the
+    arena judges do: each repetition's calls carry its index in their call-cache key (k = 1
+    keeps the keys and the records as they always were) and, with sampling, the seed plus the
+    index.  A record's answer is the first repetition's (the one the controls are judged in);
+    ``repetitions`` lists every repetition's answers and log-odds (:data:`REPEATED_KEYS`).
     """
     from isqaflow.drfr.controls import control_items, control_records
     from isqaflow.drfr.judge import check_rule, judge_items, load_judge_prompt
@@ -96,14 +105,30 @@ def run_judge(
     controls_items = control_items(
         list(instructions.values()), responses, controls, control_instructions, seed
     )
+    if repeats < 1:
+        raise ValueError(f"judge {judge_name!r}: repeats must be at least 1, got {repeats}")
     model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
     params = GenerationParams.from_dict(generation) if generation else None
-    judged = judge_items(model, items + controls_items, mode, params, rule, load_judge_prompt(prompt_files))
+    prompt = load_judge_prompt(prompt_files)
+    model.repetition = 0 if repeats > 1 else None
+    judged = judge_items(model, items + controls_items, mode, params, rule, prompt)
     records = [record for item_records in judged[: len(items)] for record in item_records]
-    for record in records:
+    runs = [records]
+    for repetition in range(1, repeats):
+        model.repetition = repetition
+        again = judge_items(model, items, mode, params and params.for_repetition(repetition), rule, prompt)
+        runs.append([record for item_records in again for record in item_records])
+    model.repetition = None
+    for i, record in enumerate(records):
         record["judge"] = judge_name
+        if repeats > 1:
+            record["repetitions"] = [{key: run[i][key] for key in REPEATED_KEYS} for run in runs]
     checks = control_records(judge_name, dataset, controls_items, judged[len(items) :], mode)
     invalid = sum(r["answer"] == "INVALID" for r in records)
+    if repeats > 1:
+        flipped = sum(len({rep["answer"] for rep in r["repetitions"]}) > 1 for r in records)
+        log.info("%s: %d of %d judgments changed answer across %d repetitions", judge_name, flipped,
+                 len(records), repeats)
     log.info(
         "%s judged %d questions of %d responses (%d INVALID, rule %s); "
         "%d control records from %d control "

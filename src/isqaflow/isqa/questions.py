@@ -11,6 +11,8 @@ reads either.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.data.schema import Answer, Paper, QAPair
@@ -52,16 +54,34 @@ def generate_questions(papers: list[Paper], qg: QuestionGenerator, pipeline: str
     return [paper.model_copy(update={"qas": kept[i]}) for i, paper in enumerate(papers)], stats
 
 
-def run_generated_questions(papers_path, out_path, qg_spec: dict[str, Any], qg_mode: str,
-                            generation: dict[str, Any], pipeline: str, per_paper: int, seed: int,
-                            cache_path, threads: int | None = None) -> dict[str, int]:
+@dataclass(frozen=True)
+class QuestionsJob:
+    """What rule generate_questions runs, from the config's generated question source
+    (``model``, ``mode``, ``generation``, ``spacy_pipeline``, ``per_paper``) and the run's ``seed``."""
+
+    qg_spec: Mapping[str, Any]
+    qg_mode: str
+    generation: GenerationParams
+    pipeline: str
+    per_paper: int
+    seed: int
+
+    @classmethod
+    def from_rule(cls, params: Any) -> QuestionsJob:
+        """From the rule's params (model, mode, generation, pipeline, per_paper, seed)."""
+        return cls(qg_spec=params.model, qg_mode=params.mode, generation=GenerationParams.from_dict(params.generation),
+                   pipeline=params.pipeline, per_paper=params.per_paper, seed=params.seed)
+
+
+def run_generated_questions(papers_path, out_path, job: QuestionsJob, cache_path,
+                            threads: int | None = None) -> dict[str, int]:
     """Entry point of rule generate_questions."""
     from isqaflow.io import read_records, write_jsonl
     from isqaflow.models.registry import load_model
 
     papers = read_records(papers_path, Paper)
-    model = load_model(qg_spec, cache=cache_path, name="question-generator", threads=threads)
-    qg = QuestionGenerator(model, qg_mode, GenerationParams.from_dict(generation))
-    out, stats = generate_questions(papers, qg, pipeline, per_paper, seed)
+    model = load_model(job.qg_spec, cache=cache_path, name="question-generator", threads=threads)
+    qg = QuestionGenerator(model, job.qg_mode, job.generation)
+    out, stats = generate_questions(papers, qg, job.pipeline, job.per_paper, job.seed)
     write_jsonl(out_path, out)
     return stats

@@ -45,8 +45,8 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -306,15 +306,50 @@ def summary_rows(records: Sequence[dict[str, Any]], summarizer: str, system: str
     return rows
 
 
-def run_refine(papers_path, baseline_path, steps_out, summaries_out, summarizer_spec: dict[str, Any], summarizer: str,
-               feedback_spec: dict[str, Any], feedback_adapter: str | None, settings: dict[str, Any],
-               summary_generation: dict[str, Any], feedback_generation: dict[str, Any], system: str,
-               cache_path, threads: int | None = None, validity_out=None, validity: dict[str, Any] | None = None,
-               feedback_name: str = "", scope: str = "") -> dict[str, int]:
+@dataclass(frozen=True)
+class RefineJob:
+    """What one ``isqa_refine`` job runs, from the config (the rule's params) and its wildcards:
+    the summarizer and the feedback model (name, spec, LoRA adapter), Algorithm 1's settings, both
+    decodings, the system name of its rows, and the feedback model's known-answer control
+    (``validity``: config ``validity.feedback``, with the name and scope of its records)."""
+
+    summarizer: str
+    summarizer_spec: Mapping[str, Any]
+    feedback_spec: Mapping[str, Any]
+    refine: RefineSettings
+    summary_generation: GenerationParams
+    feedback_generation: GenerationParams
+    system: str
+    feedback_adapter: str | None = None
+    validity: Mapping[str, Any] = field(default_factory=dict)
+    feedback_name: str = ""
+    scope: str = ""
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> RefineJob:
+        """From the rule's params (summarizer, feedback, adapter, settings, summary_generation,
+        feedback_generation, validity) and wildcards (dataset, summarizer, feedback, questions)."""
+        return cls(
+            summarizer=wildcards.summarizer,
+            summarizer_spec=params.summarizer,
+            feedback_spec=params.feedback,
+            feedback_adapter=params.adapter,
+            refine=RefineSettings.from_dict(params.settings),
+            summary_generation=GenerationParams.from_dict(params.summary_generation),
+            feedback_generation=GenerationParams.from_dict(params.feedback_generation),
+            system=f"isqa-{wildcards.feedback}-{wildcards.questions}",
+            validity=params.validity or {},
+            feedback_name=wildcards.feedback,
+            scope=f"{wildcards.dataset}/{wildcards.summarizer}/{wildcards.questions}",
+        )
+
+
+def run_refine(papers_path, baseline_path, steps_out, summaries_out, job: RefineJob, cache_path,
+               threads: int | None = None, validity_out=None) -> dict[str, int]:
     """Entry point of rule isqa_refine: Algorithm 1 over all papers of a dataset.
 
     With ``validity_out``, the feedback model's known-answer control
-    (:mod:`isqaflow.isqa.control`, config ``validity.feedback``: ``controls`` and
+    (:mod:`isqaflow.isqa.controls`, config ``validity.feedback``: ``controls`` and
     ``per_paper``) runs in the same job on the first summaries and its records are
     written there (an empty file when no control is configured).
     """
@@ -323,26 +358,25 @@ def run_refine(papers_path, baseline_path, steps_out, summaries_out, summarizer_
     from isqaflow.models.registry import load_model
 
     papers = read_records(papers_path, Paper)
-    refine_settings = RefineSettings.from_dict(settings)
+    settings = job.refine
     # s_1 is the baseline job's summary with the initial prompt (same model and decoding)
     initial = {r.paper_id: r for r in read_records(baseline_path, SummaryRecord, id_field="paper_id")
-               if r.system == refine_settings.initial_prompt}
+               if r.system == settings.initial_prompt}
     cache = CallCache(cache_path)
-    summ = load_model(summarizer_spec, cache=cache, name=summarizer, threads=threads)
-    feedback = load_model(feedback_spec, cache=cache, adapter=feedback_adapter, name=f"feedback({system})",
-                          threads=threads)
-    feedback_params = GenerationParams.from_dict(feedback_generation)
-    records = refine(papers, summ, feedback, refine_settings, GenerationParams.from_dict(summary_generation),
-                     feedback_params, initial=initial)
+    summ = load_model(dict(job.summarizer_spec), cache=cache, name=job.summarizer, threads=threads)
+    feedback = load_model(dict(job.feedback_spec), cache=cache, adapter=job.feedback_adapter,
+                          name=f"feedback({job.system})", threads=threads)
+    records = refine(papers, summ, feedback, settings, job.summary_generation, job.feedback_generation,
+                     initial=initial)
     for rec in records:
-        rec.update(summarizer=summarizer, system=system)
+        rec.update(summarizer=job.summarizer, system=job.system)
     write_jsonl(steps_out, records)
-    write_jsonl(summaries_out, summary_rows(records, summarizer, system))
+    write_jsonl(summaries_out, summary_rows(records, job.summarizer, job.system))
     totals = sum((Counter(r["counts"]) for r in records), Counter())
-    log.info("%s: %d papers, feedback decisions %s", system, len(records), dict(totals))
+    log.info("%s: %d papers, feedback decisions %s", job.system, len(records), dict(totals))
     if validity_out is not None:
-        controls = feedback_control(papers, records, feedback, refine_settings, feedback_params, validity or {},
-                                    feedback_name, scope)
+        controls = feedback_control(papers, records, feedback, settings, job.feedback_generation,
+                                    dict(job.validity), job.feedback_name, job.scope)
         write_jsonl(validity_out, controls)
     return dict(totals)
 
@@ -356,7 +390,7 @@ def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]],
     settings (threshold, zero-F1 policy, prompt style, evidence mode) and the pairs the
     loop may draw.
     """
-    from isqaflow.isqa import control
+    from isqaflow.isqa import controls as control
 
     unknown = sorted(set(validity.get("controls", [])) - set(control.CONTROLS))
     if unknown:
@@ -367,8 +401,7 @@ def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]],
     first = {rec["paper_id"]: rec["steps"][0]["summary"] for rec in records if rec["steps"]}
     eligible = {p.id: usable_qas(p, settings.include_unanswerable) for p in papers}
     items = control.build_controls(papers, first, per_paper, settings.seed, eligible)
-    out = control.run_feedback_control(feedback_model, items, feedback_params, settings.epsilon, settings.zero_f1,
-                                       settings.feedback_style, settings.evidence, name, scope, settings.gold_f1)
+    out = control.run_feedback_control(feedback_model, items, feedback_params, settings, name, scope)
     helped = sum(r["correct"] is True for r in out)
     baseline = sum(r["baseline_correct"] is True for r in out)
     log.info("feedback control (%s, %s): %d items, correct with evidence %d, without %d, invalid %d", name, scope,

@@ -12,7 +12,8 @@ reads them all the same way.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -21,7 +22,7 @@ from isqaflow.data.schema import Paper
 from isqaflow.isqa import prompts
 from isqaflow.models.base import GenerationParams, LanguageModel, Request
 from isqaflow.models.fit import fit_document
-from isqaflow.models.openai import naming_records
+from isqaflow.models.api.openai import naming_records
 
 log = logging.getLogger(__name__)
 
@@ -109,32 +110,51 @@ def generic_feedback_summaries(model: LanguageModel, papers: Sequence[Paper], pa
     return rows
 
 
-def _load(papers_path, model_spec: dict[str, Any], cache_path, threads: int | None, name: str):
+@dataclass(frozen=True)
+class SummaryJob:
+    """What a summary job (rules baseline_summaries, generic_feedback) runs, from the config and
+    its wildcards: the summarizer (name and model entry), the decoding (``isqa.summary_generation``),
+    the dataset, the prompts of the baselines (``isqa.prompts``) and the generic-feedback rounds
+    (``isqa.generic_steps``)."""
+
+    summarizer: str
+    model_spec: Mapping[str, Any]
+    generation: GenerationParams
+    dataset: str
+    prompt_ids: tuple[str, ...] = ()
+    steps: int = 1
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> SummaryJob:
+        """From the rule's params (model, generation; prompts or steps, where the rule has them) and
+        wildcards (dataset, summarizer)."""
+        return cls(summarizer=wildcards.summarizer, model_spec=params.model,
+                   generation=GenerationParams.from_dict(params.generation), dataset=wildcards.dataset,
+                   prompt_ids=tuple(getattr(params, "prompts", ()) or ()), steps=getattr(params, "steps", 1))
+
+
+def _load(papers_path, job: SummaryJob, cache_path, threads: int | None):
     from isqaflow.data.schema import Paper as PaperRecord
     from isqaflow.io import read_records
     from isqaflow.models.registry import load_model
 
     papers = read_records(papers_path, PaperRecord)
-    return papers, load_model(model_spec, cache=cache_path, name=name, threads=threads)
+    return papers, load_model(job.model_spec, cache=cache_path, name=job.summarizer, threads=threads)
 
 
-def run_baselines(papers_path, out_path, model_spec: dict[str, Any], prompt_ids: Sequence[str],
-                  generation: dict[str, Any], dataset: str, summarizer: str, cache_path,
-                  threads: int | None = None) -> int:
+def run_baselines(papers_path, out_path, job: SummaryJob, cache_path, threads: int | None = None) -> int:
     """Entry point of rule baseline_summaries: every baseline and pre-hoc prompt, every paper."""
     from isqaflow.io import write_jsonl
 
-    papers, model = _load(papers_path, model_spec, cache_path, threads, summarizer)
-    rows = baseline_summaries(model, papers, prompt_ids, GenerationParams.from_dict(generation), dataset, summarizer)
+    papers, model = _load(papers_path, job, cache_path, threads)
+    rows = baseline_summaries(model, papers, job.prompt_ids, job.generation, job.dataset, job.summarizer)
     return write_jsonl(out_path, rows)
 
 
-def run_generic(papers_path, out_path, model_spec: dict[str, Any], generation: dict[str, Any], dataset: str,
-                summarizer: str, cache_path, threads: int | None = None, steps: int = 1) -> int:
-    """Entry point of rule generic_feedback (``steps``: config isqa.generic_steps)."""
+def run_generic(papers_path, out_path, job: SummaryJob, cache_path, threads: int | None = None) -> int:
+    """Entry point of rule generic_feedback (``job.steps``: config isqa.generic_steps)."""
     from isqaflow.io import write_jsonl
 
-    papers, model = _load(papers_path, model_spec, cache_path, threads, summarizer)
-    rows = generic_feedback_summaries(model, papers, GenerationParams.from_dict(generation), dataset, summarizer,
-                                      steps)
+    papers, model = _load(papers_path, job, cache_path, threads)
+    rows = generic_feedback_summaries(model, papers, job.generation, job.dataset, job.summarizer, job.steps)
     return write_jsonl(out_path, rows)

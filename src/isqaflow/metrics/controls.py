@@ -30,12 +30,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+import dataclasses
+from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.data.schema import Paper
 from isqaflow.io import read_records, write_jsonl
-from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
-from isqaflow.metrics.scorers import build_scorers, build_weighter
+from isqaflow.metrics.qa_metrics import score_summaries
+from isqaflow.metrics.scorers import MetricModels
 from isqaflow.seeds import keyed_rng
 
 CONTROLS = ("other_abstract",)
@@ -111,20 +113,44 @@ def outcome_record(instrument: str, name: str, scope: str, item: str, own: float
     }
 
 
-def run_metric_controls(papers: Sequence[Paper], generator, answerer, settings: QAMetricSettings, scope: str,
-                        seed: int, controls: Sequence[str] = CONTROLS, max_papers: int | None = None,
-                        weighter=None, others: int | None = 1) -> list[dict[str, Any]]:
-    """Validity records of the metric controls for one dataset (``scope``).
+@dataclass(frozen=True)
+class MetricControls:
+    """The metric controls of one dataset (``scope``), from the config: ``validity.metrics``
+    (``controls``, ``papers``: at most this many sampled papers, ``others``), the run's ``seed``,
+    and the metrics' models and settings (:class:`MetricModels`)."""
+
+    scope: str
+    seed: int
+    controls: tuple[str, ...] = CONTROLS
+    max_papers: int | None = None
+    others: int | None = 1
+    models: MetricModels = dataclasses.field(default_factory=MetricModels)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "controls", tuple(self.controls))
+        unknown = sorted(set(self.controls) - set(CONTROLS))
+        if unknown:
+            raise ValueError(f"unknown metric control(s) {unknown}; known: {list(CONTROLS)}")
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> MetricControls:
+        """From rule metric_controls' params (qg, qa, settings, weighter, controls, papers,
+        others, seed) and its ``dataset`` wildcard (the scope)."""
+        return cls(scope=wildcards.dataset, seed=params.seed, controls=tuple(params.controls),
+                   max_papers=params.papers, others=params.others, models=MetricModels.from_rule(params))
+
+
+def run_metric_controls(papers: Sequence[Paper], generator, answerer, job: MetricControls,
+                        weighter=None) -> list[dict[str, Any]]:
+    """Validity records of the metric controls for one dataset (``job.scope``).
 
     Scores each sampled paper's own abstract once and each of its other abstracts, in
     one :func:`score_summaries` call (paper by paper: own, then its others).
     """
-    unknown = sorted(set(controls) - set(CONTROLS))
-    if unknown:
-        raise ValueError(f"unknown metric control(s) {unknown}; known: {list(CONTROLS)}")
-    if "other_abstract" not in controls:
+    if "other_abstract" not in job.controls:
         return []
-    pairs = control_pairs(papers, seed, max_papers, scope, others)
+    scope = job.scope
+    pairs = control_pairs(papers, job.seed, job.max_papers, scope, job.others)
     items, own_index, other_index = [], {}, []
     for paper, other in pairs:
         if paper.id not in own_index:
@@ -132,7 +158,7 @@ def run_metric_controls(papers: Sequence[Paper], generator, answerer, settings: 
             items.append((paper.abstract, paper.body()))
         other_index.append(len(items))
         items.append((other.abstract, paper.body()))
-    scores = score_summaries(items, generator, answerer, settings, weighter=weighter)
+    scores = score_summaries(items, generator, answerer, job.models.settings, weighter=weighter)
     records = []
     for k, (paper, other) in enumerate(pairs):
         own, foreign = scores[own_index[paper.id]], scores[other_index[k]]
@@ -145,18 +171,12 @@ def run_metric_controls(papers: Sequence[Paper], generator, answerer, settings: 
     return records
 
 
-def run_controls_job(papers_path, out_path, qg: dict[str, Any], qa: dict[str, Any], settings: dict[str, Any],
-                     controls: Sequence[str], max_papers: int | None, seed: int, scope: str, cache_path,
-                     threads: int | None = None, weighter: dict[str, Any] | None = None,
-                     others: int | None = 1) -> int:
+def run_controls_job(papers_path, out_path, job: MetricControls, cache_path, threads: int | None = None) -> int:
     """Entry point of rule metric_controls: the models of score_summaries, loaded once."""
     from isqaflow.models.cache import CallCache
 
     papers = read_records(papers_path, Paper)
-    metric_settings = QAMetricSettings.from_dict(settings)
     cache = CallCache(cache_path)
-    generator, answerer = build_scorers(qg, qa, cache, threads, metric_settings.spacy_pipeline)
-    query_weighter = build_weighter(weighter, qg, generator.model, cache, threads)
-    records = run_metric_controls(papers, generator, answerer, metric_settings, scope, seed, controls, max_papers,
-                                  query_weighter, others)
+    generator, answerer, query_weighter = job.models.build(cache, threads)
+    records = run_metric_controls(papers, generator, answerer, job, query_weighter)
     return write_jsonl(out_path, records)

@@ -25,6 +25,7 @@ import itertools
 import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -354,8 +355,27 @@ def check_assigned(filled: pd.DataFrame, sheet_path: str | os.PathLike, annotato
                                       f"sentences missing)", record=item, field="factual")
 
 
-def run_sheets(summary_paths: Iterable[str | os.PathLike], systems: Iterable[str], seed: int, dataset: str,
-               papers: int, shared: int, sheet_outs: Mapping[str, str | os.PathLike], key_out: str | os.PathLike,
+@dataclass(frozen=True)
+class HumanEvalSample:
+    """The human-evaluation sample of one dataset, from the config's ``human_eval`` section
+    (``systems``, ``papers``: papers sampled, ``shared``: papers every annotator judges) and
+    the run's ``seed``."""
+
+    dataset: str
+    systems: tuple[str, ...]
+    papers: int
+    shared: int
+    seed: int
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> HumanEvalSample:
+        """From rule human_eval_sheets' params (systems, papers, shared, seed) and its ``dataset``."""
+        return cls(dataset=wildcards.dataset, systems=tuple(params.systems), papers=params.papers,
+                   shared=params.shared, seed=params.seed)
+
+
+def run_sheets(summary_paths: Iterable[str | os.PathLike], sample: HumanEvalSample,
+               sheet_outs: Mapping[str, str | os.PathLike], key_out: str | os.PathLike,
                assignment_out: str | os.PathLike) -> int:
     """Entry point of rule human_eval_sheets: the sample, each annotator's blind sheet, the key.
 
@@ -366,7 +386,8 @@ def run_sheets(summary_paths: Iterable[str | os.PathLike], systems: Iterable[str
     """
     from isqaflow.io import read_jsonl, write_json
 
-    wanted = list(dict.fromkeys(systems))
+    wanted = list(dict.fromkeys(sample.systems))
+    seed, dataset = sample.seed, sample.dataset
     summaries = [
         {"paper_id": str(obj["paper_id"]), "system": obj["system"], "summary": obj["summary"]}
         for path in summary_paths
@@ -380,7 +401,7 @@ def run_sheets(summary_paths: Iterable[str | os.PathLike], systems: Iterable[str
     if len(complete) < len(by_paper):
         log.warning("%d papers lack a summary of one of %s and cannot be sampled", len(by_paper) - len(complete),
                     wanted)
-    assignment = assign_papers(complete, papers, shared, list(sheet_outs), seed, dataset)
+    assignment = assign_papers(complete, sample.papers, sample.shared, list(sheet_outs), seed, dataset)
     assignment["systems"] = wanted
     if assignment["note"]:
         log.warning("human evaluation sample of %s: %s", dataset, assignment["note"])

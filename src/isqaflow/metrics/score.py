@@ -10,24 +10,21 @@ answers behind QAGS and QuestEval go to a details file.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from isqaflow.data.schema import Paper
 from isqaflow.io import read_records, write_jsonl
 from isqaflow.isqa.summarize import SummaryRecord
-from isqaflow.metrics.qa_metrics import QAMetricSettings, score_summaries
-from isqaflow.metrics.scorers import build_scorers, build_weighter
+from isqaflow.metrics.qa_metrics import score_summaries
+from isqaflow.metrics.scorers import MetricModels
 from isqaflow.models.cache import CallCache
 from isqaflow.text.rouge import rouge
 
 log = logging.getLogger(__name__)
 
 
-def run_scoring(papers_path, summary_paths, scores_out, details_out, qg: dict[str, Any], qa: dict[str, Any],
-                settings: dict[str, Any], cache_path, threads: int | None = None,
-                weighter: dict[str, Any] | None = None) -> int:
-    """Score every summary of the files; ``weighter``: QuestEval's query weighter
-    (``{model, mode, max_input_tokens}``) or None."""
+def run_scoring(papers_path, summary_paths, scores_out, details_out, models: MetricModels, cache_path,
+                threads: int | None = None) -> int:
+    """Score every summary of the files with the metrics' models and settings (``models``)."""
     papers = {p.id: p for p in read_records(papers_path, Paper)}
     rows = [r for path in summary_paths for r in read_records(path, SummaryRecord, id_field="paper_id")]
     unknown = sorted({r.paper_id for r in rows} - set(papers))
@@ -35,10 +32,8 @@ def run_scoring(papers_path, summary_paths, scores_out, details_out, qg: dict[st
         raise ValueError(f"summaries of papers not in {papers_path}: {unknown[:5]}")
     unique = list(dict.fromkeys((r.paper_id, r.summary) for r in rows))
     log.info("%d summary records, %d distinct summaries", len(rows), len(unique))
-    metric_settings = QAMetricSettings.from_dict(settings)
-    cache = CallCache(cache_path)
-    generator, answerer = build_scorers(qg, qa, cache, threads, metric_settings.spacy_pipeline)
-    query_weighter = build_weighter(weighter, qg, generator.model, cache, threads)
+    metric_settings = models.settings
+    generator, answerer, query_weighter = models.build(CallCache(cache_path), threads)
     scores = score_summaries([(text, papers[pid].body()) for pid, text in unique], generator, answerer,
                              metric_settings, weighter=query_weighter)
     by_text = {}

@@ -4,8 +4,11 @@ when several roles use it).  Used by the scoring job and by the metric controls.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
+from isqaflow.metrics.qa_metrics import QAMetricSettings
 from isqaflow.models.base import GenerationParams
 from isqaflow.models.cache import CallCache
 from isqaflow.qa.answering import DEFAULT_SPACY_PIPELINE, ExtractiveQA, QuestionAnswerer
@@ -49,3 +52,27 @@ def build_weighter(weighter: dict[str, Any] | None, qg: dict[str, Any], qg_model
     model = qg_model if weighter["model"] == qg["model"] else load_model(
         weighter["model"], cache=cache, name="query-weighter", threads=threads)
     return QueryWeighter(model, weighter.get("mode", "prompted"), weighter.get("max_input_tokens", 512))
+
+
+@dataclass(frozen=True)
+class MetricModels:
+    """QAGS's and QuestEval's models and settings from the config's ``metrics`` section: the
+    ``qg`` and ``qa`` model entries, the metric ``settings`` and QuestEval's query ``weighter``
+    (``{model, mode, max_input_tokens}`` or None).  The settings object of the jobs that score
+    (score_summaries, metric_controls)."""
+
+    qg: Mapping[str, Any] | None = None
+    qa: Mapping[str, Any] | None = None
+    settings: QAMetricSettings = field(default_factory=QAMetricSettings)
+    weighter: Mapping[str, Any] | None = None
+
+    @classmethod
+    def from_rule(cls, params: Any) -> MetricModels:
+        """From a rule's params ``qg``, ``qa``, ``settings`` and ``weighter``."""
+        return cls(qg=params.qg, qa=params.qa, settings=QAMetricSettings.from_dict(params.settings),
+                   weighter=params.weighter)
+
+    def build(self, cache: CallCache, threads: int | None):
+        """(question generator, question answerer, query weighter or None), each model loaded once."""
+        generator, answerer = build_scorers(self.qg, self.qa, cache, threads, self.settings.spacy_pipeline)
+        return generator, answerer, build_weighter(self.weighter, self.qg, generator.model, cache, threads)

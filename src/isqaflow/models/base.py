@@ -13,7 +13,7 @@ result)`` pairs of that batch, indices into the request list.  The call cache
 (:class:`~.cache.CachedModel`) commits them there, so a killed job loses at most the
 batch in flight while the backend keeps its own plan (length order, prefix groups).
 
-Backends (:mod:`.hf`, :mod:`.openai`) implement it; :class:`~.cache.CachedModel`
+Backends (:mod:`.inprocess.hf`, :mod:`.api.openai`, :mod:`.served.model`) implement it; :class:`~.cache.CachedModel`
 wraps any backend with the persistent call cache.
 """
 
@@ -77,6 +77,13 @@ class GenerationParams:
 
     def replace(self, **changes: Any) -> GenerationParams:
         return dataclasses.replace(self, **changes)
+
+    def for_repetition(self, repetition: int) -> GenerationParams:
+        """A repeated judgment's decoding (a judge's ``repeats``): with sampling, the seed moves
+        by the repetition's index; greedy decoding stays as it is."""
+        if not self.do_sample or repetition == 0:
+            return self
+        return self.replace(seed=self.seed + repetition)
 
 
 @dataclass

@@ -131,6 +131,47 @@ class CallCache:
         self.conn.close()
 
 
+def copy_calls(sources: Iterable[str | Path], dest: str | Path) -> int:
+    """Copy the calls stored in the caches ``sources`` (other jobs' files, read only) into the
+    cache ``dest``; returns how many rows ``dest`` gained.
+
+    A judge that makes the same calls as another (the same model, prompt, requests and
+    parameters, another verdict rule: ``reuse_calls``) then finds them there instead of making
+    them again.  A call is only ever served under its own key (:func:`call_key`: model identity,
+    exact request, parameters, repetition), so a judge whose calls differ in any of these finds
+    none of the copied rows and makes its calls itself.  A source that does not exist (a job
+    that made no call) is skipped.
+    """
+    sources = [Path(source) for source in sources]
+    if not sources:
+        return 0
+    cache = CallCache(dest)
+    try:
+        before = len(cache)
+        for source in sources:
+            if not source.exists():
+                log.info("no call cache at %s: nothing to reuse", source)
+                continue
+            reader = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True, timeout=120.0)
+            try:
+                rows = reader.execute("SELECT key, kind, model, request, params, response, created FROM calls")
+                rows = rows.fetchall()
+            finally:
+                reader.close()
+
+            def write(rows=rows):
+                with cache.conn:  # one transaction; commits on exit
+                    cache.conn.execute("BEGIN IMMEDIATE")
+                    cache.conn.executemany("INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?)", rows)
+
+            cache._retry(write)
+        gained = len(cache) - before
+    finally:
+        cache.close()
+    log.info("call cache %s: %d calls copied from %s", dest, gained, ", ".join(map(str, sources)) or "nothing")
+    return gained
+
+
 def _reports_batches(method: Any) -> bool:
     """Whether a backend method takes the ``on_batch`` callback."""
     try:

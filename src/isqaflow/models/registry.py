@@ -8,7 +8,7 @@ A config entry (``models.<name>`` in the workflow config) looks like::
     dtype: auto            # auto | float32 | bfloat16 | float16
     batch_size: 16
     chat_template: null    # a shipped name (vicuna_v1.1, llama-2), a Jinja file, or none
-    serve: null            # hf only: run the model behind a managed server (models/serve.py)
+    serve: null            # hf only: run the model behind a managed server (models/served/model.py)
     # openai: base_url, api_key_env, timeout, max_retries, backoff, concurrency,
     #         requests_per_minute, tokens_per_minute
     # openai and served: logprobs (top_logprobs | prompt_logprobs | none), top_logprobs
@@ -69,7 +69,7 @@ def build_model(spec: dict[str, Any], *, name: str | None = None, adapter: str |
         if "serve" not in spec and set(spec) - HF_KEYS:
             raise ValueError(f"model {name}: option(s) {sorted(set(spec) - HF_KEYS)} apply to a served model "
                              "only (with serve:)")
-        from isqaflow.models.hf import HFModel
+        from isqaflow.models.inprocess.hf import HFModel
 
         kwargs = {k: v for k, v in spec.items() if k in HF_KEYS and k not in ("backend", "model", "adapter")}
         return HFModel(spec["model"], adapter=adapter or spec.get("adapter"), threads=threads,
@@ -85,7 +85,7 @@ def build_model(spec: dict[str, Any], *, name: str | None = None, adapter: str |
         raise ValueError(f"model {name}: unknown openai option(s) {sorted(unknown)}")
     if adapter:
         raise ValueError(f"model {name}: an adapter needs a local (hf) model")
-    from isqaflow.models.openai import OpenAIModel
+    from isqaflow.models.api.openai import OpenAIModel
 
     kwargs = {k: v for k, v in spec.items() if k not in ("backend", "model")}
     try:  # the config check reads the same definition
@@ -104,7 +104,7 @@ def serve_model(spec: dict[str, Any], *, name: str | None = None, adapter: str |
     unknown = set(spec) - SERVED_KEYS
     if unknown:
         raise ValueError(f"model {name}: unknown option(s) for a served model {sorted(unknown)}")
-    from isqaflow.models.serve import ServedModel
+    from isqaflow.models.served.model import ServedModel
 
     kwargs = {k: v for k, v in spec.items() if k not in IN_PROCESS_ONLY | {"backend", "model", "adapter"}}
     return ServedModel(spec["model"], adapter=adapter or spec.get("adapter"), threads=threads, name=name, **kwargs)

@@ -63,11 +63,16 @@ class ModelUsage:
             self.scoring["absent_candidates"] += absent_candidates
             self.scoring["items_without_candidates"] += items_without_candidates
 
-    def note_dropped(self, settings: list[str]) -> None:
+    def note_dropped(self, settings: list[str]) -> list[str]:
+        """Record dropped settings; returns those not recorded before (check and add under one
+        lock, so that concurrent requests warn about a setting once, not once per thread)."""
+        new = []
         with self._lock:
             for setting in settings:
                 if setting not in self.dropped_decoding:
                     self.dropped_decoding.append(setting)
+                    new.append(setting)
+        return new
 
     def note_decoding(self, settings: dict[str, Any], applied: dict[str, Any]) -> None:
         """What one generation setting became on this backend (once per distinct setting)."""

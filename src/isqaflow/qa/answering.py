@@ -371,7 +371,7 @@ class ExtractiveQA:
         import torch
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
-        from isqaflow.models.hf_loading import resolve_device
+        from isqaflow.models.inprocess.loading import resolve_device
         from isqaflow.models.identity import model_fingerprint
 
         if threads:

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.io import read_json, read_jsonl, write_text
+from isqaflow.report.panel_note import panel_lines
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_brief
 from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, share_test, small_n_note
@@ -387,13 +388,16 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                       arena_summaries: str | Path | None, score_paths: Sequence[str | Path],
                       summary_systems: Mapping[str, Sequence[str]], validity_summary_path: str | Path,
                       systems_path: str | Path | None, rounds: int, seed: int,
-                      judge_pairs: Sequence[Mapping[str, Any]] = ()) -> pd.DataFrame:
+                      judge_pairs: Sequence[Mapping[str, Any]] = (), panel_path: str | Path | None = None,
+                      panel_loo_path: str | Path | None = None) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``summary_systems``: ``"<dataset>/<summarizer>"`` -> the judged
     systems; ``systems_path``: results/systems/checked.json (system -> {suite: its check
     record}, none when the run has no file-based system), for the source column;
     ``judge_pairs``: :func:`isqaflow.configcheck.families.judge_system_pairs` as dicts (the SELF
-    flags)."""
+    flags); ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
+    judges_panel_loo.csv, whose agreement and leave-one-out lines join the notes
+    (:func:`isqaflow.report.panel_note.panel_lines`)."""
     file_systems = read_json(systems_path) if systems_path else {}
     board = _Board({(p["suite"], p["judge"], p["system"]) for p in judge_pairs if p["self_family"]})
     table5 = _read_csv(drfr_table5)
@@ -421,7 +425,7 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
                          **{c: board.markdown_cell(system, c) for c in board.columns}})
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
     summary = read_json(validity_summary_path)
-    footnotes = notes(board, list(ranks))
+    footnotes = notes(board, list(ranks)) + panel_lines(panel_path, panel_loo_path)
     caption = ("Leaderboard: every system across the suites (the models the workflow runs and systems read "
                "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
                "notes below the tables. " + controls_brief(summary))

@@ -9,7 +9,7 @@ Written as JSON by the last rule of the DAG:
 * every model: backend, id or path, revision, weights fingerprint, for converted
   models the source package, its version and the GGUF file's SHA-256, and for Hub
   models the commit their revision resolved to and the fingerprint of the fetched
-  weights (rule fetch_weights, :mod:`isqaflow.models.weights`),
+  weights (rule fetch_weights, :mod:`isqaflow.models.weights.hub`),
 * adapters: their fingerprints and training settings,
 * package versions, the seed, the Snakemake command, host and time,
 * the models' calls as the jobs recorded them (``<output>.usage.json``, see
@@ -146,10 +146,10 @@ def gather_usage(results_dir: str | Path, models: dict[str, Any]) -> dict[str, A
 
 
 def gpu_plan_record(config: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """Every GPU job's plan (isqaflow.models.gpu_plan), where the config has a gpu_plan section."""
+    """Every GPU job's plan (isqaflow.models.planning.gpu_plan), where the config has a gpu_plan section."""
     if config.get("gpu_plan") is None:
         return None
-    from isqaflow.models.gpu_plan import plan_grid
+    from isqaflow.models.planning.gpu_plan import plan_grid
 
     return [plan.record() for plan in plan_grid(config).values() if plan.gpus]
 

@@ -41,7 +41,7 @@ from isqaflow.stats import sign_flip_test
 __all__ = ["arena_outcomes", "drfr_outcomes", "holm", "mcnemar_exact", "paired_figure", "paired_matrix",
            "paired_tests", "write_paired_tests"]
 
-# the same as isqaflow.arena.length.PREFERENCE, a floor above (tests/test_paired.py checks it)
+# the same as isqaflow.arena.ratings.length.PREFERENCE, a floor above (tests/unit/report/test_paired.py checks it)
 _PREFERENCE = {"1": 1.0, "tie": 0.5, "2": 0.0}
 COLUMNS = ("suite", "setting", "judge", "system_a", "system_b", "n", "mean_a", "mean_b", "diff", "only_a",
            "only_b", "test", "p", "p_holm")

@@ -167,7 +167,7 @@ def gpu_by_stage(config: Mapping[str, Any]) -> dict[str, int]:
     """GPUs the GPU plan gives each model stage's jobs, summed (no gpu_plan section: empty)."""
     if config.get("gpu_plan") is None:
         return {}
-    from isqaflow.models.gpu_plan import plan_grid
+    from isqaflow.models.planning.gpu_plan import plan_grid
 
     out: dict[str, int] = {}
     for label, job_plan in plan_grid(config).items():
@@ -251,7 +251,7 @@ def over_budget(config: Mapping[str, Any], rows: Sequence[JobSpend], spent: Mapp
     """Problems of a plan against ``budget:`` (empty: within it, or no budget).
 
     What is left of the plan plus what the ledger says was spent (``spent``: dollars per
-    rule, :func:`isqaflow.models.budget.spent`) must stay within ``budget.dollars`` and each
+    rule, :func:`isqaflow.models.api.budget.spent`) must stay within ``budget.dollars`` and each
     ``budget.stages.<rule>``; each problem names the stage(s) and the figures.
     """
     budget = config.get("budget") or {}
@@ -283,7 +283,7 @@ def over_budget(config: Mapping[str, Any], rows: Sequence[JobSpend], spent: Mapp
 def dry_run_text(config: Mapping[str, Any], ledger: str | Path, root: str | Path = ".") -> str | None:
     """What a dry run prints: the plan and what the budget check of a real run would say
     (None for a config without API models)."""
-    from isqaflow.models.budget import spent
+    from isqaflow.models.api.budget import spent
 
     if not api_models(config):
         return None
@@ -295,7 +295,7 @@ def dry_run_text(config: Mapping[str, Any], ledger: str | Path, root: str | Path
 
 def start_problems(config: Mapping[str, Any], ledger: str | Path, root: str | Path = ".") -> list[str]:
     """The budget check at the start of a run: problems of the plan against ``budget:``."""
-    from isqaflow.models.budget import spent
+    from isqaflow.models.api.budget import spent
 
     if not config.get("budget"):
         return []

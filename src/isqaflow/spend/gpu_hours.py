@@ -3,9 +3,9 @@
 Printed by ``benchmarks/gpu_hours.py`` (the table of docs/paper-scale.md's "GPU hours"
 section; a test keeps the two equal) and, per stage, beside the spend plan of a dry run
 (:func:`by_rule`).  Jobs and GPUs per job come from the workflow's own plan: the model stages'
-from :func:`isqaflow.models.gpu_plan.plan_grid` (as the rules ask for them), the other GPU
+from :func:`isqaflow.models.planning.gpu_plan.plan_grid` (as the rules ask for them), the other GPU
 rules' from the config (one job per domain, dataset, ... with its stage's ``gpu``);
-``tests/test_gpu_hours.py`` checks both against a dry run.  The items per job are the sizes
+``tests/unit/spend/test_gpu_hours.py`` checks both against a dry run.  The items per job are the sizes
 the spend plan counts too (``spend.items``: papers, instructions, RAG queries).  **Every
 figure is an estimate**: nothing here was measured on a GPU.  GPU hours = GPUs per job x hours
 per job, summed; an hour per job is (new tokens at the configured maxima) / (an estimated
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from isqaflow.models.gpu_plan import JobPlan, plan_grid
+from isqaflow.models.planning.gpu_plan import JobPlan, plan_grid
 
 # --------------------------------------------------------------- sources (all estimates)
 # (a) vLLM 0.23, Llama-3.1-8B (bf16) on one A100-40GB, 1,024-token prompts, 8 concurrent

@@ -132,7 +132,7 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None
         per_instr = n / inputs.declared_count("instructions", dataset, "instructions")
         controls = len(validity.get("controls") or []) * math.ceil(
             (validity.get("instructions") or 0) * per_instr)
-        calls = responders * n + controls
+        calls = (judge.get("repeats") or 1) * responders * n + controls
         chars = inputs.declared_count("instructions", dataset, "judge_turn_chars")
         bound = max_new_tokens(config["drfr"]["generation"], 0)
         # a turn: the chat without the response (judge_turn_chars), the response at its bound, and
@@ -145,9 +145,12 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None
     items = [{"input": by_id[r["instruction_id"]].input, "response": r["response"],
               "requirements": [{"question": q.question} for q in by_id[r["instruction_id"]].requirements]}
              for r in responses]
-    items += control_items(instructions, responses, validity.get("controls") or [],
-                           validity.get("instructions"), config["seed"])
-    calls, tokens = conversation_calls(items, inputs.count)
+    controls = control_items(instructions, responses, validity.get("controls") or [],
+                             validity.get("instructions"), config["seed"])
+    calls, tokens = conversation_calls(items + controls, inputs.count)
+    if (judge.get("repeats") or 1) > 1:  # every further repetition judges the responses again, not the controls
+        again, again_tokens = conversation_calls(items, inputs.count)
+        calls, tokens = calls + (judge["repeats"] - 1) * again, tokens + (judge["repeats"] - 1) * again_tokens
     return calls, tokens, calls * out, "data" if exact else "data+bound"
 
 
@@ -207,7 +210,7 @@ class _Passage:
 def _text_judge_bounds(arena: Mapping[str, Any], job: grid.Job) -> tuple[int, int]:
     """An arena judge's completion bound per call and its orders per pair; a log-prob judge has
     no API formula (:class:`NoFormula`)."""
-    from isqaflow.arena.judge import DEFAULT_PARAMS
+    from isqaflow.arena.judging.judge import DEFAULT_PARAMS
 
     judge = arena["judges"][job.wildcard("judge")]
     if judge.get("mode") != "text":
@@ -218,7 +221,7 @@ def _text_judge_bounds(arena: Mapping[str, Any], job: grid.Job) -> tuple[int, in
 
 def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
                  ) -> tuple[int, int, int, str]:
-    from isqaflow.arena.battles import all_pairs
+    from isqaflow.arena.judging.battles import all_pairs
 
     arena = config["arena"]
     out, orders = _text_judge_bounds(arena, job)
@@ -256,7 +259,8 @@ def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | Non
             pairs += [(p["query"], p["answer_a"], p["answer_b"])
                       for p in all_pairs(answers, queries, run["all_pairs_per_domain"], config["seed"])]
     calls, tokens = pair_calls(pairs, orders, basis != "data", inputs.count)
-    return calls, tokens, calls * out, basis
+    repeats = arena["judges"][job.wildcard("judge")].get("repeats") or 1  # each repetition: every call again
+    return repeats * calls, repeats * tokens, repeats * calls * out, basis
 
 
 def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool, count: Any = ESTIMATE
@@ -267,7 +271,7 @@ def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool
     the same text, the same pair listed twice) are one call, as the call cache makes them;
     placeholders at the length bound are not compared.  Our own prompt's length is counted,
     also for ``prompts: published`` (its files are downloaded by the run)."""
-    from isqaflow.arena.judge import pair_request
+    from isqaflow.arena.judging.judge import pair_request
 
     if bounded:
         return len(pairs) * orders, sum(count(pair_request(q, a, b)) for q, a, b in pairs) * orders
@@ -279,8 +283,8 @@ def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool
 
 def _arena_judge_checks(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
                         ) -> tuple[int, int, int, str]:
-    from isqaflow.arena.checks import build_controls, human_pairs
-    from isqaflow.arena.judge import pair_request
+    from isqaflow.arena.judging.controls import build_controls, human_pairs
+    from isqaflow.arena.judging.judge import pair_request
 
     arena = config["arena"]
     out, orders = _text_judge_bounds(arena, job)

@@ -117,8 +117,8 @@ def _drfr_summaries(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | 
 
 def _arena_summaries(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
                      ) -> tuple[int, int, int, str]:
-    from isqaflow.arena.judge import DEFAULT_PARAMS
-    from isqaflow.arena.summaries import summary_pairs
+    from isqaflow.arena.judging.judge import DEFAULT_PARAMS
+    from isqaflow.arena.judging.summaries import summary_pairs
 
     arena = config["arena"]
     judge = arena["judges"][job.wildcard("judge")]

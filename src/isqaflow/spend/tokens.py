@@ -32,7 +32,7 @@ MESSAGE_TOKENS = 4  # per chat message (role and separators; OpenAI cookbook, co
 COOKBOOK_MESSAGE_TOKENS = 3  # per message besides its role and content (OpenAI cookbook, gpt-4 / gpt-3.5)
 COOKBOOK_REPLY_TOKENS = 3  # every reply is primed with <|start|>assistant<|message|>
 FALLBACK = "chars/4 (fallback)"
-FILLER_UNIT = " abc"  # one token in cl100k_base and in o200k_base (tests/test_spend_tokens.py)
+FILLER_UNIT = " abc"  # one token in cl100k_base and in o200k_base (tests/unit/spend/test_spend_tokens.py)
 _FILLER_RUN = re.compile(f"(?:{re.escape(FILLER_UNIT)}){{4,}}")
 # model-name prefix -> encoding (tiktoken's MODEL_PREFIX_TO_ENCODING, the chat models); first match wins
 ENCODING_PREFIXES = (

@@ -1,0 +1,1 @@
+"""RAG-QA Arena's judging: the pairwise judge and its verdicts, the pairs judged (battles, ISQA's summaries), the judges' known-answer controls, agreement with humans, the panel and the judge audit."""

@@ -1,0 +1,1 @@
+"""Model weights: fetched from the Hub, and converted from a packaged GGUF file."""
