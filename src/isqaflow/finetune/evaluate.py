@@ -39,7 +39,9 @@ def select_examples(examples: list[QAExample], n: int | None, seed: int) -> list
     return [examples[i] for i in idx]
 
 
-def score_outputs(examples: list[QAExample], texts: list[str]) -> tuple[dict[str, float], list[dict[str, Any]]]:
+def score_outputs(
+    examples: list[QAExample], texts: list[str]
+) -> tuple[dict[str, float], list[dict[str, Any]]]:
     rows = []
     for example, text in zip(examples, texts, strict=True):
         parsed = parse_feedback(text)
@@ -85,22 +87,44 @@ def evaluate(
     prompt_style: str = "isqa",
 ) -> dict[str, Any]:
     from isqaflow.models.cache import CallCache
+    from isqaflow.models.api.openai import naming_records
     from isqaflow.models.registry import load_model
+    from isqaflow.models.served.model import with_adapter_server
 
     examples = select_examples(read_records(dev_path, QAExample), n_examples, seed)
     params = GenerationParams.from_dict(generation)
     cache = CallCache(cache_path)
     report: dict[str, Any] = {"examples": len(examples), "generation": params.as_dict()}
     rows_out = []
-    for variant, adapter_path in (("before", None), ("after", str(adapter))):
-        model = load_model(base, cache=cache, adapter=adapter_path, name=f"feedback-{variant}", threads=threads)
-        requests = [example_request(model, ex, max_input_tokens, prompt_style)[0] for ex in examples]
-        outputs = model.generate(requests, params)
-        summary, rows = score_outputs(examples, [o.text for o in outputs])
-        report[variant] = summary
-        rows_out += [{"variant": variant, **row} for row in rows]
-        log.info("%s fine-tuning: %s", variant, summary)
-        model.close()
+    variants = (("before", None), ("after", str(adapter)))
+    # A served base: one server for both variants (the adapter next to its base, as the GPU plan
+    # serves ISQA's LoRA feedback model), so both models are open until the end; in-process, one
+    # model at a time (two copies of the weights are not needed at once).
+    served = bool(base.get("serve"))
+    spec = with_adapter_server(
+        base, str(adapter), os.path.basename(os.path.dirname(os.path.abspath(adapter)))
+    )
+    opened = []
+    try:
+        for variant, adapter_path in variants:
+            model = load_model(
+                spec, cache=cache, adapter=adapter_path, name=f"feedback-{variant}", threads=threads
+            )
+            opened.append(model)
+            requests = [
+                example_request(model, ex, max_input_tokens, prompt_style)[0] for ex in examples
+            ]
+            with naming_records(requests, [ex.id for ex in examples]):
+                outputs = model.generate(requests, params)
+            summary, rows = score_outputs(examples, [o.text for o in outputs])
+            report[variant] = summary
+            rows_out += [{"variant": variant, **row} for row in rows]
+            log.info("%s fine-tuning: %s", variant, summary)
+            if not served:
+                opened.pop().close()
+    finally:
+        for model in reversed(opened):
+            model.close()
     write_jsonl(out_examples, rows_out)
     write_json(out_json, report)
     return report

@@ -45,6 +45,7 @@ from isqaflow.finetune.formats import (
 )
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.models.fit import fit_document
+from isqaflow.models.api.openai import naming_records
 from isqaflow.text.f1 import max_f1, token_f1
 
 Decision = Literal["fact", "non_fact", "dropped_zero_f1", "truncated", "unparsed", "unanswerable",
@@ -168,7 +169,8 @@ def ask_feedback(model: LanguageModel, questions: Sequence[tuple[QAPair, str]], 
         requests.append(request)
         contexts.append(seen[-1])  # the context of the request returned: the last one built
         cuts.append(cut)
-    outs = model.generate(requests, params.replace(max_input_tokens=None)) if requests else []
+    with naming_records(requests, [qa.id for qa, _ in questions]):
+        outs = model.generate(requests, params.replace(max_input_tokens=None)) if requests else []
     checked = [
         check_feedback(parse_feedback(out.text), out.finish_reason, context,
                        check_evidence=evidence == "generated")

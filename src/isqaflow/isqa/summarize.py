@@ -22,6 +22,7 @@ from isqaflow.data.schema import Paper
 from isqaflow.isqa import prompts
 from isqaflow.models.base import GenerationParams, LanguageModel, Request
 from isqaflow.models.fit import fit_document
+from isqaflow.models.api.openai import naming_records
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,8 @@ def summarize(model: LanguageModel, papers: Sequence[Paper], builders: Sequence[
         request, cut = fit_paper(model, build, paper, params.max_input_tokens, label)
         requests.append(request)
         cuts.append(cut)
-    outs = model.generate(requests, params.replace(max_input_tokens=None))
+    with naming_records(requests, [f"{paper.id} ({label})" for paper, label in zip(papers, what, strict=True)]):
+        outs = model.generate(requests, params.replace(max_input_tokens=None))
     return list(zip(outs, cuts, strict=True))
 
 

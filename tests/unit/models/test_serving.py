@@ -535,7 +535,7 @@ def test_max_model_len_refuses_longer_prompts_and_max_input_tokens_keeps_the_end
         assert n > 64
         with pytest.raises(openai.BadRequestError, match=r"maximum context length is 64 tokens\. However, your "
                                                          rf"prompt contains {n} input tokens"):
-            model.generate([long], GenerationParams(max_new_tokens=2))
+            model.client.completions.create(model=model.model, prompt=long, max_tokens=2)  # the server itself
         params = GenerationParams(max_new_tokens=3, max_input_tokens=40)
         (cut,) = model.generate([long], params)
         (in_process,) = hf_tiny.generate([long], params)
@@ -645,3 +645,122 @@ def test_a_gpu_plan_shares_one_server_between_base_model_and_adapter(tiny_causal
     finally:
         feedback.close()
     assert gone(pgid)
+
+
+def test_evaluate_feedback_serves_base_and_adapter_from_one_server(tiny_causal, tmp_path, monkeypatch):
+    """evaluate_feedback uses the base model alone ("before") and with its LoRA adapter ("after"):
+    one server serves both (lora_args), as the GPU plan serves ISQA's LoRA feedback model; before
+    the fix the job started two servers of the same checkpoint, one after the other."""
+    from isqaflow.data.schema import ContextParagraph, QAExample
+    from isqaflow.finetune.evaluate import evaluate
+    from isqaflow.io import write_jsonl
+    from isqaflow.models.served.process import ManagedServer
+
+    adapter = tmp_path / "results/finetune/tiny-hotpotqa/adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text("{}")
+    dev = tmp_path / "dev.jsonl"
+    write_jsonl(dev, [QAExample(id=f"q{i}", question="Who ran?", answer="the fox", evidence=["The fox ran."],
+                                context=[ContextParagraph(title="Fox", sentences=["The fox ran.", "It rained."])])
+                      for i in range(2)])
+    starts = []
+    start = ManagedServer.start
+
+    def counted(self):
+        starts.append(list(self.argv))
+        return start(self)
+
+    monkeypatch.setattr(ManagedServer, "start", counted)
+    requests_log = tmp_path / "requests.jsonl"
+    spec = double_spec(tiny_causal, log=requests_log,
+                       serve={"lora_args": "--enable-lora --lora-modules {adapter_name}={adapter}"})
+    report = evaluate(base=spec, adapter=adapter, dev_path=dev, out_json=tmp_path / "eval.json",
+                      out_examples=tmp_path / "eval_examples.jsonl", generation={"max_new_tokens": 3},
+                      max_input_tokens=64, n_examples=None, seed=0, cache_path=tmp_path / "calls.sqlite")
+    assert report["before"]["n"] == report["after"]["n"] == 2
+    assert len(starts) == 1, starts  # one server start-up for the job
+    assert f"tiny-hotpotqa={adapter}" in starts[0] and "--enable-lora" in starts[0]
+    asked = [r["body"]["model"] for r in logged(requests_log)]
+    assert str(tiny_causal) in asked and "tiny-hotpotqa" in asked  # the base, then the adapter, on that server
+
+
+def test_a_prompt_beyond_max_model_len_fails_naming_job_record_model_tokens_and_limit(tiny_causal, tmp_path,
+                                                                                      monkeypatch):
+    """The server's refusal (HTTP 400) reaches the stage as PromptTooLong, not as the client's raw
+    openai.BadRequestError: the job, the record id (naming_records), the model, the prompt's tokens,
+    the limit and what to change, and no API key -- for generation, log-prob scoring and an API model."""
+    import openai
+
+    from isqaflow.models.api.openai import OpenAIModel, PromptTooLong, naming_records
+
+    model = load_model(double_spec(tiny_causal, logprobs="prompt_logprobs",
+                                   serve={"extra_args": ["--max-model-len", "64"]}), name="summ")
+    smk, _ = fake_job(tmp_path, "qasper", rule="baseline_summaries")
+    long = "The quick brown fox jumps over the lazy dog. " * 20
+    n = len(model.encode_request(long))
+    try:
+        with runtime.job(smk):
+            with naming_records([long, "short"], ["paper-17", "paper-18"]), pytest.raises(PromptTooLong) as named:
+                model.generate(["short", long], GenerationParams(max_new_tokens=2))
+            message = str(named.value)
+            assert message.startswith("job baseline_summaries {'name': 'qasper'}: model summ (")
+            assert f"record paper-17: the prompt has {n} tokens, beyond the server's limit of 64 tokens" in message
+            assert "--max-model-len" in message and "max_input_tokens" in message
+            assert isinstance(named.value.__cause__, openai.BadRequestError)
+            # without a record id: the prompt's first words; log-prob scoring too
+            with pytest.raises(PromptTooLong, match=r"the request starting 'The quick brown fox jumps over the lazy "
+                                                    r"dog\. The quick brown' \(the stage names no record id\)"):
+                model.score_batch([(long, ["YES", "NO"])])
+        # an API model (a key in the environment) at the same endpoint: the server's count, no key
+        monkeypatch.setenv("TEST_API_KEY", "sk-secret-key-12345")
+        api = OpenAIModel(model.model, base_url=model.server.base_url, api_key_env="TEST_API_KEY", name="api",
+                          max_retries=0)
+        with pytest.raises(PromptTooLong) as named:
+            api.generate([long], GenerationParams(max_new_tokens=2))
+        message = str(named.value)
+        assert message.startswith("outside a workflow job: model api (") and "beyond the server's limit of 64" in message
+        assert "sk-secret" not in message and "sk-secret" not in repr(named.value.args)
+        assert "a longer context" in message
+    finally:
+        model.close()
+
+
+def test_a_stage_names_the_record_whose_prompt_is_too_long(tiny_causal, tmp_path):
+    """evaluate_feedback names its examples (naming_records): the refusal says which one."""
+    from isqaflow.data.schema import ContextParagraph, QAExample
+    from isqaflow.finetune.evaluate import evaluate
+    from isqaflow.io import write_jsonl
+    from isqaflow.models.api.openai import PromptTooLong
+
+    adapter = tmp_path / "results/finetune/tiny-hotpotqa/adapter"
+    adapter.mkdir(parents=True)
+    (adapter / "adapter_config.json").write_text("{}")
+    dev = tmp_path / "dev.jsonl"
+    long = ["The fox ran over the hill and far away into the wood."] * 30
+    write_jsonl(dev, [QAExample(id="hp-short", question="Who ran?", answer="the fox", evidence=["The fox ran."],
+                                context=[ContextParagraph(title="Fox", sentences=["The fox ran."])]),
+                      QAExample(id="hp-long", question="Who ran?", answer="the fox", evidence=[long[0]],
+                                context=[ContextParagraph(title="Fox", sentences=long)])])
+    spec = double_spec(tiny_causal, serve={"extra_args": ["--max-model-len", "320"],
+                                           "lora_args": "--enable-lora --lora-modules {adapter_name}={adapter}"})
+    with pytest.raises(PromptTooLong, match=r"record hp-long: the prompt has \d+ tokens, beyond the server's limit "
+                                            r"of 320 tokens.*raise the server's --max-model-len"):
+        evaluate(base=spec, adapter=adapter, dev_path=dev, out_json=tmp_path / "eval.json",
+                 out_examples=tmp_path / "eval_examples.jsonl", generation={"max_new_tokens": 3},
+                 max_input_tokens=512, n_examples=None, seed=0, cache_path=tmp_path / "calls.sqlite")
+
+
+def test_the_served_embedded_overlay_plans_the_embedded_dag_with_one_server_per_job(tmp_path):
+    """config/served-embedded.yaml (docs/speed.md): the same jobs as the embedded default, every
+    served job with one server (ISQA's LoRA runs: the adapter on its base's server)."""
+    from workflow_utils import copy_repo, dry_run_jobs, snakemake
+
+    repo = copy_repo(tmp_path / "repo")
+    overlay = ("--configfile", "config/served-embedded.yaml", "--resources", "gpu=1")
+    assert dry_run_jobs(repo, *overlay) == dry_run_jobs(repo)
+    result = snakemake(repo, "-n", "--profile", "profiles/local", "--cores", "2", *overlay, timeout=300)
+    plan = (result.stdout + result.stderr).split("GPU plan (", 1)[1].split("\n", 1)[1].split("\n\n", 1)[0]
+    rows = [line.split("\t") for line in plan.strip().splitlines()[1:]]
+    assert len(rows) >= 16 and all(row[1] == "1" and row[2].count("smollm2-135m-instruct") == 1 for row in rows)
+    lora = [row for row in rows if row[0].startswith("isqa_refine qasper/smollm2/lora-")]
+    assert len(lora) == 2 and all("+smollm2-hotpotqa [summarizer,feedback]" in row[2] for row in lora)

@@ -30,6 +30,11 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
   ``dropped_decoding``.  What each generation setting became (honoured, emulated,
   dropped: :mod:`isqaflow.models.capabilities`) is the usage record's ``decoding``.  Served local
   models (:mod:`isqaflow.models.served.model`) pass them to the engine instead, or fail.
+* **A prompt longer than the model's context**: the server's refusal (HTTP 400, "maximum
+  context length is N tokens", vLLM's ``--max-model-len`` or the API's) fails the job with
+  :class:`PromptTooLong`, naming the job, the record (the id a stage gives with
+  :func:`naming_records`; else the prompt's first words), the model, the prompt's tokens, the
+  limit and what to change -- not the client's raw ``BadRequestError``.
 * **The model is checked first**: a model on OpenAI's endpoint (no ``base_url``), or
   any with ``check_model: true``, is looked up in the endpoint's model list (one
   ``GET /models``) when the job builds it, so a retired snapshot fails before any
@@ -65,15 +70,19 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
 import math
 import os
 import random
+import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
+from isqaflow import runtime
 from isqaflow.models.api import budget
 from isqaflow.models import capabilities, usage
 from isqaflow.models.base import (
@@ -94,6 +103,34 @@ MAX_TOP_LOGPROBS = 20
 
 class LogprobsUnavailable(RuntimeError):
     """Log-probability scoring that this model, its server or its settings cannot do."""
+
+
+class PromptTooLong(runtime.NamedError):
+    """A prompt the server refused as longer than the model's context (see the module docstring)."""
+
+
+# the server's refusal: vLLM (vllm/renderers/params.py) and the OpenAI API say it this way
+CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+) tokens")
+PROMPT_TOKENS = re.compile(r"(?:contains|has|resulted in) (at least )?(\d+) (?:input )?tokens")
+# canonical request -> record id, while a stage's call runs (naming_records)
+_RECORDS: dict[str, str] = {}
+
+
+def _request_key(request: Request) -> str:
+    return json.dumps(canonical_request(request), sort_keys=True, ensure_ascii=False)
+
+
+@contextlib.contextmanager
+def naming_records(requests: Iterable[Request], ids: Iterable[object]) -> Iterator[None]:
+    """While the block runs, an error about one of ``requests`` names its record id (``ids``, in
+    the same order): ``with naming_records(requests, ids): model.generate(requests, params)``."""
+    keys = [_request_key(r) for r in requests]
+    _RECORDS.update(zip(keys, map(str, ids), strict=True))
+    try:
+        yield
+    finally:
+        for key in keys:
+            _RECORDS.pop(key, None)
 
 
 def split_candidates(candidates: Sequence[str]) -> tuple[str, list[str]]:
@@ -269,6 +306,44 @@ class OpenAIModel(LanguageModel):
         self.usage.add(1, n_in, n_out)
         return response
 
+    def _named_refusal(self, request: Request, call: Callable[[], Any], tokens: int | None = None) -> Any:
+        """``call()``, with the server's context-length refusal of ``request`` raised as
+        :class:`PromptTooLong` (any other error as it is)."""
+        import openai
+
+        try:
+            return call()
+        except openai.BadRequestError as err:
+            text = str(getattr(err, "message", "") or err)
+            limit = CONTEXT_LIMIT.search(text)
+            if limit is None:
+                raise
+            if tokens is None:
+                tokens = self._prompt_tokens(request)
+            if tokens is None:
+                said = PROMPT_TOKENS.search(text)
+                tokens = f"{said.group(1) or ''}{said.group(2)}" if said else "more than the limit's"
+            job = runtime.current_job()
+            record = _RECORDS.get(_request_key(request))
+            canon = canonical_request(request)
+            start = " ".join((canon if isinstance(canon, str) else canon[-1]["content"]).split())[:60]
+            which = f"record {record}" if record is not None else \
+                f"the request starting {start!r} (the stage names no record id)"
+            raise PromptTooLong(
+                f"{job.label() if job else 'outside a workflow job'}: model {self.name} ({self.model}), {which}: "
+                f"the prompt has {tokens} tokens, beyond the server's limit of {limit.group(1)} tokens (its maximum "
+                f"context length, prompt and answer together); {self._length_advice()}"
+            ) from err
+
+    def _prompt_tokens(self, request: Request) -> int | None:
+        """The request's prompt tokens, where the client can count them (a served model); else None."""
+        return None
+
+    def _length_advice(self) -> str:
+        """What to change when a prompt is too long for the model (:class:`PromptTooLong`)."""
+        return (f"shorten the stage's inputs (its input settings), or set models.{self.name}.model to one "
+                "with a longer context")
+
     def _output_tokens(self, response: Any) -> int:
         """New tokens of the answer the job keeps (a served model with beams overrides this)."""
         return getattr(getattr(response, "usage", None), "completion_tokens", 0) or 0
@@ -379,7 +454,7 @@ class OpenAIModel(LanguageModel):
             from isqaflow.models.api.batch import generate_in_batch
 
             return generate_in_batch(self, requests, params, on_batch)
-        results = self._map(lambda r: self._call(r, params), requests, on_batch)
+        results = self._map(lambda r: self._named_refusal(r, lambda: self._call(r, params)), requests, on_batch)
         log.info("%s: %d requests in %.1fs", self.name, len(requests), time.monotonic() - started)
         return results
 
@@ -392,8 +467,9 @@ class OpenAIModel(LanguageModel):
                 f"model {self.name}: log-probability scoring is switched off (logprobs: none); "
                 "use a text-mode judge with this model"
             )
-        plans = [self._plan_scoring(context, candidates) for context, candidates in items]
-        return self._map(lambda plan: self._score_planned(*plan), plans, on_batch)
+        plans = [(context, self._plan_scoring(context, candidates)) for context, candidates in items]
+        return self._map(lambda plan: self._named_refusal(plan[0], lambda: self._score_planned(*plan[1])), plans,
+                         on_batch)
 
     def _plan_scoring(self, context: Request, candidates: Sequence[str]) -> tuple[Any, str, list[str]]:
         """Checks made for every item before any request: the payload (messages), prefix and rests."""

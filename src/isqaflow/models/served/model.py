@@ -49,12 +49,20 @@ from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Re
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
 from isqaflow.models.api.openai import LogprobsUnavailable, OpenAIModel, split_candidates
 from isqaflow.models.served.process import ManagedServer, ServerStartError, group_alive, group_members
-from isqaflow.models.served.settings import ENGINES, LOCALHOST, PLACEHOLDERS, SERVED_KEY_ENV, ServeSettings, free_port
+from isqaflow.models.served.settings import (
+    ENGINES,
+    LOCALHOST,
+    PLACEHOLDERS,
+    SERVED_KEY_ENV,
+    ServeSettings,
+    free_port,
+    with_adapter_server,
+)
 from isqaflow.models.tokenized import TokenizedText
 
 __all__ = [
     "ENGINES", "LOCALHOST", "PLACEHOLDERS", "SERVED_KEY_ENV", "ManagedServer", "ServeSettings", "ServedModel",
-    "ServerStartError", "free_port", "group_alive", "group_members",
+    "ServerStartError", "free_port", "group_alive", "group_members", "with_adapter_server",
 ]
 
 log = logging.getLogger(__name__)
@@ -204,6 +212,18 @@ class ServedModel(TokenizedText, OpenAIModel):
         return usage.register(self.name, self.backend, self._identity["model"],
                               chat_template=self.chat_template.record(), server=server)
 
+    def _prompt_tokens(self, request: Request) -> int | None:
+        return len(self.encode_request(request))
+
+    def _length_advice(self) -> str:
+        where = f"models.{self.name}"
+        limit = (f"the GPU plan's --max-model-len (from the stage's generation max_input_tokens, or "
+                 f"{where}.gpu.context)" if "--max-model-len" in self.server_plan.get("args", ()) else
+                 f"the server's --max-model-len ({where}.serve.extra_args: [--max-model-len, N], up to the "
+                 "model's own context)")
+        return (f"raise {limit}, or cut the prompts to fit: the stage's generation max_input_tokens (vLLM "
+                "keeps the prompt's end)")
+
     def _capability_backend(self) -> str:
         return {"vllm": "vllm", "transformers": "hf"}.get(self.settings.engine, "openai")
 
@@ -304,7 +324,8 @@ class ServedModel(TokenizedText, OpenAIModel):
             return super().score_batch(items, on_batch)
         rows = [(i, ids, cand) for i, (context, candidates) in enumerate(items)
                 for ids, cand in self._candidate_rows(context, candidates)]
-        scores = self._map(lambda row: self._prompt_logprob(row[1], row[2]), rows)
+        scores = self._map(lambda row: self._named_refusal(items[row[0]][0], lambda: self._prompt_logprob(row[1], row[2]),
+                                                           len(row[1]) + len(row[2])), rows)
         out: list[list[float]] = [[] for _ in items]
         for (i, _, _), score in zip(rows, scores, strict=True):
             out[i].append(score)

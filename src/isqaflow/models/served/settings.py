@@ -154,3 +154,25 @@ def free_port(host: str = LOCALHOST) -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return sock.getsockname()[1]
+
+
+def with_adapter_server(spec: Mapping[str, Any], adapter: str, adapter_name: str) -> dict[str, Any]:
+    """``spec`` (a model entry) such that the base model and ``adapter`` share one server in this job.
+
+    For a job that uses a base model both alone and with its LoRA adapter (``evaluate_feedback``:
+    before and after fine-tuning) but has no GPU plan that says so: its ``server_plan`` serves the
+    adapter as ``adapter_name`` next to the base, so the first model loaded starts the one server
+    (with ``lora_args``) and the other asks it.  The models must then be open at the same time: the
+    last one's ``close`` stops the server.  A spec without ``serve:`` is returned unchanged."""
+    out = dict(spec)
+    if not out.get("serve"):
+        return out
+    plan = dict(out.get("server_plan") or {})
+    adapters = dict(plan.get("adapters") or {})
+    if adapters and set(adapters) != {adapter_name}:
+        raise ValueError(f"model {out.get('model')}: the job's server already serves the adapter(s) "
+                         f"{sorted(adapters)}; lora_args takes one")
+    plan["adapters"] = {adapter_name: str(adapter)}
+    plan.setdefault("server", f"{out['model']}@{out.get('dtype', 'auto')}+{adapter_name}")
+    out["server_plan"] = plan
+    return out
