@@ -54,9 +54,10 @@ def model_name() -> str:
 
 
 def job_times(copy: Path) -> dict[str, float]:
-    """Sums over the run's benchmark files (benchmarks/<rule>/...tsv): s and cpu_time."""
+    """Sums over the run's benchmark files (results/benchmarks/<rule>/...tsv, the path
+    rules/common.smk's benchmark_file gives): s and cpu_time."""
     total = {"jobs_benchmarked": 0, "s": 0.0, "cpu_time": 0.0}
-    for tsv in sorted((copy / "benchmarks").rglob("*.tsv")):
+    for tsv in sorted((copy / "results" / "benchmarks").rglob("*.tsv")):
         with tsv.open() as handle:
             for row in csv.DictReader(handle, delimiter="\t"):
                 total["jobs_benchmarked"] += 1
@@ -96,7 +97,8 @@ def run(name: str, extra: list[str], out: Path, timeout: float) -> dict:
         "--keep-going",
         *extra,
     ]
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    # The clone's own library: the linked .venv may hold an editable install of another checkout.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(copy / "src")}
     before = load()
     started = time.monotonic()
     with (out / f"{name}.snakemake.txt").open("w") as log:
