@@ -37,7 +37,7 @@ import yaml
 from isqaflow import runtime
 from isqaflow.models import capabilities, usage
 from isqaflow.models.base import GenerationParams
-from isqaflow.models.api.openai import PromptTooLong, naming_records
+from isqaflow.models.refusals import PromptTooLong, naming_records
 from isqaflow.models.planning.gpu_plan import ModelUse, plan_job
 from isqaflow.models.registry import load_model
 from isqaflow.models.served.model import ServerStartError, group_members

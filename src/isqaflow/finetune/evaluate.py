@@ -87,7 +87,7 @@ def evaluate(
     prompt_style: str = "isqa",
 ) -> dict[str, Any]:
     from isqaflow.models.cache import CallCache
-    from isqaflow.models.api.openai import naming_records
+    from isqaflow.models.refusals import naming_records
     from isqaflow.models.registry import load_model
     from isqaflow.models.served.model import with_adapter_server
 

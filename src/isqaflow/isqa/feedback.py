@@ -45,7 +45,7 @@ from isqaflow.finetune.formats import (
 )
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.models.fit import fit_document
-from isqaflow.models.api.openai import naming_records
+from isqaflow.models.refusals import naming_records
 from isqaflow.text.f1 import max_f1, token_f1
 
 Decision = Literal["fact", "non_fact", "dropped_zero_f1", "truncated", "unparsed", "unanswerable",

@@ -22,7 +22,7 @@ from isqaflow.data.schema import Paper
 from isqaflow.isqa import prompts
 from isqaflow.models.base import GenerationParams, LanguageModel, Request
 from isqaflow.models.fit import fit_document
-from isqaflow.models.api.openai import naming_records
+from isqaflow.models.refusals import naming_records
 
 log = logging.getLogger(__name__)
 

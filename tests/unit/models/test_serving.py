@@ -691,7 +691,8 @@ def test_a_prompt_beyond_max_model_len_fails_naming_job_record_model_tokens_and_
     the limit and what to change, and no API key -- for generation, log-prob scoring and an API model."""
     import openai
 
-    from isqaflow.models.api.openai import OpenAIModel, PromptTooLong, naming_records
+    from isqaflow.models.api.openai import OpenAIModel
+    from isqaflow.models.refusals import PromptTooLong, naming_records
 
     model = load_model(double_spec(tiny_causal, logprobs="prompt_logprobs",
                                    serve={"extra_args": ["--max-model-len", "64"]}), name="summ")
@@ -730,7 +731,7 @@ def test_a_stage_names_the_record_whose_prompt_is_too_long(tiny_causal, tmp_path
     from isqaflow.data.schema import ContextParagraph, QAExample
     from isqaflow.finetune.evaluate import evaluate
     from isqaflow.io import write_jsonl
-    from isqaflow.models.api.openai import PromptTooLong
+    from isqaflow.models.refusals import PromptTooLong
 
     adapter = tmp_path / "results/finetune/tiny-hotpotqa/adapter"
     adapter.mkdir(parents=True)

@@ -32,8 +32,8 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
   models (:mod:`isqaflow.models.served.model`) pass them to the engine instead, or fail.
 * **A prompt longer than the model's context**: the server's refusal (HTTP 400, "maximum
   context length is N tokens", vLLM's ``--max-model-len`` or the API's) fails the job with
-  :class:`PromptTooLong`, naming the job, the record (the id a stage gives with
-  :func:`naming_records`; else the prompt's first words), the model, the prompt's tokens, the
+  :class:`~isqaflow.models.refusals.PromptTooLong` (:mod:`isqaflow.models.refusals`), naming the job, the record (the id a stage gives with
+  :func:`~isqaflow.models.refusals.naming_records`; else the prompt's first words), the model, the prompt's tokens, the
   limit and what to change -- not the client's raw ``BadRequestError``.
 * **The model is checked first**: a model on OpenAI's endpoint (no ``base_url``), or
   any with ``check_model: true``, is looked up in the endpoint's model list (one
@@ -70,21 +70,17 @@ even if the job dies before the rest.  Plain prompts are sent as one user messag
 
 from __future__ import annotations
 
-import contextlib
-import json
 import logging
 import math
 import os
 import random
-import re
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from typing import Any
 
-from isqaflow import runtime
 from isqaflow.models.api import budget
-from isqaflow.models import capabilities, usage
+from isqaflow.models import capabilities, refusals, usage
 from isqaflow.models.base import (
     BatchCallback,
     Generation,
@@ -103,34 +99,6 @@ MAX_TOP_LOGPROBS = 20
 
 class LogprobsUnavailable(RuntimeError):
     """Log-probability scoring that this model, its server or its settings cannot do."""
-
-
-class PromptTooLong(runtime.NamedError):
-    """A prompt the server refused as longer than the model's context (see the module docstring)."""
-
-
-# the server's refusal: vLLM (vllm/renderers/params.py) and the OpenAI API say it this way
-CONTEXT_LIMIT = re.compile(r"maximum context length is (\d+) tokens")
-PROMPT_TOKENS = re.compile(r"(?:contains|has|resulted in) (at least )?(\d+) (?:input )?tokens")
-# canonical request -> record id, while a stage's call runs (naming_records)
-_RECORDS: dict[str, str] = {}
-
-
-def _request_key(request: Request) -> str:
-    return json.dumps(canonical_request(request), sort_keys=True, ensure_ascii=False)
-
-
-@contextlib.contextmanager
-def naming_records(requests: Iterable[Request], ids: Iterable[object]) -> Iterator[None]:
-    """While the block runs, an error about one of ``requests`` names its record id (``ids``, in
-    the same order): ``with naming_records(requests, ids): model.generate(requests, params)``."""
-    keys = [_request_key(r) for r in requests]
-    _RECORDS.update(zip(keys, map(str, ids), strict=True))
-    try:
-        yield
-    finally:
-        for key in keys:
-            _RECORDS.pop(key, None)
 
 
 def split_candidates(candidates: Sequence[str]) -> tuple[str, list[str]]:
@@ -308,32 +276,18 @@ class OpenAIModel(LanguageModel):
 
     def _named_refusal(self, request: Request, call: Callable[[], Any], tokens: int | None = None) -> Any:
         """``call()``, with the server's context-length refusal of ``request`` raised as
-        :class:`PromptTooLong` (any other error as it is)."""
+        :class:`~isqaflow.models.refusals.PromptTooLong` (any other error as it is)."""
         import openai
 
         try:
             return call()
         except openai.BadRequestError as err:
             text = str(getattr(err, "message", "") or err)
-            limit = CONTEXT_LIMIT.search(text)
-            if limit is None:
-                raise
-            if tokens is None:
+            if tokens is None and refusals.context_limit(text) is not None:
                 tokens = self._prompt_tokens(request)
-            if tokens is None:
-                said = PROMPT_TOKENS.search(text)
-                tokens = f"{said.group(1) or ''}{said.group(2)}" if said else "more than the limit's"
-            job = runtime.current_job()
-            record = _RECORDS.get(_request_key(request))
-            canon = canonical_request(request)
-            start = " ".join((canon if isinstance(canon, str) else canon[-1]["content"]).split())[:60]
-            which = f"record {record}" if record is not None else \
-                f"the request starting {start!r} (the stage names no record id)"
-            raise PromptTooLong(
-                f"{job.label() if job else 'outside a workflow job'}: model {self.name} ({self.model}), {which}: "
-                f"the prompt has {tokens} tokens, beyond the server's limit of {limit.group(1)} tokens (its maximum "
-                f"context length, prompt and answer together); {self._length_advice()}"
-            ) from err
+            refusals.raise_if_too_long(text, err, request, f"{self.name} ({self.model})", tokens,
+                                       self._length_advice())
+            raise
 
     def _prompt_tokens(self, request: Request) -> int | None:
         """The request's prompt tokens, where the client can count them (a served model); else None."""
