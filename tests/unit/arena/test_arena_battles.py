@@ -8,7 +8,8 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from isqaflow.arena.judging.battles import REFERENCE, all_pairs, reference_pairs, run_arena_judge
+from isqaflow.arena.judging.battles import REFERENCE, ArenaJudgeJob, all_pairs, reference_pairs, run_arena_judge
+from isqaflow.arena.judging.settings import ArenaJudge
 from isqaflow.arena.tables import ratings_table, win_rate_table
 from isqaflow.data.schema import RagQuery
 from isqaflow.models.base import Generation, LanguageModel
@@ -85,8 +86,10 @@ def judged(tmp_path, monkeypatch) -> pd.DataFrame:
         answer_paths.append(path)
     monkeypatch.setattr("isqaflow.models.registry.load_model", lambda *a, **k: AlwaysFirst())
     out = tmp_path / "judged.jsonl"
-    run_arena_judge(query_paths, answer_paths, out, judge_spec={}, judge_name="local", mode="text",
-                    orders="random", all_pairs_per_domain=1, seed=0, generation=None, cache_path=None)
+    judge = ArenaJudge(name="local", spec={}, mode="text", orders="random", seed=0, generation=None, rule="raw",
+                       tie_band=0.0)
+    run_arena_judge(query_paths, answer_paths, out, ArenaJudgeJob(judge, all_pairs_per_domain=1, repeats=1),
+                    cache_path=None)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     return pd.DataFrame(rows).assign(setting="bm25-k5.local")
 
