@@ -1,5 +1,5 @@
-"""The arena and DRFR-summary judging jobs' settings objects (issue 27): each built once from its
-rule's params and wildcards (``from_rule``), reading exactly params the rule defines."""
+"""The arena's and the DRFR summaries' settings objects (issue 27): each built once from its rule's
+params and wildcards (``from_rule``), reading exactly params the rule defines."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from isqaflow.arena.judging.battles import ArenaJudgeJob
 from isqaflow.arena.judging.controls import JudgeChecksJob
 from isqaflow.arena.judging.settings import ArenaJudge
 from isqaflow.arena.judging.summaries import SummaryArenaJob
+from isqaflow.arena.tables import ArenaTablesSettings
 from isqaflow.drfr.summaries import SummaryJudgeJob
 from isqaflow.models.base import GenerationParams
 
@@ -125,3 +126,17 @@ def test_drfr_summary_judge_job_from_rule():
         SimpleNamespace(**{**values, "generation": None}), SimpleNamespace(judge="local")
     )
     assert no_decoding.generation is None
+
+
+def test_arena_tables_settings_from_rule():
+    values = {
+        "elo": {"k": 4.0, "base": 10.0, "scale": 400.0, "initial": 1000.0},
+        "rounds": 200,
+        "seed": 3,
+    }
+    params = SimpleNamespace(judged={}, recall={}, human_csv=None, **values, code="sha")
+    assert rule_params("rules/arena.smk", "arena_tables") == set(vars(params))
+    settings = ArenaTablesSettings.from_rule(params, SimpleNamespace())
+    assert settings == ArenaTablesSettings(**values)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.seed = 4  # type: ignore[misc]
