@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from isqaflow.arena.answers import AnswersJob
 from isqaflow.arena.judging.battles import ArenaJudgeJob
 from isqaflow.arena.judging.controls import JudgeChecksJob
 from isqaflow.arena.judging.settings import ArenaJudge
@@ -140,3 +141,28 @@ def test_arena_tables_settings_from_rule():
     assert settings == ArenaTablesSettings(**values)
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.seed = 4  # type: ignore[misc]
+
+
+def test_answers_job_from_rule():
+    values = {
+        "model": {"backend": "hf", "model": "m"},
+        "adapter": None,
+        "cot": True,
+        "generation": {"max_new_tokens": 16},
+        "code": "sha",
+    }
+    assert rule_params("rules/arena.smk", "rag_answers") == set(values)
+    job = AnswersJob.from_rule(
+        SimpleNamespace(**values), SimpleNamespace(answerer="a", retriever="bm25", k="5")
+    )
+    assert job == AnswersJob(
+        answerer="a",
+        model_spec={"backend": "hf", "model": "m"},
+        adapter=None,
+        cot=True,
+        retriever="bm25",
+        k=5,
+        generation=GenerationParams(max_new_tokens=16),
+    )
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        job.k = 2  # type: ignore[misc]

@@ -90,12 +90,13 @@ def write_rag(root: Path) -> None:
 def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
     """Each API job of the grid run through its stage's entry point; the double's calls per job."""
     from isqaflow import grid
-    from isqaflow.arena.answers import run_answers
+    from isqaflow.arena.answers import AnswersJob, run_answers
     from isqaflow.arena.judging.battles import ArenaJudgeJob, run_arena_judge
     from isqaflow.arena.judging.controls import JudgeChecksJob, run_judge_checks
     from isqaflow.arena.judging.settings import ArenaJudge
     from isqaflow.drfr.judge_responses import run_judge
     from isqaflow.drfr.responses import run_responses
+    from isqaflow.models.base import GenerationParams
 
     spec = {k: v for k, v in config["models"]["api"].items() if k != "price"}
 
@@ -125,9 +126,9 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
             entry = config["arena"]["answerers"][job.wildcard("answerer")]
             run_answers([root / f"results/data/rag/{d}/queries.jsonl" for d in DOMAINS],
                         [root / f"results/data/rag/{d}/passages.jsonl" for d in DOMAINS],
-                        [root / f"results/retrieval/{d}.jsonl" for d in DOMAINS], out, spec,
-                        job.wildcard("answerer"), None, entry["cot"], int(job.wildcard("k")), "bm25",
-                        config["arena"]["generation"], cache)
+                        [root / f"results/retrieval/{d}.jsonl" for d in DOMAINS], out,
+                        AnswersJob(job.wildcard("answerer"), spec, None, entry["cot"], "bm25", int(job.wildcard("k")),
+                                   GenerationParams.from_dict(config["arena"]["generation"])), cache)
         elif job.rule == "arena_judge_checks":
             validity = config["validity"]["arena"]
             run_judge_checks([root / f"results/data/rag/{d}/queries.jsonl" for d in DOMAINS],
