@@ -1,6 +1,6 @@
 """The arena judge on the human-labelled pairs and the known-answer controls (rule arena_judge_checks)."""
 
-from isqaflow.arena.judging.controls import run_judge_checks
+from isqaflow.arena.judging.controls import JudgeChecksJob, run_judge_checks
 from isqaflow.models.cache import copy_calls
 from isqaflow.runtime import call_cache_of, job
 
@@ -12,16 +12,8 @@ with job(snakemake) as ctx:
         snakemake.input.human or None,
         validity_path=snakemake.output.validity,
         agreement_path=snakemake.output.get("agreement"),
-        judge_spec=snakemake.params.model,
-        judge_name=snakemake.wildcards.judge,
-        mode=snakemake.params.mode,
-        orders=snakemake.params.orders,
-        **snakemake.params.verdict_rule,
-        seed=snakemake.params.seed,
-        generation=snakemake.params.generation,
-        controls=snakemake.params.controls,
-        per_domain=snakemake.params.per_domain,
-        prompt_files=list(snakemake.input.prompt),
+        job=JudgeChecksJob.from_rule(snakemake.params, snakemake.wildcards),
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
+        prompt_files=list(snakemake.input.prompt),
     )

@@ -1,6 +1,6 @@
 """ISQA summaries in the arena: vs the abstract and head to head (rule arena_summaries)."""
 
-from isqaflow.arena.judging.summaries import run_summary_arena
+from isqaflow.arena.judging.summaries import SummaryArenaJob, run_summary_arena
 from isqaflow.models.cache import copy_calls
 from isqaflow.runtime import call_cache_of, job
 
@@ -10,16 +10,8 @@ with job(snakemake) as ctx:
     run_summary_arena(
         snakemake.input.papers,
         snakemake.input.summaries,
-        systems=snakemake.params.systems,
-        baseline=snakemake.params.baseline,
         out_path=snakemake.output.judged,
-        judge_spec=snakemake.params.model,
-        judge_name=snakemake.wildcards.judge,
-        mode=snakemake.params.mode,
-        orders=snakemake.params.orders,
-        **snakemake.params.verdict_rule,
-        seed=snakemake.params.seed,
-        generation=snakemake.params.generation,
+        job=SummaryArenaJob.from_rule(snakemake.params, snakemake.wildcards),
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
         prompt_files=list(snakemake.input.prompt),

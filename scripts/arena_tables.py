@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from isqaflow.arena.tables import build_arena_tables
+from isqaflow.arena.tables import ArenaTablesSettings, build_arena_tables
 from isqaflow.runtime import job
 
 with job(snakemake):
@@ -15,8 +15,6 @@ with job(snakemake):
         summary_paths=snakemake.input.summaries,
         out_dir=Path(snakemake.output.tables[0]).parent,
         figure_dir=Path(snakemake.output.figures[0]).parent,
-        elo=snakemake.params.elo,
-        rounds=snakemake.params.rounds,
-        seed=snakemake.params.seed,
+        settings=ArenaTablesSettings.from_rule(snakemake.params, snakemake.wildcards),
         control_paths=snakemake.input.controls,
     )

@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from isqaflow.report.leaderboard import build_leaderboard
+from isqaflow.report.leaderboard import LeaderboardSettings, build_leaderboard
 from isqaflow.runtime import job
 
 with job(snakemake):
@@ -14,12 +14,9 @@ with job(snakemake):
         arena_ratings=snakemake.input.arena_ratings,
         arena_summaries=snakemake.input.arena_summaries,
         score_paths=snakemake.input.scores,
-        summary_systems=snakemake.params.summary_systems,
         validity_summary_path=snakemake.input.validity,
         systems_path=snakemake.input.systems[0] if snakemake.input.systems else None,
-        rounds=snakemake.params.rounds,
-        seed=snakemake.params.seed,
-        judge_pairs=snakemake.params.judge_pairs,
+        settings=LeaderboardSettings.from_rule(snakemake.params, snakemake.wildcards),
         panel_path=snakemake.input.panel,
         panel_loo_path=snakemake.input.panel_loo,
     )

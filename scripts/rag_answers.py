@@ -1,6 +1,6 @@
 """One model answers every query from its top-k passages (rule rag_answers)."""
 
-from isqaflow.arena.answers import run_answers
+from isqaflow.arena.answers import AnswersJob, run_answers
 from isqaflow.runtime import job
 
 with job(snakemake) as ctx:
@@ -9,13 +9,7 @@ with job(snakemake) as ctx:
         snakemake.input.passages,
         snakemake.input.retrieval,
         snakemake.output.answers,
-        model_spec=snakemake.params.model,
-        answerer=snakemake.wildcards.answerer,
-        adapter=snakemake.params.adapter,
-        cot=snakemake.params.cot,
-        k=int(snakemake.wildcards.k),
-        retriever=snakemake.wildcards.retriever,
-        generation=snakemake.params.generation,
+        job=AnswersJob.from_rule(snakemake.params, snakemake.wildcards),
         cache_path=ctx.cache_path(),
         threads=ctx.threads,
     )

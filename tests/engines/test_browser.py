@@ -388,7 +388,7 @@ def test_summary_judgments_join_their_summaries_and_papers(tmp_path, monkeypatch
     """Rule drfr_summaries' entry point (a paper's QA pairs as requirements), then the browser."""
     from isqaflow.data.schema import Answer, Paper, QAPair, Section
     from isqaflow.drfr.browse import drfr_items
-    from isqaflow.drfr.summaries import run_summary_judge
+    from isqaflow.drfr.summaries import SummaryJudgeJob, run_summary_judge
 
     monkeypatch.setattr("isqaflow.models.registry.load_model", lambda spec, **kwargs: GoodReader())
     paper = Paper(id="p1", dataset="qasper", title="A paper", abstract="It studies things.",
@@ -401,8 +401,9 @@ def test_summary_judgments_join_their_summaries_and_papers(tmp_path, monkeypatch
                              "dataset": "qasper", "summarizer": "smollm2"}
                             for system, text in (("baseline", "A GOOD summary."), ("generic", "A summary."))])
     judged = tmp_path / "judged.jsonl"
-    run_summary_judge(papers, [summaries], ["baseline", "generic"], judged, {"backend": "fake"}, "local",
-                      "logprob", None, tmp_path / "calls.sqlite")
+    job = SummaryJudgeJob(judge_name="local", judge_spec={"backend": "fake"}, mode="logprob", rule="raw",
+                          generation=None, systems=("baseline", "generic"))
+    run_summary_judge(papers, [summaries], judged, job, tmp_path / "calls.sqlite")
     items = drfr_items({}, summary_sets=[{"judgments": str(judged), "papers": str(papers),
                                           "summaries": [str(summaries)]}])
     check_items(items)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.arena.no_answer import NO_ANSWER, is_no_answer
@@ -54,8 +56,28 @@ def final_answer(raw: str) -> tuple[str, dict[str, Any]]:
     return text.strip(), {"thinking_blocks": len(thinking), "thinking_unclosed": unclosed}
 
 
-def run_answers(query_paths, passage_paths, retrieval_paths, out_path, model_spec: dict[str, Any], answerer: str,
-                adapter: str | None, cot: bool, k: int, retriever: str, generation: dict[str, Any], cache_path,
+@dataclass(frozen=True)
+class AnswersJob:
+    """What one ``rag_answers`` job runs: the answerer (name, model spec, LoRA adapter, chain of
+    thought), the retrieval setting (retriever and depth k) and the decoding."""
+
+    answerer: str
+    model_spec: Mapping[str, Any]
+    adapter: str | None
+    cot: bool
+    retriever: str
+    k: int
+    generation: GenerationParams
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> AnswersJob:
+        """From the rule's params (model, adapter, cot, generation) and wildcards (answerer, retriever, k)."""
+        return cls(answerer=wildcards.answerer, model_spec=params.model, adapter=params.adapter, cot=params.cot,
+                   retriever=wildcards.retriever, k=int(wildcards.k),
+                   generation=GenerationParams.from_dict(params.generation))
+
+
+def run_answers(query_paths, passage_paths, retrieval_paths, out_path, job: AnswersJob, cache_path,
                 threads: int | None = None) -> int:
     """Entry point of rule rag_answers: one answerer, one retrieval setting, every domain."""
     from isqaflow.models.registry import load_model
@@ -65,16 +87,17 @@ def run_answers(query_paths, passage_paths, retrieval_paths, out_path, model_spe
     retrieved = {(obj["domain"], obj["query_id"]): obj for path in retrieval_paths for _, obj in read_jsonl(path)}
     requests, rows = [], []
     for q in queries:
-        hits = retrieved[(q.domain, q.id)]["passages"][:k]
+        hits = retrieved[(q.domain, q.id)]["passages"][:job.k]
         chosen = [passages[h["id"]] for h in hits]
-        requests.append(answer_request(q.question, chosen, cot))
-        rows.append({"domain": q.domain, "qid": q.id, "answerer": answerer, "retriever": retriever, "k": k,
-                     "cot": cot, "passages": [p.id for p in chosen]})
-    model = load_model(model_spec, cache=cache_path, adapter=adapter, name=answerer, threads=threads)
-    outs = model.generate(requests, GenerationParams.from_dict(generation))
+        requests.append(answer_request(q.question, chosen, job.cot))
+        rows.append({"domain": q.domain, "qid": q.id, "answerer": job.answerer, "retriever": job.retriever,
+                     "k": job.k, "cot": job.cot, "passages": [p.id for p in chosen]})
+    model = load_model(dict(job.model_spec), cache=cache_path, adapter=job.adapter, name=job.answerer,
+                       threads=threads)
+    outs = model.generate(requests, job.generation)
     for row, out in zip(rows, outs, strict=True):
         answer, removed = final_answer(out.text)
         row.update(raw=out.text, answer=answer, no_answer=is_no_answer(answer), new_tokens=out.n_new_tokens,
                    finish_reason=out.finish_reason, **removed)
-    log.info("%s: %d answers, %d say no answer", answerer, len(rows), sum(r["no_answer"] for r in rows))
+    log.info("%s: %d answers, %d say no answer", job.answerer, len(rows), sum(r["no_answer"] for r in rows))
     return write_jsonl(out_path, rows)

@@ -26,8 +26,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -310,10 +312,24 @@ def summary_arena_table(judged: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["dataset", "summarizer", "judge", "comparison"])
 
 
+@dataclass(frozen=True)
+class ArenaTablesSettings:
+    """The ratings' settings (config ``arena.elo``: K, base, scale, initial) and the bootstrap's
+    rounds and seed, from rule arena_tables' params (elo, rounds, seed; no wildcards)."""
+
+    elo: Mapping[str, float]
+    rounds: int
+    seed: int
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any = None) -> ArenaTablesSettings:
+        return cls(elo=params.elo, rounds=params.rounds, seed=params.seed)
+
+
 def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str], recall_paths: dict[str, str],
                        human_csv: str | None, human_paths: Sequence[str], summary_paths: Sequence[str],
-                       out_dir: str | Path, figure_dir: str | Path, elo: dict[str, float], rounds: int,
-                       seed: int, control_paths: Sequence[str | Path] = ()) -> None:
+                       out_dir: str | Path, figure_dir: str | Path, settings: ArenaTablesSettings,
+                       control_paths: Sequence[str | Path] = ()) -> None:
     """Entry point of rule arena_tables; ``judged_paths`` maps a setting (e.g. bm25-k5.local) to its file.
 
     ``control_paths`` are the arena judges' known-answer control files: every table built on
@@ -321,6 +337,7 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
     ``results/tables/validity.*``: same records, same exact tests).
     """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
+    elo, rounds, seed = dict(settings.elo), settings.rounds, settings.seed
     controls = ". " + validity_note(
         validity_summary(read_control_records(control_paths)), "arena judge")
     judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.data.schema import Paper
@@ -56,26 +57,43 @@ def summary_items(papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], 
     return items
 
 
-def run_summary_judge(papers_path, summary_paths, systems: list[str], out_path, judge_spec: dict[str, Any],
-                      judge_name: str, mode: str, generation: dict[str, Any] | None, cache_path,
-                      threads: int | None = None, rule: str = "raw",
-                      prompt_files: list[str] | tuple[str, ...] = ()) -> int:
+@dataclass(frozen=True)
+class SummaryJudgeJob:
+    """What one ``drfr_summaries`` job runs: the judge (name, model spec, mode, verdict rule,
+    decoding) and the systems whose final summaries it judges."""
+
+    judge_name: str
+    judge_spec: Mapping[str, Any]
+    mode: str
+    rule: str
+    generation: GenerationParams | None
+    systems: tuple[str, ...]
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> SummaryJudgeJob:
+        """From the rule's params (systems, model, mode, rule, generation) and the wildcard ``judge``."""
+        return cls(judge_name=wildcards.judge, judge_spec=params.model, mode=params.mode, rule=params.rule,
+                   generation=GenerationParams.from_dict(params.generation) if params.generation else None,
+                   systems=tuple(params.systems))
+
+
+def run_summary_judge(papers_path, summary_paths, out_path, job: SummaryJudgeJob, cache_path,
+                      threads: int | None = None, prompt_files: Sequence[str] = ()) -> int:
     """Entry point of rule drfr_summaries: judge the final summaries of the chosen systems.
 
     ``prompt_files``: InFoBench's published evaluation.py (judges with ``prompts: published``).
     """
     from isqaflow.drfr.judge import check_rule, judge, load_judge_prompt
 
-    check_rule(mode, rule)  # before the model is loaded
+    check_rule(job.mode, job.rule)  # before the model is loaded
     from isqaflow.models.registry import load_model
 
     papers = {p.id: p for p in read_records(papers_path, Paper)}
-    items = summary_items(papers, (row for path in summary_paths for _, row in read_jsonl(path)), systems)
-    model = load_model(judge_spec, cache=cache_path, name=judge_name, threads=threads)
-    records = judge(model, items, mode, GenerationParams.from_dict(generation) if generation else None, rule,
-                    load_judge_prompt(prompt_files))
+    items = summary_items(papers, (row for path in summary_paths for _, row in read_jsonl(path)), job.systems)
+    model = load_model(dict(job.judge_spec), cache=cache_path, name=job.judge_name, threads=threads)
+    records = judge(model, items, job.mode, job.generation, job.rule, load_judge_prompt(prompt_files))
     summarizer = {(it["instruction_id"], it["model"]): it["summarizer"] for it in items}
     for record in records:
-        record.update(judge=judge_name, paper_id=record["instruction_id"], system=record["model"],
+        record.update(judge=job.judge_name, paper_id=record["instruction_id"], system=record["model"],
                       dataset=record["category"], summarizer=summarizer[(record["instruction_id"], record["model"])])
     return write_jsonl(out_path, records)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -383,27 +384,44 @@ def sectioned_markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]
     return "\n\n".join(parts)
 
 
+@dataclass(frozen=True)
+class LeaderboardSettings:
+    """What rule leaderboard computes besides its files: ``summary_systems``
+    (``"<dataset>/<summarizer>"`` -> the judged systems), ``judge_pairs``
+    (:func:`isqaflow.configcheck.families.judge_system_pairs` as dicts: the SELF flags) and the
+    metric intervals' bootstrap ``rounds`` and ``seed``."""
+
+    summary_systems: Mapping[str, Sequence[str]]
+    judge_pairs: tuple[Mapping[str, Any], ...]
+    rounds: int
+    seed: int
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any = None) -> LeaderboardSettings:
+        """From the rule's params (summary_systems, judge_pairs, rounds, seed); no wildcards."""
+        return cls(summary_systems=params.summary_systems, judge_pairs=tuple(params.judge_pairs),
+                   rounds=params.rounds, seed=params.seed)
+
+
 def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, drfr_summaries: str | Path | None,
                       arena_win_rates: str | Path | None, arena_ratings: str | Path | None,
                       arena_summaries: str | Path | None, score_paths: Sequence[str | Path],
-                      summary_systems: Mapping[str, Sequence[str]], validity_summary_path: str | Path,
-                      systems_path: str | Path | None, rounds: int, seed: int,
-                      judge_pairs: Sequence[Mapping[str, Any]] = (), panel_path: str | Path | None = None,
+                      validity_summary_path: str | Path, systems_path: str | Path | None,
+                      settings: LeaderboardSettings, panel_path: str | Path | None = None,
                       panel_loo_path: str | Path | None = None) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
-    leaderboard_long.csv.  ``summary_systems``: ``"<dataset>/<summarizer>"`` -> the judged
-    systems; ``systems_path``: results/systems/checked.json (system -> {suite: its check
-    record}, none when the run has no file-based system), for the source column;
-    ``judge_pairs``: :func:`isqaflow.configcheck.families.judge_system_pairs` as dicts (the SELF
-    flags); ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
+    leaderboard_long.csv.  ``systems_path``: results/systems/checked.json (system -> {suite: its
+    check record}, none when the run has no file-based system), for the source column;
+    ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
     judges_panel_loo.csv, whose agreement and leave-one-out lines join the notes
-    (:func:`isqaflow.report.panel_note.panel_lines`)."""
+    (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`."""
     file_systems = read_json(systems_path) if systems_path else {}
+    judge_pairs = settings.judge_pairs
     board = _Board({(p["suite"], p["judge"], p["system"]) for p in judge_pairs if p["self_family"]})
     table5 = _read_csv(drfr_table5)
     drfr_columns(board, table5)
     arena_columns(board, _read_csv(arena_win_rates), read_ratings(arena_ratings))
-    metric_columns(board, score_paths, summary_systems, rounds, seed)
+    metric_columns(board, score_paths, settings.summary_systems, settings.rounds, settings.seed)
     drfr_judges = sorted({p["judge"] for p in judge_pairs if p["suite"] == "drfr"})
     summary_judge_columns(board, _read_csv(drfr_summaries), _read_csv(arena_summaries), drfr_judges)
     ranks = rank_columns(board)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -87,8 +88,9 @@ def test_run_answers_flags_the_typographic_no_answer(tmp_path, monkeypatch):
     ]
     monkeypatch.setattr("isqaflow.models.registry.load_model", lambda *a, **k: Replies(replies))
     out = tmp_path / "answers.jsonl"
-    answers.run_answers([queries], [passages], [retrieval], out, model_spec={}, answerer="m", adapter=None,
-                        cot=True, k=5, retriever="bm25", generation={"max_new_tokens": 8}, cache_path=None)
+    params = SimpleNamespace(model={}, adapter=None, cot=True, generation={"max_new_tokens": 8}, code="sha")
+    job = answers.AnswersJob.from_rule(params, SimpleNamespace(answerer="m", retriever="bm25", k="5"))
+    answers.run_answers([queries], [passages], [retrieval], out, job, cache_path=None)
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["no_answer"] for r in written] == [True, False, True]
     assert written[0]["answer"] == "I couldn\u2019t find an answer." and written[0]["thinking_blocks"] == 1

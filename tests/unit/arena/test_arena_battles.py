@@ -8,8 +8,9 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from isqaflow.arena.judging.battles import REFERENCE, all_pairs, reference_pairs, run_arena_judge
-from isqaflow.arena.tables import ratings_table, win_rate_table
+from isqaflow.arena.judging.battles import REFERENCE, ArenaJudgeJob, all_pairs, reference_pairs, run_arena_judge
+from isqaflow.arena.judging.settings import ArenaJudge
+from isqaflow.arena.tables import ArenaTablesSettings, build_arena_tables, ratings_table, win_rate_table
 from isqaflow.data.schema import RagQuery
 from isqaflow.models.base import Generation, LanguageModel
 
@@ -85,8 +86,10 @@ def judged(tmp_path, monkeypatch) -> pd.DataFrame:
         answer_paths.append(path)
     monkeypatch.setattr("isqaflow.models.registry.load_model", lambda *a, **k: AlwaysFirst())
     out = tmp_path / "judged.jsonl"
-    run_arena_judge(query_paths, answer_paths, out, judge_spec={}, judge_name="local", mode="text",
-                    orders="random", all_pairs_per_domain=1, seed=0, generation=None, cache_path=None)
+    judge = ArenaJudge(name="local", spec={}, mode="text", orders="random", seed=0, generation=None, rule="raw",
+                       tie_band=0.0)
+    run_arena_judge(query_paths, answer_paths, out, ArenaJudgeJob(judge, all_pairs_per_domain=1, repeats=1),
+                    cache_path=None)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     return pd.DataFrame(rows).assign(setting="bm25-k5.local")
 
@@ -122,3 +125,22 @@ def test_reference_pairs_name_the_reference_second():
     assert len(pairs) == len(queries)
     assert {p["system_b"] for p in pairs} == {REFERENCE}
     assert all("\n" not in p["answer_b"] for p in pairs)
+
+
+def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path):
+    """Rule arena_tables' entry point with its settings object, on the judged fixture's files."""
+    recall = tmp_path / "recall.json"
+    recall.write_text(json.dumps({"5": {"k": 5, "hit": 0.5, "recall": 0.4}}))
+    answer_paths = []
+    for model in ("m1", "m2"):  # the answers files as rule rag_answers writes them: retriever and depth too
+        rows = [{**json.loads(line), "retriever": "bm25", "k": 5,
+                 "no_answer": False, "thinking_unclosed": False}
+                for line in (tmp_path / f"{model}.jsonl").read_text().splitlines()]
+        answer_paths.append(tmp_path / f"{model}.answers.jsonl")
+        answer_paths[-1].write_text("".join(json.dumps(r) + "\n" for r in rows))
+    settings = ArenaTablesSettings(elo=ELO, rounds=20, seed=0)
+    build_arena_tables({"bm25-k5.local": str(tmp_path / "judged.jsonl")}, answer_paths, {"bm25": str(recall)},
+                       None, [], [], tmp_path / "tables", tmp_path / "figures", settings)
+    rates = pd.read_csv(tmp_path / "tables/arena_win_rates.csv")
+    assert set(rates["model"]) == {"m1", "m2"}
+    assert (tmp_path / "figures/arena_ratings.png").exists()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from isqaflow.arena.judging.controls import (
+    JudgeChecksJob,
     CONTROLS,
     build_controls,
     control_chance,
@@ -16,6 +17,7 @@ from isqaflow.arena.judging.controls import (
     run_judge_checks,
 )
 from isqaflow.arena.judging.judge import judge_pairs
+from isqaflow.arena.judging.settings import ArenaJudge
 from isqaflow.arena.no_answer import NO_ANSWER
 from isqaflow.data.schema import RagQuery
 from isqaflow.models.base import Generation, LanguageModel
@@ -234,6 +236,12 @@ class CountingLoads:
         return self.model
 
 
+def checks_job(judge_name: str, controls, per_domain: int) -> JudgeChecksJob:
+    judge = ArenaJudge(name=judge_name, spec={}, mode="text", orders="both", seed=0, generation=None, rule="raw",
+                       tie_band=0.0)
+    return JudgeChecksJob(judge, controls=tuple(controls), per_domain=per_domain)
+
+
 def test_one_job_judges_human_pairs_and_controls_with_one_model_load(tmp_path, monkeypatch):
     def reply(request):
         if query_of(request) in REFERENCES:
@@ -243,9 +251,8 @@ def test_one_job_judges_human_pairs_and_controls_with_one_model_load(tmp_path, m
     loads = CountingLoads(TextJudge(reply))
     monkeypatch.setattr("isqaflow.models.registry.load_model", loads)
     validity, agreement = tmp_path / "validity.jsonl", tmp_path / "agreement.jsonl"
-    summary = run_judge_checks(write_queries(tmp_path), HUMAN_CSV, validity, agreement, judge_spec={},
-                               judge_name="local", mode="text", orders="both", seed=0, generation=None,
-                               controls=list(CONTROLS), per_domain=2, cache_path=None)
+    summary = run_judge_checks(write_queries(tmp_path), HUMAN_CSV, validity, agreement,
+                               checks_job("local", CONTROLS, per_domain=2), cache_path=None)
     assert loads.loads == 1
     human = [json.loads(line) for line in agreement.read_text().splitlines()]
     assert len(human) == 12 and {h["kind"] for h in human} == {"human"}
@@ -260,11 +267,9 @@ def test_the_job_without_human_labels_or_controls(tmp_path, monkeypatch):
     loads = CountingLoads(TextJudge(lambda r: "<rating>0</rating>"))
     monkeypatch.setattr("isqaflow.models.registry.load_model", loads)
     validity = tmp_path / "validity.jsonl"
-    run_judge_checks(write_queries(tmp_path), None, validity, None, judge_spec={}, judge_name="gpt4",
-                     mode="text", orders="both", seed=0, generation=None, controls=[], per_domain=50,
+    run_judge_checks(write_queries(tmp_path), None, validity, None, checks_job("gpt4", [], per_domain=50),
                      cache_path=None)
     assert validity.read_text() == "" and loads.loads == 0
     with pytest.raises(ValueError, match="give both or neither"):
-        run_judge_checks(write_queries(tmp_path), HUMAN_CSV, validity, None, judge_spec={}, judge_name="gpt4",
-                         mode="text", orders="both", seed=0, generation=None, controls=[], per_domain=1,
+        run_judge_checks(write_queries(tmp_path), HUMAN_CSV, validity, None, checks_job("gpt4", [], per_domain=1),
                          cache_path=None)

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from isqaflow.arena.judging.agreement import cohen_kappa
-from isqaflow.arena.judging.judge_audit import TABLES, flip_rate_kind, flip_rates, run_judge_audit, win_rate_intervals
+from isqaflow.arena.judging.judge_audit import (
+    TABLES,
+    JudgeAudit,
+    flip_rate_kind,
+    flip_rates,
+    run_judge_audit,
+    win_rate_intervals,
+)
 from isqaflow.arena.judging.panel import (
     fleiss_kappa,
     leave_one_out,
@@ -138,6 +147,28 @@ def test_canaries_compare_outcomes_with_the_previous_manifest(tmp_path):
     assert compare_canaries(summarize_canaries([path]), now) == {key: "changed"}
 
 
+def audit(pairs=(), judges=None, rounds=1000, seed=0) -> JudgeAudit:
+    return JudgeAudit(judge_pairs=tuple(pairs), judges=judges or {}, panel_rule="majority", rounds=rounds, seed=seed)
+
+
+def test_the_settings_come_from_the_rules_params():
+    """JudgeAudit.from_rule reads the rule judge_audit's params (its params block names them)."""
+    block = re.split(r"^rule ", (REPO / "rules/judges.smk").read_text(), flags=re.MULTILINE)
+    body = next(b for b in block if b.startswith("judge_audit:"))
+    names = set(re.findall(r"^        (\w+)=", body.split("    params:\n", 1)[1].split("    script:", 1)[0],
+                           flags=re.MULTILINE))
+    assert {"pairs", "judges", "panel_rule", "rounds", "seed"} <= names
+    pairs = [{"suite": "arena", "judge": "a", "system": "s1", "self_family": False}]
+    params = SimpleNamespace(judged={}, drfr={}, judges={"arena": {"a": {"mode": "text"}}}, pairs=pairs,
+                             previous_manifest="results/manifest.json", panel_rule="majority", rounds=200,
+                             seed=4, code="sha")
+    settings = JudgeAudit.from_rule(params, SimpleNamespace())
+    assert settings == JudgeAudit(judge_pairs=tuple(pairs), judges={"arena": {"a": {"mode": "text"}}},
+                                  panel_rule="majority", rounds=200, seed=4)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.rounds = 1  # type: ignore[misc]
+
+
 def test_the_audit_writes_every_table(tmp_path):
     systems = ["s1", "s2"] * 3
     judged = {}
@@ -152,8 +183,8 @@ def test_the_audit_writes_every_table(tmp_path):
               "self_family": s == "s1"} for j in ("a", "b") for s in ("s1", "s2")]
     manifest = tmp_path / "manifest.json"
     kwargs = {"judged_paths": {"bm25-k5": judged}, "validity_paths": {"arena": [str(tmp_path / "controls.jsonl")]},
-              "judge_pairs": pairs, "previous_manifest": manifest, "tables_dir": tmp_path / "tables",
-              "canaries_path": tmp_path / "canaries.json", "rounds": 50, "seed": 3}
+              "previous_manifest": manifest, "tables_dir": tmp_path / "tables",
+              "canaries_path": tmp_path / "canaries.json", "audit": audit(pairs=pairs, rounds=50, seed=3)}
     run_judge_audit(**kwargs)
     for table in TABLES:
         assert (tmp_path / "tables" / f"judges_{table}.csv").exists()
@@ -201,10 +232,11 @@ def test_the_noise_table_has_every_drfr_and_arena_judge_and_says_what_its_flip_r
     judges = {"arena": {"local": logprob, "local-raw": {**logprob, "reuse_calls": "local"}},
               "drfr": {"gpt": {"mode": "text", "generation": {"do_sample": True}, "repeats": 3},
                        "local": {**logprob, "repeats": 2}}}
-    run_judge_audit({"bm25-k5": arena}, {}, [], tmp_path / "none.json", tmp_path / "t", tmp_path / "c.json",
-                    rounds=20, drfr_paths={"infobench": {"gpt": str(tmp_path / "gpt.jsonl"),
-                                                         "local": str(tmp_path / "drfr-local.jsonl")}},
-                    judges=judges, validity_summary_path=summary)
+    run_judge_audit({"bm25-k5": arena}, {}, tmp_path / "none.json", tmp_path / "t", tmp_path / "c.json",
+                    audit(rounds=20, judges=judges),
+                    drfr_paths={"infobench": {"gpt": str(tmp_path / "gpt.jsonl"),
+                                              "local": str(tmp_path / "drfr-local.jsonl")}},
+                    validity_summary_path=summary)
     noise = pd.read_csv(tmp_path / "t/judges_noise.csv", index_col=0).set_index(["suite", "judge"])
     gpt = noise.loc[("drfr", "gpt")]
     assert gpt["run"] == "infobench" and gpt["repeats"] == 3 and gpt["items"] == 4 and gpt["items_flipped"] == 2
@@ -230,8 +262,8 @@ def test_what_a_flip_rate_is():
 
 def test_one_judge_says_there_is_no_panel(tmp_path):
     write_jsonl(tmp_path / "a.jsonl", _panel({"a": ["1", "2"]}, ["s1", "s2"])["a"])
-    run_judge_audit({"r": {"a": str(tmp_path / "a.jsonl")}}, {}, [], tmp_path / "none.json", tmp_path,
-                    tmp_path / "c.json", rounds=10)
+    run_judge_audit({"r": {"a": str(tmp_path / "a.jsonl")}}, {}, tmp_path / "none.json", tmp_path,
+                    tmp_path / "c.json", audit(rounds=10))
     assert "one judge: no panel" in (tmp_path / "judges_panel.md").read_text()
 
 

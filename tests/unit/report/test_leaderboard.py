@@ -2,17 +2,22 @@
 the suites' own CSV formats: one row per system, n per cell, file-based systems' coverage,
 each instrument's controls in the caption."""
 
+import dataclasses
 import json
 import re
+from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
 
 from isqaflow.data.outputs import merge_checks
 from isqaflow.io import write_json
-from isqaflow.report.leaderboard import build_leaderboard, read_ratings
+from isqaflow.report.leaderboard import LeaderboardSettings, build_leaderboard, read_ratings
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_brief, validity_summary
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def exact(k: int, n: int) -> tuple[float, float]:
@@ -79,15 +84,34 @@ def tables(tmp_path):
     return t
 
 
+def settings(summary_systems, rounds, seed, judge_pairs=()) -> LeaderboardSettings:
+    return LeaderboardSettings(summary_systems=summary_systems, judge_pairs=tuple(judge_pairs), rounds=rounds,
+                               seed=seed)
+
+
+def test_the_settings_come_from_the_rules_params():
+    """LeaderboardSettings.from_rule reads the rule leaderboard's params (its params block names them)."""
+    block = re.split(r"^rule ", (REPO / "rules/leaderboard.smk").read_text(), flags=re.MULTILINE)
+    body = next(b for b in block if b.startswith("leaderboard:"))
+    params = body.split("    params:\n", 1)[1].split("    script:", 1)[0]
+    assert set(re.findall(r"^        (\w+)=", params, flags=re.MULTILINE)) == {
+        "summary_systems", "judge_pairs", "rounds", "seed", "code"}
+    values = {"summary_systems": {"qasper/mine": ["mine"]}, "judge_pairs": PAIRS, "rounds": 200, "seed": 1,
+              "code": "sha"}
+    got = LeaderboardSettings.from_rule(SimpleNamespace(**values), SimpleNamespace())
+    assert got == settings({"qasper/mine": ["mine"]}, rounds=200, seed=1, judge_pairs=PAIRS)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        got.seed = 2  # type: ignore[misc]
+
+
 def test_one_row_per_system_with_n_per_cell(tables):
     t = tables
     board = build_leaderboard(t / "leaderboard", drfr_table5=t / "drfr_table5_long.csv",
                               drfr_summaries=t / "drfr_summaries_long.csv", arena_win_rates=t / "arena_win_rates.csv",
                               arena_ratings=t / "arena_ratings.csv", arena_summaries=t / "arena_summaries.csv",
                               score_paths=[t / "scores.jsonl"],
-                              summary_systems={"qasper/mine": ["mine"], "qasper/smollm2": ["baseline_2"]},
                               validity_summary_path=t / "summary.json", systems_path=t / "checked.json",
-                              rounds=200, seed=1)
+        settings=settings({"qasper/mine": ["mine"], "qasper/smollm2": ["baseline_2"]}, rounds=200, seed=1))
     assert list(board.index) == ["mine", "smollm2", "smollm2 baseline_2"]  # file-based systems first
     mine = board.loc["mine"]
     assert mine["source"] == "file: arena (3/15, partial), drfr (4/12, partial), isqa (2/3, partial)"
@@ -135,8 +159,8 @@ def test_no_file_based_system(tables):
     t = tables
     board = build_leaderboard(t / "lb", drfr_table5=t / "drfr_table5_long.csv", drfr_summaries=None,
                               arena_win_rates=None, arena_ratings=None, arena_summaries=None, score_paths=[],
-                              summary_systems={}, validity_summary_path=t / "summary.json", systems_path=None,
-                              rounds=100, seed=0)
+                              validity_summary_path=t / "summary.json", systems_path=None,
+        settings=settings({}, rounds=100, seed=0))
     assert set(board["source"]) == {"model"} and list(board.columns) == ["rank DRFR overall", "source",
                                                                           "DRFR overall", "DRFR easy", "DRFR hard"]
 
@@ -149,8 +173,8 @@ def test_online_elo_that_has_not_converged_stays_off_the_leaderboard(tables):
     write_table(ratings, [t / "arena_ratings.csv"])
     kwargs = {"drfr_table5": None, "drfr_summaries": None, "arena_win_rates": None,
               "arena_ratings": t / "arena_ratings.csv", "arena_summaries": None, "score_paths": [],
-              "summary_systems": {}, "validity_summary_path": t / "summary.json", "systems_path": None,
-              "rounds": 100, "seed": 0}
+              "validity_summary_path": t / "summary.json", "systems_path": None,
+              "settings": settings({}, rounds=100, seed=0)}
     board = build_leaderboard(t / "lb", **kwargs)
     assert "Bradley-Terry" in board.columns and "Elo" not in board.columns
     ratings[("Elo", "converged")] = True
@@ -182,9 +206,9 @@ def build(t, judge_pairs=PAIRS):
                              drfr_summaries=t / "drfr_summaries_long.csv", arena_win_rates=t / "arena_win_rates.csv",
                              arena_ratings=t / "arena_ratings.csv", arena_summaries=t / "arena_summaries.csv",
                              score_paths=[t / "scores.jsonl"],
-                             summary_systems={"qasper/mine": ["mine"], "qasper/smollm2": ["baseline_2"]},
                              validity_summary_path=t / "summary.json", systems_path=t / "checked.json",
-                             rounds=200, seed=1, judge_pairs=judge_pairs)
+        settings=settings({"qasper/mine": ["mine"], "qasper/smollm2": ["baseline_2"]}, rounds=200, seed=1,
+                          judge_pairs=judge_pairs))
 
 
 def test_self_judged_cells_are_flagged_and_every_judged_cell_links_to_its_items(tables, tmp_path):
@@ -284,8 +308,8 @@ def test_the_leaderboard_shows_the_judge_panels_agreement_and_leave_one_out(tabl
     write_table(agreement, [t / "judges_panel.csv"], digits=3)
     write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
     kwargs = dict(drfr_table5=t / "drfr_table5_long.csv", drfr_summaries=None, arena_win_rates=t / "arena_win_rates.csv",
-                  arena_ratings=t / "arena_ratings.csv", arena_summaries=None, score_paths=[], summary_systems={},
-                  validity_summary_path=t / "summary.json", systems_path=None, rounds=50, seed=1)
+                  arena_ratings=t / "arena_ratings.csv", arena_summaries=None, score_paths=[], validity_summary_path=t / "summary.json", systems_path=None,
+        settings=settings({}, rounds=50, seed=1))
     build_leaderboard(t / "lb", **kwargs, panel_path=t / "judges_panel.csv", panel_loo_path=t / "judges_panel_loo.csv")
     row = agreement.iloc[0]
     kappa = f"Cohen's kappa {row['kappa']:.2f} [{row['lower']:.2f}, {row['upper']:.2f}] (n=12 pairs all judged validly"
@@ -319,8 +343,8 @@ def test_the_leaderboard_says_kappa_is_not_identified_for_a_judge_with_one_verdi
     write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
     build_leaderboard(t / "lb", drfr_table5=t / "drfr_table5_long.csv", drfr_summaries=None,
                       arena_win_rates=t / "arena_win_rates.csv", arena_ratings=t / "arena_ratings.csv",
-                      arena_summaries=None, score_paths=[], summary_systems={},
-                      validity_summary_path=t / "summary.json", systems_path=None, rounds=50, seed=1,
+                      arena_summaries=None, score_paths=[], validity_summary_path=t / "summary.json", systems_path=None,
+        settings=settings({}, rounds=50, seed=1),
                       panel_path=t / "judges_panel.csv", panel_loo_path=t / "judges_panel_loo.csv")
     text = (t / "lb.md").read_text()
     assert "Cohen's kappa not identified (local-raw gives 'tie' to all 6 pairs)" in text

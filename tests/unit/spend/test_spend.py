@@ -90,13 +90,19 @@ def write_rag(root: Path) -> None:
 def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
     """Each API job of the grid run through its stage's entry point; the double's calls per job."""
     from isqaflow import grid
-    from isqaflow.arena.answers import run_answers
-    from isqaflow.arena.judging.battles import run_arena_judge
-    from isqaflow.arena.judging.controls import run_judge_checks
+    from isqaflow.arena.answers import AnswersJob, run_answers
+    from isqaflow.arena.judging.battles import ArenaJudgeJob, run_arena_judge
+    from isqaflow.arena.judging.controls import JudgeChecksJob, run_judge_checks
+    from isqaflow.arena.judging.settings import ArenaJudge
     from isqaflow.drfr.judge_responses import run_judge
     from isqaflow.drfr.responses import run_responses
+    from isqaflow.models.base import GenerationParams
 
     spec = {k: v for k, v in config["models"]["api"].items() if k != "price"}
+
+    def judge(orders: str) -> ArenaJudge:
+        return ArenaJudge("gpt", spec, "text", orders, config["seed"], None, rule="raw", tie_band=0.0)
+
     instructions = root / "results/data/instructions/infobench.jsonl"
     calls = {}
     double.jobs = {}
@@ -120,32 +126,34 @@ def run_stages(config: dict, root: Path, double: ApiDouble) -> dict[str, int]:
             entry = config["arena"]["answerers"][job.wildcard("answerer")]
             run_answers([root / f"results/data/rag/{d}/queries.jsonl" for d in DOMAINS],
                         [root / f"results/data/rag/{d}/passages.jsonl" for d in DOMAINS],
-                        [root / f"results/retrieval/{d}.jsonl" for d in DOMAINS], out, spec,
-                        job.wildcard("answerer"), None, entry["cot"], int(job.wildcard("k")), "bm25",
-                        config["arena"]["generation"], cache)
+                        [root / f"results/retrieval/{d}.jsonl" for d in DOMAINS], out,
+                        AnswersJob(job.wildcard("answerer"), spec, None, entry["cot"], "bm25", int(job.wildcard("k")),
+                                   GenerationParams.from_dict(config["arena"]["generation"])), cache)
         elif job.rule == "arena_judge_checks":
             validity = config["validity"]["arena"]
             run_judge_checks([root / f"results/data/rag/{d}/queries.jsonl" for d in DOMAINS],
                              root / config["datasets"]["rag"]["human_labels"], out, str(out) + ".agreement.jsonl",
-                             spec, "gpt", "text", "both", config["seed"], None, validity["controls"],
-                             validity["per_domain"], cache)
+                             JudgeChecksJob(judge("both"), tuple(validity["controls"]), validity["per_domain"]),
+                             cache)
         elif job.rule in ("drfr_summaries", "arena_summaries"):
-            from isqaflow.arena.judging.summaries import run_summary_arena
-            from isqaflow.drfr.summaries import run_summary_judge
+            from isqaflow.arena.judging.summaries import SummaryArenaJob, run_summary_arena
+            from isqaflow.drfr.summaries import SummaryJudgeJob, run_summary_judge
 
             d, s = job.wildcard("dataset"), job.wildcard("summarizer")
             files = [root / path for path in grid.summary_files(config, d, s)]
             systems = grid.judged_summary_systems(config, d, s)
             papers = root / f"results/data/papers/{d}.jsonl"
             if job.rule == "drfr_summaries":
-                run_summary_judge(papers, files, systems, out, spec, "gpt", "text", None, cache)
+                run_summary_judge(papers, files, out, SummaryJudgeJob("gpt", spec, "text", "raw", None,
+                                                                     tuple(systems)), cache)
             else:
-                run_summary_arena(papers, files, systems, config["isqa"]["refine"]["initial_prompt"], out, spec,
-                                  "gpt", "text", config["arena"]["orders"], config["seed"], None, cache)
+                baseline = config["isqa"]["refine"]["initial_prompt"]
+                run_summary_arena(papers, files, out, SummaryArenaJob(judge(config["arena"]["orders"]),
+                                                                      tuple(systems), baseline), cache)
         else:
             run_arena_judge([root / f"results/data/rag/{d}/queries.jsonl" for d in DOMAINS],
-                            sorted((root / "results/arena/answers/bm25-k2").glob("*.jsonl")), out, spec, "gpt",
-                            "text", "both", 2, config["seed"], None, cache)
+                            sorted((root / "results/arena/answers/bm25-k2").glob("*.jsonl")), out,
+                            ArenaJudgeJob(judge("both"), all_pairs_per_domain=2, repeats=1), cache)
         recorded = usage.write(str(out) + ".usage.json", runtime.Job(job.rule, 1, [str(out)]))["models"]
         calls[job.label] = double.calls - before
         double.jobs[job.label] = double.sent[before:]  # the requests this job sent

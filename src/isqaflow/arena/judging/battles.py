@@ -17,9 +17,11 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.arena.judging.judge import judge_with_model
+from isqaflow.arena.judging.settings import ArenaJudge
 from isqaflow.arena.players import REFERENCE
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import read_jsonl, read_records, write_jsonl
@@ -66,21 +68,36 @@ def all_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], 
     return pairs
 
 
-def run_arena_judge(query_paths, answer_paths, out_path, judge_spec: dict[str, Any], judge_name: str, mode: str,
-                    orders: str, all_pairs_per_domain: int, seed: int, generation: dict[str, Any] | None,
-                    cache_path, threads: int | None = None, rule: str = "raw", tie_band: float = 0.0,
-                    prompt_files: list[str] | tuple[str, ...] = (), repeats: int = 1) -> int:
+@dataclass(frozen=True)
+class ArenaJudgeJob:
+    """What one ``arena_judge`` job runs: the judge (:class:`ArenaJudge`), the all-pairs
+    subsample's size per domain (the arena run's ``all_pairs_per_domain``) and how many times
+    each pair is judged (``repeats``, judge noise: :func:`judge_groups`)."""
+
+    judge: ArenaJudge
+    all_pairs_per_domain: int
+    repeats: int
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> ArenaJudgeJob:
+        """From the rule's params (the judge's, all_pairs, repeats) and the wildcard ``judge``."""
+        return cls(judge=ArenaJudge.from_rule(params, wildcards), all_pairs_per_domain=params.all_pairs,
+                   repeats=params.repeats)
+
+
+def run_arena_judge(query_paths, answer_paths, out_path, job: ArenaJudgeJob, cache_path,
+                    threads: int | None = None, prompt_files: Sequence[str] = ()) -> int:
     """Entry point of rule arena_judge: every answer vs the reference, plus the all-pairs subsample.
 
-    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.judging.verdicts`);
-    ``prompt_files``: the published prompt's files (``prompts: published``), or none;
-    ``repeats``: each pair judged that many times (judge noise, :func:`judge_groups`).
+    The judge's verdict rule (``job.judge.rule``, ``tie_band``) is read by
+    :mod:`isqaflow.arena.judging.verdicts`; ``prompt_files``: the published prompt's files
+    (``prompts: published``), or none.
     """
     queries = {(q.domain, q.id): q for path in query_paths for q in read_records(path, RagQuery)}
     answers = [obj for path in answer_paths for _, obj in read_jsonl(path)]
     pairs = reference_pairs(answers, queries)
-    if all_pairs_per_domain:
-        pairs += all_pairs(answers, queries, all_pairs_per_domain, seed)
-    records = judge_with_model(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads,
-                               rule=rule, tie_band=tie_band, prompt_files=prompt_files, repeats=repeats)
+    if job.all_pairs_per_domain:
+        pairs += all_pairs(answers, queries, job.all_pairs_per_domain, job.judge.seed)
+    records = judge_with_model(pairs, cache_path=cache_path, threads=threads, prompt_files=prompt_files,
+                               repeats=job.repeats, **job.judge.judge_kwargs())
     return write_jsonl(out_path, records)

@@ -48,10 +48,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.arena.judging.agreement import read_human_labels
 from isqaflow.arena.judging.judge import judge_groups
+from isqaflow.arena.judging.settings import ArenaJudge
 from isqaflow.arena.no_answer import NO_ANSWER
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import read_records, write_jsonl
@@ -182,10 +184,24 @@ def summarize_controls(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, 
     return summary
 
 
-def run_judge_checks(query_paths: Sequence, human_csv, validity_path, agreement_path, judge_spec: dict[str, Any],
-                     judge_name: str, mode: str, orders: str, seed: int, generation: dict[str, Any] | None,
-                     controls: Sequence[str], per_domain: int, cache_path, threads: int | None = None,
-                     rule: str = "raw", tie_band: float = 0.0,
+@dataclass(frozen=True)
+class JudgeChecksJob:
+    """What one ``arena_judge_checks`` job runs: the judge (:class:`ArenaJudge`) and the
+    known-answer controls (config ``validity.arena``: ``controls`` and ``per_domain``)."""
+
+    judge: ArenaJudge
+    controls: tuple[str, ...]
+    per_domain: int
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> JudgeChecksJob:
+        """From the rule's params (the judge's, controls, per_domain) and the wildcard ``judge``."""
+        return cls(judge=ArenaJudge.from_rule(params, wildcards), controls=tuple(params.controls),
+                   per_domain=params.per_domain)
+
+
+def run_judge_checks(query_paths: Sequence, human_csv, validity_path, agreement_path, job: JudgeChecksJob,
+                     cache_path, threads: int | None = None,
                      prompt_files: Sequence[str] = ()) -> dict[tuple[str, str], dict[str, int]]:
     """Entry point of rule arena_judge_checks: the judge on the human-labelled pairs and the controls.
 
@@ -198,17 +214,18 @@ def run_judge_checks(query_paths: Sequence, human_csv, validity_path, agreement_
     if (human_csv is None) != (agreement_path is None):
         raise ValueError("human_csv and agreement_path go together: give both or neither")
     queries = [q for path in query_paths for q in read_records(path, RagQuery)]
+    judge = job.judge
     groups = {"human": human_pairs(human_csv) if human_csv else [],
-              "control": build_controls(queries, controls, per_domain, seed)}
-    judged = judge_groups(groups, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads,
-                          rule=rule, tie_band=tie_band, prompt_files=prompt_files)
+              "control": build_controls(queries, job.controls, job.per_domain, judge.seed)}
+    judged = judge_groups(groups, cache_path=cache_path, threads=threads, prompt_files=prompt_files,
+                          **judge.judge_kwargs())
     if agreement_path is not None:
         write_jsonl(agreement_path, judged["human"])
     scope = "+".join(sorted({q.domain for q in queries}))
-    records = control_records(judged["control"], judge_name, scope, orders)
+    records = control_records(judged["control"], judge.name, scope, judge.orders)
     write_jsonl(validity_path, records)
     summary = summarize_controls(records)
     for (control, verdict_rule), counts in sorted(summary.items()):
-        log.info("%s control %s, rule %s: %d of %d correct, %d invalid", judge_name, control, verdict_rule,
+        log.info("%s control %s, rule %s: %d of %d correct, %d invalid", judge.name, control, verdict_rule,
                  counts["n_correct"], counts["n"], counts["n_invalid"])
     return summary

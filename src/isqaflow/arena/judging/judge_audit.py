@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import warnings
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,7 @@ from isqaflow.seeds import keyed_rng
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TABLES", "canary_table", "flip_rates", "noise_table", "noise_win_rates", "panel_tables",
+__all__ = ["TABLES", "JudgeAudit", "canary_table", "flip_rates", "noise_table", "noise_win_rates", "panel_tables",
            "run_judge_audit", "self_preference_table", "win_rate_intervals"]
 
 TABLES = ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "panel_loo")
@@ -273,22 +274,40 @@ def captions(validity_summary: Mapping[str, Any] | None) -> dict[str, str]:
             for table, text in CAPTIONS.items()}
 
 
+@dataclass(frozen=True)
+class JudgeAudit:
+    """What the ``judge_audit`` job computes besides the files it reads: the judge x system pairs
+    with their model families (the SELF flags), every judge's config entry by suite (``judges``:
+    suite -> judge -> mode, generation, repeats, reuse_calls), the panel's verdict rule and the
+    bootstrap's rounds and seed."""
+
+    judge_pairs: tuple[Mapping[str, Any], ...]
+    judges: Mapping[str, Mapping[str, Mapping[str, Any]]]
+    panel_rule: str
+    rounds: int
+    seed: int
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any = None) -> JudgeAudit:
+        """From the rule's params (pairs, judges, panel_rule, rounds, seed); the rule has no wildcards."""
+        return cls(judge_pairs=tuple(params.pairs), judges=params.judges, panel_rule=params.panel_rule,
+                   rounds=params.rounds, seed=params.seed)
+
+
 def run_judge_audit(judged_paths: Mapping[str, Mapping[str, str]], validity_paths: Mapping[str, Sequence[str]],
-                    judge_pairs: Sequence[Mapping[str, Any]], previous_manifest: str | Path, tables_dir: str | Path,
-                    canaries_path: str | Path, panel_rule: str = "majority", rounds: int = 1000,
-                    seed: int = 0, drfr_paths: Mapping[str, Mapping[str, str]] | None = None,
-                    judges: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+                    previous_manifest: str | Path, tables_dir: str | Path, canaries_path: str | Path,
+                    audit: JudgeAudit, drfr_paths: Mapping[str, Mapping[str, str]] | None = None,
                     validity_summary_path: str | Path | None = None) -> None:
     """Entry point of rule judge_audit: ``judged_paths`` run -> arena judge -> judged pairs file;
     ``drfr_paths`` dataset -> DRFR judge -> judgments file; ``validity_paths`` suite ("arena",
-    "drfr") -> its judges' control records; ``judges`` suite -> judge -> its config entry (mode,
-    generation, reuse_calls); ``validity_summary_path``: results/validity/summary.json, whose
-    controls end every caption."""
+    "drfr") -> its judges' control records; ``validity_summary_path``: results/validity/summary.json,
+    whose controls end every caption; ``audit``: the settings (:class:`JudgeAudit`)."""
     judged = {run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges_.items()}
               for run, judges_ in judged_paths.items()}
     drfr = {run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges_.items()}
             for run, judges_ in (drfr_paths or {}).items()}
-    judges = judges or {}
+    judges = audit.judges
+    rounds, seed = audit.rounds, audit.seed
     arena = summarize_canaries(validity_paths.get("arena", ()))
     summary = {**arena, **summarize_canaries(validity_paths.get("drfr", ()))}
     previous = previous_canaries(previous_manifest)
@@ -298,13 +317,13 @@ def run_judge_audit(judged_paths: Mapping[str, Mapping[str, str]], validity_path
     write_json(canaries_path, summary)
     text = captions(read_json(validity_summary_path) if validity_summary_path else None)
     out = Path(tables_dir)
-    selfpref = self_preference_table(judge_pairs, judged)
+    selfpref = self_preference_table(audit.judge_pairs, judged)
     _write(selfpref, out / "judges_self_preference", text["self_preference"], _side_by_side(selfpref))
     _write(noise_table(judged, status, summary, drfr, judges), out / "judges_noise", text["noise"])
     _write(noise_win_rates(judged, rounds, seed), out / "judges_noise_win_rates", text["noise_win_rates"])
     _write(canary_table(summary, status, previous), out / "judges_canaries", text["canaries"])
     reuse = {judge: entry["reuse_calls"] for judge, entry in judges.get("arena", {}).items()
              if entry.get("reuse_calls")}
-    agreement, loo = panel_tables(judged, panel_rule, rounds, seed, reuse)
+    agreement, loo = panel_tables(judged, audit.panel_rule, rounds, seed, reuse)
     _write(agreement, out / "judges_panel", text["panel"])
     _write(loo, out / "judges_panel_loo", text["panel_loo"])

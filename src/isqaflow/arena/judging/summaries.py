@@ -9,9 +9,11 @@ summarize the paper, named by its title.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.arena.judging.judge import judge_with_model
+from isqaflow.arena.judging.settings import ArenaJudge
 from isqaflow.arena.players import ABSTRACT
 from isqaflow.data.schema import Paper
 from isqaflow.io import read_jsonl, read_records, write_jsonl
@@ -42,18 +44,34 @@ def summary_pairs(papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], 
     return pairs
 
 
-def run_summary_arena(papers_path, summary_paths, systems: list[str], baseline: str, out_path,
-                      judge_spec: dict[str, Any], judge_name: str, mode: str, orders: str, seed: int,
-                      generation: dict[str, Any] | None, cache_path, threads: int | None = None,
-                      rule: str = "raw", tie_band: float = 0.0,
-                      prompt_files: list[str] | tuple[str, ...] = ()) -> int:
+@dataclass(frozen=True)
+class SummaryArenaJob:
+    """What one ``arena_summaries`` job runs: the judge (:class:`ArenaJudge`), the systems
+    whose final summaries are judged, and the baseline they meet head to head (the ISQA
+    refinement's initial prompt)."""
+
+    judge: ArenaJudge
+    systems: tuple[str, ...]
+    baseline: str
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> SummaryArenaJob:
+        """From the rule's params (the judge's, systems, baseline) and the wildcard ``judge``."""
+        return cls(judge=ArenaJudge.from_rule(params, wildcards), systems=tuple(params.systems),
+                   baseline=params.baseline)
+
+
+def run_summary_arena(papers_path, summary_paths, out_path, job: SummaryArenaJob, cache_path,
+                      threads: int | None = None, prompt_files: Sequence[str] = ()) -> int:
     """Entry point of rule arena_summaries: summaries vs the abstract, and ISQA vs the baseline.
 
-    ``rule`` and ``tie_band`` choose the verdict (:mod:`isqaflow.arena.judging.verdicts`);
-    ``prompt_files``: the published prompt's files (``prompts: published``), or none.
+    The judge's verdict rule (``job.judge.rule``, ``tie_band``) is read by
+    :mod:`isqaflow.arena.judging.verdicts`; ``prompt_files``: the published prompt's files
+    (``prompts: published``), or none.
     """
     papers = {p.id: p for p in read_records(papers_path, Paper)}
-    pairs = summary_pairs(papers, (row for path in summary_paths for _, row in read_jsonl(path)), systems, baseline)
-    records = judge_with_model(pairs, judge_spec, judge_name, mode, orders, seed, generation, cache_path, threads,
-                               rule=rule, tie_band=tie_band, prompt_files=prompt_files)
+    rows = (row for path in summary_paths for _, row in read_jsonl(path))
+    pairs = summary_pairs(papers, rows, list(job.systems), job.baseline)
+    records = judge_with_model(pairs, cache_path=cache_path, threads=threads, prompt_files=prompt_files,
+                               **job.judge.judge_kwargs())
     return write_jsonl(out_path, records)
