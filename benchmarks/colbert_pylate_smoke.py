@@ -58,14 +58,22 @@ QUERIES = [
 
 def tiny_colbert(folder: Path) -> Path:
     """A randomly initialised 2-layer BERT and a WordPiece tokenizer over the corpus' words."""
-    words = sorted({w for text in TEXTS + [q for _, q, _ in QUERIES] for w in re.findall(r"\w+", text)})
+    words = sorted(
+        {w for text in TEXTS + [q for _, q, _ in QUERIES] for w in re.findall(r"\w+", text)}
+    )
     folder.mkdir(parents=True, exist_ok=True)
     vocab = folder / "vocab.txt"
     vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
     tokenizer = BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                        num_attention_heads=2, intermediate_size=64, max_position_embeddings=256)
+    config = BertConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=256,
+    )
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
@@ -77,11 +85,28 @@ def main(workdir: Path) -> dict:
     model_dir = tiny_colbert(workdir / "model")
     passages = workdir / "passages.jsonl"
     queries = workdir / "queries.jsonl"
-    write_jsonl(passages, [{"id": pid, "doc_id": pid.split("-")[0], "domain": "smoke", "text": text}
-                          for pid, text in zip(PASSAGE_IDS, TEXTS, strict=True)])
-    write_jsonl(queries, [{"id": qid, "domain": "smoke", "question": q, "reference": "-",
-                           "reference_with_citation": "- [1]", "citations": [[1]], "gold_doc_ids": gold}
-                          for qid, q, gold in QUERIES])
+    write_jsonl(
+        passages,
+        [
+            {"id": pid, "doc_id": pid.split("-")[0], "domain": "smoke", "text": text}
+            for pid, text in zip(PASSAGE_IDS, TEXTS, strict=True)
+        ],
+    )
+    write_jsonl(
+        queries,
+        [
+            {
+                "id": qid,
+                "domain": "smoke",
+                "question": q,
+                "reference": "-",
+                "reference_with_citation": "- [1]",
+                "citations": [[1]],
+                "gold_doc_ids": gold,
+            }
+            for qid, q, gold in QUERIES
+        ],
+    )
     torch.manual_seed(0)
     engine = PylateEngine(str(model_dir), device="cpu", nbits=8)
     timings["model_s"] = time.perf_counter() - start
@@ -95,12 +120,23 @@ def main(workdir: Path) -> dict:
     index_files = sorted(p.name for p in (index_dir / "colbert").rglob("*") if p.is_file())
     stamp = (index_dir / "colbert" / "meta.json").stat().st_mtime_ns
     assert run_colbert_index(passages, index_dir, {}, engine=engine) == meta
-    assert (index_dir / "colbert" / "meta.json").stat().st_mtime_ns == stamp, "a current index was rebuilt"
+    assert (index_dir / "colbert" / "meta.json").stat().st_mtime_ns == stamp, (
+        "a current index was rebuilt"
+    )
 
     k = 3
     start = time.perf_counter()
-    recall = run_colbert_retrieval(queries, passages, index_dir, workdir / "hits.jsonl",
-                                   workdir / "recall.json", [1, k], {}, "smoke", engine=engine)
+    recall = run_colbert_retrieval(
+        queries,
+        passages,
+        index_dir,
+        workdir / "hits.jsonl",
+        workdir / "recall.json",
+        [1, k],
+        {},
+        "smoke",
+        engine=engine,
+    )
     timings["retrieve_s"] = time.perf_counter() - start
     hits = [row for _, row in read_jsonl(workdir / "hits.jsonl")]
     assert [h["query_id"] for h in hits] == [qid for qid, _, _ in QUERIES]
@@ -112,8 +148,17 @@ def main(workdir: Path) -> dict:
         scores = [p["score"] for p in ranked]
         assert scores == sorted(scores, reverse=True), row
     assert read_json(workdir / "recall.json") == recall and set(recall) == {"k=1", f"k={k}"}
-    again = run_colbert_retrieval(queries, passages, index_dir, workdir / "hits2.jsonl",
-                                  workdir / "recall2.json", [1, k], {}, "smoke", engine=engine)
+    again = run_colbert_retrieval(
+        queries,
+        passages,
+        index_dir,
+        workdir / "hits2.jsonl",
+        workdir / "recall2.json",
+        [1, k],
+        {},
+        "smoke",
+        engine=engine,
+    )
     assert again == recall and [row for _, row in read_jsonl(workdir / "hits2.jsonl")] == hits
 
     # PLAID against brute-force MaxSim over the same embeddings.
@@ -121,17 +166,24 @@ def main(workdir: Path) -> dict:
 
     query_embeddings = engine._encode([q for _, q, _ in QUERIES], is_query=True)
     document_embeddings = engine._encode(TEXTS, is_query=False)
-    exact = rank.rerank(documents_ids=[PASSAGE_IDS] * len(QUERIES),
-                        queries_embeddings=query_embeddings,
-                        documents_embeddings=[document_embeddings] * len(QUERIES))
+    exact = rank.rerank(
+        documents_ids=[PASSAGE_IDS] * len(QUERIES),
+        queries_embeddings=query_embeddings,
+        documents_embeddings=[document_embeddings] * len(QUERIES),
+    )
     agree = 0
     for row, brute in zip(hits, exact, strict=True):
         top_exact = [hit["id"] for hit in brute[:k]]
         agree += [p["id"] for p in row["passages"]][0] == top_exact[0]
         for p in row["passages"]:
             brute_score = next(hit["score"] for hit in brute if hit["id"] == p["id"])
-            assert abs(brute_score - p["score"]) <= 0.05 * max(1.0, abs(brute_score)), (p, brute_score)
-    assert agree == len(QUERIES), f"PLAID's top passage differs from exact MaxSim on {len(QUERIES) - agree} queries"
+            assert abs(brute_score - p["score"]) <= 0.05 * max(1.0, abs(brute_score)), (
+                p,
+                brute_score,
+            )
+    assert agree == len(QUERIES), (
+        f"PLAID's top passage differs from exact MaxSim on {len(QUERIES) - agree} queries"
+    )
 
     return {
         "ran": "isqaflow.arena.retrieval.colbert run_colbert_index + run_colbert_retrieval with PylateEngine",

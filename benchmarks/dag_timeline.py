@@ -125,12 +125,17 @@ def report(run_dir: Path, log: Path, cores: int | None, width: int = 60) -> str:
         bench = benchmark_seconds(run_dir, j)
         bar = " " * int(a * scale) + "#" * max(1, int(round((b - a) * scale)))
         label = f"{j.rule}" + (f" [{j.wildcards}]" if j.wildcards else "")
-        lines.append(f"{a:6.0f} {b:6.0f} {b - a:6.0f} {'' if bench is None else f'{bench:8.1f}':>8} {j.threads:>3}  "
-                     f"{label[:48]:<48} |{bar}")
+        lines.append(
+            f"{a:6.0f} {b:6.0f} {b - a:6.0f} {'' if bench is None else f'{bench:8.1f}':>8} {j.threads:>3}  "
+            f"{label[:48]:<48} |{bar}"
+        )
     busy = sum(j.threads * j.seconds for j in jobs)
     idle = cores * wall - busy
-    lines += ["", f"wall: {wall:.0f} s ({wall / 60:.1f} min) on {cores} cores; jobs: {len(jobs)}",
-              f"busy core-seconds: {busy:.0f}; idle core-seconds: {idle:.0f} ({100 * idle / (cores * wall):.0f}%)"]
+    lines += [
+        "",
+        f"wall: {wall:.0f} s ({wall / 60:.1f} min) on {cores} cores; jobs: {len(jobs)}",
+        f"busy core-seconds: {busy:.0f}; idle core-seconds: {idle:.0f} ({100 * idle / (cores * wall):.0f}%)",
+    ]
     gaps = [(a, b, u) for a, b, u in under_used(jobs, cores, t0) if b - a >= 5]
     if gaps:
         lines.append("stretches of >= 5 s with idle cores (start-end: threads in use):")

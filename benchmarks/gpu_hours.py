@@ -25,9 +25,11 @@ def main() -> None:
         config = yaml.safe_load(handle)
     text, totals = table(config)
     print(text)
-    print(f"GPU jobs {totals['jobs']:.0f}, GPUs {totals['gpus']:.0f}, servers {totals['servers']:.0f} "
-          f"(start-up ~{totals['startup']:.1f} GPU hours, included); GPU hours ~{totals['low']:.0f}-"
-          f"{totals['high']:.0f} (estimated), ~{totals['at_a']:.0f} with every beam-search stage at (a)")
+    print(
+        f"GPU jobs {totals['jobs']:.0f}, GPUs {totals['gpus']:.0f}, servers {totals['servers']:.0f} "
+        f"(start-up ~{totals['startup']:.1f} GPU hours, included); GPU hours ~{totals['low']:.0f}-"
+        f"{totals['high']:.0f} (estimated), ~{totals['at_a']:.0f} with every beam-search stage at (a)"
+    )
 
 
 if __name__ == "__main__":

@@ -35,8 +35,11 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     config = yaml.safe_load(open(args.config))
-    summaries = sorted(p for p in glob.glob(f"results/summaries/{args.dataset}/{args.summarizer}/*.jsonl")
-                       if not p.endswith(".steps.jsonl"))
+    summaries = sorted(
+        p
+        for p in glob.glob(f"results/summaries/{args.dataset}/{args.summarizer}/*.jsonl")
+        if not p.endswith(".steps.jsonl")
+    )
     if not summaries:
         raise SystemExit("no summaries under results/summaries/: run the workflow first (make run)")
     distinct = {(o["paper_id"], o["summary"]) for p in summaries for _, o in read_jsonl(p)}
@@ -53,12 +56,23 @@ def main() -> None:
         cache = Path(tmp) / "calls.sqlite"
         for label in ("empty cache", "filled cache"):
             started = time.perf_counter()
-            models = MetricModels(qg=spec("qg"), qa=spec("qa"), settings=QAMetricSettings.from_dict(settings))
-            run_scoring(f"results/data/papers/{args.dataset}.jsonl", summaries, Path(tmp) / "scores.jsonl",
-                        Path(tmp) / "questions.jsonl", models, cache, threads=args.threads)
+            models = MetricModels(
+                qg=spec("qg"), qa=spec("qa"), settings=QAMetricSettings.from_dict(settings)
+            )
+            run_scoring(
+                f"results/data/papers/{args.dataset}.jsonl",
+                summaries,
+                Path(tmp) / "scores.jsonl",
+                Path(tmp) / "questions.jsonl",
+                models,
+                cache,
+                threads=args.threads,
+            )
             seconds = time.perf_counter() - started
-            print(f"{label}: {len(distinct)} distinct summaries in {seconds:.1f}s = "
-                  f"{60 * len(distinct) / seconds:.1f} summaries/min")
+            print(
+                f"{label}: {len(distinct)} distinct summaries in {seconds:.1f}s = "
+                f"{60 * len(distinct) / seconds:.1f} summaries/min"
+            )
 
 
 if __name__ == "__main__":

@@ -56,17 +56,25 @@ def timed(model, requests, params) -> tuple[list, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="config/config.yaml")
-    parser.add_argument("--model", default=None, help="model directory (default: the embedded smollm2)")
+    parser.add_argument(
+        "--model", default=None, help="model directory (default: the embedded smollm2)"
+    )
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--papers", type=int, default=3)
     parser.add_argument("--judge-items", type=int, default=8)
-    parser.add_argument("--engine", default="transformers", choices=["transformers", "vllm", "other"])
-    parser.add_argument("--command", default=None, help="the serve command (default: transformers serve on CPU)")
+    parser.add_argument(
+        "--engine", default="transformers", choices=["transformers", "vllm", "other"]
+    )
+    parser.add_argument(
+        "--command", default=None, help="the serve command (default: transformers serve on CPU)"
+    )
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--drop-unsupported", action="store_true")
     args = parser.parse_args()
 
-    os.environ["OMP_NUM_THREADS"] = str(args.threads)  # the server inherits it: the same cores for both
+    os.environ["OMP_NUM_THREADS"] = str(
+        args.threads
+    )  # the server inherits it: the same cores for both
     config = yaml.safe_load(open(args.config))
     spec = dict(config["models"]["smollm2"])
     spec.pop("convert", None)
@@ -74,22 +82,38 @@ def main() -> None:
         spec["model"] = args.model
     papers = convert_qasper(config["datasets"]["papers"]["qasper"]["files"])[: args.papers]
     summaries = [summary_request("baseline_2", p.body()) for p in papers]
-    summary_params = GenerationParams.from_dict(config["isqa"]["summary_generation"]).replace(max_input_tokens=None)
+    summary_params = GenerationParams.from_dict(config["isqa"]["summary_generation"]).replace(
+        max_input_tokens=None
+    )
     instructions = convert_infobench(config["datasets"]["instructions"]["infobench"]["files"])
-    judge_turns = [conversation(i.input or i.instruction, i.input, [i.requirements[0].question], [])
-                   for i in instructions[: args.judge_items]]
+    judge_turns = [
+        conversation(i.input or i.instruction, i.input, [i.requirements[0].question], [])
+        for i in instructions[: args.judge_items]
+    ]
     judge_params = GenerationParams(max_new_tokens=16)
-    workloads = {"summaries": (summaries, summary_params), "judge turns": (judge_turns, judge_params)}
+    workloads = {
+        "summaries": (summaries, summary_params),
+        "judge turns": (judge_turns, judge_params),
+    }
 
     in_process = load_model(spec, threads=args.threads)
-    served_spec = {**spec, "concurrency": args.concurrency, "serve": {
-        "engine": args.engine, "command": args.command or transformers_command(), "ready_timeout": 600,
-        **({"unsupported_decoding": "drop"} if args.drop_unsupported else {})}}
+    served_spec = {
+        **spec,
+        "concurrency": args.concurrency,
+        "serve": {
+            "engine": args.engine,
+            "command": args.command or transformers_command(),
+            "ready_timeout": 600,
+            **({"unsupported_decoding": "drop"} if args.drop_unsupported else {}),
+        },
+    }
     started = time.perf_counter()
     served = load_model(served_spec, name="served")
     startup_s = time.perf_counter() - started
     try:
-        print(f"model {spec['model']}, {args.threads} threads; server ({args.engine}) ready in {startup_s:.1f}s")
+        print(
+            f"model {spec['model']}, {args.threads} threads; server ({args.engine}) ready in {startup_s:.1f}s"
+        )
         for model in (in_process, served):  # warm-up: first-call costs are not throughput
             model.generate(["Hello"], GenerationParams(max_new_tokens=2))
         for label, (requests, params) in workloads.items():
@@ -99,8 +123,12 @@ def main() -> None:
             n_remote = sum(g.n_new_tokens for g in remote)
             same = sum(a.text == b.text for a, b in zip(local, remote, strict=True))
             print(f"{label}: {len(requests)} requests, decoding {params.as_dict()}")
-            print(f"  in-process hf:  {n_local} new tokens in {local_s:.1f}s = {n_local / local_s:.1f} new tok/s")
-            print(f"  managed server: {n_remote} new tokens in {remote_s:.1f}s = {n_remote / remote_s:.1f} new tok/s")
+            print(
+                f"  in-process hf:  {n_local} new tokens in {local_s:.1f}s = {n_local / local_s:.1f} new tok/s"
+            )
+            print(
+                f"  managed server: {n_remote} new tokens in {remote_s:.1f}s = {n_remote / remote_s:.1f} new tok/s"
+            )
             print(f"  identical outputs: {same}/{len(requests)}")
     finally:
         served.close()

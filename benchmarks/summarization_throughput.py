@@ -39,7 +39,9 @@ def main() -> None:
     spec = dict(config["models"]["smollm2"])
     spec.pop("convert")
     model = load_model(spec, threads=args.threads)
-    params = GenerationParams.from_dict(config["isqa"]["summary_generation"]).replace(max_input_tokens=None)
+    params = GenerationParams.from_dict(config["isqa"]["summary_generation"]).replace(
+        max_input_tokens=None
+    )
     requests = [summary_request(pid, p.body()) for pid in SUMMARY_PROMPTS for p in papers]
 
     started = time.perf_counter()
@@ -51,11 +53,17 @@ def main() -> None:
 
     tokens_b = sum(g.n_new_tokens for g in batched)
     tokens_s = sum(g.n_new_tokens for g in single)
-    print(f"{len(requests)} requests ({args.papers} papers x {len(SUMMARY_PROMPTS)} prompts), "
-          f"decoding {params.as_dict()}")
-    print(f"batched (batch size {model.batch_size}): {tokens_b} new tokens in {batched_s:.1f}s = "
-          f"{tokens_b / batched_s:.1f} new tok/s")
-    print(f"one at a time:            {tokens_s} new tokens in {single_s:.1f}s = {tokens_s / single_s:.1f} new tok/s")
+    print(
+        f"{len(requests)} requests ({args.papers} papers x {len(SUMMARY_PROMPTS)} prompts), "
+        f"decoding {params.as_dict()}"
+    )
+    print(
+        f"batched (batch size {model.batch_size}): {tokens_b} new tokens in {batched_s:.1f}s = "
+        f"{tokens_b / batched_s:.1f} new tok/s"
+    )
+    print(
+        f"one at a time:            {tokens_s} new tokens in {single_s:.1f}s = {tokens_s / single_s:.1f} new tok/s"
+    )
     print(f"speed-up: {(tokens_b / batched_s) / (tokens_s / single_s):.2f}x")
     same = sum(a.text == b.text for a, b in zip(batched, single, strict=True))
     print(f"identical outputs: {same}/{len(requests)} (padding can flip a near-tie in beam search)")

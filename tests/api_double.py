@@ -24,7 +24,9 @@ from collections import deque
 class ApiDouble:
     def __init__(self, requests_per_minute: int | None = None, window_s: float = 60.0) -> None:
         self.calls = 0
-        self.sent: list[list[dict]] = []  # the messages of every completion request counted in calls
+        self.sent: list[
+            list[dict]
+        ] = []  # the messages of every completion request counted in calls
         self.prompt_tokens = 0
         self.rejected = 0
         self.max_in_window = 0
@@ -35,7 +37,9 @@ class ApiDouble:
         double = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def _answer(self, status: int, body: object, headers: dict[str, str] | None = None) -> None:
+            def _answer(
+                self, status: int, body: object, headers: dict[str, str] | None = None
+            ) -> None:
                 payload = body if isinstance(body, bytes) else json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -70,11 +74,17 @@ class ApiDouble:
             now = time.monotonic()
             while self._times and self._times[0] <= now - self.window_s:
                 self._times.popleft()
-            if self.requests_per_minute is not None and len(self._times) >= self.requests_per_minute:
+            if (
+                self.requests_per_minute is not None
+                and len(self._times) >= self.requests_per_minute
+            ):
                 self.rejected += 1
                 wait = self._times[0] + self.window_s - now
-                return 429, {"error": {"message": "rate limit", "type": "requests"}}, {
-                    "Retry-After": f"{max(wait, 0.01):.2f}"}
+                return (
+                    429,
+                    {"error": {"message": "rate limit", "type": "requests"}},
+                    {"Retry-After": f"{max(wait, 0.01):.2f}"},
+                )
             self._times.append(now)
             self.max_in_window = max(self.max_in_window, len(self._times))
             self.calls += 1
@@ -91,10 +101,25 @@ class ApiDouble:
         else:
             text = f"An answer, number {n}."
         n_out = max(1, round(len(text.split()) * 1.3))
-        reply = {"id": f"chatcmpl-{n}", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                              "finish_reason": "stop", "logprobs": None}],
-                 "usage": {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}}
+        reply = {
+            "id": f"chatcmpl-{n}",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": text},
+                    "finish_reason": "stop",
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": n_in,
+                "completion_tokens": n_out,
+                "total_tokens": n_in + n_out,
+            },
+        }
         return 200, reply, {}
 
     def __enter__(self) -> ApiDouble:
@@ -132,10 +157,17 @@ class BatchDouble(ApiDouble):
         entry = self.batches[batch_id]
         total = len(self.files[entry["input_file_id"]].splitlines())
         done = total if entry["status"] == "completed" else 0
-        return Batch(id=batch_id, object="batch", endpoint=entry["endpoint"], completion_window="24h",
-                     created_at=0, input_file_id=entry["input_file_id"], status=entry["status"],
-                     output_file_id=entry.get("output_file_id"),
-                     request_counts=BatchRequestCounts(completed=done, failed=0, total=total)).model_dump()
+        return Batch(
+            id=batch_id,
+            object="batch",
+            endpoint=entry["endpoint"],
+            completion_window="24h",
+            created_at=0,
+            input_file_id=entry["input_file_id"],
+            status=entry["status"],
+            output_file_id=entry.get("output_file_id"),
+            request_counts=BatchRequestCounts(completed=done, failed=0, total=total),
+        ).model_dump()
 
     def get(self, path: str) -> tuple[int, object, dict[str, str]]:
         parts = path.strip("/").split("/")  # v1 batches <id> | v1 files <id> content
@@ -143,17 +175,28 @@ class BatchDouble(ApiDouble):
             with self._lock:
                 entry = self.batches[parts[2]]
                 entry["polls"] += 1
-                run = entry["status"] != "completed" and entry["polls"] > self.polls_pending and not self.hold
+                run = (
+                    entry["status"] != "completed"
+                    and entry["polls"] > self.polls_pending
+                    and not self.hold
+                )
                 if not run and entry["status"] != "completed":
                     entry["status"] = "in_progress"
             if run:
-                lines = [json.loads(line) for line in self.files[entry["input_file_id"]].splitlines()]
+                lines = [
+                    json.loads(line) for line in self.files[entry["input_file_id"]].splitlines()
+                ]
                 out = []
                 for line in lines:
                     status, reply, _ = self.handle(line["body"])
-                    out.append({"id": f"batch_req_{line['custom_id']}", "custom_id": line["custom_id"],
-                                "response": {"status_code": status, "request_id": "r", "body": reply},
-                                "error": None})
+                    out.append(
+                        {
+                            "id": f"batch_req_{line['custom_id']}",
+                            "custom_id": line["custom_id"],
+                            "response": {"status_code": status, "request_id": "r", "body": reply},
+                            "error": None,
+                        }
+                    )
                 file_id = f"file-out-{parts[2]}"
                 self.files[file_id] = "".join(json.dumps(row) + "\n" for row in out).encode()
                 entry.update(status="completed", output_file_id=file_id)
@@ -168,20 +211,38 @@ class BatchDouble(ApiDouble):
         if path.endswith("/files"):
             from email.parser import BytesParser
 
-            message = BytesParser().parsebytes(b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw)
-            fields = {part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
-                      for part in message.get_payload()}
+            message = BytesParser().parsebytes(
+                b"Content-Type: " + content_type.encode() + b"\r\n\r\n" + raw
+            )
+            fields = {
+                part.get_param("name", header="content-disposition"): part.get_payload(decode=True)
+                for part in message.get_payload()
+            }
             file_id = f"file-{len(self.files)}"
             self.files[file_id] = fields["file"]
-            return 200, FileObject(id=file_id, object="file", bytes=len(fields["file"]), created_at=0,
-                                   filename="batch.jsonl", purpose=fields["purpose"].decode(),
-                                   status="processed").model_dump(), {}
+            return (
+                200,
+                FileObject(
+                    id=file_id,
+                    object="file",
+                    bytes=len(fields["file"]),
+                    created_at=0,
+                    filename="batch.jsonl",
+                    purpose=fields["purpose"].decode(),
+                    status="processed",
+                ).model_dump(),
+                {},
+            )
         if path.endswith("/batches"):
             body = json.loads(raw)
             with self._lock:
                 self.batches_created += 1
                 batch_id = f"batch-{self.batches_created}"
-                self.batches[batch_id] = {"endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
-                                          "status": "validating", "polls": 0}
+                self.batches[batch_id] = {
+                    "endpoint": body["endpoint"],
+                    "input_file_id": body["input_file_id"],
+                    "status": "validating",
+                    "polls": 0,
+                }
             return 200, self._batch(batch_id), {}
         return super().post(path, content_type, raw)

@@ -159,7 +159,9 @@ def slurm_cluster():
         if not was_running:  # do not leave half a cluster behind
             cluster.stop_cluster()
         _slurm_unavailable(str(err.args[0]), err.output)
-    print(f"\nSLURM cluster ready in {time.monotonic() - started:.1f}s (already running: {was_running})")
+    print(
+        f"\nSLURM cluster ready in {time.monotonic() - started:.1f}s (already running: {was_running})"
+    )
     yield info
     if not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
         cluster.stop_cluster()

@@ -15,8 +15,12 @@ from urllib.parse import unquote, urlparse
 
 class HubDouble:
     def __init__(self):
-        self.repos: dict[str, dict] = {}  # repo id -> {"commit", "files": {path: bytes}, "gated", "branch"}
-        self.requests: list[tuple[str, str, str | None]] = []  # (method, path, Authorization header)
+        self.repos: dict[
+            str, dict
+        ] = {}  # repo id -> {"commit", "files": {path: bytes}, "gated", "branch"}
+        self.requests: list[
+            tuple[str, str, str | None]
+        ] = []  # (method, path, Authorization header)
         self.token: str | None = None  # the token a gated repository accepts
         hub = self
 
@@ -34,16 +38,24 @@ class HubDouble:
                     self.wfile.write(body)
 
             def _error(self, status, code, head=False):
-                self._send(status, json.dumps({"error": code}).encode(),
-                           {"X-Error-Code": code, "Content-Type": "application/json"}, head)
+                self._send(
+                    status,
+                    json.dumps({"error": code}).encode(),
+                    {"X-Error-Code": code, "Content-Type": "application/json"},
+                    head,
+                )
 
             def _repo(self, repo_id, head=False):
                 repo = hub.repos.get(repo_id)
                 if repo is None:
-                    self._error(401, "RepoNotFound", head)  # what the Hub answers for missing and private repos
+                    self._error(
+                        401, "RepoNotFound", head
+                    )  # what the Hub answers for missing and private repos
                     return None
                 if repo.get("gated") and self.headers.get("Authorization") != f"Bearer {hub.token}":
-                    self._error(401 if not self.headers.get("Authorization") else 403, "GatedRepo", head)
+                    self._error(
+                        401 if not self.headers.get("Authorization") else 403, "GatedRepo", head
+                    )
                     return None
                 return repo
 
@@ -59,19 +71,34 @@ class HubDouble:
                         return
                     if not self._revision_ok(repo, m[2]):
                         return self._error(404, "RevisionNotFound", head)
-                    info = {"id": m[1], "modelId": m[1], "sha": repo["commit"], "private": False,
-                            "siblings": [{"rfilename": f} for f in sorted(repo["files"])]}
-                    return self._send(200, json.dumps(info).encode(), {"Content-Type": "application/json"}, head)
+                    info = {
+                        "id": m[1],
+                        "modelId": m[1],
+                        "sha": repo["commit"],
+                        "private": False,
+                        "siblings": [{"rfilename": f} for f in sorted(repo["files"])],
+                    }
+                    return self._send(
+                        200, json.dumps(info).encode(), {"Content-Type": "application/json"}, head
+                    )
                 if m := re.fullmatch(r"/api/models/([^/]+/[^/]+)/tree/([^/]+)(/.*)?", path):
                     repo = self._repo(m[1], head)
                     if repo is None:
                         return
                     if not self._revision_ok(repo, m[2]):
                         return self._error(404, "RevisionNotFound", head)
-                    tree = [{"type": "file", "path": f, "size": len(data),
-                             "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()}
-                            for f, data in sorted(repo["files"].items())]
-                    return self._send(200, json.dumps(tree).encode(), {"Content-Type": "application/json"}, head)
+                    tree = [
+                        {
+                            "type": "file",
+                            "path": f,
+                            "size": len(data),
+                            "oid": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+                        }
+                        for f, data in sorted(repo["files"].items())
+                    ]
+                    return self._send(
+                        200, json.dumps(tree).encode(), {"Content-Type": "application/json"}, head
+                    )
                 if m := re.fullmatch(r"/([^/]+/[^/]+)/resolve/([^/]+)/(.+)", path):
                     repo = self._repo(m[1], head)
                     if repo is None:
@@ -82,8 +109,16 @@ class HubDouble:
                     if data is None:
                         return self._error(404, "EntryNotFound", head)
                     etag = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
-                    return self._send(200, data, {"X-Repo-Commit": repo["commit"], "ETag": f'"{etag}"',
-                                                  "Content-Type": "application/octet-stream"}, head)
+                    return self._send(
+                        200,
+                        data,
+                        {
+                            "X-Repo-Commit": repo["commit"],
+                            "ETag": f'"{etag}"',
+                            "Content-Type": "application/octet-stream",
+                        },
+                        head,
+                    )
                 self._error(404, "EntryNotFound", head)
 
             def do_GET(self):  # noqa: N802

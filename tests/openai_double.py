@@ -38,11 +38,20 @@ import threading
 import types
 from pathlib import Path
 
-FIXTURE = json.loads((Path(__file__).resolve().parent / "fixtures" / "vllm-0.33.0-interface.json").read_text())
+FIXTURE = json.loads(
+    (Path(__file__).resolve().parent / "fixtures" / "vllm-0.33.0-interface.json").read_text()
+)
 VLLM_FLAGS = set(FIXTURE["cli_flags"]) | {"--no-" + f[2:] for f in FIXTURE["boolean_fields"]}
-DOUBLE_FLAGS = {"--log": True, "--child": False, "--exit-after-start": False}  # flag -> takes a value
+DOUBLE_FLAGS = {
+    "--log": True,
+    "--child": False,
+    "--exit-after-start": False,
+}  # flag -> takes a value
 FLOOR = FIXTURE["defaults"]["logprob_floor"]
-REQUEST_FIELDS = {"/v1/chat/completions": "ChatCompletionRequest", "/v1/completions": "CompletionRequest"}
+REQUEST_FIELDS = {
+    "/v1/chat/completions": "ChatCompletionRequest",
+    "/v1/completions": "CompletionRequest",
+}
 
 
 def parse_command_line(argv: list[str]) -> types.SimpleNamespace:
@@ -54,21 +63,38 @@ def parse_command_line(argv: list[str]) -> types.SimpleNamespace:
     while i < len(argv):
         flag, _, inline = argv[i].partition("=")
         if flag not in VLLM_FLAGS and flag not in DOUBLE_FLAGS:
-            print(f"vllm serve: error: unrecognized arguments: {argv[i]}", file=sys.stderr, flush=True)
+            print(
+                f"vllm serve: error: unrecognized arguments: {argv[i]}", file=sys.stderr, flush=True
+            )
             sys.exit(2)
         values = [inline] if inline else []
         i += 1
-        while not inline and i < len(argv) and not argv[i].startswith("--") and DOUBLE_FLAGS.get(flag, True):
+        while (
+            not inline
+            and i < len(argv)
+            and not argv[i].startswith("--")
+            and DOUBLE_FLAGS.get(flag, True)
+        ):
             values.append(argv[i])
             i += 1
         options.setdefault(flag, []).extend(values)
     return types.SimpleNamespace(
-        model=argv[1], host=(options.get("--host") or ["127.0.0.1"])[0], port=int(options["--port"][0]),
-        log=(options.get("--log") or [None])[0], lora=options.get("--lora-modules", []),
-        child="--child" in options, exit_after_start="--exit-after-start" in options,
-        served_names=options.get("--served-model-name", []), options=options,
-        chat_template=Path(options["--chat-template"][0]).read_text() if options.get("--chat-template") else None,
-        max_model_len=int(options["--max-model-len"][0]) if options.get("--max-model-len") else None)
+        model=argv[1],
+        host=(options.get("--host") or ["127.0.0.1"])[0],
+        port=int(options["--port"][0]),
+        log=(options.get("--log") or [None])[0],
+        lora=options.get("--lora-modules", []),
+        child="--child" in options,
+        exit_after_start="--exit-after-start" in options,
+        served_names=options.get("--served-model-name", []),
+        options=options,
+        chat_template=Path(options["--chat-template"][0]).read_text()
+        if options.get("--chat-template")
+        else None,
+        max_model_len=int(options["--max-model-len"][0])
+        if options.get("--max-model-len")
+        else None,
+    )
 
 
 def main() -> None:
@@ -94,24 +120,44 @@ def main() -> None:
 
         def do_GET(self):  # noqa: N802
             if self.path == "/v1/models":
-                self._answer(200, {"object": "list", "data": [{"id": n, "object": "model"} for n in sorted(names)]})
+                self._answer(
+                    200,
+                    {
+                        "object": "list",
+                        "data": [{"id": n, "object": "model"} for n in sorted(names)],
+                    },
+                )
             else:
                 self._answer(404, {"error": {"message": "not found"}})
 
         def do_POST(self):  # noqa: N802
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+            body = json.loads(
+                self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}"
+            )
             if args.log:
                 with lock, open(args.log, "a", encoding="utf-8") as log:
                     log.write(json.dumps({"path": self.path, "body": body}) + "\n")
             if body.get("model") not in names:
-                self._answer(404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}})
+                self._answer(
+                    404, {"error": {"message": f"The model `{body.get('model')}` does not exist."}}
+                )
                 return
-            known = set(FIXTURE["requests"][REQUEST_FIELDS[self.path]]["fields"]) if self.path in REQUEST_FIELDS \
+            known = (
+                set(FIXTURE["requests"][REQUEST_FIELDS[self.path]]["fields"])
+                if self.path in REQUEST_FIELDS
                 else set()
+            )
             unknown = sorted(set(body) - known)
             if unknown:
-                self._answer(400, {"error": {"message": f"double: {unknown} are not fields of vLLM 0.33.0's "
-                                                        f"{REQUEST_FIELDS.get(self.path, self.path)}"}})
+                self._answer(
+                    400,
+                    {
+                        "error": {
+                            "message": f"double: {unknown} are not fields of vLLM 0.33.0's "
+                            f"{REQUEST_FIELDS.get(self.path, self.path)}"
+                        }
+                    },
+                )
                 return
             with lock:
                 try:
@@ -122,8 +168,17 @@ def main() -> None:
                     else:
                         self._answer(404, {"error": {"message": "not found"}})
                 except TooLong as err:
-                    self._answer(400, {"error": {"message": str(err), "type": "BadRequestError",
-                                                 "param": "input_tokens", "code": 400}})
+                    self._answer(
+                        400,
+                        {
+                            "error": {
+                                "message": str(err),
+                                "type": "BadRequestError",
+                                "param": "input_tokens",
+                                "code": 400,
+                            }
+                        },
+                    )
 
         def log_message(self, fmt, *a):
             print("double:", fmt % a, flush=True)
@@ -151,7 +206,9 @@ class LocalModel:
         out = []
         for step in range(n):
             table = self.logprobs(ids)[-1]
-            if step < min_tokens and self.tok.eos_token_id is not None:  # vLLM's min_tokens: no end yet
+            if (
+                step < min_tokens and self.tok.eos_token_id is not None
+            ):  # vLLM's min_tokens: no end yet
                 table = table.clone()
                 table[self.tok.eos_token_id] = -math.inf
             token = int(table.argmax())
@@ -179,9 +236,11 @@ def fit_prompt(ids: list[int], body: dict, max_model_len: int | None) -> tuple[l
     if max_model_len is None:
         return ids, body
     if len(ids) > max_model_len:
-        raise TooLong(f"This model's maximum context length is {max_model_len} tokens. However, your prompt "
-                      f"contains {len(ids)} input tokens, which exceeds this limit even without any output "
-                      f"tokens. Please reduce the length of the input prompt.")
+        raise TooLong(
+            f"This model's maximum context length is {max_model_len} tokens. However, your prompt "
+            f"contains {len(ids)} input tokens, which exceeds this limit even without any output "
+            f"tokens. Please reduce the length of the input prompt."
+        )
     max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
     return ids, {**body, "max_tokens": min(max_tokens, max_model_len - len(ids))}
 
@@ -200,8 +259,11 @@ def decode_steps(lm: LocalModel, ids: list[int], body: dict, endpoint: str) -> t
     max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
     if body.get("use_beam_search"):
         reads = set(FIXTURE["requests"][endpoint]["beam_search_reads"])
-        ignored = sorted(k for k in ("min_tokens", "stop", "repetition_penalty", "seed", "top_p") if k in body
-                         and k not in reads)
+        ignored = sorted(
+            k
+            for k in ("min_tokens", "stop", "repetition_penalty", "seed", "top_p")
+            if k in body and k not in reads
+        )
         if ignored:
             print(f"double: beam search ignores {ignored}", flush=True)
         return lm.greedy(ids, max_tokens), int(body.get("n") or 1)
@@ -213,32 +275,51 @@ def completion(lm: LocalModel, body: dict, max_model_len: int | None = None) -> 
     ids = list(prompt) if isinstance(prompt, list) else lm.tok(prompt)["input_ids"]
     ids, body = fit_prompt(ids, body, max_model_len)
     steps, n = decode_steps(lm, ids, body, "CompletionRequest")
-    choice = {"index": 0, "text": lm.tok.decode([t for t, _ in steps]), "finish_reason": "length",
-              "logprobs": None}
+    choice = {
+        "index": 0,
+        "text": lm.tok.decode([t for t, _ in steps]),
+        "finish_reason": "length",
+        "logprobs": None,
+    }
     if body.get("return_token_ids"):
         choice["token_ids"] = [t for t, _ in steps]
     if body.get("logprobs") is not None:
         k = int(body["logprobs"])
-        choice["logprobs"] = {"tokens": [lm.tok.decode([t]) for t, _ in steps],
-                              "token_logprobs": [float(table[t]) for t, table in steps],
-                              "top_logprobs": [dict(lm.top(table, k)) for _, table in steps],
-                              "text_offset": [0] * len(steps)}
+        choice["logprobs"] = {
+            "tokens": [lm.tok.decode([t]) for t, _ in steps],
+            "token_logprobs": [float(table[t]) for t, table in steps],
+            "top_logprobs": [dict(lm.top(table, k)) for _, table in steps],
+            "text_offset": [0] * len(steps),
+        }
     if body.get("prompt_logprobs") is not None:
         table = lm.logprobs(ids)
         choice["prompt_logprobs"] = [None] + [
-            {str(ids[i]): {"logprob": clamp(table[i - 1, ids[i]]), "rank": 1,
-                           "decoded_token": lm.tok.decode([ids[i]])}}
-            for i in range(1, len(ids))]
+            {
+                str(ids[i]): {
+                    "logprob": clamp(table[i - 1, ids[i]]),
+                    "rank": 1,
+                    "decoded_token": lm.tok.decode([ids[i]]),
+                }
+            }
+            for i in range(1, len(ids))
+        ]
     choices = [{**choice, "index": i} for i in range(n)]
-    return {"id": "cmpl-0", "object": "text_completion", "created": 0, "model": body["model"],
-            "choices": choices, "usage": usage(len(ids), n * len(steps))}
+    return {
+        "id": "cmpl-0",
+        "object": "text_completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": choices,
+        "usage": usage(len(ids), n * len(steps)),
+    }
 
 
 def chat(lm: LocalModel, body: dict, max_model_len: int | None = None) -> dict:
     messages = body["messages"]
     if body.get("continue_final_message"):
-        text = lm.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=False,
-                                          continue_final_message=True)
+        text = lm.tok.apply_chat_template(
+            messages, tokenize=False, add_generation_prompt=False, continue_final_message=True
+        )
     else:
         text = lm.tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
     ids = lm.tok(text, add_special_tokens=False)["input_ids"]
@@ -247,17 +328,35 @@ def chat(lm: LocalModel, body: dict, max_model_len: int | None = None) -> dict:
     logprobs = None
     if body.get("logprobs"):
         k = int(body.get("top_logprobs") or 0)
-        logprobs = {"content": [{"token": lm.tok.decode([t]), "logprob": clamp(table[t]), "bytes": None,
-                                 "top_logprobs": [{"token": s, "logprob": clamp(v), "bytes": None}
-                                                  for s, v in lm.top(table, k)]}
-                                for t, table in steps]}
-    choice = {"message": {"role": "assistant", "content": lm.tok.decode([t for t, _ in steps])},
-              "finish_reason": "length", "logprobs": logprobs}
+        logprobs = {
+            "content": [
+                {
+                    "token": lm.tok.decode([t]),
+                    "logprob": clamp(table[t]),
+                    "bytes": None,
+                    "top_logprobs": [
+                        {"token": s, "logprob": clamp(v), "bytes": None}
+                        for s, v in lm.top(table, k)
+                    ],
+                }
+                for t, table in steps
+            ]
+        }
+    choice = {
+        "message": {"role": "assistant", "content": lm.tok.decode([t for t, _ in steps])},
+        "finish_reason": "length",
+        "logprobs": logprobs,
+    }
     if body.get("return_token_ids"):
         choice["token_ids"] = [t for t, _ in steps]
-    return {"id": "chatcmpl-0", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": i, **choice} for i in range(n)],
-            "usage": usage(len(ids), n * len(steps))}
+    return {
+        "id": "chatcmpl-0",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body["model"],
+        "choices": [{"index": i, **choice} for i in range(n)],
+        "usage": usage(len(ids), n * len(steps)),
+    }
 
 
 if __name__ == "__main__":

@@ -18,7 +18,8 @@ def repo_files() -> list[str]:
     """The files of the repository a user's clone has (tracked and new, not ignored)."""
     out = subprocess.run(
         ["git", "-C", str(REPO), "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        capture_output=True, check=True,
+        capture_output=True,
+        check=True,
     ).stdout.decode()
     return [f for f in out.split("\0") if f and (REPO / f).is_file()]
 
@@ -65,7 +66,9 @@ def snakemake(workdir: Path, *args: str, timeout: int = 600) -> subprocess.Compl
 def dry_run_jobs(workdir: Path, *args: str) -> dict[str, int]:
     """Jobs a dry run would execute, as {rule: count} (empty when there is nothing to do),
     with the local profile (the settings of `make run`)."""
-    result = snakemake(workdir, "-n", "--profile", "profiles/local", "--cores", "2", *args, timeout=300)
+    result = snakemake(
+        workdir, "-n", "--profile", "profiles/local", "--cores", "2", *args, timeout=300
+    )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     text = result.stdout + result.stderr
     if "Nothing to be done" in text:

@@ -49,8 +49,14 @@ def main(argv: list[str] | None = None) -> None:
     root = ", ".join(f"{i['metadata']['name']}=={i['metadata']['version']}" for i in requested)
     environment = report.get("environment", {})
     python = environment.get("python_version", "3.11")
-    text = HEADER.format(name=args.name, out=args.out.as_posix(), note="\n".join(f"# {line}" for line in args.note), root=root, python=python,
-                         platform=f"{environment.get('sys_platform', 'linux')} {environment.get('platform_machine', '')}")
+    text = HEADER.format(
+        name=args.name,
+        out=args.out.as_posix(),
+        note="\n".join(f"# {line}" for line in args.note),
+        root=root,
+        python=python,
+        platform=f"{environment.get('sys_platform', 'linux')} {environment.get('platform_machine', '')}",
+    )
     text += "channels:\n  - conda-forge\n  - nodefaults\ndependencies:\n"
     text += f"  - python={python}\n  - pip\n  - pip:\n"
     text += "".join(f"      - {pin}\n" for pin in pins(report))

@@ -67,7 +67,9 @@ def class_fields(cls: ast.ClassDef) -> dict[str, str]:
     for node in cls.body:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             annotation = ast.unparse(node.annotation)
-            if node.target.id.startswith("_") or annotation.startswith(("ClassVar", "typing.ClassVar")):
+            if node.target.id.startswith("_") or annotation.startswith(
+                ("ClassVar", "typing.ClassVar")
+            ):
                 continue
             out[node.target.id] = annotation
     return out
@@ -76,7 +78,11 @@ def class_fields(cls: ast.ClassDef) -> dict[str, str]:
 def field_default(cls: ast.ClassDef, name: str):
     """The literal default of a field (``= 0.9`` or ``Field(default=0.9, ...)``), else None."""
     for node in cls.body:
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and node.target.id == name
+        ):
             value = node.value
             if isinstance(value, ast.Call):
                 for keyword in value.keywords:
@@ -92,16 +98,29 @@ def field_default(cls: ast.ClassDef, name: str):
 def literal_flags(tree: ast.Module) -> set[str]:
     flags = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument":
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_argument"
+        ):
             for arg in node.args:
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value.startswith("-"):
+                if (
+                    isinstance(arg, ast.Constant)
+                    and isinstance(arg.value, str)
+                    and arg.value.startswith("-")
+                ):
                     flags.add(arg.value)
     return flags
 
 
 def self_attributes(function: ast.FunctionDef) -> set[str]:
-    return {node.attr for node in ast.walk(function)
-            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"}
+    return {
+        node.attr
+        for node in ast.walk(function)
+        if isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    }
 
 
 def method(cls: ast.ClassDef, name: str) -> ast.FunctionDef:
@@ -114,11 +133,16 @@ def method(cls: ast.ClassDef, name: str) -> ast.FunctionDef:
 def read_interface(wheel: Path) -> dict:
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
-        paths = {key: path if path in names else FALLBACKS.get(key, path) for key, path in FILES.items()}
+        paths = {
+            key: path if path in names else FALLBACKS.get(key, path) for key, path in FILES.items()
+        }
         missing = [path for path in paths.values() if path not in names]
         if missing:
             raise SystemExit(f"{wheel}: the wheel lacks {missing}; the layout moved, update FILES")
-        trees = {key: ast.parse(archive.read(path).decode("utf-8"), filename=path) for key, path in paths.items()}
+        trees = {
+            key: ast.parse(archive.read(path).decode("utf-8"), filename=path)
+            for key, path in paths.items()
+        }
         metadata_name = next(n for n in names if n.endswith(".dist-info/METADATA"))
         metadata = archive.read(metadata_name).decode("utf-8")
         cudart = set()
@@ -151,8 +175,13 @@ def read_interface(wheel: Path) -> dict:
     torch = sorted(set(re.findall(r"^Requires-Dist: (torch==[^;\s]+)", metadata, re.M)))
     return {
         "source": f"read statically from {wheel.name} by tools/vllm_interface.py (nothing imported)",
-        "wheel": {"file": wheel.name, "version": version, "sha256": digest.hexdigest(), "requires_torch": torch,
-                  "links_cudart": sorted(c.decode() for c in cudart)},
+        "wheel": {
+            "file": wheel.name,
+            "version": version,
+            "sha256": digest.hexdigest(),
+            "requires_torch": torch,
+            "links_cudart": sorted(c.decode() for c in cudart),
+        },
         "cli_flags": sorted(flags),
         "boolean_fields": sorted(boolean),
         "requests": requests,
@@ -173,8 +202,11 @@ def main(argv: list[str] | None = None) -> None:
     interface = read_interface(args.wheel)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(interface, indent=1, sort_keys=True) + "\n")
-    print(f"{args.out}: {len(interface['cli_flags'])} flags, "
-          + ", ".join(f"{k} {len(v['fields'])} fields" for k, v in interface["requests"].items()), file=sys.stderr)
+    print(
+        f"{args.out}: {len(interface['cli_flags'])} flags, "
+        + ", ".join(f"{k} {len(v['fields'])} fields" for k, v in interface["requests"].items()),
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -69,7 +69,9 @@ def partition_kind(gpus: int) -> str:
     return "gpu" if gpus > 0 else "cpu"
 
 
-def partition(resources: Mapping[str, Any], kind: str, environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+def partition(
+    resources: Mapping[str, Any], kind: str, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A partition's settings with its name resolved (config, else environment)."""
     environ = os.environ if environ is None else environ
     values = dict(resources.get("partitions", {}).get(kind, {}))
@@ -99,7 +101,8 @@ def job_request(
         raise ResourceError(
             f"resources.{stage}: local is true, so this stage's rules run on the submit host, but one of "
             f"its jobs needs {gpus} GPU(s); set local only on stages whose jobs all call an API or the "
-            "network (docs/paper-scale.md, outbound access), or reach the API through a proxy")
+            "network (docs/paper-scale.md, outbound access), or reach the API through a proxy"
+        )
     kind = partition_kind(gpus)
     part = partition(resources, kind, environ)
     mem = int(settings["mem_mb"])
@@ -111,16 +114,20 @@ def job_request(
     if max_mem is not None and mem > max_mem:
         raise ResourceError(
             f"{where}: mem_mb {mem} is above {label}'s max_mem_mb {max_mem} "
-            f"(resources.partitions.{kind}); lower the stage's request or raise the cap")
+            f"(resources.partitions.{kind}); lower the stage's request or raise the cap"
+        )
     max_runtime = part.get("max_runtime")
     max_minutes = None if max_runtime is None else runtime_minutes(max_runtime)
     if max_minutes is not None and runtime > max_minutes:
         raise ResourceError(
             f"{where}: runtime {settings['runtime']} ({runtime} min) is above {label}'s max_runtime "
-            f"{max_runtime} (resources.partitions.{kind}); lower the stage's request or raise the cap")
+            f"{max_runtime} (resources.partitions.{kind}); lower the stage's request or raise the cap"
+        )
     request: dict[str, Any] = {
         "mem_mb": mem * attempt if max_mem is None else min(mem * attempt, max_mem),
-        "runtime": runtime * attempt if max_minutes is None else min(runtime * attempt, max_minutes),
+        "runtime": runtime * attempt
+        if max_minutes is None
+        else min(runtime * attempt, max_minutes),
         "slurm_partition": name,
         "nodes": 1,
     }

@@ -63,11 +63,15 @@ def parse_ids(text: str, source: str = GPUS_ENV) -> list[str]:
     """Device ids from a comma-separated list (``0,1,2,3`` or GPU UUIDs), in order, each once."""
     ids = [part.strip() for part in text.split(",")]
     if not text.strip() or any(not part for part in ids):
-        raise DevicePoolError(f"{source}={text!r}: expected comma-separated device ids such as 0,1,2,3")
+        raise DevicePoolError(
+            f"{source}={text!r}: expected comma-separated device ids such as 0,1,2,3"
+        )
     bad = [part for part in ids if not all(c.isalnum() or c in "-_:" for c in part)]
     if bad:
-        raise DevicePoolError(f"{source}={text!r}: device id(s) {bad} have characters other than letters, "
-                              "digits, '-', '_' and ':'")
+        raise DevicePoolError(
+            f"{source}={text!r}: device id(s) {bad} have characters other than letters, "
+            "digits, '-', '_' and ':'"
+        )
     repeated = sorted({part for part in ids if ids.count(part) > 1})
     if repeated:
         raise DevicePoolError(f"{source}={text!r}: device id(s) {repeated} listed twice")
@@ -141,7 +145,9 @@ class DevicePool:
         for device in self.ids:
             if len(lease.devices) == count:
                 break
-            fd = os.open(self._path(device), os.O_RDWR | os.O_CREAT, 0o644)  # not inherited by children
+            fd = os.open(
+                self._path(device), os.O_RDWR | os.O_CREAT, 0o644
+            )  # not inherited by children
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as err:
@@ -159,30 +165,50 @@ class DevicePool:
         lease.release()  # all or nothing: never hold some while waiting for the rest
         return None
 
-    def acquire(self, count: int, owner: str = "", *, poll: float = 0.25, timeout: float | None = None,
-                report_every: float = 60.0) -> Lease:
+    def acquire(
+        self,
+        count: int,
+        owner: str = "",
+        *,
+        poll: float = 0.25,
+        timeout: float | None = None,
+        report_every: float = 60.0,
+    ) -> Lease:
         """``count`` devices, waiting until that many are free at once (``timeout`` seconds at most)."""
         if count < 1:
             raise DevicePoolError(f"{owner or 'a job'} asks for {count} devices")
         if count > len(self.ids):
-            raise DevicePoolError(f"{owner or 'a job'} needs {count} GPUs; {GPUS_ENV} names {len(self.ids)} "
-                                  f"({','.join(self.ids)})")
+            raise DevicePoolError(
+                f"{owner or 'a job'} needs {count} GPUs; {GPUS_ENV} names {len(self.ids)} "
+                f"({','.join(self.ids)})"
+            )
         start = time.monotonic()
         reported: float | None = None
         while True:
             lease = self.try_acquire(count, owner)
             if lease is not None:
                 if reported is not None:
-                    log.info("%s: got GPU(s) %s after %.1f s", owner or "job", ",".join(lease.devices),
-                             time.monotonic() - start)
+                    log.info(
+                        "%s: got GPU(s) %s after %.1f s",
+                        owner or "job",
+                        ",".join(lease.devices),
+                        time.monotonic() - start,
+                    )
                 return lease
             now = time.monotonic()
             if timeout is not None and now - start >= timeout:
-                raise TimeoutError(f"{owner or 'a job'}: {count} of the GPUs {','.join(self.ids)} were not free "
-                                   f"at once within {timeout:g} s ({self.describe()})")
+                raise TimeoutError(
+                    f"{owner or 'a job'}: {count} of the GPUs {','.join(self.ids)} were not free "
+                    f"at once within {timeout:g} s ({self.describe()})"
+                )
             if reported is None or now - reported >= report_every:
-                log.info("%s waits for %d free GPU(s) of %s (%s)", owner or "job", count, ",".join(self.ids),
-                         self.describe())
+                log.info(
+                    "%s waits for %d free GPU(s) of %s (%s)",
+                    owner or "job",
+                    count,
+                    ",".join(self.ids),
+                    self.describe(),
+                )
                 reported = now
             time.sleep(poll)
 
@@ -203,9 +229,11 @@ def pool_gpu_limit(given: int | None, environ: Mapping[str, str] | None = None) 
     if pool is None:
         return None
     if given is not None and int(given) > len(pool.ids):
-        raise DevicePoolError(f"--resources gpu={given} lets Snakemake run jobs that need {given} GPUs at once, but "
-                              f"{GPUS_ENV} names {len(pool.ids)} ({','.join(pool.ids)}): pass gpu={len(pool.ids)} "
-                              "or fewer, or leave it out (the workflow then uses the pool's size)")
+        raise DevicePoolError(
+            f"--resources gpu={given} lets Snakemake run jobs that need {given} GPUs at once, but "
+            f"{GPUS_ENV} names {len(pool.ids)} ({','.join(pool.ids)}): pass gpu={len(pool.ids)} "
+            "or fewer, or leave it out (the workflow then uses the pool's size)"
+        )
     return len(pool.ids) if given is None else int(given)
 
 
@@ -214,9 +242,11 @@ def check_job_gpus(needed: int, limit: int | None, job: str) -> int:
     Snakemake would silently cut a larger request down to the limit, and the job's GPU plan
     (tensor parallelism, one GPU per server) would then not fit the devices it gets."""
     if limit is not None and needed > int(limit):
-        raise DevicePoolError(f"{job} needs {needed} GPUs (its GPU plan or its stage's resources), but this run "
-                              f"has gpu={limit} ({GPUS_ENV} or --resources gpu): run it on a machine with "
-                              f"{needed} GPUs, or lower the stage's needs (gpu_plan, resources)")
+        raise DevicePoolError(
+            f"{job} needs {needed} GPUs (its GPU plan or its stage's resources), but this run "
+            f"has gpu={limit} ({GPUS_ENV} or --resources gpu): run it on a machine with "
+            f"{needed} GPUs, or lower the stage's needs (gpu_plan, resources)"
+        )
     return needed
 
 
@@ -234,8 +264,9 @@ def use_gpu_pool(workflow) -> int | None:
     return limit
 
 
-def assign_job_devices(gpus: int, owner: str, environ: MutableMapping[str, str] | None = None,
-                       **acquire_options) -> Lease | None:
+def assign_job_devices(
+    gpus: int, owner: str, environ: MutableMapping[str, str] | None = None, **acquire_options
+) -> Lease | None:
     """A job's own devices from the pool, set as ``CUDA_VISIBLE_DEVICES`` in ``environ``.
 
     None (nothing changed) for a job without GPUs, under SLURM, or without ``ISQAFLOW_GPUS``.
@@ -248,13 +279,26 @@ def assign_job_devices(gpus: int, owner: str, environ: MutableMapping[str, str] 
         return None
     lease = pool.acquire(gpus, owner, **acquire_options)
     environ[VISIBLE_ENV] = ",".join(lease.devices)
-    log.info("%s: GPU(s) %s from the pool %s (%s=%s)", owner, ",".join(lease.devices), pool.directory,
-             VISIBLE_ENV, environ[VISIBLE_ENV])
+    log.info(
+        "%s: GPU(s) %s from the pool %s (%s=%s)",
+        owner,
+        ",".join(lease.devices),
+        pool.directory,
+        VISIBLE_ENV,
+        environ[VISIBLE_ENV],
+    )
     return lease
 
 
-def planned_device(device: str | None, *, job_gpus: int, cuda_available: bool, model: str,
-                   job: str = "this job", key: str | None = None) -> str:
+def planned_device(
+    device: str | None,
+    *,
+    job_gpus: int,
+    cuda_available: bool,
+    model: str,
+    job: str = "this job",
+    key: str | None = None,
+) -> str:
     """The device of a model: an explicit one as given, ``auto`` (or None) CUDA when there is
     one, else the CPU -- except in a job given GPUs, which raises :class:`NoGPUError`."""
     if device not in (None, "", "auto"):
@@ -263,7 +307,9 @@ def planned_device(device: str | None, *, job_gpus: int, cuda_available: bool, m
         return "cuda"
     if job_gpus > 0:
         where = key or f"models.{model}.device"
-        raise NoGPUError(f"{job}: was given {job_gpus} GPU(s) for model {model}, but torch sees no CUDA device "
-                         f"({VISIBLE_ENV}={os.environ.get(VISIBLE_ENV, '<unset>')!s}); it would run on the CPU. "
-                         f"Run it where the GPU is, or set {where}: cpu to use the CPU on purpose")
+        raise NoGPUError(
+            f"{job}: was given {job_gpus} GPU(s) for model {model}, but torch sees no CUDA device "
+            f"({VISIBLE_ENV}={os.environ.get(VISIBLE_ENV, '<unset>')!s}); it would run on the CPU. "
+            f"Run it where the GPU is, or set {where}: cpu to use the CPU on purpose"
+        )
     return "cpu"

@@ -260,8 +260,13 @@ def _summary_judge_jobs(
     """The jobs of a suite's judges over the judged ISQA summaries (``drfr_summaries``,
     ``arena_summaries``): one per (dataset, summarizer, judge)."""
     return [
-        _job(rule, [ModelRef("judge", entry["model"])], dataset=dataset, summarizer=summarizer,
-             judge=judge)
+        _job(
+            rule,
+            [ModelRef("judge", entry["model"])],
+            dataset=dataset,
+            summarizer=summarizer,
+            judge=judge,
+        )
         for dataset, summarizer in isqa_pairs(config) + judged_file_summary_pairs(config)
         for judge, entry in judges.items()
     ]

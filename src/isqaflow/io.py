@@ -82,7 +82,10 @@ class RecordError(ValueError):
 
 def current_umask() -> int:
     """The process umask (Linux: read from /proc; elsewhere set and restored at once)."""
-    with contextlib.suppress(OSError, ValueError), open("/proc/self/status", encoding="ascii") as handle:
+    with (
+        contextlib.suppress(OSError, ValueError),
+        open("/proc/self/status", encoding="ascii") as handle,
+    ):
         for line in handle:
             if line.startswith("Umask:"):
                 return int(line.split()[1], 8)
@@ -184,14 +187,19 @@ write_records = write_jsonl
 BOM = "\ufeff"
 
 
-def _not_utf8(path: Path, data: bytes, err: UnicodeDecodeError, line: int | None = None) -> RecordError:
+def _not_utf8(
+    path: Path, data: bytes, err: UnicodeDecodeError, line: int | None = None
+) -> RecordError:
     """The error for bytes that are not UTF-8: the line and column, and the bytes themselves."""
     if line is None:
         line = data.count(b"\n", 0, err.start) + 1
     column = err.start - (data.rfind(b"\n", 0, err.start) + 1) + 1
     bad = data[err.start : err.end].hex(" ")
-    return RecordError(path, f"not UTF-8: byte(s) {bad} at column {column} ({err.reason}); "
-                             "save the file as UTF-8", line=line)
+    return RecordError(
+        path,
+        f"not UTF-8: byte(s) {bad} at column {column} ({err.reason}); save the file as UTF-8",
+        line=line,
+    )
 
 
 class _Duplicates:
@@ -218,13 +226,25 @@ class _Duplicates:
         if not self.found:
             return
         where, key = self.found[0]
-        if line is None and where == self.objects and isinstance(data, dict):  # the outermost object
-            raise RecordError(path, f"key {key!r} occurs twice in the top-level object: a JSON reader "
-                                    "keeps only the last (where records are keyed by id, a record "
-                                    "would silently vanish)", record=key, field=key)
+        if (
+            line is None and where == self.objects and isinstance(data, dict)
+        ):  # the outermost object
+            raise RecordError(
+                path,
+                f"key {key!r} occurs twice in the top-level object: a JSON reader "
+                "keeps only the last (where records are keyed by id, a record "
+                "would silently vanish)",
+                record=key,
+                field=key,
+            )
         record = data.get("id") if isinstance(data, dict) and where == self.objects else None
-        raise RecordError(path, f"key {key!r} occurs twice in one object: a JSON reader keeps only "
-                                "the last value", record=record, field=key, line=line)
+        raise RecordError(
+            path,
+            f"key {key!r} occurs twice in one object: a JSON reader keeps only the last value",
+            record=record,
+            field=key,
+            line=line,
+        )
 
 
 def loads(path: str | os.PathLike, text: str, line: int | None = None) -> Any:
@@ -237,7 +257,9 @@ def loads(path: str | os.PathLike, text: str, line: int | None = None) -> Any:
         data = json.loads(text, object_pairs_hook=hook)
     except json.JSONDecodeError as err:
         where = err.lineno if line is None else line
-        raise RecordError(path, f"not valid JSON: {err.msg} (column {err.colno})", line=where) from err
+        raise RecordError(
+            path, f"not valid JSON: {err.msg} (column {err.colno})", line=where
+        ) from err
     hook.check(path, data, line)
     return data
 
@@ -314,8 +336,9 @@ def read_jsonl(path: str | os.PathLike) -> Iterator[tuple[int, dict]]:
         yield line_no, obj
 
 
-def read_csv(path: str | os.PathLike, required: Iterable[str] = (),
-             delimiter: str = ",") -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
+def read_csv(
+    path: str | os.PathLike, required: Iterable[str] = (), delimiter: str = ","
+) -> tuple[list[str], Iterator[tuple[int, dict[str, str]]]]:
     r"""A CSV file with a header row: ``(header, rows)``, each row ``(line, {column: cell})``
     where ``line`` is the line its record starts on (header = line 1; a quoted cell may span
     lines).  Read as every input is (:func:`read_text`: UTF-8, byte-order mark dropped; lines
@@ -338,8 +361,12 @@ def read_csv(path: str | os.PathLike, required: Iterable[str] = (),
     header = [name.strip() for name in parse() or []]
     missing = [c for c in required if c not in header]
     if missing:
-        raise RecordError(path, f"missing column(s) {missing}; the header (line 1) has {header}",
-                          field=missing[0], line=1)
+        raise RecordError(
+            path,
+            f"missing column(s) {missing}; the header (line 1) has {header}",
+            field=missing[0],
+            line=1,
+        )
 
     def rows() -> Iterator[tuple[int, dict[str, str]]]:
         while True:
@@ -350,8 +377,12 @@ def read_csv(path: str | os.PathLike, required: Iterable[str] = (),
             if not any(cell.strip() for cell in cells):
                 continue
             if len(cells) > len(header):
-                raise RecordError(path, f"{len(cells)} cells in a row under a header of {len(header)} "
-                                        "columns (an unquoted delimiter?)", line=line)
+                raise RecordError(
+                    path,
+                    f"{len(cells)} cells in a row under a header of {len(header)} "
+                    "columns (an unquoted delimiter?)",
+                    line=line,
+                )
             yield line, dict(zip(header, cells + [""] * (len(header) - len(cells))))
 
     return header, rows()
@@ -383,8 +414,13 @@ def read_records(path: str | os.PathLike, model: type[T], id_field: str = "id") 
         if unique:
             key = getattr(record, unique)
             if key in seen:
-                raise RecordError(path, f"{unique} {key!r} occurs twice (first on line {seen[key]})",
-                                  record=key, field=unique, line=line_no)
+                raise RecordError(
+                    path,
+                    f"{unique} {key!r} occurs twice (first on line {seen[key]})",
+                    record=key,
+                    field=unique,
+                    line=line_no,
+                )
             seen[key] = line_no
         records.append(record)
     return records

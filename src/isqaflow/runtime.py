@@ -90,7 +90,10 @@ def allow_hub() -> bool:
     the run was started offline.  Call it before huggingface_hub is imported (it reads the
     variable at import; an already imported module is updated too).  Returns whether the
     Hub may be reached."""
-    online = os.environ.get(HUB_ONLINE_ENV, "0" if _truthy(os.environ.get("HF_HUB_OFFLINE")) else "1") == "1"
+    online = (
+        os.environ.get(HUB_ONLINE_ENV, "0" if _truthy(os.environ.get("HF_HUB_OFFLINE")) else "1")
+        == "1"
+    )
     os.environ["HF_HUB_OFFLINE"] = "0" if online else "1"
     constants = sys.modules.get("huggingface_hub.constants")
     if constants is not None:
@@ -208,8 +211,13 @@ def job(smk: Any) -> Iterator[Job]:
     log.info("start %s %s (threads=%d, gpus=%d)", rule, wildcards, threads, gpus)
     started = time.monotonic()
     global _current
-    _current = Job(rule=rule, threads=threads, outputs=[str(o) for o in smk.output],
-                   wildcards={k: str(v) for k, v in wildcards.items()}, gpus=gpus)
+    _current = Job(
+        rule=rule,
+        threads=threads,
+        outputs=[str(o) for o in smk.output],
+        wildcards={k: str(v) for k, v in wildcards.items()},
+        gpus=gpus,
+    )
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _raise_terminated) if main_thread else None
     try:
@@ -221,15 +229,23 @@ def job(smk: Any) -> Iterator[Job]:
             _exit_hooks.append(lease.release)
         yield _current
     except NamedError as err:
-        log.error("%s failed after %.1fs: %s", rule, time.monotonic() - started, err,
-                  extra={FILE_ONLY: log_file is not None})
+        log.error(
+            "%s failed after %.1fs: %s",
+            rule,
+            time.monotonic() - started,
+            err,
+            extra={FILE_ONLY: log_file is not None},
+        )
         raise SystemExit(1) from None
     except BaseException:
         log.exception("%s failed after %.1fs", rule, time.monotonic() - started)
         raise
     finally:
         if main_thread:  # a second SIGTERM must not interrupt the clean-up
-            signal.signal(signal.SIGTERM, lambda signum, frame: log.warning("SIGTERM during clean-up: ignored"))
+            signal.signal(
+                signal.SIGTERM,
+                lambda signum, frame: log.warning("SIGTERM during clean-up: ignored"),
+            )
         try:
             _run_exit_hooks()
         finally:
@@ -248,6 +264,11 @@ def job_device(device: str | None, *, model: str, key: str | None = None) -> str
     import torch
 
     current = current_job()
-    return devices.planned_device(device, job_gpus=current.gpus if current else 0,
-                                  cuda_available=torch.cuda.is_available(), model=model,
-                                  job=current.label() if current else "this job", key=key)
+    return devices.planned_device(
+        device,
+        job_gpus=current.gpus if current else 0,
+        cuda_available=torch.cuda.is_available(),
+        model=model,
+        job=current.label() if current else "this job",
+        key=key,
+    )

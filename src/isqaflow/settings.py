@@ -25,7 +25,8 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # prefix is kept, the rest masked.
 _SECRET = re.compile(
     r"(?P<prefix>\b(?:sk-(?:proj-|ant-|svcacct-|admin-)?|hf_|ghp_|gho_|ghu_|ghs_|github_pat_|xox[abprs]-|"
-    r"AIza|AKIA|Bearer\s+))(?P<secret>[A-Za-z0-9_\-./+=]{6,})")
+    r"AIza|AKIA|Bearer\s+))(?P<secret>[A-Za-z0-9_\-./+=]{6,})"
+)
 # A long unbroken run of upper- and lower-case letters and digits (32+ characters): a token of
 # an unknown provider (a hex digest or a commit id, lower case only, is left alone).
 _TOKEN = re.compile(r"\b(?=\w*\d)(?=\w*[a-z])(?=\w*[A-Z])[A-Za-z0-9_]{32,}\b")
@@ -54,15 +55,19 @@ def api_key_variable(entry: Mapping[str, Any]) -> str:
     if value is None:
         return DEFAULT_KEY_ENV
     if looks_like_secret(value):  # before the name's rule: hf_... tokens are valid names
-        raise ValueError("api_key_env holds what looks like an API key itself (not shown): it takes the "
-                         "NAME of the environment variable that holds the key; export the key as, e.g., "
-                         f"{DEFAULT_KEY_ENV} and write that name here (and revoke the key if this file "
-                         "was shared)")
+        raise ValueError(
+            "api_key_env holds what looks like an API key itself (not shown): it takes the "
+            "NAME of the environment variable that holds the key; export the key as, e.g., "
+            f"{DEFAULT_KEY_ENV} and write that name here (and revoke the key if this file "
+            "was shared)"
+        )
     if isinstance(value, str) and _ENV_NAME.match(value):
         return value
     shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
-    raise ValueError(f"api_key_env {shown} is not an environment variable's name (letters, digits and _, "
-                     f"not starting with a digit); leave it out for {DEFAULT_KEY_ENV}")
+    raise ValueError(
+        f"api_key_env {shown} is not an environment variable's name (letters, digits and _, "
+        f"not starting with a digit); leave it out for {DEFAULT_KEY_ENV}"
+    )
 
 
 def reads_file(entry: Mapping[str, Any]) -> bool:

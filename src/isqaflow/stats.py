@@ -104,9 +104,11 @@ _COMPARISON_COLUMNS = (
 
 def small_n_note(unit: str = "items") -> str:
     """The caption sentence behind :data:`SMALL_N_MARK`."""
-    return (f"{SMALL_N_MARK} interval from fewer than {SMALL_N} {unit}: a nominal 95% percentile bootstrap "
-            f"interval covers far less there (simulated: about 51% at n = 2, 73% at 3, 81% at 4, 89% at 8); "
-            f"read it as indicative")
+    return (
+        f"{SMALL_N_MARK} interval from fewer than {SMALL_N} {unit}: a nominal 95% percentile bootstrap "
+        f"interval covers far less there (simulated: about 51% at n = 2, 73% at 3, 81% at 4, 89% at 8); "
+        f"read it as indicative"
+    )
 
 
 def holm(p_values: ArrayLike) -> np.ndarray:
@@ -278,7 +280,9 @@ def sign_flip_test(
     if min_pairs < 1:
         raise ValueError(f"min_pairs must be at least 1, got {min_pairs}")
     if not 0 <= exact_max_pairs <= 20:
-        raise ValueError(f"exact_max_pairs must lie in [0, 20] (2**n patterns in memory), got {exact_max_pairs}")
+        raise ValueError(
+            f"exact_max_pairs must lie in [0, 20] (2**n patterns in memory), got {exact_max_pairs}"
+        )
     a, b, n_missing = _paired(a, b)
     diff = b - a
     n = int(diff.size)
@@ -296,7 +300,12 @@ def sign_flip_test(
         size = min(chunk, rounds - start)
         signs = 1.0 - 2.0 * rng.integers(0, 2, size=(size, n))
         extreme += int(np.count_nonzero(np.abs(signs @ diff) >= threshold))
-    return {**result, "p_value": (extreme + 1) / (rounds + 1), "method": "monte carlo", "rounds": rounds}
+    return {
+        **result,
+        "p_value": (extreme + 1) / (rounds + 1),
+        "method": "monte carlo",
+        "rounds": rounds,
+    }
 
 
 def wilcoxon_signed_rank(a: ArrayLike, b: ArrayLike) -> dict:
@@ -375,8 +384,9 @@ def compare_systems(
     return pd.DataFrame(rows, columns=[system, *_COMPARISON_COLUMNS]).set_index(system)
 
 
-def share_test(n_correct: int, n: int, chance: float, alpha: float = 0.05,
-               confidence: float = 0.95) -> dict:
+def share_test(
+    n_correct: int, n: int, chance: float, alpha: float = 0.05, confidence: float = 0.95
+) -> dict:
     """Share correct with its exact interval and the one-sided exact binomial test against chance.
 
     ``share`` = n_correct / n; ``lower``/``upper`` the two-sided ``confidence``
@@ -398,8 +408,16 @@ def share_test(n_correct: int, n: int, chance: float, alpha: float = 0.05,
     if n < 0 or not 0 <= n_correct <= max(n, 0):
         raise ValueError(f"need 0 <= n_correct <= n, got {n_correct} of {n}")
     if n == 0:
-        return {"n": 0, "n_correct": 0, "share": np.nan, "lower": np.nan, "upper": np.nan,
-                "chance": float(chance), "p_value": np.nan, "separates": False}
+        return {
+            "n": 0,
+            "n_correct": 0,
+            "share": np.nan,
+            "lower": np.nan,
+            "upper": np.nan,
+            "chance": float(chance),
+            "p_value": np.nan,
+            "separates": False,
+        }
     test = binomtest(int(n_correct), int(n), p=float(chance), alternative="greater")
     interval = binomtest(int(n_correct), int(n)).proportion_ci(
         confidence_level=confidence, method="exact"
@@ -443,8 +461,13 @@ def mcnemar_test(after: ArrayLike, before: ArrayLike, alpha: float = 0.05) -> di
         if discordant == 0
         else float(binomtest(gained, discordant, 0.5, alternative="greater").pvalue)
     )
-    return {"n": int(after.size), "gained": gained, "lost": lost, "p_value": p_value,
-            "separates": bool(p_value < alpha)}
+    return {
+        "n": int(after.size),
+        "gained": gained,
+        "lost": lost,
+        "p_value": p_value,
+        "separates": bool(p_value < alpha),
+    }
 
 
 def min_items_to_separate(chance: float, alpha: float = 0.05) -> int | None:

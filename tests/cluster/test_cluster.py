@@ -17,9 +17,20 @@ from isqaflow.cluster import ResourceError, is_local, job_request, partition, ru
 
 PAPER = yaml.safe_load((REPO / "config/paper.yaml").read_text())
 PROFILE = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
-ENV = {"SLURM_ACCOUNT": "acct", "SLURM_CPU_PARTITION": "cpuq", "SLURM_GPU_PARTITION": "gpuq",
-       "OPENAI_API_KEY": "placeholder-for-a-dry-run"}
-CLUSTER_COMMAND = ["--profile", "profiles/slurm", "--configfile", "config/paper.yaml", "--sdm", "conda"]
+ENV = {
+    "SLURM_ACCOUNT": "acct",
+    "SLURM_CPU_PARTITION": "cpuq",
+    "SLURM_GPU_PARTITION": "gpuq",
+    "OPENAI_API_KEY": "placeholder-for-a-dry-run",
+}
+CLUSTER_COMMAND = [
+    "--profile",
+    "profiles/slurm",
+    "--configfile",
+    "config/paper.yaml",
+    "--sdm",
+    "conda",
+]
 
 
 # ------------------------------------------------------------------ isqaflow.cluster
@@ -28,14 +39,38 @@ RES = {
     "generate": {"threads": 8, "mem_mb": 64000, "runtime": "24h", "gpu": 1, "gpu_model": "a100"},
     "big": {"threads": 1, "mem_mb": 300000, "runtime": "1h"},
     "long": {"threads": 1, "mem_mb": 1000, "runtime": "3d"},
-    "pinned": {"threads": 1, "mem_mb": 1000, "runtime": 30, "slurm_partition": "special", "constraint": "avx512"},
-    "partitions": {"cpu": {"max_mem_mb": 128000, "max_runtime": "48h"},
-                   "gpu": {"name": "gpu-a100", "max_mem_mb": 160000, "max_runtime": "2d", "slurm_extra": "--exclusive"}},
+    "pinned": {
+        "threads": 1,
+        "mem_mb": 1000,
+        "runtime": 30,
+        "slurm_partition": "special",
+        "constraint": "avx512",
+    },
+    "partitions": {
+        "cpu": {"max_mem_mb": 128000, "max_runtime": "48h"},
+        "gpu": {
+            "name": "gpu-a100",
+            "max_mem_mb": 160000,
+            "max_runtime": "2d",
+            "slurm_extra": "--exclusive",
+        },
+    },
 }
 
 
-@pytest.mark.parametrize(("value", "minutes"), [(90, 90), ("90", 90), ("30m", 30), ("12h", 720), ("2d", 2880),
-                                                ("1d12h", 2160), ("1.5h", 90), ("45min", 45)])
+@pytest.mark.parametrize(
+    ("value", "minutes"),
+    [
+        (90, 90),
+        ("90", 90),
+        ("30m", 30),
+        ("12h", 720),
+        ("2d", 2880),
+        ("1d12h", 2160),
+        ("1.5h", 90),
+        ("45min", 45),
+    ],
+)
 def test_runtime_minutes(value, minutes):
     assert runtime_minutes(value) == minutes
 
@@ -47,7 +82,11 @@ def test_runtime_minutes_malformed(value):
 
 
 def test_partition_names_from_config_then_environment():
-    environ = {"SLURM_CPU_PARTITION": "cpuq", "SLURM_GPU_PARTITION": "gpuq", "SLURM_PARTITION": "shared"}
+    environ = {
+        "SLURM_CPU_PARTITION": "cpuq",
+        "SLURM_GPU_PARTITION": "gpuq",
+        "SLURM_PARTITION": "shared",
+    }
     assert partition(RES, "gpu", environ)["name"] == "gpu-a100"  # the config's wins
     assert partition(RES, "cpu", environ)["name"] == "cpuq"
     assert partition(RES, "cpu", {"SLURM_PARTITION": "shared"})["name"] == "shared"
@@ -56,8 +95,14 @@ def test_partition_names_from_config_then_environment():
 
 def test_gpu_job_goes_to_the_gpu_partition_with_its_model_and_extra():
     req = job_request(RES, "generate", gpus=1, environ={})
-    assert req == {"mem_mb": 64000, "runtime": 1440, "slurm_partition": "gpu-a100", "gpu_model": "a100",
-                   "slurm_extra": "--exclusive", "nodes": 1}
+    assert req == {
+        "mem_mb": 64000,
+        "runtime": 1440,
+        "slurm_partition": "gpu-a100",
+        "gpu_model": "a100",
+        "slurm_extra": "--exclusive",
+        "nodes": 1,
+    }
 
 
 def test_cpu_job_of_a_gpu_stage_gets_neither_gpu_model_nor_gpu_partition():
@@ -70,13 +115,21 @@ def test_retries_grow_up_to_the_cap_never_past_it():
     times = [job_request(RES, "generate", 1, attempt, {})["runtime"] for attempt in (1, 2, 3)]
     assert mems == [64000, 128000, 160000]
     assert times == [1440, 2880, 2880]
-    assert [job_request(RES, "default", 0, a, {})["mem_mb"] for a in (1, 2, 3)] == [8000, 16000, 24000]
+    assert [job_request(RES, "default", 0, a, {})["mem_mb"] for a in (1, 2, 3)] == [
+        8000,
+        16000,
+        24000,
+    ]
 
 
 def test_request_above_the_cap_names_the_stage():
-    with pytest.raises(ResourceError, match=r"resources\.big: mem_mb 300000 is above the cpu partition 'cpuq'"):
+    with pytest.raises(
+        ResourceError, match=r"resources\.big: mem_mb 300000 is above the cpu partition 'cpuq'"
+    ):
         job_request(RES, "big", 0, environ={"SLURM_CPU_PARTITION": "cpuq"})
-    with pytest.raises(ResourceError, match=r"resources\.long: runtime 3d \(4320 min\) is above .*max_runtime 48h"):
+    with pytest.raises(
+        ResourceError, match=r"resources\.long: runtime 3d \(4320 min\) is above .*max_runtime 48h"
+    ):
         job_request(RES, "long", 0, environ={})
 
 
@@ -92,8 +145,12 @@ def test_downloads_are_local_unless_configured():
 
 def test_a_gpu_job_of_a_local_stage_is_an_error_naming_the_stage():
     local = {**RES, "generate": {**RES["generate"], "local": True}}
-    assert job_request(local, "generate", gpus=0, environ={})["nodes"] == 1  # its API-only jobs: fine
-    with pytest.raises(ResourceError, match=r"resources\.generate: local is true, .* needs 1 GPU\(s\)"):
+    assert (
+        job_request(local, "generate", gpus=0, environ={})["nodes"] == 1
+    )  # its API-only jobs: fine
+    with pytest.raises(
+        ResourceError, match=r"resources\.generate: local is true, .* needs 1 GPU\(s\)"
+    ):
         job_request(local, "generate", gpus=1, environ={})
 
 
@@ -114,9 +171,13 @@ def test_every_raw_github_url_in_the_paper_config_pins_a_full_commit():
     downloads = PAPER["downloads"]
     for name in ("lfrqa_fiqa", "lfrqa_science", "lfrqa_writing"):
         assert "/9dd32dc344237a78108771b8e862ee9151647f61/data/" in downloads[name]["url"]
-    assert "/d47415ef7c8f9454be072e33cc8e6d1697ed7a88/evaluation.py" in downloads["infobench_judge_prompt"]["url"]
+    assert (
+        "/d47415ef7c8f9454be072e33cc8e6d1697ed7a88/evaluation.py"
+        in downloads["infobench_judge_prompt"]["url"]
+    )
     assert downloads["infobench_judge_prompt"]["checksum"] == (
-        "sha256:e18f50e526da70a45ca7cf5d8681f0ccc975db694a7cb2afbde5007abed25475")
+        "sha256:e18f50e526da70a45ca7cf5d8681f0ccc975db694a7cb2afbde5007abed25475"
+    )
 
 
 # ------------------------------------------------------------------ the cluster command's dry run
@@ -130,12 +191,19 @@ def parse_jobs(text: str) -> list[dict]:
         threads = re.search(r"^\s+threads: (\d+)$", block, re.M)
         res_line = re.search(r"^\s+resources: (.*)$", block, re.M)
         resources = {}
-        for item in (res_line.group(1).split(", ") if res_line else []):
+        for item in res_line.group(1).split(", ") if res_line else []:
             key, _, value = item.partition("=")
             resources[key] = int(value) if value.isdigit() else value
         wildcards = re.search(r"^\s+wildcards: (.*)$", block, re.M)
-        jobs.append({"rule": m.group(2), "local": bool(m.group(1)), "threads": int(threads.group(1)) if threads else 1,
-                     "resources": resources, "wildcards": wildcards.group(1) if wildcards else ""})
+        jobs.append(
+            {
+                "rule": m.group(2),
+                "local": bool(m.group(1)),
+                "threads": int(threads.group(1)) if threads else 1,
+                "resources": resources,
+                "wildcards": wildcards.group(1) if wildcards else "",
+            }
+        )
     return jobs
 
 
@@ -151,12 +219,20 @@ def sbatch_args(job: dict) -> str:
     from snakemake_executor_plugin_slurm.validation import validate_slurm_extra
 
     resources = _Resources(job["resources"])
-    fake = SimpleNamespace(resources=resources, threads=job["threads"], name=job["rule"], is_group=lambda: False)
+    fake = SimpleNamespace(
+        resources=resources, threads=job["threads"], name=job["rule"], is_group=lambda: False
+    )
     validate_slurm_extra(fake)
-    params = {"run_uuid": "uuid", "slurm_logfile": "log", "comment_str": f"rule_{job['rule']}",
-              "account": f"-A {resources['slurm_account']}",
-              "partition": f"-p {resources['slurm_partition']}" if resources.get("slurm_partition") else "",
-              "workdir": "/work"}
+    params = {
+        "run_uuid": "uuid",
+        "slurm_logfile": "log",
+        "comment_str": f"rule_{job['rule']}",
+        "account": f"-A {resources['slurm_account']}",
+        "partition": f"-p {resources['slurm_partition']}"
+        if resources.get("slurm_partition")
+        else "",
+        "workdir": "/work",
+    }
     return get_submit_command(fake, params) + set_gres_string(fake)
 
 
@@ -186,8 +262,11 @@ def checkout(tmp_path) -> tuple:
 def run_snakemake(workdir, run_env, *args, code=None):
     import subprocess
     import sys
+
     cmd = [sys.executable, "-c", code] if code else [sys.executable, "-m", "snakemake", *args]
-    result = subprocess.run(cmd, cwd=workdir, capture_output=True, text=True, timeout=600, env=run_env)
+    result = subprocess.run(
+        cmd, cwd=workdir, capture_output=True, text=True, timeout=600, env=run_env
+    )
     text = result.stdout + result.stderr
     assert result.returncode == 0, text[-4000:]
     return text
@@ -210,7 +289,11 @@ def test_no_workflow_profile_beside_the_cluster_profile():
     # Snakemake loads profiles/default as the workflow profile on top of any --profile
     assert not (REPO / "profiles/default").exists()
     assert "profiles/local" in (REPO / "Makefile").read_text()
-    assert PROFILE["executor"] == "slurm" and PROFILE["keep-going"] is True and PROFILE["latency-wait"] >= 60
+    assert (
+        PROFILE["executor"] == "slurm"
+        and PROFILE["keep-going"] is True
+        and PROFILE["latency-wait"] >= 60
+    )
 
 
 def test_cluster_command_plans_the_configured_threads_and_resources(paper_dry_run):
@@ -219,9 +302,15 @@ def test_cluster_command_plans_the_configured_threads_and_resources(paper_dry_ru
     by_rule = {}
     for job in jobs:
         by_rule.setdefault(job["rule"], []).append(job)
-    expected_threads = {"baseline_summaries": "generate", "isqa_refine": "generate", "finetune_feedback": "finetune",
-                        "drfr_judge": "judge", "retrieve": "retrieve", "convert_papers": "data",
-                        "arena_tables": "tables"}
+    expected_threads = {
+        "baseline_summaries": "generate",
+        "isqa_refine": "generate",
+        "finetune_feedback": "finetune",
+        "drfr_judge": "judge",
+        "retrieve": "retrieve",
+        "convert_papers": "data",
+        "arena_tables": "tables",
+    }
     for rule, stage in expected_threads.items():
         for job in by_rule[rule]:
             assert job["threads"] == res[stage]["threads"], (rule, job["threads"])
@@ -246,12 +335,16 @@ def test_no_cpu_only_job_asks_for_the_gpu_partition(paper_dry_run):
 
 def test_downloads_extraction_and_weight_fetches_are_local_jobs(paper_dry_run):
     workdir, run_env, jobs = paper_dry_run
-    assert {"download", "extract", "fetch_weights", "manifest"} <= local_rules(workdir, run_env, "config/paper.yaml")
+    assert {"download", "extract", "fetch_weights", "manifest"} <= local_rules(
+        workdir, run_env, "config/paper.yaml"
+    )
     planned = {j["rule"] for j in jobs}
     assert {"download", "extract", "fetch_weights"} <= planned
     from isqaflow.models.weights.hub import hub_models
 
-    fetched = sorted(j["wildcards"].removeprefix("model=") for j in jobs if j["rule"] == "fetch_weights")
+    fetched = sorted(
+        j["wildcards"].removeprefix("model=") for j in jobs if j["rule"] == "fetch_weights"
+    )
     used = hub_models(PAPER["models"], PAPER["arena"]["retrievers"])
     assert fetched and set(fetched) <= set(used) and len(fetched) == len(set(fetched))
     assert "retriever-colbert" in fetched  # ColBERTv2's encoder
@@ -262,8 +355,14 @@ def test_sbatch_arguments_of_a_cpu_a_gpu_and_a_download_job(paper_dry_run):
     res = PAPER["resources"]
     cpu = next(j for j in jobs if j["rule"] == "convert_papers")
     call = sbatch_args(cpu)
-    assert f"--cpus-per-task={res['data']['threads']}" in call and "-p cpuq" in call and "-A acct" in call
-    assert f"--mem {res['data']['mem_mb']}" in call and "--gpus" not in call and "--ntasks=1" in call
+    assert (
+        f"--cpus-per-task={res['data']['threads']}" in call
+        and "-p cpuq" in call
+        and "-A acct" in call
+    )
+    assert (
+        f"--mem {res['data']['mem_mb']}" in call and "--gpus" not in call and "--ntasks=1" in call
+    )
     gpu = next(j for j in jobs if j["rule"] == "baseline_summaries")
     call = sbatch_args(gpu)
     assert "--cpus-per-task=8" in call and "-p gpuq" in call and "--gpus=1" in call
@@ -283,7 +382,10 @@ def test_multi_gpu_jobs_are_held_on_one_node(paper_dry_run):
     assert big, "the paper config plans no job with 4 or more GPUs"
     for job in big + [j for j in submitted if j["resources"].get("gpu", 0) == 1][:3]:
         call = sbatch_args(job)
-        assert "--nodes=1" in call.split() and f"--gpus={job['resources']['gpu']}" in call, (job["rule"], call)
+        assert "--nodes=1" in call.split() and f"--gpus={job['resources']['gpu']}" in call, (
+            job["rule"],
+            call,
+        )
     assert all(j["resources"].get("nodes") == 1 for j in submitted)
 
 
@@ -294,8 +396,12 @@ def test_downloads_submitted_to_the_cpu_partition_when_not_local(tmp_path):
     config["resources"]["partitions"]["gpu"]["gpu_model"] = "h100"
     config["resources"]["generate"]["constraint"] = "nvlink"
     (workdir / "config/remote.yaml").write_text(yaml.safe_dump(config))
-    text = run_snakemake(workdir, run_env, "--profile", "profiles/slurm", "--configfile", "config/remote.yaml", "-n")
-    assert not {"download", "extract", "fetch_weights"} & local_rules(workdir, run_env, "config/remote.yaml")
+    text = run_snakemake(
+        workdir, run_env, "--profile", "profiles/slurm", "--configfile", "config/remote.yaml", "-n"
+    )
+    assert not {"download", "extract", "fetch_weights"} & local_rules(
+        workdir, run_env, "config/remote.yaml"
+    )
     jobs = parse_jobs(text)
     gpu = next(j for j in jobs if j["rule"] == "baseline_summaries")
     call = sbatch_args(gpu)
@@ -312,12 +418,31 @@ def test_every_stage_honours_local(tmp_path):
     config["resources"]["data"]["local"] = True
     (workdir / "config/api-local.yaml").write_text(yaml.safe_dump(config))
     local = local_rules(workdir, run_env, "config/api-local.yaml")
-    judges = {"arena_judge", "arena_judge_checks", "arena_summaries", "drfr_judge", "drfr_summaries"}
+    judges = {
+        "arena_judge",
+        "arena_judge_checks",
+        "arena_summaries",
+        "drfr_judge",
+        "drfr_summaries",
+    }
     data = {"convert_papers", "convert_qa_train", "convert_instructions", "convert_rag"}
     assert judges | data <= local
-    assert not {"baseline_summaries", "isqa_refine", "rag_answers", "finetune_feedback", "retrieve"} & local
-    text = run_snakemake(workdir, run_env, "--profile", "profiles/slurm", "--configfile", "config/api-local.yaml", "-n")
-    assert judges <= {j["rule"] for j in parse_jobs(text)}  # the cluster command plans them (as local jobs)
+    assert (
+        not {"baseline_summaries", "isqa_refine", "rag_answers", "finetune_feedback", "retrieve"}
+        & local
+    )
+    text = run_snakemake(
+        workdir,
+        run_env,
+        "--profile",
+        "profiles/slurm",
+        "--configfile",
+        "config/api-local.yaml",
+        "-n",
+    )
+    assert judges <= {
+        j["rule"] for j in parse_jobs(text)
+    }  # the cluster command plans them (as local jobs)
 
 
 def test_each_rule_takes_local_from_the_stage_of_its_resources():
@@ -348,4 +473,6 @@ def test_a_request_above_its_partition_cap_fails_at_dag_build_naming_the_stage(t
     result = snakemake(REPO, "-n", "--cores", "1", "--configfile", str(path), timeout=300)
     text = result.stdout + result.stderr
     assert result.returncode != 0
-    assert re.search(r"resources\.\w+: mem_mb \d+ is above the cpu partition's max_mem_mb 1000", text), text[-3000:]
+    assert re.search(
+        r"resources\.\w+: mem_mb \d+ is above the cpu partition's max_mem_mb 1000", text
+    ), text[-3000:]

@@ -17,7 +17,9 @@ import pytest
 from isqaflow import devices, runtime
 
 ROOT = Path(__file__).resolve().parents[2]
-SRC = Path(devices.__file__).resolve().parents[1]  # the library these tests import, for the job processes too
+SRC = (
+    Path(devices.__file__).resolve().parents[1]
+)  # the library these tests import, for the job processes too
 
 # One job process: isqaflow.runtime.job with a rule asking for `gpus` GPUs, as a workflow job
 # runs it; it records the CUDA_VISIBLE_DEVICES it was given and when it held them.
@@ -42,14 +44,21 @@ WORKER = textwrap.dedent("""
 
 def _env(tmp_path: Path, ids: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("SLURM_JOB_ID", "CUDA_VISIBLE_DEVICES")}
-    env.update({devices.GPUS_ENV: ids, devices.POOL_ENV: str(tmp_path / "pool"),
-                "PYTHONPATH": os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")])})
+    env.update(
+        {
+            devices.GPUS_ENV: ids,
+            devices.POOL_ENV: str(tmp_path / "pool"),
+            "PYTHONPATH": os.pathsep.join([str(SRC), env.get("PYTHONPATH", "")]),
+        }
+    )
     return env
 
 
 def _start(tmp_path: Path, env, name: str, gpus: int, hold: float) -> tuple[subprocess.Popen, Path]:
     out = tmp_path / f"{name}.json"
-    proc = subprocess.Popen([sys.executable, "-c", WORKER, name, str(gpus), str(hold), str(out)], env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", WORKER, name, str(gpus), str(hold), str(out)], env=env
+    )
     return proc, out
 
 
@@ -72,12 +81,15 @@ def test_concurrent_jobs_never_share_a_device(tmp_path):
     records = [json.loads(out.read_text()) for _, out in procs]
     for record in records:
         assert record["devices"] in ("fake0", "fake1", "fake2")
-    pairs = [(a, b) for i, a in enumerate(records) for b in records[i + 1:] if _overlap(a, b)]
+    pairs = [(a, b) for i, a in enumerate(records) for b in records[i + 1 :] if _overlap(a, b)]
     assert pairs, "no two jobs ran at once: the test shows nothing"
     for a, b in pairs:
         assert a["devices"] != b["devices"], (a, b)
     # six jobs of one GPU on three devices: never more than three at once
-    assert max(sum(r["start"] <= t < r["end"] for r in records) for t in (r["start"] for r in records)) <= 3
+    assert (
+        max(sum(r["start"] <= t < r["end"] for r in records) for t in (r["start"] for r in records))
+        <= 3
+    )
 
 
 def test_a_job_killed_with_sigkill_gives_its_devices_back(tmp_path):
@@ -87,7 +99,9 @@ def test_a_job_killed_with_sigkill_gives_its_devices_back(tmp_path):
     assert holder_out.with_suffix(".ready").read_text() == "fake0,fake1"
     waiter, waiter_out = _start(tmp_path, env, "waiter", 1, 0.1)
     time.sleep(1.5)
-    assert not waiter_out.with_suffix(".ready").exists(), "the second job ran while the first held every device"
+    assert not waiter_out.with_suffix(".ready").exists(), (
+        "the second job ran while the first held every device"
+    )
     killed = time.time()
     os.kill(holder.pid, signal.SIGKILL)
     assert holder.wait(timeout=30) == -signal.SIGKILL
@@ -132,8 +146,15 @@ def test_more_devices_than_the_pool_is_an_error(tmp_path):
         pool.acquire(3, "job big")
 
 
-@pytest.mark.parametrize("text, message", [("", "expected comma-separated"), ("0,,1", "expected comma-separated"),
-                                           ("0,1,0", "listed twice"), ("0;1", "characters other")])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "expected comma-separated"),
+        ("0,,1", "expected comma-separated"),
+        ("0,1,0", "listed twice"),
+        ("0;1", "characters other"),
+    ],
+)
 def test_bad_device_ids_are_refused(text, message):
     with pytest.raises(devices.DevicePoolError, match=message):
         devices.parse_ids(text)
@@ -212,16 +233,30 @@ def test_workstation_profile_gives_each_snakemake_job_its_own_devices(tmp_path):
     (tmp_path / "record.py").write_text(RECORD)
     env = _env(tmp_path, "g0,g1")
     snakemake = Path(sys.executable).with_name("snakemake")
-    run = subprocess.run([str(snakemake), "--profile", str(ROOT / "profiles" / "workstation"), "--cores", "4",
-                          "--workflow-profile", "none"], check=False, cwd=tmp_path, env=env, capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run(
+        [
+            str(snakemake),
+            "--profile",
+            str(ROOT / "profiles" / "workstation"),
+            "--cores",
+            "4",
+            "--workflow-profile",
+            "none",
+        ],
+        check=False,
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     records = [json.loads(p.read_text()) for p in sorted((tmp_path / "out").glob("*.json"))]
     assert len(records) == 5
     for record in records:
         assert len(record["devices"].split(",")) == record["gpus"]
         assert set(record["devices"].split(",")) <= {"g0", "g1"}
-    pairs = [(a, b) for i, a in enumerate(records) for b in records[i + 1:] if _overlap(a, b)]
+    pairs = [(a, b) for i, a in enumerate(records) for b in records[i + 1 :] if _overlap(a, b)]
     assert pairs, "no two jobs ran at once: the test shows nothing"
     for a, b in pairs:
         assert not set(a["devices"].split(",")) & set(b["devices"].split(",")), (a, b)
@@ -232,9 +267,16 @@ def test_workstation_profile_gives_each_snakemake_job_its_own_devices(tmp_path):
 
 # ----------------------------------------------------------------------------- a GPU job without a GPU
 
+
 def _gpu_job(tmp_path: Path, gpus: int):
-    smk = SimpleNamespace(log=[], threads=1, rule="drfr_judge", wildcards={"judge": "vicuna"},
-                          output=[str(tmp_path / "out.jsonl")], resources=SimpleNamespace(gpu=gpus))
+    smk = SimpleNamespace(
+        log=[],
+        threads=1,
+        rule="drfr_judge",
+        wildcards={"judge": "vicuna"},
+        output=[str(tmp_path / "out.jsonl")],
+        resources=SimpleNamespace(gpu=gpus),
+    )
     return runtime.job(smk)
 
 
@@ -243,12 +285,21 @@ def test_planned_device():
     assert devices.planned_device("cpu", job_gpus=1, cuda_available=False, model="m") == "cpu"
     assert devices.planned_device("auto", job_gpus=0, cuda_available=False, model="m") == "cpu"
     assert devices.planned_device(None, job_gpus=0, cuda_available=False, model="m") == "cpu"
-    with pytest.raises(devices.NoGPUError, match=r"job drfr_judge .* 2 GPU\(s\) for model m\b.*models\.m\.device: cpu"):
-        devices.planned_device("auto", job_gpus=2, cuda_available=False, model="m", job="job drfr_judge {}")
+    with pytest.raises(
+        devices.NoGPUError,
+        match=r"job drfr_judge .* 2 GPU\(s\) for model m\b.*models\.m\.device: cpu",
+    ):
+        devices.planned_device(
+            "auto", job_gpus=2, cuda_available=False, model="m", job="job drfr_judge {}"
+        )
 
 
-@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks a machine without a CUDA device")
-def test_an_in_process_model_in_a_gpu_job_without_a_gpu_fails_naming_job_and_model(tmp_path, tiny_causal, monkeypatch):
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="checks a machine without a CUDA device"
+)
+def test_an_in_process_model_in_a_gpu_job_without_a_gpu_fails_naming_job_and_model(
+    tmp_path, tiny_causal, monkeypatch
+):
     from isqaflow.models.inprocess.hf import HFModel
 
     monkeypatch.delenv(devices.GPUS_ENV, raising=False)
@@ -261,8 +312,12 @@ def test_an_in_process_model_in_a_gpu_job_without_a_gpu_fails_naming_job_and_mod
         assert HFModel(str(tiny_causal), name="judge-7b").device == "cpu"
 
 
-@pytest.mark.skipif(__import__("torch").cuda.is_available(), reason="checks a machine without a CUDA device")
-def test_retrievers_in_a_gpu_job_without_a_gpu_fail_and_colbert_gets_its_device(tmp_path, monkeypatch):
+@pytest.mark.skipif(
+    __import__("torch").cuda.is_available(), reason="checks a machine without a CUDA device"
+)
+def test_retrievers_in_a_gpu_job_without_a_gpu_fail_and_colbert_gets_its_device(
+    tmp_path, monkeypatch
+):
     from isqaflow.arena.retrieval import colbert
     from isqaflow.text.embeddings import load_encoder
 
@@ -279,7 +334,9 @@ def test_retrievers_in_a_gpu_job_without_a_gpu_fail_and_colbert_gets_its_device(
         colbert.build_colbert_index(passages, tmp_path / "index")
     assert seen == ["cpu"]  # explicit, not left to PyLate
     with _gpu_job(tmp_path, 1):
-        with pytest.raises(devices.NoGPUError, match="colbert-ir/colbertv2.0.*arena.retrievers.<name>.device: cpu"):
+        with pytest.raises(
+            devices.NoGPUError, match="colbert-ir/colbertv2.0.*arena.retrievers.<name>.device: cpu"
+        ):
             colbert.build_colbert_index(passages, tmp_path / "index")
         with pytest.raises(devices.NoGPUError, match="all-MiniLM-L6-v2"):
             load_encoder("all-MiniLM-L6-v2")
@@ -289,6 +346,7 @@ def test_retrievers_in_a_gpu_job_without_a_gpu_fail_and_colbert_gets_its_device(
 
 
 # ----------------------------------------------------------------------------- the paper grid on a workstation
+
 
 @pytest.fixture(scope="module")
 def paper_workdir(tmp_path_factory):
@@ -302,15 +360,24 @@ def paper_workdir(tmp_path_factory):
 
 
 @pytest.mark.parametrize("ids, ok", [("0,1", False), ("0,1,2,3,4,5,6,7", True)])
-def test_paper_grid_on_a_workstation_plans_only_what_its_gpus_hold(paper_workdir, monkeypatch, ids, ok):
+def test_paper_grid_on_a_workstation_plans_only_what_its_gpus_hold(
+    paper_workdir, monkeypatch, ids, ok
+):
     """Snakemake cuts a job's gpu request down to --resources gpu without a word; the workflow
     refuses instead, at DAG build, naming the job (a 4-GPU tensor-parallel server on 2 GPUs fails)."""
     from workflow_utils import snakemake
 
     monkeypatch.setenv("OPENAI_API_KEY", "placeholder-for-a-dry-run")
     monkeypatch.setenv(devices.GPUS_ENV, ids)
-    result = snakemake(paper_workdir, "-n", "--profile", "profiles/workstation", "--configfile", "config/paper.yaml",
-                       timeout=300)
+    result = snakemake(
+        paper_workdir,
+        "-n",
+        "--profile",
+        "profiles/workstation",
+        "--configfile",
+        "config/paper.yaml",
+        timeout=300,
+    )
     text = result.stdout + result.stderr
     if ok:
         assert result.returncode == 0, text[-3000:]
@@ -358,7 +425,9 @@ def test_after_kill_9_the_devices_stay_taken_until_the_orphaned_server_is_gone(t
     job.wait(timeout=30)
     time.sleep(0.3)
     assert group_alive(pgid), "the stand-in server should outlive the job for its stop timeout"
-    assert pool.try_acquire(1, "test") is None, "the device was free while the orphaned server still ran"
+    assert pool.try_acquire(1, "test") is None, (
+        "the device was free while the orphaned server still ran"
+    )
     with pool.acquire(1, "test", timeout=60, poll=0.05) as lease:
         assert lease.devices == ["fake0"]
         assert not group_alive(pgid), "the device came back before the orphaned server was gone"

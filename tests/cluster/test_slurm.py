@@ -53,8 +53,16 @@ GPU_STAGES = {"finetune", "generate"}  # resources sections that ask for the fak
 MULTI_THREAD_STAGE, MULTI_THREAD_THREADS = "data", 2
 MULTI_THREAD_RULES = {"convert_papers", "convert_qa_train", "convert_instructions", "convert_rag"}
 GPU_RULES = {
-    "finetune_feedback", "evaluate_feedback", "generate_questions", "baseline_summaries", "generic_feedback",
-    "isqa_refine", "score_summaries", "metric_controls", "drfr_responses", "rag_answers",
+    "finetune_feedback",
+    "evaluate_feedback",
+    "generate_questions",
+    "baseline_summaries",
+    "generic_feedback",
+    "isqa_refine",
+    "score_summaries",
+    "metric_controls",
+    "drfr_responses",
+    "rag_answers",
 }
 SERVED_RESPONDER = "smollm2"  # drfr.responders.<this> runs through transformers serve
 CANCELLED_RULE = "arena_judge"
@@ -126,9 +134,16 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
     configfile = slurm_config(workdir)
     # Jobs inherit this environment (sbatch --export=ALL): no SLURM_* of an enclosing
     # job and no real GPU mask may leak in; partition and account feed the profile.
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SLURM_", "SBATCH_", "SRUN_")) and k != "CUDA_VISIBLE_DEVICES"}
-    env.update(SLURM_PARTITION=slurm_cluster.partition, SLURM_ACCOUNT=slurm_cluster.account, HF_HUB_OFFLINE="1")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("SLURM_", "SBATCH_", "SRUN_")) and k != "CUDA_VISIBLE_DEVICES"
+    }
+    env.update(
+        SLURM_PARTITION=slurm_cluster.partition,
+        SLURM_ACCOUNT=slurm_cluster.account,
+        HF_HUB_OFFLINE="1",
+    )
     since = datetime.fromtimestamp(time.time() - 1).strftime("%Y-%m-%dT%H:%M:%S")
     cache = workdir / (CANCELLED_OUTPUT + ".calls.sqlite")
     log = workdir / "snakemake-slurm.log"
@@ -137,10 +152,28 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
         # six jobs at once: the test cluster shares its CPUs and has four fake GPUs
         # (tests/slurm/start_slurm.sh); most jobs resume from call caches and wait on the scheduler
         run = subprocess.Popen(
-            ["timeout", "-s", "KILL", str(RUN_TIMEOUT_S), sys.executable, "-m", "snakemake", "--profile",
-             "profiles/slurm", "--configfile", configfile, "--jobs", "6",
-             "--slurm-init-seconds-before-status-checks", "2"],
-            cwd=workdir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            [
+                "timeout",
+                "-s",
+                "KILL",
+                str(RUN_TIMEOUT_S),
+                sys.executable,
+                "-m",
+                "snakemake",
+                "--profile",
+                "profiles/slurm",
+                "--configfile",
+                configfile,
+                "--jobs",
+                "6",
+                "--slurm-init-seconds-before-status-checks",
+                "2",
+            ],
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
         job_id, committed, cancelled_at = None, {}, None
         while run.poll() is None:  # cancel the judge once, after it has committed calls
@@ -154,9 +187,17 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
         returncode = run.wait()
     wall = time.monotonic() - started
     print(f"\nembedded DAG through SLURM: exit {returncode} after {wall:.0f}s")
-    return {"returncode": returncode, "output": log.read_text(errors="replace"), "workdir": workdir,
-            "local": embedded_run, "since": since, "job_id": job_id, "committed": committed,
-            "cancelled_at": cancelled_at, "cache": cache}
+    return {
+        "returncode": returncode,
+        "output": log.read_text(errors="replace"),
+        "workdir": workdir,
+        "local": embedded_run,
+        "since": since,
+        "job_id": job_id,
+        "committed": committed,
+        "cancelled_at": cancelled_at,
+        "cache": cache,
+    }
 
 
 def _context(run) -> str:
@@ -167,12 +208,16 @@ def _context(run) -> str:
 
 def _jobs(run) -> list[dict[str, str]]:
     workdir = os.path.realpath(run["workdir"])
-    return [j for j in cluster.sacct_jobs(since=run["since"], timeout=60)
-            if os.path.realpath(j["WorkDir"]) == workdir]
+    return [
+        j
+        for j in cluster.sacct_jobs(since=run["since"], timeout=60)
+        if os.path.realpath(j["WorkDir"]) == workdir
+    ]
 
 
 def _same_records(a: str, b: str) -> None:
     """Equal JSON Lines, floats to 1e-4 (the retry batches the remaining calls differently)."""
+
     def same(x, y, where):
         if isinstance(x, float) or isinstance(y, float):
             assert isinstance(x, (int, float)) and isinstance(y, (int, float)), where
@@ -202,7 +247,9 @@ def test_embedded_dag_runs_through_slurm_to_the_local_runs_tables(slurm_run):
     for table in tables:
         assert (workdir / table).read_bytes() == (local / table).read_bytes(), table
     assert (workdir / "results/manifest.json").exists()
-    assert (workdir / "results/finetune/smollm2-hotpotqa/adapter/adapter_model.safetensors").exists()
+    assert (
+        workdir / "results/finetune/smollm2-hotpotqa/adapter/adapter_model.safetensors"
+    ).exists()
 
 
 def test_gpu_stages_and_only_they_requested_a_gpu(slurm_run):
@@ -212,11 +259,19 @@ def test_gpu_stages_and_only_they_requested_a_gpu(slurm_run):
     for job in _jobs(slurm_run):
         by_rule.setdefault(cluster.rule_of(job), []).append(job)
     assert GPU_RULES <= set(by_rule), sorted(by_rule)
-    assert {"convert_papers", "retrieve", "drfr_judge", "arena_judge", "isqa_tables", "validity_table"} <= set(by_rule)
+    assert {
+        "convert_papers",
+        "retrieve",
+        "drfr_judge",
+        "arena_judge",
+        "isqa_tables",
+        "validity_table",
+    } <= set(by_rule)
     for rule, rule_jobs in by_rule.items():
         for job in rule_jobs:
-            assert job["State"].split()[0] in (("CANCELLED", "COMPLETED") if rule == CANCELLED_RULE
-                                               else ("COMPLETED",)), job
+            assert job["State"].split()[0] in (
+                ("CANCELLED", "COMPLETED") if rule == CANCELLED_RULE else ("COMPLETED",)
+            ), job
             requested = cluster.gpu_count(job["ReqTRES"])
             assert requested == (1 if rule in GPU_RULES else 0), (rule, job["ReqTRES"])
 
@@ -239,22 +294,39 @@ def test_a_served_model_stage_runs_in_its_jobs_allocation(slurm_run):
     workdir = slurm_run["workdir"]
     log = (workdir / f"logs/drfr_responses/infobench/{SERVED_RESPONDER}.log").read_text()
     assert "server ready" in log and "server stopped" in log, log[-3000:]
-    usage = yaml.safe_load((workdir / f"results/drfr/responses/infobench/{SERVED_RESPONDER}.jsonl.usage.json")
-                           .read_text())
+    usage = yaml.safe_load(
+        (
+            workdir / f"results/drfr/responses/infobench/{SERVED_RESPONDER}.jsonl.usage.json"
+        ).read_text()
+    )
     (entry,) = usage["models"]
-    assert entry["backend"] == "served" and entry["server"]["engine"] == "transformers" and entry["requests"] > 0
+    assert (
+        entry["backend"] == "served"
+        and entry["server"]["engine"] == "transformers"
+        and entry["requests"] > 0
+    )
 
 
-def test_a_cancelled_model_job_is_noticed_retried_from_its_cache_and_gives_the_same_output(slurm_run):
+def test_a_cancelled_model_job_is_noticed_retried_from_its_cache_and_gives_the_same_output(
+    slurm_run,
+):
     run = slurm_run
-    assert run["cancelled_at"] is not None, f"the arena judge was never seen running\n{run['output'][-6000:]}"
+    assert run["cancelled_at"] is not None, (
+        f"the arena judge was never seen running\n{run['output'][-6000:]}"
+    )
     assert run["returncode"] == 0, run["output"][-6000:]
     # noticed: with sacct as the status query the plugin reads "CANCELLED by 0" and waits forever
-    match = re.search(rf"\[(\w{{3}} \w{{3}} +\d+ [\d:]+ \d{{4}})\]\nError in rule {CANCELLED_RULE}:\n\s+message: "
-                      rf"SLURM-job '{run['job_id']}' failed, SLURM status is: 'CANCELLED'", run["output"])
+    match = re.search(
+        rf"\[(\w{{3}} \w{{3}} +\d+ [\d:]+ \d{{4}})\]\nError in rule {CANCELLED_RULE}:\n\s+message: "
+        rf"SLURM-job '{run['job_id']}' failed, SLURM status is: 'CANCELLED'",
+        run["output"],
+    )
     assert match, run["output"][-6000:]
     noticed_at = datetime.strptime(match.group(1), "%a %b %d %H:%M:%S %Y").timestamp()
-    assert noticed_at - run["cancelled_at"] <= MAX_STATUS_INTERVAL_S + 10, (noticed_at, run["cancelled_at"])
+    assert noticed_at - run["cancelled_at"] <= MAX_STATUS_INTERVAL_S + 10, (
+        noticed_at,
+        run["cancelled_at"],
+    )
     # retried: a second job of the rule that completed
     jobs = [j for j in _jobs(run) if cluster.rule_of(j) == CANCELLED_RULE]
     assert [j["State"].split()[0] for j in jobs] == ["CANCELLED", "COMPLETED"], jobs
@@ -262,4 +334,7 @@ def test_a_cancelled_model_job_is_noticed_retried_from_its_cache_and_gives_the_s
     after = _committed_calls(run["cache"])
     assert run["committed"] and all(after.get(k) == t for k, t in run["committed"].items())
     # and the judge wrote what the uncancelled local run wrote
-    _same_records((run["workdir"] / CANCELLED_OUTPUT).read_text(), (run["local"] / CANCELLED_OUTPUT).read_text())
+    _same_records(
+        (run["workdir"] / CANCELLED_OUTPUT).read_text(),
+        (run["local"] / CANCELLED_OUTPUT).read_text(),
+    )

@@ -64,9 +64,12 @@ def smoke_run(slurm_cluster, tmp_path_factory):
     result = cluster.run(
         [
             snakemake,
-            "--snakefile", str(SMOKE / "Snakefile"),
-            "--profile", str(SMOKE / "profile"),
-            "--directory", str(workdir),
+            "--snakefile",
+            str(SMOKE / "Snakefile"),
+            "--profile",
+            str(SMOKE / "profile"),
+            "--directory",
+            str(workdir),
         ],
         timeout=SNAKEMAKE_TIMEOUT_S,
         cwd=REPO,
@@ -120,7 +123,8 @@ def _smoke_jobs(run, expected: set[str], timeout_s: float = 30) -> dict[str, dic
     deadline = time.monotonic() + timeout_s
     while True:
         jobs = [
-            j for j in cluster.sacct_jobs(since=run["since"])
+            j
+            for j in cluster.sacct_jobs(since=run["since"])
             if os.path.realpath(j["WorkDir"]) == workdir
         ]
         by_rule = {cluster.rule_of(j): j for j in jobs}

@@ -42,7 +42,9 @@ def test_relative_links_resolve(page: Path):
         path, _, anchor = target.partition("#")
         dest = (page.parent / path).resolve() if path else page
         if not dest.exists():
-            broken.append(f"{target}: no file {dest.relative_to(REPO) if dest.is_relative_to(REPO) else dest}")
+            broken.append(
+                f"{target}: no file {dest.relative_to(REPO) if dest.is_relative_to(REPO) else dest}"
+            )
         elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
             broken.append(f"{target}: no heading #{anchor} in {dest.name}")
     assert not broken, f"{page.name}: " + "; ".join(broken)
@@ -50,7 +52,9 @@ def test_relative_links_resolve(page: Path):
 
 def test_docs_pages_are_linked_from_the_readme():
     readme = set(links(REPO / "README.md"))
-    unlinked = [p.name for p in PAGES[1:] if not any(t.split("#")[0] == f"docs/{p.name}" for t in readme)]
+    unlinked = [
+        p.name for p in PAGES[1:] if not any(t.split("#")[0] == f"docs/{p.name}" for t in readme)
+    ]
     assert not unlinked, f"docs pages no README link reaches: {unlinked}"
 
 

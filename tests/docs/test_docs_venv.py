@@ -47,9 +47,16 @@ def build_docs_venv(pins: list[str]) -> Path:
     if (venv / ".complete").exists():
         return venv
     shutil.rmtree(venv, ignore_errors=True)
-    subprocess.run(["python3", "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
-    result = subprocess.run([str(venv / "bin/pip"), "install", "--disable-pip-version-check", *pins],
-                            check=False, capture_output=True, text=True, timeout=900)
+    subprocess.run(
+        ["python3", "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300
+    )
+    result = subprocess.run(
+        [str(venv / "bin/pip"), "install", "--disable-pip-version-check", *pins],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     if result.returncode != 0:
         shutil.rmtree(venv, ignore_errors=True)
         message = f"the docs' venv could not be built ({' '.join(pins)}; no package index?):\n{result.stderr[-2000:]}"
@@ -74,21 +81,38 @@ def docs_checkout(tmp_path_factory) -> Path:
 
 def docs_env(tmp_path: Path) -> dict[str, str]:
     """The docs' step 2 (placeholders), without the test process's own interpreter environment."""
-    run_env = {k: v for k, v in env().items() if not k.startswith(("SLURM_", "VIRTUAL_ENV", "PYTHON"))}
-    run_env.update(SLURM_ACCOUNT="acct", SLURM_CPU_PARTITION="cpu", SLURM_GPU_PARTITION="gpu",
-                   OPENAI_API_KEY="sk-placeholder", HF_TOKEN="hf_placeholder", HF_HOME=str(tmp_path / "hf"))
+    run_env = {
+        k: v for k, v in env().items() if not k.startswith(("SLURM_", "VIRTUAL_ENV", "PYTHON"))
+    }
+    run_env.update(
+        SLURM_ACCOUNT="acct",
+        SLURM_CPU_PARTITION="cpu",
+        SLURM_GPU_PARTITION="gpu",
+        OPENAI_API_KEY="sk-placeholder",
+        HF_TOKEN="hf_placeholder",
+        HF_HOME=str(tmp_path / "hf"),
+    )
     return run_env
 
 
 def snakemake(workdir: Path, run_env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(workdir / ".venv/bin/snakemake"), *args], check=False, cwd=workdir, env=run_env,
-                          capture_output=True, text=True,
-                          timeout=600)
+    return subprocess.run(
+        [str(workdir / ".venv/bin/snakemake"), *args],
+        check=False,
+        cwd=workdir,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def test_the_docs_venv_parses_the_workflow(docs_checkout, tmp_path):
     run_env = docs_env(tmp_path)
-    for args in (["--cores", "1"], ["--profile", "profiles/slurm", "--configfile", "config/paper.yaml"]):
+    for args in (
+        ["--cores", "1"],
+        ["--profile", "profiles/slurm", "--configfile", "config/paper.yaml"],
+    ):
         result = snakemake(docs_checkout, run_env, *args, "-n")
         output = result.stdout + result.stderr
         assert result.returncode == 0 and "This was a dry-run" in output, output[-4000:]
@@ -101,17 +125,32 @@ def test_the_docs_venv_runs_the_onstart_api_check(docs_checkout, tmp_path):
     endpoint = ModelList(["gpt-4.1"])
     try:
         config = yaml.safe_load((docs_checkout / "config/config.yaml").read_text())
-        config["models"]["api-judge"] = {"backend": "openai", "model": "gpt-4-0125-preview",
-                                         "base_url": endpoint.url, "check_model": True}
+        config["models"]["api-judge"] = {
+            "backend": "openai",
+            "model": "gpt-4-0125-preview",
+            "base_url": endpoint.url,
+            "check_model": True,
+        }
         (docs_checkout / "config/docs_venv_test.yaml").write_text(yaml.safe_dump(config))
-        result = snakemake(docs_checkout, docs_env(tmp_path), "--cores", "1", "--configfile",
-                           "config/docs_venv_test.yaml")
+        result = snakemake(
+            docs_checkout,
+            docs_env(tmp_path),
+            "--cores",
+            "1",
+            "--configfile",
+            "config/docs_venv_test.yaml",
+        )
     finally:
         endpoint.close()
     output = result.stdout + result.stderr
     assert "ModuleNotFoundError" not in output, output[-4000:]
     assert result.returncode != 0, output[-4000:]
-    assert "isqaflow: API models the endpoints do not serve; no job was started" in output, output[-4000:]
-    assert f"models.api-judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview'" in output
+    assert "isqaflow: API models the endpoints do not serve; no job was started" in output, output[
+        -4000:
+    ]
+    assert (
+        f"models.api-judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview'"
+        in output
+    )
     assert endpoint.requests == ["GET /v1/models"]
     assert not (docs_checkout / "resources/models").exists()  # no job ran

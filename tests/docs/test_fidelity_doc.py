@@ -19,8 +19,13 @@ def rows() -> dict[str, str]:
 
 def test_qags_deviations_are_in_the_fidelity_table():
     table = rows()
-    for question in ("QAGS answer candidates", "QAGS answer-consistency filter", "QAGS question text",
-                     "QAGS below K questions", "QAGS question order"):
+    for question in (
+        "QAGS answer candidates",
+        "QAGS answer-consistency filter",
+        "QAGS question text",
+        "QAGS below K questions",
+        "QAGS question order",
+    ):
         assert question in table, question
     assert "exact, unnormalized string equality" in table["QAGS answer-consistency filter"]
     assert 'cuts a generated question at its first "?"' in table["QAGS question text"]

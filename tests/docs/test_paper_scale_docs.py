@@ -26,7 +26,9 @@ from workflow_utils import REPO, copy_repo, env
 
 DOC = REPO / "docs" / "paper-scale.md"
 MARKER = "<!-- paper-scale-steps -->"
-PAPER_COMMAND = ".venv/bin/snakemake --profile profiles/slurm --configfile config/paper.yaml --sdm conda"
+PAPER_COMMAND = (
+    ".venv/bin/snakemake --profile profiles/slurm --configfile config/paper.yaml --sdm conda"
+)
 
 
 def steps() -> list[str]:
@@ -35,7 +37,11 @@ def steps() -> list[str]:
     block = text.split(MARKER, 1)[1]
     match = re.match(r"\s*```bash\n(.*?)\n```", block, re.S)
     assert match, f"{DOC}: the {MARKER} marker is not followed by a bash block"
-    return [line for line in match.group(1).splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [
+        line
+        for line in match.group(1).splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
 
 
 def pyproject_pins() -> dict[str, str]:
@@ -76,11 +82,21 @@ def stand_in(line: str, hf_home: Path) -> str:
 def test_block_names_every_environment_variable_the_profile_and_config_read():
     lines = steps()
     exported = {m.group(1) for line in lines for m in [re.match(r"export (\w+)=", line)] if m}
-    assert {"SLURM_ACCOUNT", "SLURM_CPU_PARTITION", "SLURM_GPU_PARTITION", "OPENAI_API_KEY", "HF_TOKEN",
-            "HF_HOME"} <= exported
+    assert {
+        "SLURM_ACCOUNT",
+        "SLURM_CPU_PARTITION",
+        "SLURM_GPU_PARTITION",
+        "OPENAI_API_KEY",
+        "HF_TOKEN",
+        "HF_HOME",
+    } <= exported
     assert "$SLURM_ACCOUNT" in (REPO / "profiles/slurm/config.yaml").read_text()
     # the serving environment and the workflow's own, in that order before the plan
-    order = [i for i, line in enumerate(lines) if "--conda-create-envs-only" in line or "conda env create" in line]
+    order = [
+        i
+        for i, line in enumerate(lines)
+        if "--conda-create-envs-only" in line or "conda env create" in line
+    ]
     plan = lines.index(PAPER_COMMAND + " -n")
     assert len(order) == 2 and max(order) < plan < lines.index(PAPER_COMMAND)
     assert "envs/serving.yaml" in " ".join(lines)
@@ -91,11 +107,19 @@ def test_the_paper_scale_steps_run_in_order_as_a_dry_run(tmp_path):
     script = ["set -euo pipefail"]
     for line in steps():
         script += [f"echo '+ {line.replace(chr(39), '')}'", stand_in(line, tmp_path / "hf-home")]
-    run_env = {k: v for k, v in env().items() if not k.startswith(("SLURM_", "OPENAI_", "HF_TOKEN"))}
+    run_env = {
+        k: v for k, v in env().items() if not k.startswith(("SLURM_", "OPENAI_", "HF_TOKEN"))
+    }
     conda = install(tmp_path / "conda")
     run_env["PATH"] = f"{conda}:{run_env['PATH']}"
-    result = subprocess.run(["bash", "-c", "\n".join(script)], cwd=workdir, env=run_env, capture_output=True,
-                            text=True, timeout=1200)
+    result = subprocess.run(
+        ["bash", "-c", "\n".join(script)],
+        cwd=workdir,
+        env=run_env,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]
     # the plan and the run's dry form, each with its job table; nothing submitted
@@ -103,7 +127,14 @@ def test_the_paper_scale_steps_run_in_order_as_a_dry_run(tmp_path):
     assert output.count("This was a dry-run (flag -n)") == 2
     assert "fetch_weights" in output and "sbatch --parsable" not in output  # nothing submitted
     created = [c for c in calls(conda) if c.startswith("env create")]
-    rule_envs = set(re.findall(r'"\.\./(envs/\w+\.yaml)"', " ".join(
-        p.read_text() for p in (REPO / "rules").glob("*.smk"))))
-    assert len(rule_envs) >= 2 and sum("--prefix" in c for c in created) == len(rule_envs), (created, rule_envs)
+    rule_envs = set(
+        re.findall(
+            r'"\.\./(envs/\w+\.yaml)"',
+            " ".join(p.read_text() for p in (REPO / "rules").glob("*.smk")),
+        )
+    )
+    assert len(rule_envs) >= 2 and sum("--prefix" in c for c in created) == len(rule_envs), (
+        created,
+        rule_envs,
+    )
     assert "env create -n isqaflow-serving -f envs/serving.yaml" in created

@@ -23,9 +23,13 @@ PYTHON = Path(os.environ.get("ISQAFLOW_COLBERT_PYTHON", "/tmp/colbert-venv/bin/p
 
 def colbert_python() -> Path:
     if not PYTHON.is_file():
-        pytest.skip(f"no colbert environment at {PYTHON} (build one: bash benchmarks/colbert_env.sh "
-                    "/tmp/colbert-venv, or set ISQAFLOW_COLBERT_PYTHON)")
-    probe = subprocess.run([str(PYTHON), "-c", "import pylate, fast_plaid"], capture_output=True, text=True)
+        pytest.skip(
+            f"no colbert environment at {PYTHON} (build one: bash benchmarks/colbert_env.sh "
+            "/tmp/colbert-venv, or set ISQAFLOW_COLBERT_PYTHON)"
+        )
+    probe = subprocess.run(
+        [str(PYTHON), "-c", "import pylate, fast_plaid"], capture_output=True, text=True
+    )
     if probe.returncode:
         pytest.skip(f"{PYTHON} cannot import pylate and fast_plaid: {probe.stderr.strip()[-300:]}")
     return PYTHON
@@ -34,12 +38,24 @@ def colbert_python() -> Path:
 @pytest.mark.slow
 def test_pylate_indexes_and_retrieves_with_a_tiny_random_colbert(tmp_path):
     python = colbert_python()
-    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), "HF_HUB_OFFLINE": "1", "CUDA_VISIBLE_DEVICES": ""}
-    run = subprocess.run([str(python), str(REPO / "benchmarks" / "colbert_pylate_smoke.py"), str(tmp_path)],
-                         capture_output=True, text=True, env=env, timeout=900)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO / "src"),
+        "HF_HUB_OFFLINE": "1",
+        "CUDA_VISIBLE_DEVICES": "",
+    }
+    run = subprocess.run(
+        [str(python), str(REPO / "benchmarks" / "colbert_pylate_smoke.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     report = json.loads(run.stdout.strip().splitlines()[-1])
-    assert report["torch"].startswith("2.11.0") and report["passages"] == 12 and report["queries"] == 4
+    assert (
+        report["torch"].startswith("2.11.0") and report["passages"] == 12 and report["queries"] == 4
+    )
     assert report["top1_agrees_with_exact_maxsim"] == "4/4"
     assert "meta.json" in report["index_files"] and "centroids.npy" in report["index_files"]
     assert set(report["recall"]) == {"k=1", "k=3"}

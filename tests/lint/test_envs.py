@@ -11,8 +11,15 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 # Environments that cannot share the main pins: checked for full pins on their own below.
-OWN_PINS = {"colbert.yaml": {"pylate": "1.6.0", "fast-plaid": "1.4.6.2110", "torch": "2.11.0",
-                             "sentence-transformers": "5.3.0", "transformers": "5.3.0"}}
+OWN_PINS = {
+    "colbert.yaml": {
+        "pylate": "1.6.0",
+        "fast-plaid": "1.4.6.2110",
+        "torch": "2.11.0",
+        "sentence-transformers": "5.3.0",
+        "transformers": "5.3.0",
+    }
+}
 ENVS = sorted(p for p in (REPO / "envs").glob("*.yaml") if p.name not in OWN_PINS)
 CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
 
@@ -63,7 +70,9 @@ def test_env_pins_agree_with_pyproject(path):
     for name, version in env_pins(path).items():
         assert version, f"{path.name}: {name} is not pinned"
         assert name in pins, f"{path.name}: {name} is not a dependency in pyproject.toml"
-        assert pins[name] == version, f"{path.name}: {name}=={version}, pyproject.toml says {pins[name]}"
+        assert pins[name] == version, (
+            f"{path.name}: {name}=={version}, pyproject.toml says {pins[name]}"
+        )
 
 
 def test_every_rule_uses_a_pinned_env():
@@ -73,8 +82,13 @@ def test_every_rule_uses_a_pinned_env():
             assert (REPO / env).exists(), f"{smk.name} uses {env}, which does not exist"
 
 
-@pytest.mark.parametrize(("env", "fixture"), [("serving.yaml", "vllm-0.33.0-interface.json"),
-                                              ("serving-cuda12.yaml", "vllm-0.11.0-interface.json")])
+@pytest.mark.parametrize(
+    ("env", "fixture"),
+    [
+        ("serving.yaml", "vllm-0.33.0-interface.json"),
+        ("serving-cuda12.yaml", "vllm-0.11.0-interface.json"),
+    ],
+)
 def test_serving_envs_are_full_pins_of_their_vllm(env, fixture):
     """The vLLM environments pin every package pip resolves for their vLLM (tools/serving_env.py),
     with the torch its wheel requires (tests/fixtures, read from the wheel)."""
@@ -86,7 +100,15 @@ def test_serving_envs_are_full_pins_of_their_vllm(env, fixture):
     assert pins["vllm"] == interface["wheel"]["version"]
     (torch,) = interface["wheel"]["requires_torch"]
     assert pins["torch"] == torch.partition("==")[2]
-    for imported in ("transformers", "tokenizers", "fastapi", "uvicorn", "pydantic", "openai", "triton"):
+    for imported in (
+        "transformers",
+        "tokenizers",
+        "fastapi",
+        "uvicorn",
+        "pydantic",
+        "openai",
+        "triton",
+    ):
         assert imported in pins, f"{env}: {imported} (imported by the server) is not pinned"
     cuda = interface["wheel"]["links_cudart"][0].rsplit(".", 1)[1]
     assert f"CUDA {cuda}" in (REPO / "envs" / env).read_text()
@@ -106,5 +128,7 @@ def test_own_environments_are_fully_pinned(name):
     assert len(set(names)) == len(names)
     pins = env_pins(REPO / "envs" / name)
     for package, pinned in OWN_PINS[name].items():
-        assert pins.get(package) == pinned, f"{name}: {package}=={pins.get(package)}, expected {pinned}"
+        assert pins.get(package) == pinned, (
+            f"{name}: {package}=={pins.get(package)}, expected {pinned}"
+        )
     assert "python=3.11" in env["dependencies"]

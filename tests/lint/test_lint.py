@@ -13,24 +13,40 @@ from workflow_utils import REPO, env
 
 
 def test_snakemake_lint_is_clean():
-    result = subprocess.run([sys.executable, "-m", "snakemake", "--lint"], cwd=REPO, capture_output=True, text=True,
-                            timeout=300, env=env())
+    result = subprocess.run(
+        [sys.executable, "-m", "snakemake", "--lint"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env(),
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert "Lints for" not in output, output[-3000:]
 
 
 def test_snakefmt_check_is_clean():
-    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules/"], cwd=REPO,
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "snakefmt", "--check", "Snakefile", "rules/"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_ruff_check_is_clean():
     """ruff with the rules of pyproject.toml ([tool.ruff.lint]) over every Python file."""
     ruff = Path(sys.executable).with_name("ruff")
-    result = subprocess.run([str(ruff), "check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [str(ruff), "check", "--no-cache", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
 
 
@@ -38,8 +54,13 @@ def test_ruff_format_check_is_clean():
     """ruff's format (pyproject.toml's [tool.ruff.format]; its exclude lists the files written before
     the check, not yet formatted) over every other Python file, new files included."""
     ruff = Path(sys.executable).with_name("ruff")
-    result = subprocess.run([str(ruff), "format", "--check", "--no-cache", "."], cwd=REPO, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [str(ruff), "format", "--check", "--no-cache", "."],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     assert "already formatted" in result.stdout + result.stderr
 
@@ -50,16 +71,24 @@ def test_imports_point_down_the_floors():
     every top-level module of the package is placed on a floor."""
     lint_imports = Path(sys.executable).with_name("lint-imports")
     path = os.pathsep.join(filter(None, [str(REPO / "src"), os.environ.get("PYTHONPATH")]))
-    result = subprocess.run([str(lint_imports)], cwd=REPO, capture_output=True, text=True, timeout=120,
-                            env=dict(env(), PYTHONPATH=path))
+    result = subprocess.run(
+        [str(lint_imports)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(env(), PYTHONPATH=path),
+    )
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-3000:]
     assert ", 0 broken." in output, output[-3000:]
     # the rooms inside models/ and arena/ are contracts too, and were checked (lint-imports wraps
     # a long contract name over lines)
     kept = " ".join(output.split())
-    for contract in ("models: backends above the interface; API and in-process apart; planning imports no backend",
-                     "arena: tables and browser; ratings; judging | retrieval"):
+    for contract in (
+        "models: backends above the interface; API and in-process apart; planning imports no backend",
+        "arena: tables and browser; ratings; judging | retrieval",
+    ):
         assert f"{contract} KEPT" in kept, output[-3000:]
 
 
@@ -70,6 +99,9 @@ def test_no_module_imports_a_private_name_of_another():
     for path in sorted([*(REPO / "src").rglob("*.py"), *(REPO / "scripts").glob("*.py")]):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("isqaflow"):
-                offenders += [f"{path.relative_to(REPO)}:{node.lineno}: {node.module}.{alias.name}"
-                              for alias in node.names if alias.name.startswith("_")]
+                offenders += [
+                    f"{path.relative_to(REPO)}:{node.lineno}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_")
+                ]
     assert not offenders, "\n".join(offenders)

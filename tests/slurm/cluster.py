@@ -84,8 +84,12 @@ def _root_prefix() -> list[str]:
     return ["sudo", "-n", "env", *env]
 
 
-def run(cmd: list[str], timeout: float, cwd: str | os.PathLike | None = None,
-        env: dict[str, str] | None = None) -> Result:
+def run(
+    cmd: list[str],
+    timeout: float,
+    cwd: str | os.PathLike | None = None,
+    env: dict[str, str] | None = None,
+) -> Result:
     """Run ``cmd`` under ``timeout -s KILL``; stdout and stderr are returned together."""
     with tempfile.TemporaryFile(mode="w+b") as out:
         proc = subprocess.run(
@@ -161,8 +165,13 @@ def sacct_jobs(since: str | None = None, timeout: float = 30) -> list[dict[str, 
     Each dict also gets ``gpus``: the GPU count in ReqTRES (0 when none was requested).
     """
     cmd = [
-        "sacct", "-X", "-P", "-n", "--allusers",
-        "--starttime", since or "now-2days",
+        "sacct",
+        "-X",
+        "-P",
+        "-n",
+        "--allusers",
+        "--starttime",
+        since or "now-2days",
         "--format=" + ",".join(SACCT_FIELDS),
     ]
     res = run(cmd, timeout=timeout)

@@ -35,7 +35,12 @@ def test_atomic_writers_follow_the_umask(tmp_path, umask):
         handle.write(b"\x00")
     for name in ("a.txt", "b.json", "c.jsonl", "d.npy"):
         assert mode(tmp_path / name) == 0o666 & ~umask, name
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.json", "c.jsonl", "d.npy"]  # no temporaries
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "a.txt",
+        "b.json",
+        "c.jsonl",
+        "d.npy",
+    ]  # no temporaries
 
 
 def test_a_replaced_file_gets_the_umask_mode_too(tmp_path, umask):
@@ -60,7 +65,9 @@ def test_downloads_and_archive_members_follow_the_umask(tmp_path, umask):
 
     source = tmp_path / "source.txt"
     source.write_text("raw data\n")
-    dest = fetch(source.as_uri(), tmp_path / "downloads/source.txt", f"sha256:{file_digest(source)}")
+    dest = fetch(
+        source.as_uri(), tmp_path / "downloads/source.txt", f"sha256:{file_digest(source)}"
+    )
     assert mode(dest) == 0o666 & ~umask
     archive = tmp_path / "archive.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
@@ -88,12 +95,23 @@ def test_a_trained_adapter_is_readable_by_the_group(tiny_causal, tmp_path, umask
     from isqaflow.data.schema import ContextParagraph, QAExample
     from isqaflow.finetune.lora import LoraSettings, train
 
-    example = QAExample(id="e1", question="Who jumps?", answer="the fox",
-                        context=[ContextParagraph(title="F", sentences=["The quick brown fox jumps."])],
-                        evidence=["The quick brown fox jumps."])
+    example = QAExample(
+        id="e1",
+        question="Who jumps?",
+        answer="the fox",
+        context=[ContextParagraph(title="F", sentences=["The quick brown fox jumps."])],
+        evidence=["The quick brown fox jumps."],
+    )
     write_jsonl(tmp_path / "train.jsonl", [example])
-    train({"backend": "hf", "model": str(tiny_causal)}, tmp_path / "train.jsonl", tmp_path / "adapter",
-          tmp_path / "log.csv", LoraSettings(epochs=1, max_steps=1, batch_size=1), tmp_path / "ckpt", threads=1)
+    train(
+        {"backend": "hf", "model": str(tiny_causal)},
+        tmp_path / "train.jsonl",
+        tmp_path / "adapter",
+        tmp_path / "log.csv",
+        LoraSettings(epochs=1, max_steps=1, batch_size=1),
+        tmp_path / "ckpt",
+        threads=1,
+    )
     files = [tmp_path / "log.csv", *(tmp_path / "adapter").iterdir()]
     assert any(p.name == "adapter_model.safetensors" for p in files)
     for path in files:

@@ -116,6 +116,7 @@ def test_paired_bootstrap_drops_pairs_with_nan():
 
 # ----------------------------------------------------------------------------- sign-flip test
 
+
 def test_sign_flip_exact_by_hand():
     # Six differences of size 1, five positive: |observed sum| = 4.  A pattern of flips
     # gives sum 6 - 2m with m negative products; |6 - 2m| >= 4 for m in {0, 1, 5, 6}:
@@ -154,7 +155,9 @@ def test_sign_flip_gives_no_p_value_below_the_minimum():
     assert MIN_PAIRS_FOR_TEST == 6
     for n in range(MIN_PAIRS_FOR_TEST):
         result = sign_flip_test([0.0] * n, [1.0] * n)
-        assert np.isnan(result["p_value"]) and result["method"] == "too few pairs" and result["n"] == n
+        assert (
+            np.isnan(result["p_value"]) and result["method"] == "too few pairs" and result["n"] == n
+        )
     # pairs with a NaN do not count towards the minimum
     result = sign_flip_test([0.0] * 6, [1.0] * 5 + [np.nan])
     assert np.isnan(result["p_value"]) and result["n"] == 5 and result["n_missing"] == 1
@@ -187,15 +190,18 @@ def test_sign_flip_false_positive_rate_under_the_null(n, rounds):
     rng = np.random.default_rng(2024 + n)
     kwargs = {} if rounds is None else {"rounds": rounds}
     rejections = sum(
-        sign_flip_test(np.zeros(n), rng.normal(size=n), seed=i, **kwargs)["p_value"] < 0.05 for i in range(sets)
+        sign_flip_test(np.zeros(n), rng.normal(size=n), seed=i, **kwargs)["p_value"] < 0.05
+        for i in range(sets)
     )
     assert rejections / sets <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / sets)
 
 
 def test_sign_flip_detects_a_real_shift():
     rng = np.random.default_rng(7)
-    detected = sum(sign_flip_test(np.zeros(10), rng.normal(1.5, 1.0, size=10))["p_value"] < 0.05
-                   for _ in range(200))
+    detected = sum(
+        sign_flip_test(np.zeros(10), rng.normal(1.5, 1.0, size=10))["p_value"] < 0.05
+        for _ in range(200)
+    )
     assert detected / 200 > 0.9
 
 
@@ -275,8 +281,12 @@ def test_compare_systems_on_a_tiny_long_table():
 def test_compare_systems_sign_flip_p_value_with_enough_papers():
     papers = [f"p{i}" for i in range(7)]
     rows = [{"paper": p, "system": "base", "score": 0.1 * i} for i, p in enumerate(papers)]
-    rows += [{"paper": p, "system": "better", "score": 0.1 * i + 0.05} for i, p in enumerate(papers)]
-    table = compare_systems(pd.DataFrame(rows), "score", "system", "paper", baseline="base", rounds=500)
+    rows += [
+        {"paper": p, "system": "better", "score": 0.1 * i + 0.05} for i, p in enumerate(papers)
+    ]
+    table = compare_systems(
+        pd.DataFrame(rows), "score", "system", "paper", baseline="base", rounds=500
+    )
     assert table.loc["better", "p_sign_flip"] == 2 / 2**7  # every difference positive, exact
 
 
@@ -293,16 +303,31 @@ def test_share_test_known_answers():
     from isqaflow.stats import share_test
 
     # 3/3 at chance 0.5 does not separate (p = 0.125), 6/6 does (0.0156), 6/7 does not (0.0625)
-    assert share_test(3, 3, 0.5)["p_value"] == pytest.approx(0.125) and not share_test(3, 3, 0.5)["separates"]
-    assert share_test(6, 6, 0.5)["p_value"] == pytest.approx(1 / 64) and share_test(6, 6, 0.5)["separates"]
-    assert share_test(6, 7, 0.5)["p_value"] == pytest.approx(8 / 128) and not share_test(6, 7, 0.5)["separates"]
+    assert (
+        share_test(3, 3, 0.5)["p_value"] == pytest.approx(0.125)
+        and not share_test(3, 3, 0.5)["separates"]
+    )
+    assert (
+        share_test(6, 6, 0.5)["p_value"] == pytest.approx(1 / 64)
+        and share_test(6, 6, 0.5)["separates"]
+    )
+    assert (
+        share_test(6, 7, 0.5)["p_value"] == pytest.approx(8 / 128)
+        and not share_test(6, 7, 0.5)["separates"]
+    )
     # Clopper-Pearson: x = 0 and x = n have closed forms; 7/10 and 1/3 against published values
     assert share_test(6, 6, 0.5)["lower"] == pytest.approx(0.025 ** (1 / 6))
     assert share_test(0, 6, 0.5)["upper"] == pytest.approx(1 - 0.025 ** (1 / 6))
     seven = share_test(7, 10, 0.5)
-    assert (seven["lower"], seven["upper"]) == (pytest.approx(0.3475, abs=1e-4), pytest.approx(0.9333, abs=1e-4))
+    assert (seven["lower"], seven["upper"]) == (
+        pytest.approx(0.3475, abs=1e-4),
+        pytest.approx(0.9333, abs=1e-4),
+    )
     one = share_test(1, 3, 0.5)
-    assert (one["lower"], one["upper"]) == (pytest.approx(0.0084, abs=1e-4), pytest.approx(0.9057, abs=1e-4))
+    assert (one["lower"], one["upper"]) == (
+        pytest.approx(0.0084, abs=1e-4),
+        pytest.approx(0.9057, abs=1e-4),
+    )
     # chance 1/3 (one random order of the arena's self control): 3/3 gives (1/3)**3 = 0.037
     assert share_test(3, 3, 1 / 3)["separates"]
     assert share_test(4, 4, 1.0)["p_value"] == 1.0 and not share_test(4, 4, 1.0)["separates"]
@@ -323,7 +348,10 @@ def test_min_items_to_separate():
     assert min_items_to_separate(1.0) is None
     for chance in (0.2, 0.5, 0.7):
         n = min_items_to_separate(chance)
-        assert share_test(n, n, chance)["separates"] and not share_test(n - 1, n - 1, chance)["separates"]
+        assert (
+            share_test(n, n, chance)["separates"]
+            and not share_test(n - 1, n - 1, chance)["separates"]
+        )
 
 
 def test_mcnemar_exact_on_a_constructed_table():
@@ -356,7 +384,9 @@ def test_holm_and_benjamini_hochberg_adjust_a_family():
     # Holm by hand over the 4 present: sorted 0.005, 0.01, 0.03, 0.04 -> 0.02, 0.03, 0.06, 0.06
     np.testing.assert_allclose(holm(p), [0.03, 0.06, np.nan, 0.06, 0.02])
     present = np.array([0.01, 0.04, 0.03, 0.005])
-    np.testing.assert_allclose(benjamini_hochberg(p)[[0, 1, 3, 4]], false_discovery_control(present))
+    np.testing.assert_allclose(
+        benjamini_hochberg(p)[[0, 1, 3, 4]], false_discovery_control(present)
+    )
     assert np.isnan(benjamini_hochberg(p)[2]) and np.isnan(holm([np.nan])).all()
     assert holm([0.9, 0.8]).tolist() == [1.0, 1.0]
 
@@ -385,5 +415,9 @@ def test_docstrings_state_the_items_a_perfect_instrument_needs():
 
     assert (min_items_to_separate(0.5, 0.05), min_items_to_separate(0.5, ALPHA)) == (5, 6)
     doc = " ".join(stats.__doc__.split())
-    assert "it takes 5 items at a one-sided alpha of 0.05" in doc and f"and 6 at the {ALPHA:g}" in doc
-    assert "6 at the validity table's 0.025" in " ".join(stats.min_items_to_separate.__doc__.split())
+    assert (
+        "it takes 5 items at a one-sided alpha of 0.05" in doc and f"and 6 at the {ALPHA:g}" in doc
+    )
+    assert "6 at the validity table's 0.025" in " ".join(
+        stats.min_items_to_separate.__doc__.split()
+    )

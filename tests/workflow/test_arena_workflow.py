@@ -18,12 +18,19 @@ def config_with(tmp_path, change) -> str:
 
 def test_calibrated_rule_with_a_text_judge_fails_naming_the_judge(tmp_path):
     def change(config):
-        config["arena"]["judges"]["api"] = {"model": "smollm2", "mode": "text", "rule": "calibrated"}
+        config["arena"]["judges"]["api"] = {
+            "model": "smollm2",
+            "mode": "text",
+            "rule": "calibrated",
+        }
 
     result = snakemake(REPO, "-n", "--cores", "1", "--configfile", config_with(tmp_path, change))
     output = result.stdout + result.stderr
     assert result.returncode != 0
-    assert "arena.judges.api: rule 'calibrated' needs the label log-probabilities (mode: logprob)" in output
+    assert (
+        "arena.judges.api: rule 'calibrated' needs the label log-probabilities (mode: logprob)"
+        in output
+    )
     assert "this judge has mode 'text'" in output
 
 
@@ -49,7 +56,9 @@ def test_every_judge_writes_its_control_records_with_the_human_pairs(tmp_path):
     code, output = planned(tmp_path)
     assert code == 0, output[-3000:]
     job = output.split("rule arena_judge_checks:", 1)[1].split("\n\n", 1)[0]
-    assert "results/validity/arena/local.jsonl" in job and "results/arena/agreement/local.jsonl" in job
+    assert (
+        "results/validity/arena/local.jsonl" in job and "results/arena/agreement/local.jsonl" in job
+    )
     assert "rule arena_human_pairs" not in output
 
 

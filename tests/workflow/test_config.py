@@ -18,7 +18,9 @@ def dry_run_with(workdir, change, *args):
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     change(config)
     (workdir / "config/broken.yaml").write_text(yaml.safe_dump(config))
-    result = snakemake(workdir, "-n", "--cores", "1", "--configfile", "config/broken.yaml", *args, timeout=120)
+    result = snakemake(
+        workdir, "-n", "--cores", "1", "--configfile", "config/broken.yaml", *args, timeout=120
+    )
     return result.returncode, result.stdout + result.stderr
 
 
@@ -77,12 +79,26 @@ def misspell_every_reference(config):
 
 
 EVERY_REFERENCE = [
-    "isqa.summarizers[0]", "isqa.feedback_models.lora.model", "isqa.feedback_models.lora.adapter",
-    "isqa.questions.generated.model", "isqa.runs[1].feedback", "isqa.judged_systems[1]", "human_eval.systems[0]",
-    "metrics.qg.model", "metrics.qa.model", "metrics.main_feedback", "finetune.smollm2-hotpotqa.base",
-    "finetune.smollm2-hotpotqa.data", "drfr.datasets[0]", "drfr.responders.smollm2.model",
-    "drfr.responders.smollm2-feedback.adapter", "drfr.judges.local.model", "arena.domains[1]",
-    "arena.answerers.smollm2.model", "arena.runs[0].retriever", "arena.runs[0].answerers[1]",
+    "isqa.summarizers[0]",
+    "isqa.feedback_models.lora.model",
+    "isqa.feedback_models.lora.adapter",
+    "isqa.questions.generated.model",
+    "isqa.runs[1].feedback",
+    "isqa.judged_systems[1]",
+    "human_eval.systems[0]",
+    "metrics.qg.model",
+    "metrics.qa.model",
+    "metrics.main_feedback",
+    "finetune.smollm2-hotpotqa.base",
+    "finetune.smollm2-hotpotqa.data",
+    "drfr.datasets[0]",
+    "drfr.responders.smollm2.model",
+    "drfr.responders.smollm2-feedback.adapter",
+    "drfr.judges.local.model",
+    "arena.domains[1]",
+    "arena.answerers.smollm2.model",
+    "arena.runs[0].retriever",
+    "arena.runs[0].answerers[1]",
     "arena.judges.local.model",
 ]
 
@@ -90,7 +106,9 @@ EVERY_REFERENCE = [
 def assert_clean_failure(code, output):
     """Exit status 1, one message, no traceback, and Snakemake never got to plan a job."""
     assert code == 1, output[-3000:]
-    assert "Traceback" not in output and "Exception" not in output and "File \"" not in output, output[-3000:]
+    assert "Traceback" not in output and "Exception" not in output and 'File "' not in output, (
+        output[-3000:]
+    )
     assert "Building DAG" not in output and "Job stats" not in output, output[-3000:]
 
 
@@ -108,22 +126,35 @@ def test_a_missing_local_model_path_fails_the_dry_run(workdir):
     def change(config):
         config["models"]["smollm2"].pop("convert")
         config["models"]["smollm2"]["model"] = "resources/models/not-converted"
+
     code, output = dry_run_with(workdir, change)
     assert_clean_failure(code, output)
-    assert "models.smollm2.model: local model path 'resources/models/not-converted' does not exist" in output
+    assert (
+        "models.smollm2.model: local model path 'resources/models/not-converted' does not exist"
+        in output
+    )
 
 
-def test_an_unset_api_key_variable_fails_the_dry_run_naming_model_and_variable(workdir, monkeypatch):
+def test_an_unset_api_key_variable_fails_the_dry_run_naming_model_and_variable(
+    workdir, monkeypatch
+):
     monkeypatch.delenv("ISQAFLOW_TEST_JUDGE_KEY", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-this-one")
 
     def change(config):
-        config["models"]["gpt4"] = {"backend": "openai", "model": "gpt-4-0314", "api_key_env": "ISQAFLOW_TEST_JUDGE_KEY"}
+        config["models"]["gpt4"] = {
+            "backend": "openai",
+            "model": "gpt-4-0314",
+            "api_key_env": "ISQAFLOW_TEST_JUDGE_KEY",
+        }
         config["arena"]["judges"]["gpt4"] = {"model": "gpt4", "mode": "text"}
+
     code, output = dry_run_with(workdir, change)
     assert_clean_failure(code, output)
-    assert ("models.gpt4.api_key_env: model 'gpt4' is an API model the run uses (arena.judges.gpt4.model), "
-            "but the environment variable ISQAFLOW_TEST_JUDGE_KEY that holds its key is not set") in output
+    assert (
+        "models.gpt4.api_key_env: model 'gpt4' is an API model the run uses (arena.judges.gpt4.model), "
+        "but the environment variable ISQAFLOW_TEST_JUDGE_KEY that holds its key is not set"
+    ) in output
     assert "sk-not-this-one" not in output
     monkeypatch.setenv("ISQAFLOW_TEST_JUDGE_KEY", "sk-set")
     code, output = dry_run_with(workdir, change)

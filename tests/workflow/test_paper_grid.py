@@ -90,13 +90,17 @@ def test_paper_grid_job_counts(workdir):
 def test_paper_grid_requests_gpus_for_model_stages_only(workdir):
     from workflow_utils import snakemake
 
-    result = snakemake(workdir, "-n", "--cores", "2", "--configfile", "config/paper.yaml", timeout=300)
+    result = snakemake(
+        workdir, "-n", "--cores", "2", "--configfile", "config/paper.yaml", timeout=300
+    )
     text = result.stdout + result.stderr
     blocks = text.split("\nrule ")[1:] + text.split("\nlocalrule ")[1:]
     gpu = {}
     for block in blocks:
         rule = block.split(":", 1)[0].strip()
-        resources = next((line for line in block.splitlines() if line.strip().startswith("resources:")), "")
+        resources = next(
+            (line for line in block.splitlines() if line.strip().startswith("resources:")), ""
+        )
         gpu.setdefault(rule, set()).add("gpu=1" in resources)
     assert gpu["finetune_feedback"] == {True}
     assert gpu["baseline_summaries"] == {True}
@@ -105,5 +109,12 @@ def test_paper_grid_requests_gpus_for_model_stages_only(workdir):
     assert gpu["drfr_responses"] == {True, False}  # local pool models and GPT-3.5
     assert gpu["retrieve"] == {True, False}  # dense embeds on a GPU, BM25 does not
     assert gpu["colbert_index"] == gpu["retrieve_colbert"] == {True}  # ColBERTv2 encodes on a GPU
-    for rule in ("download", "convert_papers", "isqa_tables", "drfr_tables", "arena_tables", "manifest"):
+    for rule in (
+        "download",
+        "convert_papers",
+        "isqa_tables",
+        "drfr_tables",
+        "arena_tables",
+        "manifest",
+    ):
         assert gpu[rule] == {False}, rule

@@ -25,11 +25,33 @@ from workflow_utils import dry_run_jobs, snakemake
 pytestmark = pytest.mark.slow
 
 TABLES = [
-    *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats",
-                            "appendix_questeval_v024")),
+    *(
+        f"isqa_{t}"
+        for t in (
+            "table1",
+            "table2",
+            "table3",
+            "table4",
+            "oracle",
+            "feedback_stats",
+            "appendix_questeval_v024",
+        )
+    ),
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
-    *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "no_answer", "retrieval",
-                              "agreement", "summaries", "length_controlled", "length_bias")),
+    *(
+        f"arena_{t}"
+        for t in (
+            "win_rates",
+            "ratings",
+            "position_consistency",
+            "no_answer",
+            "retrieval",
+            "agreement",
+            "summaries",
+            "length_controlled",
+            "length_bias",
+        )
+    ),
     "validity",
     "leaderboard",
     "paired_tests",
@@ -55,15 +77,22 @@ def test_every_table_and_figure_is_made_from_real_scores(run):
     for table in TABLES:
         for ext in ("csv", "md", "tex"):
             assert (run / f"results/tables/{table}.{ext}").stat().st_size > 0, table
-        assert "<table>" in (run / f"results/tables/{table}.html").read_text(), table  # for the report
+        assert "<table>" in (run / f"results/tables/{table}.html").read_text(), (
+            table
+        )  # for the report
     for suite in ("arena", "drfr"):  # the judgment browsers, every item embedded
-        assert '<script type="application/json" id="items">' in (run / f"results/browser/{suite}.html").read_text()
+        assert (
+            '<script type="application/json" id="items">'
+            in (run / f"results/browser/{suite}.html").read_text()
+        )
     for figure in FIGURES:
         for ext in ("png", "svg"):
             assert (run / f"results/figures/{figure}.{ext}").stat().st_size > 1000, figure
     long = (run / "results/tables/isqa_table1_long.csv").read_text()
     assert "w/o ISQA" in long and "w/ ISQA" in long
-    scores = [json.loads(line) for line in open(run / "results/metrics/qasper/smollm2/scores.jsonl")]
+    scores = [
+        json.loads(line) for line in open(run / "results/metrics/qasper/smollm2/scores.jsonl")
+    ]
     assert all(0.0 <= s["rouge"] <= 1.0 for s in scores) and any(s["rouge"] > 0 for s in scores)
     ratings = (run / "results/tables/arena_ratings.csv").read_text()
     assert "lfrqa" in ratings and "Bradley-Terry" in ratings
@@ -80,38 +109,80 @@ def test_the_judges_audit_flags_self_preference_and_records_the_canaries(run):
         assert "<table>" in (tables / f"judges_{table}.html").read_text(), table  # for the report
     selfpref = pd.read_csv(tables / "judges_self_preference.csv", index_col=0)
     arena = selfpref[(selfpref.suite == "arena") & (selfpref.judge == "local")].set_index("system")
-    assert bool(arena.loc["smollm2", "self_family"]) and not bool(arena.loc["handwritten", "self_family"])
+    assert bool(arena.loc["smollm2", "self_family"]) and not bool(
+        arena.loc["handwritten", "self_family"]
+    )
     assert arena.loc["smollm2", "n"] > 0  # its win rate under the arena judge
     noise = pd.read_csv(tables / "judges_noise.csv", index_col=0)
     assert (noise.repeats == 1).all() and noise.flip_rate.isna().all()  # the default judges once
-    assert set(noise.suite) == {"arena", "drfr"} and noise.flip_rate_is.str.startswith("0 by construction").all()
+    assert (
+        set(noise.suite) == {"arena", "drfr"}
+        and noise.flip_rate_is.str.startswith("0 by construction").all()
+    )
     # the default's panel: local and local-raw (its calls local's), their agreement in the leaderboard
     panel = pd.read_csv(tables / "judges_panel.csv", index_col=0).iloc[0]
-    assert panel["judges"] == "local, local-raw" and panel["kappa_kind"] == "Cohen" and panel["n"] > 0
+    assert (
+        panel["judges"] == "local, local-raw" and panel["kappa_kind"] == "Cohen" and panel["n"] > 0
+    )
     assert "not independent judges" in panel["note"]
-    assert "Arena judge panel (bm25-k5: local, local-raw; panel verdict majority): Cohen's kappa" in (
-        tables / "leaderboard.md").read_text()
-    calls = {judge: sqlite3.connect(run / f"results/arena/judgments/bm25-k5/{judge}.jsonl.calls.sqlite").execute(
-        "SELECT key FROM calls").fetchall() for judge in ("local", "local-raw")}
+    assert (
+        "Arena judge panel (bm25-k5: local, local-raw; panel verdict majority): Cohen's kappa"
+        in (tables / "leaderboard.md").read_text()
+    )
+    calls = {
+        judge: sqlite3.connect(run / f"results/arena/judgments/bm25-k5/{judge}.jsonl.calls.sqlite")
+        .execute("SELECT key FROM calls")
+        .fetchall()
+        for judge in ("local", "local-raw")
+    }
     assert sorted(calls["local-raw"]) == sorted(calls["local"])  # local-raw made no call of its own
     manifest = json.loads((run / "results/manifest.json").read_text())
     assert any(key.startswith("arena judge/local/") for key in manifest["canaries"])
 
 
 JUDGED_TABLES = [
-    *(f"isqa_{t}" for t in ("table1", "table2", "table3", "table4", "oracle", "feedback_stats",
-                            "appendix_questeval_v024")),
+    *(
+        f"isqa_{t}"
+        for t in (
+            "table1",
+            "table2",
+            "table3",
+            "table4",
+            "oracle",
+            "feedback_stats",
+            "appendix_questeval_v024",
+        )
+    ),
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
-    *(f"arena_{t}" for t in ("win_rates", "ratings", "position_consistency", "agreement", "summaries",
-                              "length_controlled", "length_bias")),
+    *(
+        f"arena_{t}"
+        for t in (
+            "win_rates",
+            "ratings",
+            "position_consistency",
+            "agreement",
+            "summaries",
+            "length_controlled",
+            "length_bias",
+        )
+    ),
     "leaderboard",
 ]
 
 
 def test_every_judge_and_metric_shows_its_known_answer_controls(run):
     validity = pd.read_csv(run / "results/tables/validity.csv")
-    assert set(validity["instrument"]) == {"arena judge", "DRFR judge", "QAGS", "QuestEval", "feedback model"}
-    assert set(validity[validity["instrument"].isin(["arena judge", "DRFR judge"])]["rule"]) == {"raw", "calibrated"}
+    assert set(validity["instrument"]) == {
+        "arena judge",
+        "DRFR judge",
+        "QAGS",
+        "QuestEval",
+        "feedback model",
+    }
+    assert set(validity[validity["instrument"].isin(["arena judge", "DRFR judge"])]["rule"]) == {
+        "raw",
+        "calibrated",
+    }
     for table in JUDGED_TABLES:
         caption = (run / f"results/tables/{table}.md").read_text().split("\n\n", 1)[0]
         assert "Controls (known answers" in caption, table
@@ -123,7 +194,9 @@ def test_qags_is_defined_for_nearly_every_summary(run):
     # padded to K as W4ngatang/qags does: a defined QAGS rests on questions kept or padded
     defined = scores["qags"].notna()
     assert ((scores.loc[defined, "qags_questions"] + scores.loc[defined, "qags_padded"]) >= 1).all()
-    assert (scores["qags_copies_excluded"] >= 0).all() and scores["qags_source_answerability"].notna().any()
+    assert (scores["qags_copies_excluded"] >= 0).all() and scores[
+        "qags_source_answerability"
+    ].notna().any()
 
 
 def test_the_calibrated_arena_ratings_are_not_all_equal(run):
@@ -136,7 +209,9 @@ def test_results_are_readable_by_collaborators(run):
     """Written with the process umask (0644 by default), not the temporary files' 0600."""
     umask = os.umask(0)
     os.umask(umask)
-    files = [p for p in (run / "results").rglob("*") if p.is_file() and ".calls.sqlite" not in p.name]
+    files = [
+        p for p in (run / "results").rglob("*") if p.is_file() and ".calls.sqlite" not in p.name
+    ]
     assert files
     for path in files:
         assert path.stat().st_mode & 0o777 == 0o666 & ~umask, path
@@ -147,7 +222,10 @@ def test_every_isqa_step_is_recorded_for_every_paper(run):
     steps = config["isqa"]["refine"]["steps"]
     papers = [json.loads(line)["id"] for line in open(run / "results/data/papers/qasper.jsonl")]
     for run_cfg in config["isqa"]["runs"]:
-        path = run / f"results/summaries/qasper/smollm2/isqa-{run_cfg['feedback']}-{run_cfg['questions']}.steps.jsonl"
+        path = (
+            run
+            / f"results/summaries/qasper/smollm2/isqa-{run_cfg['feedback']}-{run_cfg['questions']}.steps.jsonl"
+        )
         records = [json.loads(line) for line in open(path)]
         assert [r["paper_id"] for r in records] == papers
         for record in records:
@@ -156,8 +234,21 @@ def test_every_isqa_step_is_recorded_for_every_paper(run):
             assert record["final_summary"] == record["steps"][-1]["summary"]
             for step in record["steps"]:
                 assert len(step["feedback"]) == config["isqa"]["refine"]["batch_size"]
-                assert all({"raw", "status", "answer", "evidence", "f1", "decision", "finish_reason",
-                            "input_tokens", "new_tokens"} <= set(f) for f in step["feedback"])
+                assert all(
+                    {
+                        "raw",
+                        "status",
+                        "answer",
+                        "evidence",
+                        "f1",
+                        "decision",
+                        "finish_reason",
+                        "input_tokens",
+                        "new_tokens",
+                    }
+                    <= set(f)
+                    for f in step["feedback"]
+                )
 
 
 def test_nothing_to_do_after_a_complete_run(run):
@@ -173,9 +264,24 @@ def test_lora_parameter_reruns_finetuning_and_only_what_depends_on_it(run):
     assert jobs.pop("isqa_refine") == 2  # the two runs with the adapter, not the base model's
     assert jobs.pop("drfr_responses") == 1  # the fine-tuned responder only
     assert set(jobs) == {
-        "evaluate_feedback", "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_judge",
-        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard",
-        "judge_audit", "manifest", "all", "drfr_browser", "table_html", "paired_tests", "arena_browser",
+        "evaluate_feedback",
+        "score_summaries",
+        "isqa_tables",
+        "human_eval_sheets",
+        "drfr_judge",
+        "drfr_summaries",
+        "drfr_tables",
+        "arena_summaries",
+        "arena_tables",
+        "validity_table",
+        "leaderboard",
+        "judge_audit",
+        "manifest",
+        "all",
+        "drfr_browser",
+        "table_html",
+        "paired_tests",
+        "arena_browser",
     }
 
 
@@ -184,15 +290,38 @@ def test_judge_parameter_reruns_only_the_judges_and_their_tables(run):
         config["arena"]["judges"]["local"]["tie_band"] = 0.25
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "tie_band", change))
-    assert set(jobs) == {"arena_judge", "arena_judge_checks", "arena_summaries", "arena_tables", "validity_table",
-                         "leaderboard", "judge_audit", "manifest", "all", "arena_browser", "table_html", "paired_tests"}
+    assert set(jobs) == {
+        "arena_judge",
+        "arena_judge_checks",
+        "arena_summaries",
+        "arena_tables",
+        "validity_table",
+        "leaderboard",
+        "judge_audit",
+        "manifest",
+        "all",
+        "arena_browser",
+        "table_html",
+        "paired_tests",
+    }
 
     def change_drfr(config):
         config["drfr"]["judges"]["local"].update(mode="text", rule="raw")
 
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "drfr_text", change_drfr))
-    assert set(jobs) == {"drfr_judge", "drfr_summaries", "drfr_tables", "validity_table", "leaderboard", "manifest",
-                         "judge_audit", "all", "drfr_browser", "table_html", "paired_tests"}
+    assert set(jobs) == {
+        "drfr_judge",
+        "drfr_summaries",
+        "drfr_tables",
+        "validity_table",
+        "leaderboard",
+        "manifest",
+        "judge_audit",
+        "all",
+        "drfr_browser",
+        "table_html",
+        "paired_tests",
+    }
 
 
 def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
@@ -202,9 +331,23 @@ def test_summarizer_change_reruns_summarization_and_everything_downstream(run):
     jobs = dry_run_jobs(run, "--configfile", with_config(run, "longer_summaries", change))
     assert jobs.pop("isqa_refine") == 3
     assert set(jobs) == {  # validity: the feedback-model control reads the first summaries
-        "baseline_summaries", "generic_feedback", "score_summaries", "isqa_tables", "human_eval_sheets",
-        "drfr_summaries", "drfr_tables", "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest",
-        "all", "table_html", "arena_browser", "drfr_browser", "paired_tests",  # (its caption: the validity summary)
+        "baseline_summaries",
+        "generic_feedback",
+        "score_summaries",
+        "isqa_tables",
+        "human_eval_sheets",
+        "drfr_summaries",
+        "drfr_tables",
+        "arena_summaries",
+        "arena_tables",
+        "validity_table",
+        "leaderboard",
+        "manifest",
+        "all",
+        "table_html",
+        "arena_browser",
+        "drfr_browser",
+        "paired_tests",  # (its caption: the validity summary)
         "judge_audit",  # (its captions too)
     }
 
@@ -219,9 +362,22 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
         refine.write_text(original)
     assert jobs.pop("isqa_refine") == 3
     assert set(jobs) == {
-        "score_summaries", "isqa_tables", "human_eval_sheets", "drfr_summaries", "drfr_tables",
-        "arena_summaries", "arena_tables", "validity_table", "leaderboard", "manifest", "all", "table_html",
-        "arena_browser", "drfr_browser", "paired_tests", "judge_audit",
+        "score_summaries",
+        "isqa_tables",
+        "human_eval_sheets",
+        "drfr_summaries",
+        "drfr_tables",
+        "arena_summaries",
+        "arena_tables",
+        "validity_table",
+        "leaderboard",
+        "manifest",
+        "all",
+        "table_html",
+        "arena_browser",
+        "drfr_browser",
+        "paired_tests",
+        "judge_audit",
     }
     assert dry_run_jobs(run) == {}
 
@@ -229,13 +385,36 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
 # One's own system's file edited -> the jobs that read its outputs and the tables (the other
 # judges wait for results/systems/checked.json as ancient input: they do not rerun).
 SYSTEM_FILE_RERUNS = {
-    "answers-handwritten.jsonl": {"file_answers", "check_systems", "arena_judge", "arena_tables", "arena_browser",
-                                  "paired_tests", "judge_audit"},
-    "model_outputs.json": {"file_responses", "check_systems", "drfr_judge", "drfr_tables", "validity_table",
-                           "drfr_browser", "paired_tests", "judge_audit"},
-    "summaries-handwritten.jsonl": {"file_summaries", "check_systems", "score_summaries", "drfr_summaries",
-                                    "arena_summaries", "drfr_tables", "arena_tables", "arena_browser",
-                                    "drfr_browser"},
+    "answers-handwritten.jsonl": {
+        "file_answers",
+        "check_systems",
+        "arena_judge",
+        "arena_tables",
+        "arena_browser",
+        "paired_tests",
+        "judge_audit",
+    },
+    "model_outputs.json": {
+        "file_responses",
+        "check_systems",
+        "drfr_judge",
+        "drfr_tables",
+        "validity_table",
+        "drfr_browser",
+        "paired_tests",
+        "judge_audit",
+    },
+    "summaries-handwritten.jsonl": {
+        "file_summaries",
+        "check_systems",
+        "score_summaries",
+        "drfr_summaries",
+        "arena_summaries",
+        "drfr_tables",
+        "arena_tables",
+        "arena_browser",
+        "drfr_browser",
+    },
 }
 
 
@@ -251,27 +430,51 @@ def test_editing_a_systems_file_reruns_only_its_jobs_and_the_tables(run, name):
     # that system's jobs only (table_html: one job per table rendered for the report), once per
     # judge: the default's two arena judges (local-raw reads local's calls)
     judges = {"arena_judge": 2, "arena_summaries": 2}
-    assert all(count == judges.get(rule, 1) for rule, count in jobs.items() if rule != "table_html"), jobs
+    assert all(
+        count == judges.get(rule, 1) for rule, count in jobs.items() if rule != "table_html"
+    ), jobs
     assert set(jobs) == SYSTEM_FILE_RERUNS[name] | {"leaderboard", "manifest", "all", "table_html"}
 
 
 # name -> (suite, the file's content, what the error must say)
 MALFORMED = {
-    "unknown_id": ("arena", '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n'
-                            '{"domain": "fiqa", "query_id": "9999", "answer": "No such query."}\n',
-                   r"unknown_id\.jsonl, line 2, id '9999': not in the dataset"),
-    "duplicate": ("drfr", '{"instruction_id": "user_oriented_task_1", "response": "Yes."}\n'
-                          '{"instruction_id": "user_oriented_task_1", "response": "Again."}\n',
-                  r"duplicate\.jsonl, line 2, id 'user_oriented_task_1': duplicate"),
-    "empty": ("isqa", '{"paper_id": "2101.00417", "summary": "   "}\n',
-              r"empty\.jsonl, line 1, id '2101.00417': empty output"),
-    "not_utf8": ("isqa", b'{"paper_id": "2101.00417", "summary": "caf\xe9"}\n',
-                 r"not_utf8\.jsonl, line 1, record '2101.00417': not UTF-8: byte\(s\) e9"),
-    "missing_ids": ("arena", '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n',
-                    r"missing_ids\.jsonl: 14 of 15 dataset ids missing, first \['fiqa:4187'"),
+    "unknown_id": (
+        "arena",
+        '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n'
+        '{"domain": "fiqa", "query_id": "9999", "answer": "No such query."}\n',
+        r"unknown_id\.jsonl, line 2, id '9999': not in the dataset",
+    ),
+    "duplicate": (
+        "drfr",
+        '{"instruction_id": "user_oriented_task_1", "response": "Yes."}\n'
+        '{"instruction_id": "user_oriented_task_1", "response": "Again."}\n',
+        r"duplicate\.jsonl, line 2, id 'user_oriented_task_1': duplicate",
+    ),
+    "empty": (
+        "isqa",
+        '{"paper_id": "2101.00417", "summary": "   "}\n',
+        r"empty\.jsonl, line 1, id '2101.00417': empty output",
+    ),
+    "not_utf8": (
+        "isqa",
+        b'{"paper_id": "2101.00417", "summary": "caf\xe9"}\n',
+        r"not_utf8\.jsonl, line 1, record '2101.00417': not UTF-8: byte\(s\) e9",
+    ),
+    "missing_ids": (
+        "arena",
+        '{"domain": "fiqa", "query_id": "4021", "answer": "Pay it off."}\n',
+        r"missing_ids\.jsonl: 14 of 15 dataset ids missing, first \['fiqa:4187'",
+    ),
 }
-JUDGES = ("arena_judge", "arena_judge_checks", "arena_summaries", "drfr_judge", "drfr_summaries",
-          "score_summaries", "metric_controls")
+JUDGES = (
+    "arena_judge",
+    "arena_judge_checks",
+    "arena_summaries",
+    "drfr_judge",
+    "drfr_summaries",
+    "score_summaries",
+    "metric_controls",
+)
 
 
 def test_a_malformed_systems_file_stops_the_run_before_any_judge(run):
@@ -293,11 +496,22 @@ def test_a_malformed_systems_file_stops_the_run_before_any_judge(run):
             elif suite == "drfr":
                 config["drfr"]["responders"][name] = {**entry, "coverage": "partial"}
             else:
-                config["isqa"]["file_summaries"][name] = {**entry, "dataset": "qasper", "coverage": "partial"}
+                config["isqa"]["file_summaries"][name] = {
+                    **entry,
+                    "dataset": "qasper",
+                    "coverage": "partial",
+                }
 
     try:
-        result = snakemake(run, "--profile", "profiles/local", "--keep-going", "--configfile",
-                           with_config(run, "broken", change), timeout=600)
+        result = snakemake(
+            run,
+            "--profile",
+            "profiles/local",
+            "--keep-going",
+            "--configfile",
+            with_config(run, "broken", change),
+            timeout=600,
+        )
     finally:
         shutil.rmtree(folder)
     output = result.stdout + result.stderr
@@ -312,13 +526,22 @@ def test_a_malformed_systems_file_stops_the_run_before_any_judge(run):
 
 def test_the_leaderboard_lists_file_based_systems_beside_the_models(run):
     board = pd.read_csv(run / "results/tables/leaderboard.csv", index_col=0)
-    assert {"handwritten", "smollm2", "smollm2-nocot", "smollm2-feedback", "smollm2 baseline_2"} <= set(board.index)
+    assert {
+        "handwritten",
+        "smollm2",
+        "smollm2-nocot",
+        "smollm2-feedback",
+        "smollm2 baseline_2",
+    } <= set(board.index)
     source = board.loc["handwritten", "source"]
     # each partial cell says which items it covers: "arena (3/15, partial: fiqa 1 science 1 ...)"
     assert "arena (3/15, partial: " in source and "drfr (4/12, partial: " in source
     assert "isqa (2/3, partial: " in source
     assert "(n=3)" in board.loc["handwritten", "arena win % vs LFRQA"]
-    assert "(n=4)" in board.loc["handwritten", "DRFR overall"] and "(n=2)" in board.loc["handwritten", "QAGS"]
+    assert (
+        "(n=4)" in board.loc["handwritten", "DRFR overall"]
+        and "(n=2)" in board.loc["handwritten", "QAGS"]
+    )
     assert "(n=15)" in board.loc["smollm2", "arena win % vs LFRQA"]
     assert "(n=12)" in board.loc["smollm2", "DRFR overall"]
     caption = (run / "results/tables/leaderboard.md").read_text().split("\n\n")[0]
@@ -351,11 +574,22 @@ def test_editing_the_job_runtime_reruns_every_job(run):
         jobs = dry_run_jobs(run)
     finally:
         runtime.write_text(original)
-    rules = {line.split()[1].rstrip(":") for path in (run / "rules").glob("*.smk")
-             for line in path.read_text().splitlines() if line.startswith("rule ")}
+    rules = {
+        line.split()[1].rstrip(":")
+        for path in (run / "rules").glob("*.smk")
+        for line in path.read_text().splitlines()
+        if line.startswith("rule ")
+    }
     # every rule but those the embedded config never needs: downloads, filled human sheets,
     # hub weights (its models are converted locally) and the ColBERT retriever (paper scale)
-    unused = {"download", "extract", "human_eval_results", "fetch_weights", "colbert_index", "retrieve_colbert"}
+    unused = {
+        "download",
+        "extract",
+        "human_eval_results",
+        "fetch_weights",
+        "colbert_index",
+        "retrieve_colbert",
+    }
     assert set(jobs) == (rules | {"all"}) - unused
     assert dry_run_jobs(run) == {}
 

@@ -38,9 +38,16 @@ _OPEN = re.compile(r"<thinking>", re.IGNORECASE)
 
 
 def answer_request(query: str, passages: list[Passage], cot: bool) -> list[dict[str, str]]:
-    blocks = "\n".join(f"<passage {i}>\n{p.text}\n</passage {i}>" for i, p in enumerate(passages, start=1))
-    parts = [INSTRUCTION, "Passages are inside <passage> tags. The query is inside <query> tags.", blocks,
-             f"<query>\n{query}\n</query>", INSTRUCTION]
+    blocks = "\n".join(
+        f"<passage {i}>\n{p.text}\n</passage {i}>" for i, p in enumerate(passages, start=1)
+    )
+    parts = [
+        INSTRUCTION,
+        "Passages are inside <passage> tags. The query is inside <query> tags.",
+        blocks,
+        f"<query>\n{query}\n</query>",
+        INSTRUCTION,
+    ]
     if cot:
         parts.append(COT_SUFFIX)
     return [{"role": "user", "content": "\n\n".join(parts)}]
@@ -72,32 +79,74 @@ class AnswersJob:
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any) -> AnswersJob:
         """From the rule's params (model, adapter, cot, generation) and wildcards (answerer, retriever, k)."""
-        return cls(answerer=wildcards.answerer, model_spec=params.model, adapter=params.adapter, cot=params.cot,
-                   retriever=wildcards.retriever, k=int(wildcards.k),
-                   generation=GenerationParams.from_dict(params.generation))
+        return cls(
+            answerer=wildcards.answerer,
+            model_spec=params.model,
+            adapter=params.adapter,
+            cot=params.cot,
+            retriever=wildcards.retriever,
+            k=int(wildcards.k),
+            generation=GenerationParams.from_dict(params.generation),
+        )
 
 
-def run_answers(query_paths, passage_paths, retrieval_paths, out_path, job: AnswersJob, cache_path,
-                threads: int | None = None) -> int:
+def run_answers(
+    query_paths,
+    passage_paths,
+    retrieval_paths,
+    out_path,
+    job: AnswersJob,
+    cache_path,
+    threads: int | None = None,
+) -> int:
     """Entry point of rule rag_answers: one answerer, one retrieval setting, every domain."""
     from isqaflow.models.registry import load_model
 
     queries: list[RagQuery] = [q for path in query_paths for q in read_records(path, RagQuery)]
     passages = {p.id: p for path in passage_paths for p in read_records(path, Passage)}
-    retrieved = {(obj["domain"], obj["query_id"]): obj for path in retrieval_paths for _, obj in read_jsonl(path)}
+    retrieved = {
+        (obj["domain"], obj["query_id"]): obj
+        for path in retrieval_paths
+        for _, obj in read_jsonl(path)
+    }
     requests, rows = [], []
     for q in queries:
-        hits = retrieved[(q.domain, q.id)]["passages"][:job.k]
+        hits = retrieved[(q.domain, q.id)]["passages"][: job.k]
         chosen = [passages[h["id"]] for h in hits]
         requests.append(answer_request(q.question, chosen, job.cot))
-        rows.append({"domain": q.domain, "qid": q.id, "answerer": job.answerer, "retriever": job.retriever,
-                     "k": job.k, "cot": job.cot, "passages": [p.id for p in chosen]})
-    model = load_model(dict(job.model_spec), cache=cache_path, adapter=job.adapter, name=job.answerer,
-                       threads=threads)
+        rows.append(
+            {
+                "domain": q.domain,
+                "qid": q.id,
+                "answerer": job.answerer,
+                "retriever": job.retriever,
+                "k": job.k,
+                "cot": job.cot,
+                "passages": [p.id for p in chosen],
+            }
+        )
+    model = load_model(
+        dict(job.model_spec),
+        cache=cache_path,
+        adapter=job.adapter,
+        name=job.answerer,
+        threads=threads,
+    )
     outs = model.generate(requests, job.generation)
     for row, out in zip(rows, outs, strict=True):
         answer, removed = final_answer(out.text)
-        row.update(raw=out.text, answer=answer, no_answer=is_no_answer(answer), new_tokens=out.n_new_tokens,
-                   finish_reason=out.finish_reason, **removed)
-    log.info("%s: %d answers, %d say no answer", job.answerer, len(rows), sum(r["no_answer"] for r in rows))
+        row.update(
+            raw=out.text,
+            answer=answer,
+            no_answer=is_no_answer(answer),
+            new_tokens=out.n_new_tokens,
+            finish_reason=out.finish_reason,
+            **removed,
+        )
+    log.info(
+        "%s: %d answers, %d say no answer",
+        job.answerer,
+        len(rows),
+        sum(r["no_answer"] for r in rows),
+    )
     return write_jsonl(out_path, rows)

@@ -39,14 +39,20 @@ _SCORE_VERDICT = {1: "1", -1: "2", 0: "tie"}
 _OUTCOME_VERDICT = {"a": "1", "b": "2", "tie": "tie", "invalid": "invalid"}
 _ORDER_LABEL = {"ab": "order ab (answer a shown first)", "ba": "order ba (answer b shown first)"}
 NOTES = (
-    ("Verdict 1: answer a (system a) is better; 2: answer b is better; tie; invalid: no "
-     "verdict could be read. The verdict shown first is the judge's configured rule's; the "
-     "badges give every rule's."),
-    ("Log-prob judges generate no reply text: they score the three replies <rating>1, "
-     "<rating>2 and <rating>0, whose log-probabilities (and the margin of answer a in that "
-     "order) are listed instead."),
-    ("Known-answer controls (yellow) are pairs whose right verdict is known by construction; "
-     "red-edged items disagree with the human label."),
+    (
+        "Verdict 1: answer a (system a) is better; 2: answer b is better; tie; invalid: no "
+        "verdict could be read. The verdict shown first is the judge's configured rule's; the "
+        "badges give every rule's."
+    ),
+    (
+        "Log-prob judges generate no reply text: they score the three replies <rating>1, "
+        "<rating>2 and <rating>0, whose log-probabilities (and the margin of answer a in that "
+        "order) are listed instead."
+    ),
+    (
+        "Known-answer controls (yellow) are pairs whose right verdict is known by construction; "
+        "red-edged items disagree with the human label."
+    ),
 )
 
 
@@ -66,7 +72,9 @@ def _replies(record: Mapping[str, Any]) -> list[list[Any]]:
         if logprobs is not None:
             scores = {f"logP <rating>{k}": v for k, v in logprobs.items()}
             scores["margin of a"] = record.get(f"margin_{order}")
-        replies.append([f"{_ORDER_LABEL[order]}: {label if label is not None else 'invalid'}", raw, scores])
+        replies.append(
+            [f"{_ORDER_LABEL[order]}: {label if label is not None else 'invalid'}", raw, scores]
+        )
     return replies
 
 
@@ -76,7 +84,9 @@ def _flip(record: Mapping[str, Any], rule: str) -> bool | None:
     return None if consistent is None else not consistent
 
 
-def pair_item(record: Mapping[str, Any], setting: str, judge: str, rule: str | None = None) -> dict[str, Any]:
+def pair_item(
+    record: Mapping[str, Any], setting: str, judge: str, rule: str | None = None
+) -> dict[str, Any]:
     """A browser item of one judged pair (a record of :func:`isqaflow.arena.judging.judge.judge_pairs`)."""
     rule = rule or record.get("rule") or "raw"
     verdicts = {"raw": _verdict(record.get("verdict_raw"))}
@@ -85,14 +95,28 @@ def pair_item(record: Mapping[str, Any], setting: str, judge: str, rule: str | N
         verdicts["mean margin of a"] = f"{record['margin']:.3f}"
     verdict = _verdict(record.get("verdict"))
     return {
-        "id": record["pair_id"], "kind": record.get("kind") or "pair", "judge": judge, "setting": setting,
+        "id": record["pair_id"],
+        "kind": record.get("kind") or "pair",
+        "judge": judge,
+        "setting": setting,
         "title": f"{record.get('domain', '')}:{record.get('qid', '')}  {record['system_a']} vs {record['system_b']}",
         "systems": [record["system_a"], record["system_b"]],
-        "texts": [["query", record["query"]], [f"answer a: {record['system_a']}", record["answer_a"]],
-                  [f"answer b: {record['system_b']}", record["answer_b"]]],
-        "replies": _replies(record), "verdict": verdict, "verdicts": verdicts, "flip": _flip(record, rule),
-        "length_diff": len(record["answer_a"]) - len(record["answer_b"]), "human": None, "human_agrees": None,
-        "control": None, "expected": None, "correct": None, "tally": {verdict: 1},
+        "texts": [
+            ["query", record["query"]],
+            [f"answer a: {record['system_a']}", record["answer_a"]],
+            [f"answer b: {record['system_b']}", record["answer_b"]],
+        ],
+        "replies": _replies(record),
+        "verdict": verdict,
+        "verdicts": verdicts,
+        "flip": _flip(record, rule),
+        "length_diff": len(record["answer_a"]) - len(record["answer_b"]),
+        "human": None,
+        "human_agrees": None,
+        "control": None,
+        "expected": None,
+        "correct": None,
+        "tally": {verdict: 1},
     }
 
 
@@ -109,42 +133,65 @@ def human_items(records: Sequence[Mapping[str, Any]], majority: Mapping[str, int
     return items
 
 
-def control_items(records: Sequence[Mapping[str, Any]], pairs: Mapping[str, Mapping[str, Any]],
-                  rule: str) -> list[dict[str, Any]]:
+def control_items(
+    records: Sequence[Mapping[str, Any]], pairs: Mapping[str, Mapping[str, Any]], rule: str
+) -> list[dict[str, Any]]:
     """Items of the known-answer controls: the validity records (one per pair and rule) joined to
     their rebuilt pairs (``pairs``: pair id -> pair of :func:`build_controls`)."""
     grouped: dict[str, dict[str, Mapping[str, Any]]] = {}
     for record in records:
-        grouped.setdefault(f"control:{record['control']}:{record['item']}", {})[record["rule"]] = record
+        grouped.setdefault(f"control:{record['control']}:{record['item']}", {})[record["rule"]] = (
+            record
+        )
     items = []
     for pair_id, by_rule in grouped.items():
         if pair_id not in pairs:
-            raise ValueError(f"control {pair_id!r} of judge {next(iter(by_rule.values()))['name']!r} is not "
-                             "among the rebuilt control pairs: the validity settings or the seed differ")
+            raise ValueError(
+                f"control {pair_id!r} of judge {next(iter(by_rule.values()))['name']!r} is not "
+                "among the rebuilt control pairs: the validity settings or the seed differ"
+            )
         shown = by_rule.get(rule) or by_rule["raw"]
         detail = {**by_rule["raw"]["detail"], **shown["detail"]}
         verdicts = {name: _OUTCOME_VERDICT[r["outcome"]] for name, r in sorted(by_rule.items())}
-        record = {**pairs[pair_id], **detail,
-                  "verdict": verdicts.get(shown["rule"]), "verdict_raw": verdicts["raw"],
-                  "verdict_calibrated": verdicts.get("calibrated"),
-                  "position_consistent": None if detail.get("verdict_ba") is None or detail.get("verdict_ab") is None
-                  else detail["verdict_ab"] == detail["verdict_ba"]}
+        record = {
+            **pairs[pair_id],
+            **detail,
+            "verdict": verdicts.get(shown["rule"]),
+            "verdict_raw": verdicts["raw"],
+            "verdict_calibrated": verdicts.get("calibrated"),
+            "position_consistent": None
+            if detail.get("verdict_ba") is None or detail.get("verdict_ab") is None
+            else detail["verdict_ab"] == detail["verdict_ba"],
+        }
         if detail.get("margin_ab") is not None and detail.get("margin_ba") is not None:
             sign = lambda value: (value > 0) - (value < 0)
-            record["position_consistent_calibrated"] = sign(detail["margin_ab"]) == sign(detail["margin_ba"])
+            record["position_consistent_calibrated"] = sign(detail["margin_ab"]) == sign(
+                detail["margin_ba"]
+            )
         item = pair_item(record, "controls", shown["name"], shown["rule"])
         item["verdict"] = verdicts[shown["rule"]]
         item["tally"] = {item["verdict"]: 1}
-        item.update(control=shown["control"], expected=_OUTCOME_VERDICT[shown["expected"]],
-                    correct=shown["correct"])
+        item.update(
+            control=shown["control"],
+            expected=_OUTCOME_VERDICT[shown["expected"]],
+            correct=shown["correct"],
+        )
         items.append(item)
     return items
 
 
-def arena_items(judged: Mapping[str, str], human_paths: Sequence[str] = (), human_csv: str | None = None,
-                control_paths: Sequence[str] = (), queries: Sequence[RagQuery] = (),
-                controls: Sequence[str] = (), per_domain: int = 0, seed: int = 0,
-                rules: Mapping[str, str] | None = None, summary_paths: Sequence[str] = ()) -> list[dict[str, Any]]:
+def arena_items(
+    judged: Mapping[str, str],
+    human_paths: Sequence[str] = (),
+    human_csv: str | None = None,
+    control_paths: Sequence[str] = (),
+    queries: Sequence[RagQuery] = (),
+    controls: Sequence[str] = (),
+    per_domain: int = 0,
+    seed: int = 0,
+    rules: Mapping[str, str] | None = None,
+    summary_paths: Sequence[str] = (),
+) -> list[dict[str, Any]]:
     """Every item of the arena browser: ``judged`` (setting label -> judged pairs file), the judged
     human pairs (with ``human_csv``), the control records (texts rebuilt from ``queries``,
     ``controls``, ``per_domain``, ``seed``), the judged summaries (``summary_paths``: rule
@@ -159,7 +206,11 @@ def arena_items(judged: Mapping[str, str], human_paths: Sequence[str] = (), huma
             items.append(pair_item(record, setting.removesuffix(f".{judge}"), judge))
     for path in summary_paths:
         for _, record in read_jsonl(path):
-            item = pair_item(record, f"summaries {record['domain']}/{record['summarizer']}", record.get("judge", ""))
+            item = pair_item(
+                record,
+                f"summaries {record['domain']}/{record['summarizer']}",
+                record.get("judge", ""),
+            )
             item["kind"] = f"summary {record['kind']}"
             items.append(item)
     if human_paths:
@@ -170,7 +221,10 @@ def arena_items(judged: Mapping[str, str], human_paths: Sequence[str] = (), huma
             records = [record for _, record in read_jsonl(path)]
             items += human_items(records, majority)
     if control_paths:
-        pairs = {pair["pair_id"]: pair for pair in build_controls(list(queries), controls, per_domain, seed)}
+        pairs = {
+            pair["pair_id"]: pair
+            for pair in build_controls(list(queries), controls, per_domain, seed)
+        }
         for path in control_paths:
             records = [record for _, record in read_jsonl(path)]
             judge = records[0]["name"] if records else ""
@@ -178,13 +232,31 @@ def arena_items(judged: Mapping[str, str], human_paths: Sequence[str] = (), huma
     return items
 
 
-def run_arena_browser(out_path, judged: Mapping[str, str], query_paths: Sequence[str],
-                      human_paths: Sequence[str] = (), human_csv: str | None = None,
-                      control_paths: Sequence[str] = (), controls: Sequence[str] = (), per_domain: int = 0,
-                      seed: int = 0, rules: Mapping[str, str] | None = None,
-                      summary_paths: Sequence[str] = ()) -> int:
+def run_arena_browser(
+    out_path,
+    judged: Mapping[str, str],
+    query_paths: Sequence[str],
+    human_paths: Sequence[str] = (),
+    human_csv: str | None = None,
+    control_paths: Sequence[str] = (),
+    controls: Sequence[str] = (),
+    per_domain: int = 0,
+    seed: int = 0,
+    rules: Mapping[str, str] | None = None,
+    summary_paths: Sequence[str] = (),
+) -> int:
     """Entry point of rule arena_browser: write the page; returns the number of items."""
     queries = [q for path in query_paths for q in read_records(path, RagQuery)]
-    items = arena_items(judged, human_paths, human_csv, control_paths, queries, controls, per_domain, seed, rules,
-                        summary_paths)
+    items = arena_items(
+        judged,
+        human_paths,
+        human_csv,
+        control_paths,
+        queries,
+        controls,
+        per_domain,
+        seed,
+        rules,
+        summary_paths,
+    )
     return write_browser(out_path, "RAG-QA Arena: every judgment", items, NOTES, TALLY_KEYS)

@@ -23,26 +23,60 @@ from isqaflow.io import read_records, write_json, write_jsonl
 log = logging.getLogger(__name__)
 
 
-def run_file_answers(query_paths, system_file, out_path, check_path, answerer: str, retriever: str, k: int,
-                     fmt: str = "auto", coverage: str = "full", process: bool = True, name: str | None = None) -> int:
+def run_file_answers(
+    query_paths,
+    system_file,
+    out_path,
+    check_path,
+    answerer: str,
+    retriever: str,
+    k: int,
+    fmt: str = "auto",
+    coverage: str = "full",
+    process: bool = True,
+    name: str | None = None,
+) -> int:
     """Entry point of rule file_answers: check the file (or RAG-QA Arena's per-domain files),
     write the setting's answers file.  ``process``: RAG-QA Arena's ``process_response`` on a
     ``ragqa_arena`` file's predictions (``raw`` keeps the text as given)."""
     queries = [q for path in query_paths for q in read_records(path, RagQuery)]
-    outputs = read_system_outputs(system_file, "arena", rag_items(queries), fmt, coverage, process=process,
-                                  name=name)
+    outputs = read_system_outputs(
+        system_file, "arena", rag_items(queries), fmt, coverage, process=process, name=name
+    )
     rows = []
     for q in queries:
         key = f"{q.domain}:{q.id}"
         if key not in outputs.outputs:
             continue
         answer = outputs.outputs[key].strip()
-        rows.append({"domain": q.domain, "qid": q.id, "answerer": answerer, "retriever": retriever, "k": k,
-                     "cot": None, "passages": [], "raw": outputs.raw[key], "answer": answer,
-                     "no_answer": is_no_answer(answer),
-                     "new_tokens": None, "finish_reason": None, "thinking_blocks": 0, "thinking_unclosed": False,
-                     "source": "file"})
-    log.info("%s: %d answers from %s (%s%s), %d of %d queries", answerer, len(rows), outputs.path, outputs.format,
-             ", process_response" if outputs.processed else "", len(rows), len(queries))
+        rows.append(
+            {
+                "domain": q.domain,
+                "qid": q.id,
+                "answerer": answerer,
+                "retriever": retriever,
+                "k": k,
+                "cot": None,
+                "passages": [],
+                "raw": outputs.raw[key],
+                "answer": answer,
+                "no_answer": is_no_answer(answer),
+                "new_tokens": None,
+                "finish_reason": None,
+                "thinking_blocks": 0,
+                "thinking_unclosed": False,
+                "source": "file",
+            }
+        )
+    log.info(
+        "%s: %d answers from %s (%s%s), %d of %d queries",
+        answerer,
+        len(rows),
+        outputs.path,
+        outputs.format,
+        ", process_response" if outputs.processed else "",
+        len(rows),
+        len(queries),
+    )
     write_json(check_path, {"suite": "arena", "system": answerer, **outputs.summary()})
     return write_jsonl(out_path, rows)

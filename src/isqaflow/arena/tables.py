@@ -53,7 +53,12 @@ from isqaflow.arena.ratings.bootstrap import (
     rating_intervals,
     win_rates,
 )
-from isqaflow.arena.judging.verdicts import calibrated_side, fit_tie_band, loo_tie_band_sides, position_consistency
+from isqaflow.arena.judging.verdicts import (
+    calibrated_side,
+    fit_tie_band,
+    loo_tie_band_sides,
+    position_consistency,
+)
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
@@ -113,21 +118,28 @@ def _query_ids(df: pd.DataFrame) -> np.ndarray | None:
     return None
 
 
-def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed: int,
-                  kinds: Sequence[str]) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+def ratings_table(
+    judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed: int, kinds: Sequence[str]
+) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """Bradley-Terry (the headline) and online Elo with intervals from the judged pairs of the
     given kinds; the bootstrap resamples queries (all their battles) where the records name
     them.  Elo's rank, and its panel in the figure (the returned results), only where it has
     converged (:func:`elo_convergence`)."""
-    battles, invalid = battles_from_verdicts(judged[judged["kind"].isin(kinds)], "system_a", "system_b")
+    battles, invalid = battles_from_verdicts(
+        judged[judged["kind"].isin(kinds)], "system_a", "system_b"
+    )
     if battles.empty:
         return pd.DataFrame(), {}
     queries = _query_ids(judged.loc[battles.index])
     battles = battles.reset_index(drop=True)
     bt_kwargs = {k: elo[k] for k in ("base", "scale", "initial")}
     point_bt = bradley_terry(battles, **bt_kwargs)
-    results = {"Bradley-Terry": rating_intervals(
-        point_bt, bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, groups=queries, **bt_kwargs))}
+    results = {
+        "Bradley-Terry": rating_intervals(
+            point_bt,
+            bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, groups=queries, **bt_kwargs),
+        )
+    }
     results["Elo"] = elo_with_intervals(battles, rounds=rounds, seed=seed, groups=queries, **elo)
     convergence = elo_convergence(results["Elo"]["rating"], point_bt)
     separation = bt_separation(battles, rounds=rounds, seed=seed, groups=queries)
@@ -137,7 +149,9 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
     )
     # a bound set by the pseudo-count prior (the model's own separation, or through centring
     # another's): flagged, not hidden
-    table[("Bradley-Terry", "separated %")] = 100 * separation["separated_share"].reindex(table.index)
+    table[("Bradley-Terry", "separated %")] = 100 * separation["separated_share"].reindex(
+        table.index
+    )
     table[("Bradley-Terry", "prior-set %")] = 100 * separation["prior_share"].reindex(table.index)
     low, high = ELO_CONVERGED
     converged = bool(low <= convergence <= high)
@@ -149,7 +163,9 @@ def ratings_table(judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed
     table[(f"votes < {SMALL_N}", "")] = table[("votes", "")] < SMALL_N  # its intervals: indicative
     table[("invalid excluded", "")] = invalid
     table[("resampled", "")] = "queries" if queries is not None else "battles"
-    plotted = results if converged else {"Bradley-Terry": results["Bradley-Terry"]}  # the figure: no unconverged Elo
+    plotted = (
+        results if converged else {"Bradley-Terry": results["Bradley-Terry"]}
+    )  # the figure: no unconverged Elo
     return table.sort_values(("Bradley-Terry", "rating"), ascending=False), plotted
 
 
@@ -159,21 +175,41 @@ def position_consistency_table(judged: pd.DataFrame) -> pd.DataFrame:
     for setting, df in judged.groupby("setting"):
         records = df.to_dict("records")
         configured = verdict_rule(df)
-        rows.append({"setting": setting, "rule": "raw", "configured": configured == "raw",
-                     **position_consistency(records)})
+        rows.append(
+            {
+                "setting": setting,
+                "rule": "raw",
+                "configured": configured == "raw",
+                **position_consistency(records),
+            }
+        )
         if "margin" in df.columns and df["margin"].notna().any():
-            rows.append({"setting": setting, "rule": "calibrated", "configured": configured == "calibrated",
-                         **position_consistency(records, "position_consistent_calibrated")})
+            rows.append(
+                {
+                    "setting": setting,
+                    "rule": "calibrated",
+                    "configured": configured == "calibrated",
+                    **position_consistency(records, "position_consistent_calibrated"),
+                }
+            )
     return pd.DataFrame(rows).set_index(["setting", "rule"])
 
 
-def ratings_figure(results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[str | Path]) -> None:
+def ratings_figure(
+    results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[str | Path]
+) -> None:
     panels = [(col, name, r) for col, by_method in results.items() for name, r in by_method.items()]
     fig, axes = new_figure(ncols=max(1, len(panels)), width=4.0)
     for ax, (column, method, r) in zip(axes, panels, strict=False):
         r = r.sort_values("rating")
         y = np.arange(len(r))
-        ax.errorbar(r["rating"], y, xerr=[r["rating"] - r["lower"], r["upper"] - r["rating"]], fmt="o", capsize=3)
+        ax.errorbar(
+            r["rating"],
+            y,
+            xerr=[r["rating"] - r["lower"], r["upper"] - r["rating"]],
+            fmt="o",
+            capsize=3,
+        )
         ax.set_yticks(y, r.index)
         ax.set_xlabel(f"{method} rating")
         ax.set_title(column, fontsize=9)
@@ -184,7 +220,9 @@ def ratings_figure(results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[
 _SIDE_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
 
 
-def fitted_band_verdicts(judged: pd.DataFrame, human: pd.Series) -> tuple[dict, pd.Series, pd.Series] | None:
+def fitted_band_verdicts(
+    judged: pd.DataFrame, human: pd.Series
+) -> tuple[dict, pd.Series, pd.Series] | None:
     """The tie band fitted on the human-labelled pairs (:func:`fit_tie_band`), the calibrated
     verdicts under it (in-sample), and the out-of-sample verdicts of the labelled pairs, each
     under the band fitted on the others (:func:`loo_tie_band_sides`), per pair id; None when
@@ -195,8 +233,16 @@ def fitted_band_verdicts(judged: pd.DataFrame, human: pd.Series) -> tuple[dict, 
     labelled = margins.index.intersection(human.index)
     fit = fit_tie_band(margins[labelled].to_numpy(), human[labelled].to_numpy())
     verdicts = margins.map(lambda m: _SIDE_VERDICT[calibrated_side(m, fit["tie_band"])])
-    loo = pd.Series([_SIDE_VERDICT[side] for side in loo_tie_band_sides(
-        list(margins[labelled].to_numpy()), list(human[labelled].to_numpy()))], index=labelled, dtype=object)
+    loo = pd.Series(
+        [
+            _SIDE_VERDICT[side]
+            for side in loo_tie_band_sides(
+                list(margins[labelled].to_numpy()), list(human[labelled].to_numpy())
+            )
+        ],
+        index=labelled,
+        dtype=object,
+    )
     return fit, verdicts, loo
 
 
@@ -215,28 +261,56 @@ def agreement_table(human_csv: str | Path, judged_paths: Sequence[str | Path]) -
         judged = _load([path])
         if judged.empty:
             continue
-        configured = float(judged["tie_band"].iloc[0]) if "tie_band" in judged.columns else float("nan")
+        configured = (
+            float(judged["tie_band"].iloc[0]) if "tie_band" in judged.columns else float("nan")
+        )
         fitted = fitted_band_verdicts(judged, human)
         same = fitted is not None and round(configured, 3) == round(fitted[0]["tie_band"], 3)
-        settings = [(verdict_rule(judged), configured, judged.set_index("pair_id")["verdict"],
-                     IN_SAMPLE + " (the configured band)" if same else "configured")]
+        settings = [
+            (
+                verdict_rule(judged),
+                configured,
+                judged.set_index("pair_id")["verdict"],
+                IN_SAMPLE + " (the configured band)" if same else "configured",
+            )
+        ]
         if fitted is not None:
-            settings.append(("calibrated, tie band fitted on these pairs", fitted[0]["tie_band"], fitted[1],
-                             IN_SAMPLE))
-            settings.append(("calibrated, tie band fitted leave-one-out", float("nan"), fitted[2],
-                             "out of sample: each pair under the band fitted on the others"))
+            settings.append(
+                (
+                    "calibrated, tie band fitted on these pairs",
+                    fitted[0]["tie_band"],
+                    fitted[1],
+                    IN_SAMPLE,
+                )
+            )
+            settings.append(
+                (
+                    "calibrated, tie band fitted leave-one-out",
+                    float("nan"),
+                    fitted[2],
+                    "out of sample: each pair under the band fitted on the others",
+                )
+            )
         for rule, band, verdicts, sample in settings:
-            rows.append({**_agreement_row(judged["judge"].iloc[0], rule, band, human, verdicts, labels),
-                         "sample": sample})
+            rows.append(
+                {
+                    **_agreement_row(judged["judge"].iloc[0], rule, band, human, verdicts, labels),
+                    "sample": sample,
+                }
+            )
     return pd.DataFrame(rows).set_index("judge") if rows else pd.DataFrame()
 
 
-def _agreement_row(judge: str, rule: str, band: float, human: pd.Series, verdicts: pd.Series,
-                   labels: pd.DataFrame) -> dict:
+def _agreement_row(
+    judge: str, rule: str, band: float, human: pd.Series, verdicts: pd.Series, labels: pd.DataFrame
+) -> dict:
     stats = judge_human_agreement(human, verdicts)
     share = lambda d, k: 100 * d.get(k, 0.0)  # noqa: E731
     return {
-        "judge": judge, "rule": rule, "tie band": band, "pairs": stats["n"],
+        "judge": judge,
+        "rule": rule,
+        "tie band": band,
+        "pairs": stats["n"],
         "judge invalid": stats["n_judge_invalid"],
         "human 1 better %": share(stats["human_distribution"], 1),
         "human tie %": share(stats["human_distribution"], 0),
@@ -244,7 +318,9 @@ def _agreement_row(judge: str, rule: str, band: float, human: pd.Series, verdict
         "judge 1 better %": share(stats["judge_distribution"], 1),
         "judge tie %": share(stats["judge_distribution"], 0),
         "judge 2 better %": share(stats["judge_distribution"], -1),
-        "Pearson r": stats["pearson_r"], "p": stats["pearson_p"], "Cohen kappa": stats["cohen_kappa"],
+        "Pearson r": stats["pearson_r"],
+        "p": stats["pearson_p"],
+        "Cohen kappa": stats["cohen_kappa"],
         "accuracy %": 100 * stats["accuracy"],
         "annotator agreement %": 100 * _annotator_agreement(labels),
     }
@@ -283,8 +359,10 @@ def no_answer_table(answers: pd.DataFrame) -> pd.DataFrame:
     answers["retriever"] = answers["retriever"].where(~own, "own")
     answers["k"] = answers["k"].astype(str).where(~own, "-")
     table = answers.groupby(["retriever", "k", "answerer"]).agg(
-        answers=("no_answer", "size"), no_answer=("no_answer", "sum"),
-        unclosed_thinking=("thinking_unclosed", "sum"))
+        answers=("no_answer", "size"),
+        no_answer=("no_answer", "sum"),
+        unclosed_thinking=("thinking_unclosed", "sum"),
+    )
     table["no_answer %"] = 100 * table["no_answer"] / table["answers"]
     return table
 
@@ -297,18 +375,34 @@ def summary_arena_table(judged: pd.DataFrame) -> pd.DataFrame:
         ref = df[df["kind"] == "reference"]
         for system, sub in ref.groupby("system_a"):
             valid = sub["verdict"].dropna()
-            rows.append({"dataset": dataset, "summarizer": summarizer, "judge": judge, "rule": verdict_rule(df),
-                         "comparison": f"{system} vs {ABSTRACT}",
-                         "pairs": len(sub), "invalid": int(sub["verdict"].isna().sum()),
-                         "win %": 100 * (valid == "1").mean() if len(valid) else np.nan,
-                         "win+tie %": 100 * valid.isin(["1", "tie"]).mean() if len(valid) else np.nan})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "summarizer": summarizer,
+                    "judge": judge,
+                    "rule": verdict_rule(df),
+                    "comparison": f"{system} vs {ABSTRACT}",
+                    "pairs": len(sub),
+                    "invalid": int(sub["verdict"].isna().sum()),
+                    "win %": 100 * (valid == "1").mean() if len(valid) else np.nan,
+                    "win+tie %": 100 * valid.isin(["1", "tie"]).mean() if len(valid) else np.nan,
+                }
+            )
         for (a, b), sub in df[df["kind"] == "head_to_head"].groupby(["system_a", "system_b"]):
             valid = sub["verdict"].dropna()
-            rows.append({"dataset": dataset, "summarizer": summarizer, "judge": judge, "rule": verdict_rule(df),
-                         "comparison": f"{a} vs {b}",
-                         "pairs": len(sub), "invalid": int(sub["verdict"].isna().sum()),
-                         "win %": 100 * (valid == "1").mean() if len(valid) else np.nan,
-                         "win+tie %": 100 * valid.isin(["1", "tie"]).mean() if len(valid) else np.nan})
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "summarizer": summarizer,
+                    "judge": judge,
+                    "rule": verdict_rule(df),
+                    "comparison": f"{a} vs {b}",
+                    "pairs": len(sub),
+                    "invalid": int(sub["verdict"].isna().sum()),
+                    "win %": 100 * (valid == "1").mean() if len(valid) else np.nan,
+                    "win+tie %": 100 * valid.isin(["1", "tie"]).mean() if len(valid) else np.nan,
+                }
+            )
     return pd.DataFrame(rows).set_index(["dataset", "summarizer", "judge", "comparison"])
 
 
@@ -326,10 +420,18 @@ class ArenaTablesSettings:
         return cls(elo=params.elo, rounds=params.rounds, seed=params.seed)
 
 
-def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str], recall_paths: dict[str, str],
-                       human_csv: str | None, human_paths: Sequence[str], summary_paths: Sequence[str],
-                       out_dir: str | Path, figure_dir: str | Path, settings: ArenaTablesSettings,
-                       control_paths: Sequence[str | Path] = ()) -> None:
+def build_arena_tables(
+    judged_paths: dict[str, str],
+    answer_paths: Sequence[str],
+    recall_paths: dict[str, str],
+    human_csv: str | None,
+    human_paths: Sequence[str],
+    summary_paths: Sequence[str],
+    out_dir: str | Path,
+    figure_dir: str | Path,
+    settings: ArenaTablesSettings,
+    control_paths: Sequence[str | Path] = (),
+) -> None:
     """Entry point of rule arena_tables; ``judged_paths`` maps a setting (e.g. bm25-k5.local) to its file.
 
     ``control_paths`` are the arena judges' known-answer control files: every table built on
@@ -339,26 +441,34 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     elo, rounds, seed = dict(settings.elo), settings.rounds, settings.seed
     controls = ". " + validity_note(
-        validity_summary(read_control_records(control_paths)), "arena judge")
-    judged = pd.concat([_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
-                       ignore_index=True)
+        validity_summary(read_control_records(control_paths)), "arena judge"
+    )
+    judged = pd.concat(
+        [_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
+        ignore_index=True,
+    )
     summaries = _load(summary_paths)
     lc, bias = length_control_tables(judged, summaries, rounds, seed)
     answers = _load(answer_paths)
-    write_table(with_retrieval(with_lc(win_rate_table(judged, REFERENCE), lc), answers),
-                table_paths(out_dir / "arena_win_rates"), digits=1,
-                caption="Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
-                        "query's reference (retrieval: the setting's retriever and depth; own: a system read "
-                        "from a file, which brought its own retrieval); "
-                        "verdicts under the judge's rule (raw: both orders must agree; "
-                        "calibrated: mean label log-probability margin over both orders, a tie within "
-                        "tie_band); pairs without a valid verdict are excluded (n_invalid); beside them, "
-                        "overall, the length-controlled win rate (AlpacaEval 2.0, ties half; see "
-                        "arena_length_controlled)" + controls)
+    write_table(
+        with_retrieval(with_lc(win_rate_table(judged, REFERENCE), lc), answers),
+        table_paths(out_dir / "arena_win_rates"),
+        digits=1,
+        caption="Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
+        "query's reference (retrieval: the setting's retriever and depth; own: a system read "
+        "from a file, which brought its own retrieval); "
+        "verdicts under the judge's rule (raw: both orders must agree; "
+        "calibrated: mean label log-probability margin over both orders, a tie within "
+        "tie_band); pairs without a valid verdict are excluded (n_invalid); beside them, "
+        "overall, the length-controlled win rate (AlpacaEval 2.0, ties half; see "
+        "arena_length_controlled)" + controls,
+    )
     rating_tables, figure_data = [], {}
     for setting, df in judged.groupby("setting"):
-        for column, kinds in (("A: reference pairs", ["reference"]),
-                              ("B: + all pairs", ["reference", "all_pairs"])):
+        for column, kinds in (
+            ("A: reference pairs", ["reference"]),
+            ("B: + all pairs", ["reference", "all_pairs"]),
+        ):
             if column.startswith("B") and not (df["kind"] == "all_pairs").any():
                 continue
             table, results = ratings_table(df, elo, rounds, seed, kinds)
@@ -370,71 +480,107 @@ def build_arena_tables(judged_paths: dict[str, str], answer_paths: Sequence[str]
             rating_tables.append(table)
             figure_data[f"{setting} {column}"] = results
     ratings = pd.concat(rating_tables) if rating_tables else pd.DataFrame()
-    write_table(ratings, table_paths(out_dir / "arena_ratings"), digits=1,
-                caption="Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
-                        "pseudo-win per ordered pair, as FastChat reports its arena today) and online Elo "
-                        "(K, base, scale, initial as configured; the median over the bootstrap rounds), with "
-                        "95% bootstrap intervals; rank by interval separation. The bootstrap resamples queries "
-                        "with all their battles ('resampled': queries), since the systems answer the same "
-                        "queries. 'spread / BT': the spread of the Elo points over that of Bradley-Terry on "
-                        "the same battles; outside 0.8-1.25 online Elo has not converged (a small K over few "
-                        "battles shrinks every difference) and gets no rank: read Bradley-Terry. 'separated "
-                        "%': share of the resamples in which the model wins none or loses none of its battles; "
-                        "'prior-set %': share in which any model or group is so separated (no finite "
-                        "maximum-likelihood fit), which through the centring on the mean moves every model's "
-                        "rating: above 2.5% the bounds are set by the pseudo-count, not by the battles: read "
-                        f"them as unbounded. 'votes < {SMALL_N}': a model with fewer than {SMALL_N} battles, whose "
-                        "bootstrap intervals cover far less than 95% (read them as indicative). (A) reference "
-                        "pairs only, (B) plus all pairs among the models" + controls)
-    ratings_figure(figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"])
-    write_table(position_consistency_table(judged), table_paths(out_dir / "arena_position_consistency"), digits=3,
-                caption="Position consistency: share of pairs judged alike in both orders. raw: the two orders' "
-                        "labels agree; calibrated: the two orders' label log-probability margins have the same "
-                        "sign (logprob judges). 'configured' marks the rule the judge's verdicts use" + controls)
-    write_table(no_answer_table(answers), table_paths(out_dir / "arena_no_answer"), digits=1,
-                caption="'I couldn't find an answer.' per model (Table 9); retriever 'own': a system read from a "
-                        "file, listed once (its file serves every setting)")
-    recall = {(label, k): {m: v for m, v in values.items() if m != "k"}
-              for label, path in recall_paths.items() for k, values in read_json(path).items()}
-    write_table(pd.DataFrame(recall).T.rename_axis(["retriever / domain", "depth"]),
-                table_paths(out_dir / "arena_retrieval"), digits=3,
-                caption="Retrieval: share of queries with a gold document in the top k, and gold recall")
+    write_table(
+        ratings,
+        table_paths(out_dir / "arena_ratings"),
+        digits=1,
+        caption="Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
+        "pseudo-win per ordered pair, as FastChat reports its arena today) and online Elo "
+        "(K, base, scale, initial as configured; the median over the bootstrap rounds), with "
+        "95% bootstrap intervals; rank by interval separation. The bootstrap resamples queries "
+        "with all their battles ('resampled': queries), since the systems answer the same "
+        "queries. 'spread / BT': the spread of the Elo points over that of Bradley-Terry on "
+        "the same battles; outside 0.8-1.25 online Elo has not converged (a small K over few "
+        "battles shrinks every difference) and gets no rank: read Bradley-Terry. 'separated "
+        "%': share of the resamples in which the model wins none or loses none of its battles; "
+        "'prior-set %': share in which any model or group is so separated (no finite "
+        "maximum-likelihood fit), which through the centring on the mean moves every model's "
+        "rating: above 2.5% the bounds are set by the pseudo-count, not by the battles: read "
+        f"them as unbounded. 'votes < {SMALL_N}': a model with fewer than {SMALL_N} battles, whose "
+        "bootstrap intervals cover far less than 95% (read them as indicative). (A) reference "
+        "pairs only, (B) plus all pairs among the models" + controls,
+    )
+    ratings_figure(
+        figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"]
+    )
+    write_table(
+        position_consistency_table(judged),
+        table_paths(out_dir / "arena_position_consistency"),
+        digits=3,
+        caption="Position consistency: share of pairs judged alike in both orders. raw: the two orders' "
+        "labels agree; calibrated: the two orders' label log-probability margins have the same "
+        "sign (logprob judges). 'configured' marks the rule the judge's verdicts use" + controls,
+    )
+    write_table(
+        no_answer_table(answers),
+        table_paths(out_dir / "arena_no_answer"),
+        digits=1,
+        caption="'I couldn't find an answer.' per model (Table 9); retriever 'own': a system read from a "
+        "file, listed once (its file serves every setting)",
+    )
+    recall = {
+        (label, k): {m: v for m, v in values.items() if m != "k"}
+        for label, path in recall_paths.items()
+        for k, values in read_json(path).items()
+    }
+    write_table(
+        pd.DataFrame(recall).T.rename_axis(["retriever / domain", "depth"]),
+        table_paths(out_dir / "arena_retrieval"),
+        digits=3,
+        caption="Retrieval: share of queries with a gold document in the top k, and gold recall",
+    )
     agreement = agreement_table(human_csv, human_paths) if human_csv else pd.DataFrame()
-    write_table(agreement, table_paths(out_dir / "arena_agreement"), digits=3,
-                caption="Judge vs human majority (3 annotators; no majority = tie). 'tie band': the judge's "
-                        "configured band (nats); a logprob judge also has a row under the band fitted on these "
-                        "pairs so that it ties as many of them as the people did (in-sample; set it as the "
-                        "judge's tie_band to use it) and a row where each pair is judged under the band fitted "
-                        "on the other pairs (leave-one-out: the out-of-sample agreement). 'sample' says which "
-                        "rows are in-sample: the configured row too when its band equals the fitted one (the "
-                        "embedded default's was fitted on these pairs)" + controls)
-    write_table(summary_arena_table(summaries), table_paths(out_dir / "arena_summaries"), digits=1,
-                caption="ISQA summaries in the arena: against the abstract and head to head" + controls)
-    write_table(lc, table_paths(out_dir / "arena_length_controlled"), digits=1,
-                caption="Length-controlled win rates (AlpacaEval 2.0): each system's preference over its "
-                        "baseline (LFRQA, another model, the abstract, the baseline summary) modelled on the "
-                        "system, tanh of the standardized length difference (characters) and the query's "
-                        "difficulty (fit over the systems meeting the same baseline), fit as alpaca_eval fits it "
-                        "by default (L1, penalty C by 5-fold cross-validation); LC: the modelled win rate with "
-                        "the length term at zero, ties half a win, 95% bootstrap CI over queries at the chosen "
-                        "C. Reported only where a length difference of 0 lies inside the data: at least "
-                        "3 pairs with the system not shorter and 3 not longer, and at least 10 pairs; else "
-                        "'not identified' (the reason in 'LC status') and no LC, no interval. longer / "
-                        "shorter: pairs with the system's answer longer / shorter; n: judged pairs with a "
-                        "valid verdict" + controls)
+    write_table(
+        agreement,
+        table_paths(out_dir / "arena_agreement"),
+        digits=3,
+        caption="Judge vs human majority (3 annotators; no majority = tie). 'tie band': the judge's "
+        "configured band (nats); a logprob judge also has a row under the band fitted on these "
+        "pairs so that it ties as many of them as the people did (in-sample; set it as the "
+        "judge's tie_band to use it) and a row where each pair is judged under the band fitted "
+        "on the other pairs (leave-one-out: the out-of-sample agreement). 'sample' says which "
+        "rows are in-sample: the configured row too when its band equals the fitted one (the "
+        "embedded default's was fitted on these pairs)" + controls,
+    )
+    write_table(
+        summary_arena_table(summaries),
+        table_paths(out_dir / "arena_summaries"),
+        digits=1,
+        caption="ISQA summaries in the arena: against the abstract and head to head" + controls,
+    )
+    write_table(
+        lc,
+        table_paths(out_dir / "arena_length_controlled"),
+        digits=1,
+        caption="Length-controlled win rates (AlpacaEval 2.0): each system's preference over its "
+        "baseline (LFRQA, another model, the abstract, the baseline summary) modelled on the "
+        "system, tanh of the standardized length difference (characters) and the query's "
+        "difficulty (fit over the systems meeting the same baseline), fit as alpaca_eval fits it "
+        "by default (L1, penalty C by 5-fold cross-validation); LC: the modelled win rate with "
+        "the length term at zero, ties half a win, 95% bootstrap CI over queries at the chosen "
+        "C. Reported only where a length difference of 0 lies inside the data: at least "
+        "3 pairs with the system not shorter and 3 not longer, and at least 10 pairs; else "
+        "'not identified' (the reason in 'LC status') and no LC, no interval. longer / "
+        "shorter: pairs with the system's answer longer / shorter; n: judged pairs with a "
+        "valid verdict" + controls,
+    )
     if not bias.empty:  # p as read (three significant digits), not to the table's one decimal
         for column in ("p", "p by query"):
             bias[column] = bias[column].map(lambda p: f"{p:.3g}")
-    write_table(bias, table_paths(out_dir / "arena_length_bias"), digits=1,
-                caption="The judge's length bias among pairs of two model answers (all pairs, head to "
-                        "head; pairs against the reference or the abstract are left out: there the longer "
-                        "answer is mostly the reference, and its wins measure its quality, not length): share "
-                        "of decided pairs (no tie, valid verdict) of unequal length that the longer answer "
-                        "wins, exact (Clopper-Pearson) 95% CI, two-sided exact binomial p against 50% "
-                        "(pairs as independent) and 'p by query': sign-flip permutation test with each "
-                        "query's pairs flipped together (pairs over one query are not independent). Both "
-                        "answers are the judged models': a longer answer may also be a better one, so this "
-                        "bounds the judge's length preference together with any length-quality link" + controls)
+    write_table(
+        bias,
+        table_paths(out_dir / "arena_length_bias"),
+        digits=1,
+        caption="The judge's length bias among pairs of two model answers (all pairs, head to "
+        "head; pairs against the reference or the abstract are left out: there the longer "
+        "answer is mostly the reference, and its wins measure its quality, not length): share "
+        "of decided pairs (no tie, valid verdict) of unequal length that the longer answer "
+        "wins, exact (Clopper-Pearson) 95% CI, two-sided exact binomial p against 50% "
+        "(pairs as independent) and 'p by query': sign-flip permutation test with each "
+        "query's pairs flipped together (pairs over one query are not independent). Both "
+        "answers are the judged models': a longer answer may also be a better one, so this "
+        "bounds the judge's length preference together with any length-quality link" + controls,
+    )
 
 
 def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:
@@ -452,13 +598,20 @@ def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:
     return rates
 
 
-def length_control_tables(judged: pd.DataFrame, summaries: pd.DataFrame, rounds: int,
-                          seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def length_control_tables(
+    judged: pd.DataFrame, summaries: pd.DataFrame, rounds: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """LC win rates and length bias of the answers' settings and of the summaries' arena
     (setting ``summaries/<dataset>/<summarizer>.<judge>``)."""
     parts = [judged]
     if not summaries.empty:
-        label = "summaries/" + summaries["domain"].astype(str) + "/" + summaries["summarizer"].astype(str) + \
-            "." + summaries["judge"].astype(str)
+        label = (
+            "summaries/"
+            + summaries["domain"].astype(str)
+            + "/"
+            + summaries["summarizer"].astype(str)
+            + "."
+            + summaries["judge"].astype(str)
+        )
         parts.append(summaries.assign(setting=label))
     return length_tables(pd.concat(parts, ignore_index=True), rounds, seed)

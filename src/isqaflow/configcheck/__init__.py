@@ -73,12 +73,24 @@ __all__ = ["ConfigProblem", "check_config", "exit_on_problems", "format_problems
 
 ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
-SECTIONS = (check_downloads, check_finetune, check_isqa, check_drfr, check_arena, check_system_files,
-            check_system_names, check_samples, check_models)
+SECTIONS = (
+    check_downloads,
+    check_finetune,
+    check_isqa,
+    check_drfr,
+    check_arena,
+    check_system_files,
+    check_system_names,
+    check_samples,
+    check_models,
+)
 
 
-def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",
-                 environ: Mapping[str, str] | None = None) -> list[ConfigProblem]:
+def check_config(
+    config: Mapping[str, Any],
+    workdir: str | os.PathLike = ".",
+    environ: Mapping[str, str] | None = None,
+) -> list[ConfigProblem]:
     """Every cross-reference problem of a schema-valid ``config`` (see the module docstring).
 
     ``workdir`` is where relative local paths are resolved (Snakemake's working
@@ -93,15 +105,23 @@ def check_config(config: Mapping[str, Any], workdir: str | os.PathLike = ".",
 def format_problems(problems: Sequence[ConfigProblem], config_files: Sequence[str] = ()) -> str:
     files = f" ({', '.join(map(str, config_files))})" if config_files else ""
     noun = "problem" if len(problems) == 1 else "problems"
-    lines = [(f"isqaflow: {len(problems)} {noun} in the config{files}; no job was started, "
-              "no file was changed:")]
+    lines = [
+        (
+            f"isqaflow: {len(problems)} {noun} in the config{files}; no job was started, "
+            "no file was changed:"
+        )
+    ]
     lines += [f"  {p}" for p in problems]
     return mask_secrets("\n".join(lines))  # a key pasted anywhere in the config is never echoed
 
 
-def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = (),
-                     workdir: str | os.PathLike = ".", extra: Sequence[tuple[str, str]] = (),
-                     warn: bool = True) -> None:
+def exit_on_problems(
+    config: Mapping[str, Any],
+    config_files: Sequence[str] = (),
+    workdir: str | os.PathLike = ".",
+    extra: Sequence[tuple[str, str]] = (),
+    warn: bool = True,
+) -> None:
     """Print every problem of ``config`` to stderr and exit with status 1; return when there is none.
 
     ``extra``: (path, message) of checks made above this floor (the workflow passes
@@ -112,8 +132,11 @@ def exit_on_problems(config: Mapping[str, Any], config_files: Sequence[str] = ()
     A plain exit rather than an exception: Snakemake prints an exception raised while
     parsing the Snakefile with a traceback-like location, an exit status quietly.
     """
-    problems = (duplicate_keys(Path(workdir) / f for f in config_files) + check_config(config, workdir)
-                + [ConfigProblem(path, message) for path, message in extra])
+    problems = (
+        duplicate_keys(Path(workdir) / f for f in config_files)
+        + check_config(config, workdir)
+        + [ConfigProblem(path, message) for path, message in extra]
+    )
     if problems:
         print(format_problems(problems, config_files), file=sys.stderr, flush=True)
         sys.exit(1)

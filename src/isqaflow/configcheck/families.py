@@ -65,7 +65,9 @@ def model_family(config: Mapping[str, Any], model: str | None) -> str | None:
     return entry.get("family") if isinstance(entry, Mapping) else None
 
 
-def _systems(config: Mapping[str, Any], keys: tuple[str, ...]) -> list[tuple[str, str | None, str | None]]:
+def _systems(
+    config: Mapping[str, Any], keys: tuple[str, ...]
+) -> list[tuple[str, str | None, str | None]]:
     """(name, model key or None, family) of each system of a suite; ISQA's summarizers for the arena."""
     systems = []
     for name, entry in _section(config, keys).items():
@@ -80,7 +82,9 @@ def _isqa_summarizers(config: Mapping[str, Any]) -> list[tuple[str, str | None, 
     isqa = _section(config, ("isqa",))
     if isqa.get("judged_systems") == []:
         return []
-    summarizers = [(f"summaries:{s}", s, model_family(config, s)) for s in isqa.get("summarizers") or []]
+    summarizers = [
+        (f"summaries:{s}", s, model_family(config, s)) for s in isqa.get("summarizers") or []
+    ]
     for name, entry in _section(config, ("isqa", "file_summaries")).items():
         if name in (isqa.get("judged_systems") or []):
             summarizers.append((f"summaries:{name}", None, entry.get("family")))
@@ -101,9 +105,20 @@ def judge_system_pairs(config: Mapping[str, Any]) -> list[JudgedSystem]:
             judge_family = model_family(config, judge_model)
             for system, system_model, system_family in systems:
                 same = (system_model is not None and system_model == judge_model) or (
-                    judge_family is not None and judge_family == system_family)
-                pairs.append(JudgedSystem(suite, str(judge), judge_model, judge_family, system, system_model,
-                                          system_family, same))
+                    judge_family is not None and judge_family == system_family
+                )
+                pairs.append(
+                    JudgedSystem(
+                        suite,
+                        str(judge),
+                        judge_model,
+                        judge_family,
+                        system,
+                        system_model,
+                        system_family,
+                        same,
+                    )
+                )
     return pairs
 
 
@@ -117,6 +132,8 @@ def self_judging_warnings(config: Mapping[str, Any]) -> list[str]:
     for (suite, judge), pairs in flagged.items():
         family = pairs[0].judge_family or f"model {pairs[0].judge_model}"
         names = ", ".join(p.system for p in pairs)
-        lines.append(f"{suite}.judges.{judge} (family {family}) judges systems of its own family: {names}; "
-                     "self-preference is flagged in results/tables/judges_self_preference.*")
+        lines.append(
+            f"{suite}.judges.{judge} (family {family}) judges systems of its own family: {names}; "
+            "self-preference is flagged in results/tables/judges_self_preference.*"
+        )
     return lines

@@ -34,9 +34,13 @@ def duplicate_keys(paths: Iterable[str | os.PathLike]) -> list[ConfigProblem]:
                 path = f"{where}.{name}" if where else name
                 line = key.start_mark.line + 1
                 if name in first and name != "<<":
-                    problems.append(ConfigProblem(
-                        path, f"written twice in {file} (lines {first[name]} and {line}): "
-                              "YAML keeps only the last, silently"))
+                    problems.append(
+                        ConfigProblem(
+                            path,
+                            f"written twice in {file} (lines {first[name]} and {line}): "
+                            "YAML keeps only the last, silently",
+                        )
+                    )
                 first.setdefault(name, line)
                 walk(value, path)
         elif isinstance(node, yaml.SequenceNode):

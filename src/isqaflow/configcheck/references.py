@@ -24,7 +24,9 @@ class References:
     """What the section checkers share: the config, the problems found so far, and the models
     the run uses (each with the config paths that make it use them)."""
 
-    def __init__(self, config: Mapping[str, Any], workdir: Path, environ: Mapping[str, str]) -> None:
+    def __init__(
+        self, config: Mapping[str, Any], workdir: Path, environ: Mapping[str, str]
+    ) -> None:
         self.config = config
         self.workdir = workdir
         self.environ = environ
@@ -75,21 +77,32 @@ class References:
             return  # reported by model_ref
         entry = models[model]
         if entry.get("backend", "hf") != "hf":
-            self.problem(path, f"adapter {adapter!r} needs a local (hf) model; model {model!r} is "
-                               f"backend {entry.get('backend')!r}")
+            self.problem(
+                path,
+                f"adapter {adapter!r} needs a local (hf) model; model {model!r} is "
+                f"backend {entry.get('backend')!r}",
+            )
             return
         base = finetune[adapter].get("base")
         if base in models and _checkpoint(models[base]) != _checkpoint(entry):
-            self.problem(path, f"adapter {adapter!r} was fine-tuned from {base!r} "
-                               f"({models[base].get('model')}), not from {model!r} ({entry.get('model')})")
+            self.problem(
+                path,
+                f"adapter {adapter!r} was fine-tuned from {base!r} "
+                f"({models[base].get('model')}), not from {model!r} ({entry.get('model')})",
+            )
         elif base in models and models[base].get("dtype", "auto") != entry.get("dtype", "auto"):
             # checked here for every use, in process or served (the serving check only sees vLLM's)
             trained, used = models[base].get("dtype", "auto"), entry.get("dtype", "auto")
-            self.problem(path, f"adapter {adapter!r} was fine-tuned in dtype {trained} (models.{base}.dtype) but "
-                               f"is used with {model!r} in dtype {used}: an adapter runs in the dtype it was "
-                               f"trained in; set models.{model}.dtype: {trained}")
+            self.problem(
+                path,
+                f"adapter {adapter!r} was fine-tuned in dtype {trained} (models.{base}.dtype) but "
+                f"is used with {model!r} in dtype {used}: an adapter runs in the dtype it was "
+                f"trained in; set models.{model}.dtype: {trained}",
+            )
 
-    def names(self, path: str, values: Any, choices: Iterable[str], what: str, where: str) -> list[str]:
+    def names(
+        self, path: str, values: Any, choices: Iterable[str], what: str, where: str
+    ) -> list[str]:
         """Check a list of names; returns the valid ones."""
         good = []
         for i, value in enumerate(values or []):

@@ -27,21 +27,32 @@ def check_samples(refs: References) -> None:
     papers, shared = human.get("papers", 20), human.get("shared", 5)
     if human.get("systems"):
         if isinstance(papers, int) and isinstance(shared, int) and shared > papers:
-            refs.problem("human_eval.shared", f"{shared} papers judged by every annotator, but "
-                                              f"human_eval.papers samples only {papers}")
+            refs.problem(
+                "human_eval.shared",
+                f"{shared} papers judged by every annotator, but "
+                f"human_eval.papers samples only {papers}",
+            )
     datasets = refs.section("datasets", "papers")
     for name in refs.section("isqa").get("datasets") or []:
-        cap = datasets.get(name, {}).get("max_papers") if isinstance(datasets.get(name), dict) else None
+        cap = (
+            datasets.get(name, {}).get("max_papers")
+            if isinstance(datasets.get(name), dict)
+            else None
+        )
         if cap is None:
             continue
         wanted: list[tuple[str, Any]] = []
         if human.get("systems"):
             wanted += [("human_eval.papers", papers), ("human_eval.shared", shared)]
-        wanted.append(("validity.metrics.papers", refs.section("validity", "metrics").get("papers")))
+        wanted.append(
+            ("validity.metrics.papers", refs.section("validity", "metrics").get("papers"))
+        )
         for path, size in wanted:
             if isinstance(size, int) and size > cap:
-                refs.problem(path, f"{size} papers per dataset, but datasets.papers.{name}.max_papers "
-                                   f"keeps {cap}")
+                refs.problem(
+                    path,
+                    f"{size} papers per dataset, but datasets.papers.{name}.max_papers keeps {cap}",
+                )
     for name, entry in refs.section("arena", "retrievers").items():
         backend = entry.get("backend")
         known = RETRIEVER_OPTIONS.get(backend)
@@ -49,5 +60,7 @@ def check_samples(refs: References) -> None:
             continue
         for option in entry:
             if option != "backend" and option not in known:
-                refs.problem(f"arena.retrievers.{name}.{option}",
-                             f"backend {backend!r} does not read {option!r} (it reads: {', '.join(known)})")
+                refs.problem(
+                    f"arena.retrievers.{name}.{option}",
+                    f"backend {backend!r} does not read {option!r} (it reads: {', '.join(known)})",
+                )

@@ -26,8 +26,15 @@ from isqaflow.configcheck.references import ConfigProblem
 
 MAX_VALUE = 60  # characters of a bad value quoted in a message
 
-_TYPES = {"object": "a mapping", "array": "a list", "string": "a string", "integer": "an integer",
-          "number": "a number", "boolean": "true or false", "null": "null"}
+_TYPES = {
+    "object": "a mapping",
+    "array": "a list",
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "null": "null",
+}
 
 
 def load_schema(path: str | Path) -> dict[str, Any]:
@@ -57,13 +64,16 @@ def schema_problems(config: Mapping[str, Any], schema: Mapping[str, Any]) -> lis
     validator = strict_validator(schema)
     explainer = _Explainer(schema)
     problems: list[ConfigProblem] = []
-    for error in sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]):
+    for error in sorted(
+        validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path]
+    ):
         problems.extend(explainer.explain(error))
     return list(dict.fromkeys(problems))
 
 
-def exit_on_schema_problems(config: Mapping[str, Any], schema_path: str | Path,
-                            config_files: Sequence[str] = ()) -> None:
+def exit_on_schema_problems(
+    config: Mapping[str, Any], schema_path: str | Path, config_files: Sequence[str] = ()
+) -> None:
     """Print every explained schema error to stderr and exit with status 1; return when there is none."""
     problems = schema_problems(config, load_schema(schema_path))
     if problems:
@@ -83,7 +93,7 @@ def config_path(parts: Iterable[Any]) -> str:
 
 def _quote(value: Any) -> str:
     text = repr(value)
-    return text if len(text) <= MAX_VALUE else text[:MAX_VALUE - 3] + "..."
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "..."
 
 
 def _closest(value: Any, choices: Iterable[Any]) -> str:
@@ -94,11 +104,15 @@ def _closest(value: Any, choices: Iterable[Any]) -> str:
 def _matches_type(instance: Any, types: Any) -> bool:
     if types is None:
         return True
-    checks = {"object": lambda v: isinstance(v, Mapping), "array": lambda v: isinstance(v, list),
-              "string": lambda v: isinstance(v, str), "null": lambda v: v is None,
-              "boolean": lambda v: isinstance(v, bool),
-              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
-              "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+    checks = {
+        "object": lambda v: isinstance(v, Mapping),
+        "array": lambda v: isinstance(v, list),
+        "string": lambda v: isinstance(v, str),
+        "null": lambda v: v is None,
+        "boolean": lambda v: isinstance(v, bool),
+        "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+        "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    }
     return any(checks[t](instance) for t in ([types] if isinstance(types, str) else types))
 
 
@@ -108,8 +122,11 @@ class _Explainer:
 
     def resolve(self, schema: Any) -> Any:
         """A subschema with its local ``$ref`` (``#/$defs/...``) followed."""
-        while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) \
-                and schema["$ref"].startswith("#/"):
+        while (
+            isinstance(schema, Mapping)
+            and isinstance(schema.get("$ref"), str)
+            and schema["$ref"].startswith("#/")
+        ):
             node: Any = self.root
             for part in schema["$ref"][2:].split("/"):
                 node = node[part]
@@ -117,7 +134,7 @@ class _Explainer:
         return schema
 
     def forms(self, alternatives: Sequence[Any]) -> str:
-        """"one with 'model': adapter, cot, model; one with 'file': coverage, file, format"."""
+        """ "one with 'model': adapter, cot, model; one with 'file': coverage, file, format"."""
         described = []
         for alt in map(self.resolve, alternatives):
             if not isinstance(alt, Mapping):
@@ -128,8 +145,11 @@ class _Explainer:
                 key = f"one with {' and '.join(map(repr, required))}" if required else "a mapping"
                 described.append(f"{key}: {', '.join(props)}")
             elif alt.get("type"):
-                described.append(_TYPES.get(alt["type"], str(alt["type"])) if isinstance(alt["type"], str)
-                                 else " or ".join(_TYPES.get(t, t) for t in alt["type"]))
+                described.append(
+                    _TYPES.get(alt["type"], str(alt["type"]))
+                    if isinstance(alt["type"], str)
+                    else " or ".join(_TYPES.get(t, t) for t in alt["type"])
+                )
         return "; or ".join(described)
 
     def explain(self, error: Any, forms: str = "") -> list[ConfigProblem]:
@@ -140,23 +160,46 @@ class _Explainer:
             return self.explain_choice(error)
         if kind == "additionalProperties" and isinstance(instance, Mapping):
             props = schema.get("properties") or {}
-            valid = f"this entry takes {forms}" if forms else f"valid keys here: {', '.join(sorted(props)) or 'none'}"
-            return [ConfigProblem(config_path([*error.absolute_path, key]),
-                                  f"unknown key{_closest(key, props)}; {valid}")
-                    for key in instance if key not in props]
+            valid = (
+                f"this entry takes {forms}"
+                if forms
+                else f"valid keys here: {', '.join(sorted(props)) or 'none'}"
+            )
+            return [
+                ConfigProblem(
+                    config_path([*error.absolute_path, key]),
+                    f"unknown key{_closest(key, props)}; {valid}",
+                )
+                for key in instance
+                if key not in props
+            ]
         if kind == "required" and isinstance(instance, Mapping):
             # a key misspelled is reported as unknown, with this one as its closest: not again
             unknown = [k for k in instance if k not in (schema.get("properties") or {})]
-            meant = {m for k in unknown for m in difflib.get_close_matches(str(k), error.validator_value, 1, 0.6)}
-            return [ConfigProblem(path, f"missing key {key!r}{tail}")
-                    for key in error.validator_value if key not in instance and key not in meant]
+            meant = {
+                m
+                for k in unknown
+                for m in difflib.get_close_matches(str(k), error.validator_value, 1, 0.6)
+            }
+            return [
+                ConfigProblem(path, f"missing key {key!r}{tail}")
+                for key in error.validator_value
+                if key not in instance and key not in meant
+            ]
         if kind == "enum":
             choices = ", ".join(map(str, error.validator_value))
-            return [ConfigProblem(path, f"{_quote(instance)} is not a valid value"
-                                        f"{_closest(instance, error.validator_value)}; one of: {choices}")]
+            return [
+                ConfigProblem(
+                    path,
+                    f"{_quote(instance)} is not a valid value"
+                    f"{_closest(instance, error.validator_value)}; one of: {choices}",
+                )
+            ]
         if kind == "type":
             types = error.validator_value
-            wanted = " or ".join(_TYPES.get(t, t) for t in ([types] if isinstance(types, str) else types))
+            wanted = " or ".join(
+                _TYPES.get(t, t) for t in ([types] if isinstance(types, str) else types)
+            )
             return [ConfigProblem(path, f"expected {wanted}, got {_quote(instance)}{tail}")]
         return [ConfigProblem(path, f"{_quote(instance)}: {error.message[:200]}")]
 
@@ -168,8 +211,12 @@ class _Explainer:
             by_form.setdefault(sub.relative_schema_path[0], []).append(sub)
         forms = self.forms(alternatives)
         if not by_form or len(by_form) < len(alternatives):  # valid under several forms
-            return [ConfigProblem(config_path(error.absolute_path),
-                                  f"matches more than one form of this entry ({forms}); remove the keys of all but one")]
+            return [
+                ConfigProblem(
+                    config_path(error.absolute_path),
+                    f"matches more than one form of this entry ({forms}); remove the keys of all but one",
+                )
+            ]
         best = max(by_form, key=lambda i: self.fit(error.instance, self.resolve(alternatives[i])))
         problems: list[ConfigProblem] = []
         for sub in by_form[best]:
@@ -186,5 +233,7 @@ class _Explainer:
         props = list(alt.get("properties") or {})
         score = 0.0
         for key in instance:
-            score += max((difflib.SequenceMatcher(None, str(key), p).ratio() for p in props), default=0.0)
+            score += max(
+                (difflib.SequenceMatcher(None, str(key), p).ratio() for p in props), default=0.0
+            )
         return score

@@ -46,19 +46,35 @@ def check_finetune(refs: References) -> None:
     models = refs.section("models")
     for name, entry in refs.section("finetune").items():
         base = entry.get("base")
-        if refs.model_ref(f"finetune.{name}.base", base) and models[base].get("backend", "hf") != "hf":
-            refs.problem(f"finetune.{name}.base", f"model {base!r} is behind an API "
-                                                  f"(backend {models[base].get('backend')!r}); "
-                                                  "LoRA fine-tuning needs a local (hf) model")
-        refs.ref(f"finetune.{name}.data", entry.get("data"), refs.section("datasets", "qa_train"),
-                 "QA training set", "datasets.qa_train")
+        if (
+            refs.model_ref(f"finetune.{name}.base", base)
+            and models[base].get("backend", "hf") != "hf"
+        ):
+            refs.problem(
+                f"finetune.{name}.base",
+                f"model {base!r} is behind an API "
+                f"(backend {models[base].get('backend')!r}); "
+                "LoRA fine-tuning needs a local (hf) model",
+            )
+        refs.ref(
+            f"finetune.{name}.data",
+            entry.get("data"),
+            refs.section("datasets", "qa_train"),
+            "QA training set",
+            "datasets.qa_train",
+        )
 
 
 def check_isqa(refs: References) -> None:
     """``isqa``, ``human_eval`` and ``metrics``: datasets, summarizers, feedback models, runs, systems."""
     isqa = refs.section("isqa")
-    refs.names("isqa.datasets", isqa.get("datasets"), refs.section("datasets", "papers"),
-               "paper dataset", "datasets.papers")
+    refs.names(
+        "isqa.datasets",
+        isqa.get("datasets"),
+        refs.section("datasets", "papers"),
+        "paper dataset",
+        "datasets.papers",
+    )
     for i, name in enumerate(isqa.get("summarizers") or []):
         refs.model_ref(f"isqa.summarizers[{i}]", name)
     # The names as written (a wrong one is reported above, not again through its systems).
@@ -68,36 +84,60 @@ def check_isqa(refs: References) -> None:
     for name, entry in feedback_models.items():
         refs.model_ref(f"isqa.feedback_models.{name}.model", entry.get("model"), used=False)
         if entry.get("adapter") is not None:
-            refs.adapter_ref(f"isqa.feedback_models.{name}.adapter", entry["adapter"], entry.get("model"))
+            refs.adapter_ref(
+                f"isqa.feedback_models.{name}.adapter", entry["adapter"], entry.get("model")
+            )
     generated = refs.section("isqa", "questions", "generated")
     runs = isqa.get("runs") or []
     uses_generated = any(run.get("questions") == "generated" for run in runs)
     if generated:
-        refs.model_ref("isqa.questions.generated.model", generated.get("model"), used=uses_generated)
+        refs.model_ref(
+            "isqa.questions.generated.model", generated.get("model"), used=uses_generated
+        )
     prompts = list(isqa.get("prompts") or [])
     initial = refs.section("isqa", "refine").get("initial_prompt", DEFAULT_INITIAL_PROMPT)
     if prompts and initial not in prompts:
-        refs.problem("isqa.refine.initial_prompt",
-                     f"{initial!r} is not one of isqa.prompts ({', '.join(prompts)}): "
-                     "the refinement starts from that prompt's baseline summary")
+        refs.problem(
+            "isqa.refine.initial_prompt",
+            f"{initial!r} is not one of isqa.prompts ({', '.join(prompts)}): "
+            "the refinement starts from that prompt's baseline summary",
+        )
     # (dataset, summarizer) -> systems with summaries
     systems = {(d, s): [*prompts, "generic"] for d in datasets for s in summarizers}
     for i, run in enumerate(runs):
         path = f"isqa.runs[{i}]"
         feedback = run.get("feedback")
-        if refs.ref(f"{path}.feedback", feedback, feedback_models, "feedback model", "isqa.feedback_models"):
-            refs.use(feedback_models[feedback].get("model"), f"isqa.feedback_models.{feedback}.model")
+        if refs.ref(
+            f"{path}.feedback", feedback, feedback_models, "feedback model", "isqa.feedback_models"
+        ):
+            refs.use(
+                feedback_models[feedback].get("model"), f"isqa.feedback_models.{feedback}.model"
+            )
         if run.get("questions") == "generated" and not generated:
-            refs.problem(f"{path}.questions", "'generated' needs isqa.questions.generated "
-                                              "(the model that writes the questions)")
+            refs.problem(
+                f"{path}.questions",
+                "'generated' needs isqa.questions.generated (the model that writes the questions)",
+            )
         # a run restricted to a wrong name counts as unrestricted (reported once, here)
         run_datasets = run.get("datasets")
-        if run_datasets is None or refs.names(f"{path}.datasets", run_datasets, datasets, "dataset",
-                                              "isqa.datasets") != run_datasets:
+        if (
+            run_datasets is None
+            or refs.names(f"{path}.datasets", run_datasets, datasets, "dataset", "isqa.datasets")
+            != run_datasets
+        ):
             run_datasets = datasets
         run_summarizers = run.get("summarizers")
-        if run_summarizers is None or refs.names(f"{path}.summarizers", run_summarizers, summarizers,
-                                                 "summarizer", "isqa.summarizers") != run_summarizers:
+        if (
+            run_summarizers is None
+            or refs.names(
+                f"{path}.summarizers",
+                run_summarizers,
+                summarizers,
+                "summarizer",
+                "isqa.summarizers",
+            )
+            != run_summarizers
+        ):
             run_summarizers = summarizers
         for pair, names in systems.items():
             if pair[0] in run_datasets and pair[1] in run_summarizers:
@@ -106,21 +146,40 @@ def check_isqa(refs: References) -> None:
     _systems(refs, "isqa.judged_systems", isqa.get("judged_systems"), systems, files)
     _systems(refs, "human_eval.systems", refs.section("human_eval").get("systems"), systems)
     for key in refs.section("human_eval", "filled"):
-        refs.ref(f"human_eval.filled.{key}", key, [f"{d}/{s}" for d, s in systems],
-                 "dataset/summarizer pair", "isqa.datasets x isqa.summarizers")
+        refs.ref(
+            f"human_eval.filled.{key}",
+            key,
+            [f"{d}/{s}" for d, s in systems],
+            "dataset/summarizer pair",
+            "isqa.datasets x isqa.summarizers",
+        )
     main = refs.section("metrics").get("main_feedback")
-    if main is not None and refs.ref("metrics.main_feedback", main, feedback_models, "feedback model",
-                                     "isqa.feedback_models") \
-            and not any(run.get("feedback") == main and run.get("questions") == "human" for run in runs):
-        refs.problem("metrics.main_feedback", f"feedback model {main!r} has no run with human "
-                                              f"questions in isqa.runs (the headline result, "
-                                              f"isqa-{main}-human)")
+    if (
+        main is not None
+        and refs.ref(
+            "metrics.main_feedback", main, feedback_models, "feedback model", "isqa.feedback_models"
+        )
+        and not any(run.get("feedback") == main and run.get("questions") == "human" for run in runs)
+    ):
+        refs.problem(
+            "metrics.main_feedback",
+            f"feedback model {main!r} has no run with human "
+            f"questions in isqa.runs (the headline result, "
+            f"isqa-{main}-human)",
+        )
     for role in ("qg", "qa"):  # used when there are summaries to score
-        refs.model_ref(f"metrics.{role}.model", refs.section("metrics", role).get("model"), used=bool(systems))
+        refs.model_ref(
+            f"metrics.{role}.model", refs.section("metrics", role).get("model"), used=bool(systems)
+        )
 
 
-def _systems(refs: References, path: str, wanted: Any, systems: dict[tuple[str, str], list[str]],
-             files: Sequence[str] = ()) -> None:
+def _systems(
+    refs: References,
+    path: str,
+    wanted: Any,
+    systems: dict[tuple[str, str], list[str]],
+    files: Sequence[str] = (),
+) -> None:
     """Every wanted system must have summaries for every (dataset, summarizer) pair; a
     summarizer read from a file (``files``, isqa.file_summaries) has its own dataset."""
     every = sorted({s for names in systems.values() for s in names} | set(files))
@@ -131,64 +190,105 @@ def _systems(refs: References, path: str, wanted: Any, systems: dict[tuple[str, 
             continue
         lacking = [f"{d}/{s}" for (d, s), names in systems.items() if system not in names]
         if lacking:
-            refs.problem(f"{path}[{i}]", f"system {system!r} has no summaries for {', '.join(lacking)} "
-                                         "(its ISQA run is restricted to other datasets or summarizers)")
+            refs.problem(
+                f"{path}[{i}]",
+                f"system {system!r} has no summaries for {', '.join(lacking)} "
+                "(its ISQA run is restricted to other datasets or summarizers)",
+            )
 
 
-def _file_summaries(refs: References, isqa: Mapping[str, Any], summarizers: Sequence[str]) -> list[str]:
+def _file_summaries(
+    refs: References, isqa: Mapping[str, Any], summarizers: Sequence[str]
+) -> list[str]:
     """isqa.file_summaries: its dataset is a paper dataset, its name is its own (its file: .systems)."""
     entries = isqa.get("file_summaries") or {}
     for name, entry in entries.items():
         path = f"isqa.file_summaries.{name}"
-        refs.ref(f"{path}.dataset", entry.get("dataset"), refs.section("datasets", "papers"), "paper dataset",
-                 "datasets.papers")
+        refs.ref(
+            f"{path}.dataset",
+            entry.get("dataset"),
+            refs.section("datasets", "papers"),
+            "paper dataset",
+            "datasets.papers",
+        )
         if name in summarizers:
-            refs.problem(path, f"{name!r} is also in isqa.summarizers; a summarizer read from a file "
-                               "needs a name of its own")
+            refs.problem(
+                path,
+                f"{name!r} is also in isqa.summarizers; a summarizer read from a file "
+                "needs a name of its own",
+            )
     return list(entries)
 
 
 def check_drfr(refs: References) -> None:
     """``drfr``: datasets, responders (and their adapters), judges."""
     drfr = refs.section("drfr")
-    refs.names("drfr.datasets", drfr.get("datasets"), refs.section("datasets", "instructions"),
-               "instruction dataset", "datasets.instructions")
+    refs.names(
+        "drfr.datasets",
+        drfr.get("datasets"),
+        refs.section("datasets", "instructions"),
+        "instruction dataset",
+        "datasets.instructions",
+    )
     for name, entry in refs.section("drfr", "responders").items():
         if reads_file(entry):
             continue
         refs.model_ref(f"drfr.responders.{name}.model", entry.get("model"))
         if entry.get("adapter") is not None:
-            refs.adapter_ref(f"drfr.responders.{name}.adapter", entry["adapter"], entry.get("model"))
+            refs.adapter_ref(
+                f"drfr.responders.{name}.adapter", entry["adapter"], entry.get("model")
+            )
     for name, entry in refs.section("drfr", "judges").items():
         refs.model_ref(f"drfr.judges.{name}.model", entry.get("model"))
         if entry.get("reuse_calls") is not None:
-            refs.problem(f"drfr.judges.{name}.reuse_calls", f"{entry['reuse_calls']!r}: a judge reuses "
-                                                            "another's calls in the arena only; leave it out")
+            refs.problem(
+                f"drfr.judges.{name}.reuse_calls",
+                f"{entry['reuse_calls']!r}: a judge reuses "
+                "another's calls in the arena only; leave it out",
+            )
 
 
 def check_arena(refs: References) -> None:
     """``arena``: domains, answerers (and their adapters), runs, retrievers, depths, judges."""
     arena = refs.section("arena")
-    refs.names("arena.domains", arena.get("domains"), refs.section("datasets", "rag", "domains"),
-               "domain", "datasets.rag.domains")
+    refs.names(
+        "arena.domains",
+        arena.get("domains"),
+        refs.section("datasets", "rag", "domains"),
+        "domain",
+        "datasets.rag.domains",
+    )
     answerers = refs.section("arena", "answerers")
     for name, entry in answerers.items():
         if reads_file(entry):
             continue
         refs.model_ref(f"arena.answerers.{name}.model", entry.get("model"), used=False)
         if entry.get("adapter") is not None:
-            refs.adapter_ref(f"arena.answerers.{name}.adapter", entry["adapter"], entry.get("model"))
+            refs.adapter_ref(
+                f"arena.answerers.{name}.adapter", entry["adapter"], entry.get("model")
+            )
     depths = list(arena.get("k") or [])
     for i, run in enumerate(arena.get("runs") or []):
         path = f"arena.runs[{i}]"
-        refs.ref(f"{path}.retriever", run.get("retriever"), refs.section("arena", "retrievers"),
-                 "retriever", "arena.retrievers")
+        refs.ref(
+            f"{path}.retriever",
+            run.get("retriever"),
+            refs.section("arena", "retrievers"),
+            "retriever",
+            "arena.retrievers",
+        )
         if depths and run.get("k") not in depths:
-            refs.problem(f"{path}.k", f"{run.get('k')!r} is not one of arena.k "
-                                      f"({', '.join(map(str, depths))}), the depths retrieved and reported")
+            refs.problem(
+                f"{path}.k",
+                f"{run.get('k')!r} is not one of arena.k "
+                f"({', '.join(map(str, depths))}), the depths retrieved and reported",
+            )
         used = run.get("answerers")
-        used = refs.names(f"{path}.answerers", used, answerers, "answerer", "arena.answerers") \
-            if used is not None else list(answerers)
+        used = (
+            refs.names(f"{path}.answerers", used, answerers, "answerer", "arena.answerers")
+            if used is not None
+            else list(answerers)
+        )
         for name in used:
             refs.use(answerers[name].get("model"), f"arena.answerers.{name}.model")
     judges = refs.section("arena", "judges")
@@ -209,12 +309,20 @@ def check_reuse_calls(refs: References, where: str, name: str, judges: Mapping[s
         refs.problem(path, f"{source!r} is this judge itself; name another judge of {where}")
     elif refs.ref(path, source, judges, "judge", where):
         if judges[source].get("reuse_calls") is not None:
-            refs.problem(path, f"{source!r} reuses the calls of {judges[source]['reuse_calls']!r} itself; "
-                               "name the judge that makes the calls")
-        elif (judges[source].get("model") != judges[name].get("model")
-              and {judges[source].get("model"), judges[name].get("model")} <= set(refs.section("models"))):
-            refs.problem(path, f"{source!r} runs model {judges[source].get('model')!r}, this judge "
-                               f"{judges[name].get('model')!r}: no call of one is a call of the other")
+            refs.problem(
+                path,
+                f"{source!r} reuses the calls of {judges[source]['reuse_calls']!r} itself; "
+                "name the judge that makes the calls",
+            )
+        elif judges[source].get("model") != judges[name].get("model") and {
+            judges[source].get("model"),
+            judges[name].get("model"),
+        } <= set(refs.section("models")):
+            refs.problem(
+                path,
+                f"{source!r} runs model {judges[source].get('model')!r}, this judge "
+                f"{judges[name].get('model')!r}: no call of one is a call of the other",
+            )
 
 
 def check_models(refs: References) -> None:
@@ -224,9 +332,12 @@ def check_models(refs: References) -> None:
         convert = entry.get("convert")
         target = entry.get("model")
         if convert and Path(str(target)).parent != Path(CONVERTED_MODELS):
-            refs.problem(f"models.{name}.model", f"{target!r}: a model with convert: is written to "
-                                                 f"{CONVERTED_MODELS}/<folder> by rule convert_gguf_model, "
-                                                 f"so its model path must be {CONVERTED_MODELS}/<folder>")
+            refs.problem(
+                f"models.{name}.model",
+                f"{target!r}: a model with convert: is written to "
+                f"{CONVERTED_MODELS}/<folder> by rule convert_gguf_model, "
+                f"so its model path must be {CONVERTED_MODELS}/<folder>",
+            )
     bad_key_env = set()
     for name, entry in models.items():  # used or not: a key pasted there would sit in the manifest
         try:  # the jobs read the same definition (isqaflow.models.registry, isqaflow.models.api.model_lists)
@@ -245,9 +356,11 @@ def check_models(refs: References) -> None:
             # a local server (base_url, or one the job starts itself: serve) takes any key
             local_server = entry.get("base_url") is not None or entry.get("serve") is not None
             if not local_server and not refs.environ.get(variable):
-                refs.problem(f"models.{name}.api_key_env",
-                             f"model {name!r} is an API model the run uses ({used_by}), but the "
-                             f"environment variable {variable} that holds its key is not set")
+                refs.problem(
+                    f"models.{name}.api_key_env",
+                    f"model {name!r} is an API model the run uses ({used_by}), but the "
+                    f"environment variable {variable} that holds its key is not set",
+                )
         elif backend == "hf" and not entry.get("convert"):
             target = str(entry.get("model"))
             if not _looks_local(refs, target):
@@ -255,14 +368,18 @@ def check_models(refs: References) -> None:
             path = Path(target).expanduser()
             path = path if path.is_absolute() else refs.workdir / path
             if not path.exists():
-                refs.problem(f"models.{name}.model",
-                             f"local model path {target!r} does not exist, and no rule of this run makes "
-                             f"it (only models with convert: are made, in {CONVERTED_MODELS}/); "
-                             f"used by {used_by}")
+                refs.problem(
+                    f"models.{name}.model",
+                    f"local model path {target!r} does not exist, and no rule of this run makes "
+                    f"it (only models with convert: are made, in {CONVERTED_MODELS}/); "
+                    f"used by {used_by}",
+                )
             elif path.is_dir() and not (path / "config.json").exists():
-                refs.problem(f"models.{name}.model",
-                             f"local model folder {target!r} has no config.json (an incomplete copy?); "
-                             f"used by {used_by}")
+                refs.problem(
+                    f"models.{name}.model",
+                    f"local model folder {target!r} has no config.json (an incomplete copy?); "
+                    f"used by {used_by}",
+                )
 
 
 def _looks_local(refs: References, target: str) -> bool:

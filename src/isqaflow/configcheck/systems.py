@@ -43,27 +43,45 @@ def check_system_names(refs: References) -> None:
       a file in each -- not a model in one suite and another model, or a file, in another
       (their numbers would share one leaderboard row).
     """
-    reserved = {REFERENCE_PLAYER: "LFRQA's reference answers in the arena",
-                ABSTRACT_PLAYER: "the papers' abstracts in the summaries' arena"}
+    reserved = {
+        REFERENCE_PLAYER: "LFRQA's reference answers in the arena",
+        ABSTRACT_PLAYER: "the papers' abstracts in the summaries' arena",
+    }
     seen: dict[str, tuple[str, tuple[Any, ...]]] = {}  # name -> (its first config path, what it is)
     for section, key in SYSTEM_SECTIONS:
         for name, entry in ((refs.config.get(section) or {}).get(key) or {}).items():
             path = f"{section}.{key}.{name}"
             if str(name).lower() in reserved:
-                refs.problem(path, f"the name {name!r} is the arena's player for {reserved[str(name).lower()]}; "
-                                   "give this system another name")
+                refs.problem(
+                    path,
+                    f"the name {name!r} is the arena's player for {reserved[str(name).lower()]}; "
+                    "give this system another name",
+                )
                 continue
-            if not isinstance(entry, Mapping) or not (reads_file(entry) or key == "file_summaries"
-                                                      or str(entry.get("model")) in refs.section("models")):
+            if not isinstance(entry, Mapping) or not (
+                reads_file(entry)
+                or key == "file_summaries"
+                or str(entry.get("model")) in refs.section("models")
+            ):
                 continue  # a wrong model name is reported by its section
             # a model by its checkpoint: two entries of one checkpoint (say, batch sizes) are one system
-            what = ("file",) if reads_file(entry) or key == "file_summaries" else \
-                ("model", refs.section("models")[str(entry["model"])].get("model"), entry.get("adapter"))
+            what = (
+                ("file",)
+                if reads_file(entry) or key == "file_summaries"
+                else (
+                    "model",
+                    refs.section("models")[str(entry["model"])].get("model"),
+                    entry.get("adapter"),
+                )
+            )
             if name in seen and seen[name][1] != what:
                 first, other = seen[name]
-                refs.problem(path, f"{name!r} is also {_described(other)} in {first}, and here "
-                                   f"{_described(what)}: one leaderboard row would mix two systems; "
-                                   "give one of them another name")
+                refs.problem(
+                    path,
+                    f"{name!r} is also {_described(other)} in {first}, and here "
+                    f"{_described(what)}: one leaderboard row would mix two systems; "
+                    "give one of them another name",
+                )
             seen.setdefault(name, (path, what))
 
 
@@ -94,9 +112,14 @@ def system_files(written: str, workdir: str | os.PathLike = ".") -> list[str]:
 
 #: What each suite's import job writes for a system read from a file (rules/systems.smk), as
 #: globs relative to the workflow's folder: a system's file may not be one of its own outputs.
-OWN_OUTPUTS = {"answerers": ("results/arena/answers/*/{name}.jsonl", "results/systems/arena/*/{name}.json"),
-               "responders": ("results/drfr/responses/*/{name}.jsonl", "results/systems/drfr/*/{name}.json"),
-               "file_summaries": ("results/summaries/*/{name}/file.jsonl", "results/systems/isqa/*/{name}.json")}
+OWN_OUTPUTS = {
+    "answerers": ("results/arena/answers/*/{name}.jsonl", "results/systems/arena/*/{name}.json"),
+    "responders": ("results/drfr/responses/*/{name}.jsonl", "results/systems/drfr/*/{name}.json"),
+    "file_summaries": (
+        "results/summaries/*/{name}/file.jsonl",
+        "results/systems/isqa/*/{name}.json",
+    ),
+}
 
 
 ONE_SYSTEM = {"answerers": "answerer", "responders": "responder", "file_summaries": "summarizer"}
@@ -113,15 +136,21 @@ def check_system_files(refs: References) -> None:
         resolved = resolved if resolved.is_absolute() else refs.workdir / resolved
         if key != "answerers" and (any(c in written for c in GLOB_CHARS) or resolved.is_dir()):
             what = "a glob" if any(c in written for c in GLOB_CHARS) else "a folder"
-            refs.problem(f"{path}.file", f"{written!r} (resolved to {os.path.normpath(resolved)}) is {what}: a "
-                                         f"{ONE_SYSTEM[key]}'s outputs are one file (a folder or a glob "
-                                         "holds RAG-QA Arena's per-domain prediction files, for arena.answerers)")
+            refs.problem(
+                f"{path}.file",
+                f"{written!r} (resolved to {os.path.normpath(resolved)}) is {what}: a "
+                f"{ONE_SYSTEM[key]}'s outputs are one file (a folder or a glob "
+                "holds RAG-QA Arena's per-domain prediction files, for arena.answerers)",
+            )
             continue
         own = _own_output(resolved, key, name, refs.workdir)
         if own:
-            refs.problem(f"{path}.file", f"{written!r} is {own}, which this system's import job writes from "
-                                         "the file: it would overwrite its own input; point file: at the "
-                                         "system's original outputs")
+            refs.problem(
+                f"{path}.file",
+                f"{written!r} is {own}, which this system's import job writes from "
+                "the file: it would overwrite its own input; point file: at the "
+                "system's original outputs",
+            )
             continue
         problem = file_problem(written, refs.workdir, refs.environ.get("PWD"))
         if problem:
@@ -132,7 +161,9 @@ def _own_output(resolved: Path, key: str, name: str, workdir: Path) -> str | Non
     """The output pattern of the system's own import job that ``resolved`` is, if any."""
     target = Path(os.path.normpath(resolved.absolute()))
     for pattern in OWN_OUTPUTS[key]:
-        if target.match(str(Path(os.path.normpath(workdir.absolute())) / pattern.format(name=name))):
+        if target.match(
+            str(Path(os.path.normpath(workdir.absolute())) / pattern.format(name=name))
+        ):
             return pattern.format(name=name)
     return None
 
@@ -151,18 +182,27 @@ def file_problem(written: str, workdir: Path, started_in: str | None = None) -> 
     if any(c in written for c in GLOB_CHARS) or resolved.is_dir():
         files = system_files(written, workdir)
         if not files:
-            what = "matches no file" if any(c in written for c in GLOB_CHARS) else \
-                "is a folder without *.json files (a folder holds RAG-QA Arena's per-domain prediction files)"
+            what = (
+                "matches no file"
+                if any(c in written for c in GLOB_CHARS)
+                else "is a folder without *.json files (a folder holds RAG-QA Arena's per-domain prediction files)"
+            )
             return f"{where} {what}; a relative path is read from the workflow's folder {workdir}"
         for file in files:
-            problem = file_problem(str(workdir / file), workdir) if not any(c in file for c in GLOB_CHARS) else None
+            problem = (
+                file_problem(str(workdir / file), workdir)
+                if not any(c in file for c in GLOB_CHARS)
+                else None
+            )
             if problem:
                 return problem
         return None
     if not resolved.exists():
         hint = _relative_hint(path, workdir, started_in) or _close_name(path, resolved)
-        return (f"{where} does not exist; a relative path is read from the workflow's folder "
-                f"{workdir}{hint}")
+        return (
+            f"{where} does not exist; a relative path is read from the workflow's folder "
+            f"{workdir}{hint}"
+        )
     if not resolved.is_file():
         return f"{where} is not a regular file"
     if not os.access(resolved, os.R_OK):
@@ -175,8 +215,10 @@ def _relative_hint(path: Path, workdir: Path, started_in: str | None) -> str:
         return ""
     there = Path(started_in).absolute() / path
     if there.is_file():
-        return (f"; it exists relative to {started_in}, where the command was started: "
-                f"write {os.path.normpath(there)}")
+        return (
+            f"; it exists relative to {started_in}, where the command was started: "
+            f"write {os.path.normpath(there)}"
+        )
     return ""
 
 

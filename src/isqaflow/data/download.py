@@ -38,7 +38,9 @@ CHUNK = 1 << 20
 
 
 class ChecksumError(RuntimeError):
-    def __init__(self, path: str | os.PathLike, expected: str, actual: str, source: str | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike, expected: str, actual: str, source: str | None = None
+    ) -> None:
         self.path, self.expected, self.actual, self.source = str(path), expected, actual, source
         origin = f" (downloaded from {source})" if source else ""
         super().__init__(f"{path}: checksum mismatch: expected {expected}, got {actual}{origin}")
@@ -153,8 +155,16 @@ class ArchiveError(NamedError, ValueError):
 # What reading a damaged archive raises: zipfile's BadZipFile (a bad CRC, a truncated
 # member), tarfile's errors, gzip's BadGzipFile (an OSError), zlib's error, EOFError (a
 # compressed stream cut short), lzma's and bz2's errors (OSError / ValueError).
-_DAMAGED = (zipfile.BadZipFile, zipfile.LargeZipFile, tarfile.TarError, EOFError, zlib.error, OSError, ValueError,
-            lzma.LZMAError)
+_DAMAGED = (
+    zipfile.BadZipFile,
+    zipfile.LargeZipFile,
+    tarfile.TarError,
+    EOFError,
+    zlib.error,
+    OSError,
+    ValueError,
+    lzma.LZMAError,
+)
 
 
 # The magic bytes of gzip, bzip2 and xz: a .tar.gz whose compressed stream is broken is not
@@ -170,8 +180,12 @@ def _compressed(archive: Path) -> bool:
 def _missing(archive: Path, member: str, names: list[str]) -> ArchiveError:
     close = difflib.get_close_matches(member, names, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    shown = ", ".join(repr(n) for n in names[:5]) + (f" ... ({len(names)} in all)" if len(names) > 5 else "")
-    return ArchiveError(archive, member, f"no such file in the archive{hint} (its files: {shown or 'none'})")
+    shown = ", ".join(repr(n) for n in names[:5]) + (
+        f" ... ({len(names)} in all)" if len(names) > 5 else ""
+    )
+    return ArchiveError(
+        archive, member, f"no such file in the archive{hint} (its files: {shown or 'none'})"
+    )
 
 
 def extract_member(archive: str | os.PathLike, member: str, dest: str | os.PathLike) -> Path:
@@ -198,19 +212,29 @@ def extract_member(archive: str | os.PathLike, member: str, dest: str | os.PathL
                     except KeyError:
                         info = None
                     if info is None or not info.isfile():
-                        raise _missing(archive, member, [m.name for m in tf.getmembers() if m.isfile()])
+                        raise _missing(
+                            archive, member, [m.name for m in tf.getmembers() if m.isfile()]
+                        )
                     src = tf.extractfile(info)
                     with src, open(part, "wb") as out:
                         shutil.copyfileobj(src, out, CHUNK)
             elif _compressed(archive):
-                raise ArchiveError(archive, member, "a compressed file that does not decompress into a tar "
-                                                    "archive: damaged or truncated; delete it to download it again")
+                raise ArchiveError(
+                    archive,
+                    member,
+                    "a compressed file that does not decompress into a tar "
+                    "archive: damaged or truncated; delete it to download it again",
+                )
             else:
                 raise ArchiveError(archive, member, "not a tar or zip archive")
         except ArchiveError:
             raise
         except _DAMAGED as err:
             detail = str(err) if len(str(err)) <= 120 else str(err)[:117] + "..."
-            raise ArchiveError(archive, member, f"the archive is damaged or truncated ({type(err).__name__}: "
-                                                f"{detail}); delete it to download it again") from err
+            raise ArchiveError(
+                archive,
+                member,
+                f"the archive is damaged or truncated ({type(err).__name__}: "
+                f"{detail}); delete it to download it again",
+            ) from err
     return dest

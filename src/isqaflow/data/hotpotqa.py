@@ -31,8 +31,9 @@ def training_ids(path: str | Path) -> dict[str, str]:
     return {str(obj.get("id")): f"{path}, line {line}" for line, obj in read_jsonl(path)}
 
 
-def convert_hotpotqa(paths: Iterable[str | Path], lenient: bool = False,
-                     held_out_from: Iterable[str | Path] = ()) -> list[QAExample]:
+def convert_hotpotqa(
+    paths: Iterable[str | Path], lenient: bool = False, held_out_from: Iterable[str | Path] = ()
+) -> list[QAExample]:
     examples: list[QAExample] = []
     ids: dict[str, str] = {}
     for train in held_out_from:
@@ -46,8 +47,13 @@ def convert_hotpotqa(paths: Iterable[str | Path], lenient: bool = False,
             twice: set[str] = set()
             for i, para in enumerate(raw.get("context", list)):
                 field = f"context[{i}]"
-                if not (isinstance(para, list) and len(para) == 2 and isinstance(para[0], str)
-                        and isinstance(para[1], list) and all(isinstance(s, str) for s in para[1])):
+                if not (
+                    isinstance(para, list)
+                    and len(para) == 2
+                    and isinstance(para[0], str)
+                    and isinstance(para[1], list)
+                    and all(isinstance(s, str) for s in para[1])
+                ):
                     raise raw.error("expected [title, [sentence, ...]]", field)
                 context.append(ContextParagraph(title=para[0], sentences=para[1]))
                 if para[0] in by_title:
@@ -57,20 +63,31 @@ def convert_hotpotqa(paths: Iterable[str | Path], lenient: bool = False,
                 raise raw.error("empty question", "question")
             evidence: list[str] = []
             for i, fact in enumerate(raw.get("supporting_facts", list)):
-                if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str)
-                        and isinstance(fact[1], int)):
+                if not (
+                    isinstance(fact, list)
+                    and len(fact) == 2
+                    and isinstance(fact[0], str)
+                    and isinstance(fact[1], int)
+                ):
                     raise raw.error("expected [title, sentence_index]", f"supporting_facts[{i}]")
                 title, idx = fact
                 if title not in by_title:
-                    raise raw.error(f"supporting fact names paragraph {title!r}, which is not in the context",
-                                    f"supporting_facts[{i}]")
+                    raise raw.error(
+                        f"supporting fact names paragraph {title!r}, which is not in the context",
+                        f"supporting_facts[{i}]",
+                    )
                 if title in twice:
-                    raise raw.error(f"supporting fact names paragraph {title!r}, which the context holds twice",
-                                    f"supporting_facts[{i}]")
+                    raise raw.error(
+                        f"supporting fact names paragraph {title!r}, which the context holds twice",
+                        f"supporting_facts[{i}]",
+                    )
                 sentences = by_title[title]
                 if not 0 <= idx < len(sentences):
-                    error = raw.error(f"supporting fact points at sentence {idx} of paragraph {title!r}, "
-                                      f"which has {len(sentences)} sentence(s)", f"supporting_facts[{i}]")
+                    error = raw.error(
+                        f"supporting fact points at sentence {idx} of paragraph {title!r}, "
+                        f"which has {len(sentences)} sentence(s)",
+                        f"supporting_facts[{i}]",
+                    )
                     if not lenient:
                         raise error
                     log.warning("%s (skipped: lenient)", error)
@@ -78,7 +95,9 @@ def convert_hotpotqa(paths: Iterable[str | Path], lenient: bool = False,
                     continue
                 evidence.append(sentences[idx].strip())
             if not evidence:
-                raise raw.error("no supporting fact points at a sentence of the context", "supporting_facts")
+                raise raw.error(
+                    "no supporting fact points at a sentence of the context", "supporting_facts"
+                )
             once(ids, raw.id("_id"), raw, "_id", "example id")
             examples.append(
                 build(
@@ -94,5 +113,7 @@ def convert_hotpotqa(paths: Iterable[str | Path], lenient: bool = False,
                 )
             )
     if skipped_facts:
-        log.warning("HotpotQA: skipped %d supporting fact(s) that point past their paragraph", skipped_facts)
+        log.warning(
+            "HotpotQA: skipped %d supporting fact(s) that point past their paragraph", skipped_facts
+        )
     return examples

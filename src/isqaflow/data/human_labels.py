@@ -35,8 +35,16 @@ MERGED_RATINGS = {
     "worse": -1,
 }
 HUMAN_COLUMNS = (
-    "pair_id", "domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2",
-    "annotator", "rating",
+    "pair_id",
+    "domain",
+    "qid",
+    "query",
+    "system_1",
+    "answer_1",
+    "system_2",
+    "answer_2",
+    "annotator",
+    "rating",
 )
 # What a pair compares: the same in each of its rows (one per annotator).
 PAIR_COLUMNS = ("domain", "qid", "query", "system_1", "answer_1", "system_2", "answer_2")
@@ -67,30 +75,51 @@ def _rows(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, str]]]:
             raise RecordError(path, str(err), record=pair, field="rating", line=line) from err
         key = (pair, row["annotator"].strip())
         if key in rated:
-            raise RecordError(path, f"annotator {key[1]!r} rated the pair twice (first on line {rated[key]})",
-                              record=pair, field="annotator", line=line)
+            raise RecordError(
+                path,
+                f"annotator {key[1]!r} rated the pair twice (first on line {rated[key]})",
+                record=pair,
+                field="annotator",
+                line=line,
+            )
         rated[key] = line
         if pair in first:
             first_line, earlier = first[pair]
             for column in PAIR_COLUMNS:
                 if row[column] != earlier[column]:
-                    raise RecordError(path, f"the pair's rows disagree on {column} (first on line "
-                                            f"{first_line})", record=pair, field=column, line=line)
+                    raise RecordError(
+                        path,
+                        f"the pair's rows disagree on {column} (first on line {first_line})",
+                        record=pair,
+                        field=column,
+                        line=line,
+                    )
         else:
             first[pair] = (line, row)
             comparison = _comparison(row)
             if comparison in compared:
                 other, other_line = compared[comparison]
-                raise RecordError(path, f"the same comparison as pair {other!r} (line {other_line}: the same "
-                                        "domain, qid, systems and answers) under another pair id: its "
-                                        "ratings would count twice", record=pair, field="pair_id", line=line)
+                raise RecordError(
+                    path,
+                    f"the same comparison as pair {other!r} (line {other_line}: the same "
+                    "domain, qid, systems and answers) under another pair id: its "
+                    "ratings would count twice",
+                    record=pair,
+                    field="pair_id",
+                    line=line,
+                )
             compared[comparison] = (pair, line)
             where = (row["domain"].strip(), row["qid"].strip())
             text = normalize_text(row["query"])
             if where in queries and queries[where][0] != text:
-                raise RecordError(path, f"query id {where[1]!r} has another query text on line "
-                                        f"{queries[where][1]}: one query, one text", record=pair, field="query",
-                                  line=line)
+                raise RecordError(
+                    path,
+                    f"query id {where[1]!r} has another query text on line "
+                    f"{queries[where][1]}: one query, one text",
+                    record=pair,
+                    field="query",
+                    line=line,
+                )
             queries.setdefault(where, (text, line))
         yield line, row
 
@@ -112,8 +141,10 @@ def normalize_text(text: str) -> str:
 def _comparison(row: dict[str, str]) -> tuple[str, ...]:
     """What a row compares, spaces collapsed (the same answers shown in the other order are
     another presentation, a position-bias design: not refused)."""
-    return tuple(" ".join(row[column].split()) for column in ("domain", "qid", "system_1", "answer_1",
-                                                                 "system_2", "answer_2"))
+    return tuple(
+        " ".join(row[column].split())
+        for column in ("domain", "qid", "system_1", "answer_1", "system_2", "answer_2")
+    )
 
 
 def check_against_queries(path: str | os.PathLike, queries: Iterable[RagQuery]) -> dict[str, Any]:
@@ -137,28 +168,50 @@ def check_against_queries(path: str | os.PathLike, queries: Iterable[RagQuery]) 
             continue  # its rows agree with its first (checked by _rows)
         pairs.add(pair)
         if domain not in domains:
-            raise RecordError(path, f"domain {domain!r} is not one of the RAG domains {domains} "
-                                    "(datasets.rag.domains)",
-                              record=pair, field="domain", line=line)
+            raise RecordError(
+                path,
+                f"domain {domain!r} is not one of the RAG domains {domains} (datasets.rag.domains)",
+                record=pair,
+                field="domain",
+                line=line,
+            )
         query = by_key.get((domain, qid))
         text = normalize_text(row["query"])
         if query is None:
             other = by_text.get((domain, text))
             hint = f" (its query text is that of query {other[0]!r})" if other else ""
-            raise RecordError(path, f"query id {qid!r} is not a query of domain {domain!r}{hint}",
-                              record=pair, field="qid", line=line)
+            raise RecordError(
+                path,
+                f"query id {qid!r} is not a query of domain {domain!r}{hint}",
+                record=pair,
+                field="qid",
+                line=line,
+            )
         if text != normalize_text(query.question):
             other = [q for q in by_text.get((domain, text), []) if q != qid]
             what = f"the text of query {other[0]!r}" if other else "not the text of this query"
-            raise RecordError(path, f"query id {qid!r} is paired with {what}: the id and the text disagree "
-                                    f"(the dataset's: {query.question[:80]!r})",
-                              record=pair, field="query", line=line)
-    return {"file": str(path), "pairs": len(pairs), "rows": n, "annotators": len(annotators),
-            "domains": sorted({d for d, _ in by_key})}
+            raise RecordError(
+                path,
+                f"query id {qid!r} is paired with {what}: the id and the text disagree "
+                f"(the dataset's: {query.question[:80]!r})",
+                record=pair,
+                field="query",
+                line=line,
+            )
+    return {
+        "file": str(path),
+        "pairs": len(pairs),
+        "rows": n,
+        "annotators": len(annotators),
+        "domains": sorted({d for d, _ in by_key}),
+    }
 
 
-def check_human_labels(labels_path: str | os.PathLike, queries_paths: Sequence[str | os.PathLike],
-                       out_path: str | os.PathLike) -> dict[str, Any]:
+def check_human_labels(
+    labels_path: str | os.PathLike,
+    queries_paths: Sequence[str | os.PathLike],
+    out_path: str | os.PathLike,
+) -> dict[str, Any]:
     """Entry point of rule check_human_labels: check the file against the converted queries and
     write the counts (what every judge and scorer waits for)."""
     queries = [q for path in queries_paths for q in read_records(Path(path), RagQuery)]

@@ -25,14 +25,19 @@ def convert_infobench(paths: Iterable[str | Path]) -> list[Instruction]:
             raw = Raw(path, rid, obj, line=line)
             subset_raw = raw.get("subset", str)
             if subset_raw not in SUBSETS:
-                raise raw.error(f"subset must be Easy_set or Hard_set, got {subset_raw!r}", "subset")
+                raise raw.error(
+                    f"subset must be Easy_set or Hard_set, got {subset_raw!r}", "subset"
+                )
             questions = raw.strings("decomposed_questions")
             if not questions:
-                raise raw.error("an instruction needs at least one decomposed question", "decomposed_questions")
+                raise raw.error(
+                    "an instruction needs at least one decomposed question", "decomposed_questions"
+                )
             labels = raw.get("question_label", list)
             if len(labels) != len(questions):
                 raise raw.error(
-                    f"{len(labels)} label lists for {len(questions)} decomposed questions", "question_label"
+                    f"{len(labels)} label lists for {len(questions)} decomposed questions",
+                    "question_label",
                 )
             requirements = []
             for i, (question, qlabels) in enumerate(zip(questions, labels, strict=True)):
@@ -40,16 +45,23 @@ def convert_infobench(paths: Iterable[str | Path]) -> list[Instruction]:
                     raise raw.error("expected a non-empty list of labels", f"question_label[{i}]")
                 for label in qlabels:
                     if label not in CONSTRAINT_LABELS:
-                        raise raw.error(f"unknown constraint label {label!r}", f"question_label[{i}]")
+                        raise raw.error(
+                            f"unknown constraint label {label!r}", f"question_label[{i}]"
+                        )
                 if not question.strip():
                     raise raw.error("empty question", f"decomposed_questions[{i}]")
                 requirements.append(Requirement(question=question.strip(), labels=qlabels))
             iid = raw.id("id")
             if iid in instructions:
                 raise raw.error("instruction id occurs twice", "id")
-            expected = next((s for prefix, s in ID_PREFIXES.items() if iid.startswith(prefix)), None)
+            expected = next(
+                (s for prefix, s in ID_PREFIXES.items() if iid.startswith(prefix)), None
+            )
             if expected is not None and expected != SUBSETS[subset_raw]:
-                raise raw.error(f"subset {subset_raw!r} disagrees with the id (an {expected} instruction)", "subset")
+                raise raw.error(
+                    f"subset {subset_raw!r} disagrees with the id (an {expected} instruction)",
+                    "subset",
+                )
             instructions[iid] = build(
                 raw,
                 Instruction,

@@ -62,7 +62,9 @@ def convert_lfrqa(paths: Iterable[str | Path], domain: str) -> list[RagQuery]:
             # documents. They are dropped and counted, the record is otherwise sound.
             citations = [[c for c in cs if 1 <= c <= len(gold)] for cs in cited]
             dangling += sum(len(a) - len(b) for a, b in zip(cited, citations, strict=True))
-            reference_lines = [ln.strip() for ln in raw.get("answer", str).split("\n") if ln.strip()]
+            reference_lines = [
+                ln.strip() for ln in raw.get("answer", str).split("\n") if ln.strip()
+            ]
             if not reference_lines:
                 raise raw.error("empty reference answer", "answer")
             question = raw.get("question", str).strip()
@@ -83,7 +85,9 @@ def convert_lfrqa(paths: Iterable[str | Path], domain: str) -> list[RagQuery]:
                 gold_doc_ids=[str(d) for d in gold],
             )
     if dangling:
-        log.warning("LFRQA %s: dropped %d citations that point past the gold documents", domain, dangling)
+        log.warning(
+            "LFRQA %s: dropped %d citations that point past the gold documents", domain, dangling
+        )
     return list(queries.values())
 
 
@@ -93,7 +97,9 @@ def read_lotte_collection(path: str | Path) -> Iterator[tuple[int, str, str]]:
         try:
             row = next(csv.reader([line], delimiter="\t", quoting=csv.QUOTE_NONE), [])
         except csv.Error as err:  # e.g. a passage over the csv module's field limit (128 KiB)
-            raise RecordError(path, f"not a valid pid<TAB>text line: {err}", line=line_no, field="text") from None
+            raise RecordError(
+                path, f"not a valid pid<TAB>text line: {err}", line=line_no, field="text"
+            ) from None
         if not row:
             continue
         if len(row) < 2 or not row[0].strip():
@@ -120,20 +126,34 @@ def read_corpus(path: str | Path, fmt: str) -> Iterator[tuple[str, str]]:
     try:
         reader = CORPUS_READERS[fmt]
     except KeyError:
-        raise ValueError(f"unknown corpus format {fmt!r}; expected one of {sorted(CORPUS_READERS)}") from None
+        raise ValueError(
+            f"unknown corpus format {fmt!r}; expected one of {sorted(CORPUS_READERS)}"
+        ) from None
     return _checked(path, reader(path))
 
 
-def _checked(path: str | Path, documents: Iterator[tuple[int, str, str]]) -> Iterator[tuple[str, str]]:
+def _checked(
+    path: str | Path, documents: Iterator[tuple[int, str, str]]
+) -> Iterator[tuple[str, str]]:
     first_line: dict[str, int] = {}
     for line, doc_id, text in documents:
         if not doc_id:
             raise RecordError(path, "empty document id", line=line, field="id")
         if doc_id in first_line:
-            raise RecordError(path, f"document id occurs twice (first on line {first_line[doc_id]})",
-                              record=doc_id, field="id", line=line)
+            raise RecordError(
+                path,
+                f"document id occurs twice (first on line {first_line[doc_id]})",
+                record=doc_id,
+                field="id",
+                line=line,
+            )
         if not text.split():
-            raise RecordError(path, "the document has no text: it would give no passage",
-                              record=doc_id, field="text", line=line)
+            raise RecordError(
+                path,
+                "the document has no text: it would give no passage",
+                record=doc_id,
+                field="text",
+                line=line,
+            )
         first_line[doc_id] = line
         yield doc_id, text

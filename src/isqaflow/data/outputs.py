@@ -93,12 +93,21 @@ class SystemOutputs:
     processed: bool = False  # RAG-QA Arena's process_response applied
 
     def summary(self) -> dict[str, Any]:
-        return {"file": self.path, "files": sorted(set(self.files.values())), "format": self.format,
-                "sha256": self.sha256, "coverage": self.coverage, "processed": self.processed,
-                "n": len(self.outputs), "n_dataset": self.n_dataset, "missing": len(self.missing),
-                "missing_first": self.missing[:MISSING_SHOWN], "generator": self.generator,
-                # which items a partial file covers (the leaderboard's source column says so)
-                "covered": sorted(self.outputs) if self.coverage == "partial" else []}
+        return {
+            "file": self.path,
+            "files": sorted(set(self.files.values())),
+            "format": self.format,
+            "sha256": self.sha256,
+            "coverage": self.coverage,
+            "processed": self.processed,
+            "n": len(self.outputs),
+            "n_dataset": self.n_dataset,
+            "missing": len(self.missing),
+            "missing_first": self.missing[:MISSING_SHOWN],
+            "generator": self.generator,
+            # which items a partial file covers (the leaderboard's source column says so)
+            "covered": sorted(self.outputs) if self.coverage == "partial" else [],
+        }
 
 
 class OutputFileError(NamedError, ValueError):
@@ -110,7 +119,9 @@ class OutputFileError(NamedError, ValueError):
         shown = self.problems[:MAX_PROBLEMS]
         more = len(self.problems) - len(shown)
         text = "\n  ".join(shown) + (f"\n  ... and {more} more" if more > 0 else "")
-        super().__init__(f"{path}: {len(self.problems)} problem(s) in this system's outputs file:\n  {text}")
+        super().__init__(
+            f"{path}: {len(self.problems)} problem(s) in this system's outputs file:\n  {text}"
+        )
 
 
 def normalize_text(text: str) -> str:
@@ -194,14 +205,23 @@ def detect_format(path: str, text: str) -> str:
             return "alpaca_eval"
         if isinstance(first, dict) and {"query", "pred"} <= set(first):
             return "ragqa_arena"
-        raise OutputFileError(path, [(f"{path}, line 1: a JSON list whose records are neither AlpacaEval's "
-                                     "{instruction, output} nor RAG-QA Arena's {query, pred}; set format:")])
+        raise OutputFileError(
+            path,
+            [
+                (
+                    f"{path}, line 1: a JSON list whose records are neither AlpacaEval's "
+                    "{instruction, output} nor RAG-QA Arena's {query, pred}; set format:"
+                )
+            ],
+        )
     first_line = next((line for _, line in split_lines(text) if line.strip()), "")
     try:
         first = json.loads(first_line)
     except json.JSONDecodeError:
         return "jsonl"  # reported by the reader with its line
-    if isinstance(first, dict) and ({"messages", "uid"} <= set(first) or {"choices", "question_id"} <= set(first)):
+    if isinstance(first, dict) and (
+        {"messages", "uid"} <= set(first) or {"choices", "question_id"} <= set(first)
+    ):
         return "arena_hard"
     return "jsonl"
 
@@ -214,36 +234,75 @@ def _arena_hard_record(obj: dict) -> tuple[Any, str, Any, str | None, str | None
     if "uid" in obj:
         messages = obj.get("messages")
         if not isinstance(messages, list):
-            return obj["uid"], "uid", _Shape(f"expected a list of messages, got {_kind(messages)}"), "messages", \
-                obj.get("model")
+            return (
+                obj["uid"],
+                "uid",
+                _Shape(f"expected a list of messages, got {_kind(messages)}"),
+                "messages",
+                obj.get("model"),
+            )
         text: Any = _Shape("no message with role 'assistant'")
         field = "messages"
         for i, message in enumerate(messages):
             if not isinstance(message, dict):
-                return obj["uid"], "uid", _Shape(f"expected a message object, got {_kind(message)}"), \
-                    f"messages[{i}]", obj.get("model")
+                return (
+                    obj["uid"],
+                    "uid",
+                    _Shape(f"expected a message object, got {_kind(message)}"),
+                    f"messages[{i}]",
+                    obj.get("model"),
+                )
             if message.get("role") == "assistant":
                 content, field = message.get("content"), f"messages[{i}].content"
                 if isinstance(content, dict):
-                    content, field = content.get("answer", _Shape("an object without 'answer'")), f"{field}.answer"
+                    content, field = (
+                        content.get("answer", _Shape("an object without 'answer'")),
+                        f"{field}.answer",
+                    )
                 text = content
         return obj["uid"], "uid", text, field, obj.get("model")
     ident = obj.get("question_id")
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices:
-        return ident, "question_id", _Shape(f"expected a list of choices, got {_kind(choices)}"), "choices", \
-            obj.get("model_id")
+        return (
+            ident,
+            "question_id",
+            _Shape(f"expected a list of choices, got {_kind(choices)}"),
+            "choices",
+            obj.get("model_id"),
+        )
     if not isinstance(choices[0], dict):
-        return ident, "question_id", _Shape(f"expected a choice object, got {_kind(choices[0])}"), "choices[0]", \
-            obj.get("model_id")
+        return (
+            ident,
+            "question_id",
+            _Shape(f"expected a choice object, got {_kind(choices[0])}"),
+            "choices[0]",
+            obj.get("model_id"),
+        )
     turns = choices[0].get("turns")
     if not isinstance(turns, list) or not turns:
-        return ident, "question_id", _Shape(f"expected a list of turns, got {_kind(turns)}"), "choices[0].turns", \
-            obj.get("model_id")
+        return (
+            ident,
+            "question_id",
+            _Shape(f"expected a list of turns, got {_kind(turns)}"),
+            "choices[0].turns",
+            obj.get("model_id"),
+        )
     if not isinstance(turns[0], dict):
-        return ident, "question_id", _Shape(f"expected a turn object, got {_kind(turns[0])}"), \
-            "choices[0].turns[0]", obj.get("model_id")
-    return ident, "question_id", turns[0].get("content"), "choices[0].turns[0].content", obj.get("model_id")
+        return (
+            ident,
+            "question_id",
+            _Shape(f"expected a turn object, got {_kind(turns[0])}"),
+            "choices[0].turns[0]",
+            obj.get("model_id"),
+        )
+    return (
+        ident,
+        "question_id",
+        turns[0].get("content"),
+        "choices[0].turns[0].content",
+        obj.get("model_id"),
+    )
 
 
 class _Shape(str):
@@ -259,9 +318,15 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, items: Sequence[Item],
-                        fmt: str = "auto", coverage: str = "full", process: bool = True,
-                        name: str | None = None) -> SystemOutputs:
+def read_system_outputs(
+    path: str | Path | Sequence[str | Path],
+    suite: str,
+    items: Sequence[Item],
+    fmt: str = "auto",
+    coverage: str = "full",
+    process: bool = True,
+    name: str | None = None,
+) -> SystemOutputs:
     """Read and check one system's outputs against the dataset's ``items``.
 
     ``path``: the file, or the files of one system (RAG-QA Arena's one file per domain,
@@ -296,10 +361,14 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
         if file_fmt == "json_list":  # invalid JSON: detection could not look inside
             continue
         formats.setdefault(file_fmt, []).append(file)
-        hint = domain_of_file(file, domains) if len(paths) > 1 or file_fmt == "ragqa_arena" else None
+        hint = (
+            domain_of_file(file, domains) if len(paths) > 1 or file_fmt == "ragqa_arena" else None
+        )
         records += [(file, line_no, obj, hint) for line_no, obj in found]
     if len(formats) > 1:
-        problems.append(f"{source}: files of different formats {sorted(formats)}; one format per system")
+        problems.append(
+            f"{source}: files of different formats {sorted(formats)}; one format per system"
+        )
     if problems and not records:
         raise OutputFileError(source, problems)
     fmt = next(iter(formats), fmt)
@@ -332,7 +401,9 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                 continue
             ident, value = obj[id_key], obj.get(text_key) if text_key else None
             if text_key is None:
-                problems.append(f"{where}, id {ident!r}: no text field (one of {list(TEXT_FIELDS[suite])})")
+                problems.append(
+                    f"{where}, id {ident!r}: no text field (one of {list(TEXT_FIELDS[suite])})"
+                )
                 continue
             candidates = by_id.get(str(ident), [])
         elif fmt == "arena_hard":
@@ -344,7 +415,9 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                 generators.add(str(generator))
             candidates = by_id.get(str(ident), [])
         else:
-            id_key, text_key = ("instruction", "output") if fmt == "alpaca_eval" else ("query", "pred")
+            id_key, text_key = (
+                ("instruction", "output") if fmt == "alpaca_eval" else ("query", "pred")
+            )
             ident, value = obj.get(id_key), obj.get(text_key)
             if not isinstance(ident, str):
                 problems.append(f"{where}: no {id_key!r} text")
@@ -355,9 +428,15 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
                 problems.append(f"{where}, {id_key} {ident[:60]!r}: no {text_key!r} field")
                 continue
             candidates = by_text.get(normalize_text(ident), [])
-        label = f"id {ident!r}" if fmt in ("jsonl", "arena_hard") else f"{id_key} {str(ident)[:60]!r}"
-        if fmt in ("jsonl", "arena_hard") and (not isinstance(ident, (str, int)) or isinstance(ident, bool)):
-            problems.append(f"{where}, field {id_key!r}: an id is a string or an integer, got {_kind(ident)}")
+        label = (
+            f"id {ident!r}" if fmt in ("jsonl", "arena_hard") else f"{id_key} {str(ident)[:60]!r}"
+        )
+        if fmt in ("jsonl", "arena_hard") and (
+            not isinstance(ident, (str, int)) or isinstance(ident, bool)
+        ):
+            problems.append(
+                f"{where}, field {id_key!r}: an id is a string or an integer, got {_kind(ident)}"
+            )
             continue
         if domain is not None:
             candidates = [c for c in candidates if c.domain == domain]
@@ -367,31 +446,54 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
             hint = ""
             if unmatched < MAX_PROBLEMS:  # difflib over the dataset: for the records shown
                 pool = [i for i in items if domain is None or i.domain == domain]
-                hint = explain_text(ident, pool, normalize_text) if fmt in TEXT_FORMATS else explain_id(ident, pool)
+                hint = (
+                    explain_text(ident, pool, normalize_text)
+                    if fmt in TEXT_FORMATS
+                    else explain_id(ident, pool)
+                )
             unmatched += 1
-            problems.append(f"{where}, {label}: not in the dataset" + (f" (domain {domain!r})" if domain else "")
-                            + hint)
+            problems.append(
+                f"{where}, {label}: not in the dataset"
+                + (f" (domain {domain!r})" if domain else "")
+                + hint
+            )
             continue
         if len(candidates) > 1:
-            problems.append(f"{where}, {label}: ambiguous, matches {[c.key for c in candidates]}; add a 'domain'")
+            problems.append(
+                f"{where}, {label}: ambiguous, matches {[c.key for c in candidates]}; add a 'domain'"
+            )
             continue
         item = candidates[0]
-        paired = _paired_with_another(obj, suite, item, by_text) if fmt in ("jsonl", "arena_hard") else None
+        paired = (
+            _paired_with_another(obj, suite, item, by_text)
+            if fmt in ("jsonl", "arena_hard")
+            else None
+        )
         if paired:
-            problems.append(f"{where}, {label}, field {paired[0]!r}: this is the text of {paired[1]!r}, not of "
-                            f"{item.key!r}: the id and the text disagree (a shifted column?)")
+            problems.append(
+                f"{where}, {label}, field {paired[0]!r}: this is the text of {paired[1]!r}, not of "
+                f"{item.key!r}: the id and the text disagree (a shifted column?)"
+            )
             continue
         if isinstance(value, _Shape):
-            problems.append(f"{where}, {label}, field {text_key!r}: {value} (not arena-hard-auto's answer file?)")
+            problems.append(
+                f"{where}, {label}, field {text_key!r}: {value} (not arena-hard-auto's answer file?)"
+            )
             continue
         if not isinstance(value, str):
-            problems.append(f"{where}, {label}, field {text_key!r}: the output is {_kind(value)}, not text")
+            problems.append(
+                f"{where}, {label}, field {text_key!r}: the output is {_kind(value)}, not text"
+            )
             continue
         if not value.strip():
             problems.append(f"{where}, {label}: empty output")
             continue
         if item.key in outputs:
-            first = f"line {lines[item.key]}" if files[item.key] == file else f"{files[item.key]}, line {lines[item.key]}"
+            first = (
+                f"line {lines[item.key]}"
+                if files[item.key] == file
+                else f"{files[item.key]}, line {lines[item.key]}"
+            )
             problems.append(f"{where}, {label}: duplicate, {item.key!r} first on {first}")
             continue
         raw[item.key] = value
@@ -399,7 +501,9 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
         lines[item.key] = line_no
         files[item.key] = file
     if len(generators) > 1:
-        problems.append(f"{source}: outputs of several generators {sorted(generators)}; one system per file")
+        problems.append(
+            f"{source}: outputs of several generators {sorted(generators)}; one system per file"
+        )
     missing = [item.key for item in items if item.key not in outputs]
     if not problems and not outputs:
         problems.append(f"{source}: no outputs")
@@ -407,17 +511,31 @@ def read_system_outputs(path: str | Path | Sequence[str | Path], suite: str, ite
         # in the file's own keys: a text-keyed file lists the texts it lacks
         first = [file_key(item, fmt) for item in items if item.key not in outputs][:MISSING_SHOWN]
         noun = {"alpaca_eval": "instructions", "ragqa_arena": "queries"}.get(fmt, "ids")
-        problems.append(f"{source}: {len(missing)} of {len(items)} dataset {noun} missing, first "
-                        f"[{', '.join(first)}]; add them, or set coverage: partial")
+        problems.append(
+            f"{source}: {len(missing)} of {len(items)} dataset {noun} missing, first "
+            f"[{', '.join(first)}]; add them, or set coverage: partial"
+        )
     if problems:
         raise OutputFileError(source, problems)
-    return SystemOutputs(path=source, format=fmt, sha256=_digest(paths), outputs=outputs, lines=lines,
-                         coverage=coverage, n_dataset=len(items), missing=missing,
-                         generator=next(iter(generators), None), raw=raw, files=files,
-                         processed=process and fmt == "ragqa_arena")
+    return SystemOutputs(
+        path=source,
+        format=fmt,
+        sha256=_digest(paths),
+        outputs=outputs,
+        lines=lines,
+        coverage=coverage,
+        n_dataset=len(items),
+        missing=missing,
+        generator=next(iter(generators), None),
+        raw=raw,
+        files=files,
+        processed=process and fmt == "ragqa_arena",
+    )
 
 
-def _paired_with_another(obj: dict, suite: str, item: Item, by_text: dict[str, list[Item]]) -> tuple[str, str] | None:
+def _paired_with_another(
+    obj: dict, suite: str, item: Item, by_text: dict[str, list[Item]]
+) -> tuple[str, str] | None:
     """(field, other item's key) when an id-keyed record also carries the item's text (query,
     instruction, title: ``ITEM_TEXT_FIELDS``) and that text is another item's, not its own."""
     for field_name in ITEM_TEXT_FIELDS[suite]:
@@ -443,14 +561,21 @@ def _digest(paths: Sequence[str]) -> str:
 
 def rag_items(queries: Iterable[Any]) -> list[Item]:
     """Items of RAG queries (:class:`isqaflow.data.schema.RagQuery`): key ``<domain>:<id>``."""
-    return [Item(key=f"{q.domain}:{q.id}", id=q.id, texts=(q.question,), domain=q.domain) for q in queries]
+    return [
+        Item(key=f"{q.domain}:{q.id}", id=q.id, texts=(q.question,), domain=q.domain)
+        for q in queries
+    ]
 
 
 def instruction_items(instructions: Iterable[Any]) -> list[Item]:
     """Items of InFoBench instructions: the instruction alone, or followed by its input."""
     items = []
     for i in instructions:
-        texts = (i.instruction, f"{i.instruction}\n\n{i.input}") if i.input.strip() else (i.instruction,)
+        texts = (
+            (i.instruction, f"{i.instruction}\n\n{i.input}")
+            if i.input.strip()
+            else (i.instruction,)
+        )
         items.append(Item(key=i.id, id=i.id, texts=texts))
     return items
 
@@ -459,7 +584,9 @@ def paper_items(papers: Iterable[Any]) -> list[Item]:
     return [Item(key=p.id, id=p.id, texts=(p.title,)) for p in papers]
 
 
-def merge_checks(check_paths: Sequence[str | Path], out_path: str | Path) -> dict[str, dict[str, Any]]:
+def merge_checks(
+    check_paths: Sequence[str | Path], out_path: str | Path
+) -> dict[str, dict[str, Any]]:
     """Entry point of rule check_systems: the check record of every file-based system,
     as ``{system: {suite: record}}`` (what the leaderboard's source column shows)."""
     from isqaflow.io import read_json, write_json

@@ -12,13 +12,18 @@ from collections.abc import Iterable, Iterator
 from isqaflow.data.schema import Passage
 
 
-def split_into_passages(doc_id: str, text: str, domain: str, max_words: int = 100) -> Iterator[Passage]:
+def split_into_passages(
+    doc_id: str, text: str, domain: str, max_words: int = 100
+) -> Iterator[Passage]:
     if max_words < 1:
         raise ValueError("max_words must be positive")
     words = text.split()
     for n, start in enumerate(range(0, len(words), max_words)):
         yield Passage(
-            id=f"{doc_id}-{n}", doc_id=doc_id, domain=domain, text=" ".join(words[start : start + max_words])
+            id=f"{doc_id}-{n}",
+            doc_id=doc_id,
+            domain=domain,
+            text=" ".join(words[start : start + max_words]),
         )
 
 

@@ -59,13 +59,20 @@ class InfoBenchPrompt:
     def first_turn(self, response: str, input_text: str, question: str) -> str:
         # the authors test `if input_task:`; an input of blanks counts as none here, as in ours
         template = self.first_with_input if input_text.strip() else self.first_without_input
-        return template.format(system=self.system, input=input_text, response=response, question=question)
+        return template.format(
+            system=self.system, input=input_text, response=response, question=question
+        )
 
     def later_turn(self, question: str) -> str:
         return self.next_turn.format(question=question)
 
 
-_INFOBENCH_FIELDS = {"SYS_MSG": "system", "input_task": "input", "output": "response", "question": "question"}
+_INFOBENCH_FIELDS = {
+    "SYS_MSG": "system",
+    "input_task": "input",
+    "output": "response",
+    "question": "question",
+}
 
 
 def _fstring_template(node: ast.JoinedStr, path: str) -> tuple[str, frozenset[str]]:
@@ -73,14 +80,21 @@ def _fstring_template(node: ast.JoinedStr, path: str) -> tuple[str, frozenset[st
     for value in node.values:
         if isinstance(value, ast.Constant) and isinstance(value.value, str):
             parts.append(value.value.replace("{", "{{").replace("}", "}}"))
-        elif (isinstance(value, ast.FormattedValue) and isinstance(value.value, ast.Name)
-              and value.conversion == -1 and value.format_spec is None and value.value.id in _INFOBENCH_FIELDS):
+        elif (
+            isinstance(value, ast.FormattedValue)
+            and isinstance(value.value, ast.Name)
+            and value.conversion == -1
+            and value.format_spec is None
+            and value.value.id in _INFOBENCH_FIELDS
+        ):
             name = _INFOBENCH_FIELDS[value.value.id]
             parts.append("{" + name + "}")
             fields.add(name)
         else:
-            raise PromptFormatError(f"{path}: line {node.lineno}: an f-string field other than "
-                                    f"{sorted(_INFOBENCH_FIELDS)} in a judge turn")
+            raise PromptFormatError(
+                f"{path}: line {node.lineno}: an f-string field other than "
+                f"{sorted(_INFOBENCH_FIELDS)} in a judge turn"
+            )
     return "".join(parts), frozenset(fields)
 
 
@@ -92,19 +106,27 @@ def parse_infobench_prompt(source: str, path: str = "<evaluation.py>") -> InfoBe
         raise PromptFormatError(f"{path}: not Python source: {err}") from None
     system = None
     for node in tree.body:
-        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["SYS_MSG"]
-                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == ["SYS_MSG"]
+            and isinstance(node.value, ast.Constant)
+            and isinstance(node.value.value, str)
+        ):
             system = node.value.value
     if not system:
         raise PromptFormatError(f"{path}: no string constant SYS_MSG (the judge instruction)")
     turns: dict[frozenset[str], str] = {}
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["content"]
-                and isinstance(node.value, ast.JoinedStr)):
+        if (
+            isinstance(node, ast.Assign)
+            and [getattr(t, "id", None) for t in node.targets] == ["content"]
+            and isinstance(node.value, ast.JoinedStr)
+        ):
             template, fields = _fstring_template(node.value, path)
             if fields in turns and turns[fields] != template:
-                raise PromptFormatError(f"{path}: line {node.lineno}: two different turns with fields "
-                                        f"{sorted(fields)}")
+                raise PromptFormatError(
+                    f"{path}: line {node.lineno}: two different turns with fields {sorted(fields)}"
+                )
             turns[fields] = template
     wanted = {
         "first turn with an input": frozenset({"system", "input", "response", "question"}),
@@ -113,11 +135,17 @@ def parse_infobench_prompt(source: str, path: str = "<evaluation.py>") -> InfoBe
     }
     missing = [label for label, fields in wanted.items() if fields not in turns]
     if missing:
-        raise PromptFormatError(f"{path}: no `content = f\"...\"` for the {', '.join(missing)} "
-                                f"(found turns with fields {[sorted(f) for f in turns]})")
-    return InfoBenchPrompt(system=system, first_with_input=turns[wanted["first turn with an input"]],
-                           first_without_input=turns[wanted["first turn without an input"]],
-                           next_turn=turns[wanted["later turn"]], source=path)
+        raise PromptFormatError(
+            f'{path}: no `content = f"..."` for the {", ".join(missing)} '
+            f"(found turns with fields {[sorted(f) for f in turns]})"
+        )
+    return InfoBenchPrompt(
+        system=system,
+        first_with_input=turns[wanted["first turn with an input"]],
+        first_without_input=turns[wanted["first turn without an input"]],
+        next_turn=turns[wanted["later turn"]],
+        source=path,
+    )
 
 
 def load_infobench_prompt(path: str | os.PathLike) -> InfoBenchPrompt:
@@ -144,13 +172,26 @@ class ArenaPrompt:
     def reply(thinking: str, label: str) -> str:
         return f"<thinking>{thinking}</thinking><rating>{label}</rating>"
 
-    def messages(self, query: str, answer_1: str, answer_2: str, few_shot: bool = True) -> list[Message]:
+    def messages(
+        self, query: str, answer_1: str, answer_2: str, few_shot: bool = True
+    ) -> list[Message]:
         messages = [{"role": "system", "content": self.system}]
         if few_shot:
             for example in self.examples:
-                messages.append({"role": "user", "content": self.user_message(
-                    example["query"], example["response_1"], example["response_2"])})
-                messages.append({"role": "assistant", "content": self.reply(example["thinking"], example["label"])})
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": self.user_message(
+                            example["query"], example["response_1"], example["response_2"]
+                        ),
+                    }
+                )
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": self.reply(example["thinking"], example["label"]),
+                    }
+                )
         messages.append({"role": "user", "content": self.user_message(query, answer_1, answer_2)})
         return messages
 
@@ -160,8 +201,12 @@ _TRIPLE_QUOTED = re.compile(r'^\s*templateStr\s*=\s*"""(.*?)"""', re.DOTALL | re
 _EXAMPLE_KEYS = ("query", "response_1", "response_2", "label", "thinking")
 
 
-def parse_arena_prompt(system: str, config: str, examples: str, paths: tuple[str, str, str] = ("system", "cfg",
-                                                                                                "examples")) -> ArenaPrompt:
+def parse_arena_prompt(
+    system: str,
+    config: str,
+    examples: str,
+    paths: tuple[str, str, str] = ("system", "cfg", "examples"),
+) -> ArenaPrompt:
     """RAG-QA Arena's judge prompt from the texts of its three template files."""
     system_path, config_path, examples_path = paths
     if not system.strip():
@@ -172,8 +217,10 @@ def parse_arena_prompt(system: str, config: str, examples: str, paths: tuple[str
     template = match.group(1)
     found = set(_ARENA_FIELD.findall(template))
     if found != {"x.question", "x.response1", "x.response2"}:
-        raise PromptFormatError(f"{config_path}: templateStr must hold {{x.question}}, {{x.response1}} and "
-                                f"{{x.response2}}; found {sorted(found)}")
+        raise PromptFormatError(
+            f"{config_path}: templateStr must hold {{x.question}}, {{x.response1}} and "
+            f"{{x.response2}}; found {sorted(found)}"
+        )
     try:  # strictly, as every JSON input (a key twice refused, the line named)
         items: Any = loads(examples_path, examples)
     except RecordError as err:
@@ -181,19 +228,31 @@ def parse_arena_prompt(system: str, config: str, examples: str, paths: tuple[str
     if not isinstance(items, list):
         raise PromptFormatError(f"{examples_path}: a JSON list of examples expected")
     for index, item in enumerate(items):
-        missing = [key for key in _EXAMPLE_KEYS if not isinstance(item, dict) or not isinstance(item.get(key), str)]
+        missing = [
+            key
+            for key in _EXAMPLE_KEYS
+            if not isinstance(item, dict) or not isinstance(item.get(key), str)
+        ]
         if missing:
-            raise PromptFormatError(f"{examples_path}: example {index}: missing or non-text field(s) {missing}")
+            raise PromptFormatError(
+                f"{examples_path}: example {index}: missing or non-text field(s) {missing}"
+            )
         if item["label"] not in ("0", "1", "2"):
-            raise PromptFormatError(f"{examples_path}: example {index}: field label must be 0, 1 or 2, "
-                                    f"got {item['label']!r}")
-    return ArenaPrompt(system=system, template=template,
-                       examples=tuple({key: item[key] for key in _EXAMPLE_KEYS} for item in items),
-                       source=config_path)
+            raise PromptFormatError(
+                f"{examples_path}: example {index}: field label must be 0, 1 or 2, "
+                f"got {item['label']!r}"
+            )
+    return ArenaPrompt(
+        system=system,
+        template=template,
+        examples=tuple({key: item[key] for key in _EXAMPLE_KEYS} for item in items),
+        source=config_path,
+    )
 
 
-def load_arena_prompt(system: str | os.PathLike, config: str | os.PathLike,
-                      examples: str | os.PathLike) -> ArenaPrompt:
+def load_arena_prompt(
+    system: str | os.PathLike, config: str | os.PathLike, examples: str | os.PathLike
+) -> ArenaPrompt:
     paths = (str(system), str(config), str(examples))
     texts = [read_text(p) for p in paths]  # as every input: UTF-8, a byte-order mark dropped
     return parse_arena_prompt(*texts, paths=paths)

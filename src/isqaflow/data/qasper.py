@@ -38,13 +38,21 @@ def check_questions(raw: Raw, qas: list[QAPair], raw_paths: list[str], id_key: s
     for i, (qa, path) in enumerate(zip(qas, raw_paths, strict=True)):
         key = (qa.id, qa.question)
         if key in first:
-            raise raw.error(f"question {qa.id!r} ({qa.question!r}) occurs twice in the paper "
-                            f"(first: qas[{first[key]}])", f"{path}.{id_key}")
+            raise raw.error(
+                f"question {qa.id!r} ({qa.question!r}) occurs twice in the paper "
+                f"(first: qas[{first[key]}])",
+                f"{path}.{id_key}",
+            )
         first[key] = i
         ids[qa.id] = ids.get(qa.id, 0) + 1
     shared = {qid: n for qid, n in ids.items() if n > 1}
     if shared:
-        log.warning("%s, record %r: different questions share an id (kept): %s", raw.file, raw.record, shared)
+        log.warning(
+            "%s, record %r: different questions share an id (kept): %s",
+            raw.file,
+            raw.record,
+            shared,
+        )
 
 
 def check_paper(raw: Raw, paper: Paper, body_key: str = "full_text") -> Paper:
@@ -74,13 +82,17 @@ def convert_answer(raw: Raw) -> Answer:
         return Answer(text=free_form.strip(), type="abstractive", evidence=evidence)
     if yes_no is not None:
         return Answer(text="Yes" if yes_no else "No", type="boolean", evidence=evidence)
-    raise raw.error("annotation has no answer (not unanswerable, no spans, no free form, no yes/no)", raw.path)
+    raise raw.error(
+        "annotation has no answer (not unanswerable, no spans, no free form, no yes/no)", raw.path
+    )
 
 
 def convert_sections(raw: Raw, key: str = "full_text") -> list[Section]:
     sections = []
     for sec in raw.children(key, []):
-        paragraphs_key = "paragraphs" if "paragraphs" in sec.obj else "paragraph"  # SciMRC's README spelling
+        paragraphs_key = (
+            "paragraphs" if "paragraphs" in sec.obj else "paragraph"
+        )  # SciMRC's README spelling
         sections.append(
             Section(
                 name=sec.get("section_name", str, "") or "",
@@ -104,21 +116,30 @@ def convert_qasper(paths: Iterable[str | Path], dataset: str = "qasper") -> list
                 if not answers:
                     raise qa.error("question has no annotations", f"{qa.path}.answers")
                 qas.append(
-                    build(raw, QAPair, qa.path, id=qa.id("question_id"),
-                          question=qa.get("question", str).strip(), answers=answers)
+                    build(
+                        raw,
+                        QAPair,
+                        qa.path,
+                        id=qa.id("question_id"),
+                        question=qa.get("question", str).strip(),
+                        answers=answers,
+                    )
                 )
                 paths.append(qa.path)
             check_questions(raw, qas, paths, "question_id")
             if paper_id in papers:
                 raise raw.error("paper id occurs twice across the input files", "id")
-            papers[paper_id] = check_paper(raw, build(
+            papers[paper_id] = check_paper(
                 raw,
-                Paper,
-                id=str(paper_id),
-                dataset=dataset,
-                title=raw.get("title", str).strip(),
-                abstract=raw.get("abstract", str).strip(),
-                sections=convert_sections(raw),
-                qas=qas,
-            ))
+                build(
+                    raw,
+                    Paper,
+                    id=str(paper_id),
+                    dataset=dataset,
+                    title=raw.get("title", str).strip(),
+                    abstract=raw.get("abstract", str).strip(),
+                    sections=convert_sections(raw),
+                    qas=qas,
+                ),
+            )
     return list(papers.values())

@@ -24,8 +24,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 # (start, end) of a thought that precedes the answer, in the order RAG-QA Arena removes them
-THOUGHTS = (("<thinking>", "</thinking>"), ("Thinking: ", "Answer: "), ("Thoughts: ", "Answer: "),
-            ("Thought: ", "Answer: "))
+THOUGHTS = (
+    ("<thinking>", "</thinking>"),
+    ("Thinking: ", "Answer: "),
+    ("Thoughts: ", "Answer: "),
+    ("Thought: ", "Answer: "),
+)
 ANSWER_TAGS = ("Answer: ", "Answer:\n", "<answer>", "</answer>")
 FAILED = "FAIL TO GENERATE ANS."
 NO_ANSWER = "I couldn't find an answer."
@@ -35,7 +39,7 @@ def _drop_thought(text: str, start: str, end: str) -> str:
     """The text after ``end`` when ``start`` comes first and ``end`` is there too; stripped."""
     begin, close = text.find(start), text.find(end)
     if 0 <= begin <= close:
-        text = text[close + len(end):]
+        text = text[close + len(end) :]
     return text.strip()
 
 

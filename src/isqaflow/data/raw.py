@@ -9,13 +9,21 @@ from typing import Any
 from isqaflow.io import RecordError, read_json, read_jsonl, read_text_lines
 
 _MISSING = object()
-_TYPE_NAMES = {str: "a string", list: "a list", dict: "an object", bool: "true/false", int: "an integer"}
+_TYPE_NAMES = {
+    str: "a string",
+    list: "a list",
+    dict: "an object",
+    bool: "true/false",
+    int: "an integer",
+}
 
 
 class Raw:
     """A view of one raw JSON object: ``get`` checks presence and type of a field."""
 
-    def __init__(self, file: str | Path, record: Any, obj: Any, path: str = "", line: int | None = None):
+    def __init__(
+        self, file: str | Path, record: Any, obj: Any, path: str = "", line: int | None = None
+    ):
         self.file, self.record, self.obj, self.path, self.line = str(file), record, obj, path, line
         if not isinstance(obj, dict):
             raise self.error("expected a JSON object", field=path or None)
@@ -24,7 +32,11 @@ class Raw:
         return RecordError(self.file, message, record=self.record, field=field, line=self.line)
 
     def _field(self, key: str | int) -> str:
-        return f"{self.path}[{key}]" if isinstance(key, int) else (f"{self.path}.{key}" if self.path else key)
+        return (
+            f"{self.path}[{key}]"
+            if isinstance(key, int)
+            else (f"{self.path}.{key}" if self.path else key)
+        )
 
     def get(self, key: str, kind: type | tuple[type, ...], default: Any = _MISSING) -> Any:
         value = self.obj.get(key, _MISSING)
@@ -34,7 +46,9 @@ class Raw:
             return default
         if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _as_tuple(kind)):
             names = " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in _as_tuple(kind))
-            raise self.error(f"expected {names}, got {type(value).__name__}", field=self._field(key))
+            raise self.error(
+                f"expected {names}, got {type(value).__name__}", field=self._field(key)
+            )
         return value
 
     def id(self, key: str, kind: type | tuple[type, ...] = str) -> str:
@@ -48,7 +62,10 @@ class Raw:
         values = self.get(key, list, default)
         for i, value in enumerate(values):
             if not isinstance(value, str):
-                raise self.error(f"expected a string, got {type(value).__name__}", field=f"{self._field(key)}[{i}]")
+                raise self.error(
+                    f"expected a string, got {type(value).__name__}",
+                    field=f"{self._field(key)}[{i}]",
+                )
         return values
 
     def children(self, key: str, default: Any = _MISSING) -> Iterator[Raw]:
@@ -90,12 +107,18 @@ def iter_json_records(
         data = read_json(path)
         if shape == "list":
             if not isinstance(data, list):
-                raise RecordError(path, f"expected a JSON list of records, got {type(data).__name__}")
-            records = ((obj.get(id_field, f"#{i}") if isinstance(obj, dict) else f"#{i}", obj, None)
-                       for i, obj in enumerate(data))
+                raise RecordError(
+                    path, f"expected a JSON list of records, got {type(data).__name__}"
+                )
+            records = (
+                (obj.get(id_field, f"#{i}") if isinstance(obj, dict) else f"#{i}", obj, None)
+                for i, obj in enumerate(data)
+            )
         elif shape == "keyed":
             if not isinstance(data, dict):
-                raise RecordError(path, f"expected a JSON object keyed by {id_field}, got {type(data).__name__}")
+                raise RecordError(
+                    path, f"expected a JSON object keyed by {id_field}, got {type(data).__name__}"
+                )
             records = ((rid, obj, None) for rid, obj in data.items())
         else:
             records = iter([(data.get(id_field, "#0"), data, None)])
@@ -146,7 +169,11 @@ def once(seen: dict[str, Any], key: str, raw: Raw, field: str, what: str) -> Non
     """
     if key in seen:
         raise raw.error(f"{what} {key!r} occurs twice (first: {seen[key]})", field)
-    seen[key] = f"{raw.file}, line {raw.line}" if raw.line is not None else f"{raw.file}, record {raw.record!r}"
+    seen[key] = (
+        f"{raw.file}, line {raw.line}"
+        if raw.line is not None
+        else f"{raw.file}, record {raw.record!r}"
+    )
 
 
 def build(raw: Raw, model: type, path: str = "", **fields: Any) -> Any:

@@ -12,7 +12,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from isqaflow.data.qasper import NO_QUESTIONS, check_paper, check_questions, convert_sections, text_evidence
+from isqaflow.data.qasper import (
+    NO_QUESTIONS,
+    check_paper,
+    check_questions,
+    convert_sections,
+    text_evidence,
+)
 from isqaflow.data.raw import Raw, build, iter_json_records
 from isqaflow.data.schema import UNANSWERABLE, Answer, Paper, QAPair
 
@@ -24,8 +30,13 @@ def _answer(raw: Raw) -> Answer:
         return Answer(text=UNANSWERABLE, type="none", evidence=[])
     text = raw.get("free_form_answer", str, "").strip()
     if not text:
-        raise raw.error("answer is neither unanswerable nor has a free_form_answer", f"{raw.path}.free_form_answer")
-    return Answer(text=text, type="abstractive", evidence=text_evidence(raw.strings("evidence", [])))
+        raise raw.error(
+            "answer is neither unanswerable nor has a free_form_answer",
+            f"{raw.path}.free_form_answer",
+        )
+    return Answer(
+        text=text, type="abstractive", evidence=text_evidence(raw.strings("evidence", []))
+    )
 
 
 def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list[Paper]:
@@ -41,7 +52,9 @@ def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list
             for qa in raw.children("qas"):
                 level = str(qa.get("annotateType", (str, int), ""))
                 if level and level not in LEVELS:
-                    raise qa.error(f"annotateType must be 1, 2 or 3, got {level!r}", f"{qa.path}.annotateType")
+                    raise qa.error(
+                        f"annotateType must be 1, 2 or 3, got {level!r}", f"{qa.path}.annotateType"
+                    )
                 qas.append(
                     build(
                         raw,
@@ -57,14 +70,17 @@ def convert_scimrc(paths: Iterable[str | Path], dataset: str = "scimrc") -> list
             check_questions(raw, qas, paths, "questionId")
             if paper_id in papers:
                 raise raw.error("paper id occurs twice across the input files", "id")
-            papers[paper_id] = check_paper(raw, build(
+            papers[paper_id] = check_paper(
                 raw,
-                Paper,
-                id=paper_id,
-                dataset=dataset,
-                title=raw.get("title", str).strip(),
-                abstract=raw.get("abstract", str).strip(),
-                sections=convert_sections(raw),
-                qas=qas,
-            ))
+                build(
+                    raw,
+                    Paper,
+                    id=paper_id,
+                    dataset=dataset,
+                    title=raw.get("title", str).strip(),
+                    abstract=raw.get("abstract", str).strip(),
+                    sections=convert_sections(raw),
+                    qas=qas,
+                ),
+            )
     return list(papers.values())

@@ -21,18 +21,24 @@ TEXT_FORMATS = ("alpaca_eval", "ragqa_arena")
 
 
 def first_difference(ours: str, theirs: str) -> str:
-    """"first differ at character N: the file has '...', the dataset has '...'" (1-based)."""
-    n = next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs)))
+    """ "first differ at character N: the file has '...', the dataset has '...'" (1-based)."""
+    n = next(
+        (i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), min(len(ours), len(theirs))
+    )
 
     def shown(text: str) -> str:
-        rest = text[n:n + SHOWN]
-        return "nothing more (its end)" if not rest else repr(rest) + ("..." if len(text) > n + SHOWN else "")
+        rest = text[n : n + SHOWN]
+        return (
+            "nothing more (its end)"
+            if not rest
+            else repr(rest) + ("..." if len(text) > n + SHOWN else "")
+        )
 
     return f"the texts first differ at character {n + 1}: the file has {shown(ours)}, the dataset has {shown(theirs)}"
 
 
 def explain_text(text: str, items: Sequence[Any], normalize: Callable[[str], str]) -> str:
-    """"; closest: item 't3' (93% alike), the texts first differ at ..." ('' when none is close)."""
+    """ "; closest: item 't3' (93% alike), the texts first differ at ..." ('' when none is close)."""
     ours = normalize(text)
     choices: dict[str, Any] = {}
     for item in items:
@@ -48,7 +54,7 @@ def explain_text(text: str, items: Sequence[Any], normalize: Callable[[str], str
 
 
 def explain_id(ident: Any, items: Sequence[Any]) -> str:
-    """"; closest id: 'science-search-test-140'" ('' when none is close)."""
+    """ "; closest id: 'science-search-test-140'" ('' when none is close)."""
     ids = sorted({str(i.id) for i in items} | {str(i.key) for i in items})
     close = difflib.get_close_matches(str(ident), ids, n=1, cutoff=0.6)
     return f"; closest id: {close[0]!r}" if close else ""

@@ -164,17 +164,29 @@ def drfr_bootstrap(
     return pd.DataFrame(rows).sort_values(["model"], kind="stable").set_index(["model", "subset"])
 
 
-def summary_drfr(judgments: pd.DataFrame, rounds: int = 1000, alpha: float = 0.05, seed: int = 0) -> pd.DataFrame:
+def summary_drfr(
+    judgments: pd.DataFrame, rounds: int = 1000, alpha: float = 0.05, seed: int = 0
+) -> pd.DataFrame:
     """Pooled DRFR per (dataset, summarizer, system) with a bootstrap interval over papers."""
     rows = []
     for keys, df in judgments.groupby(["dataset", "summarizer", "system"]):
-        per_paper = df.groupby("paper_id")["answer"].agg(yes=lambda a: int((a == "YES").sum()), n="size")
+        per_paper = df.groupby("paper_id")["answer"].agg(
+            yes=lambda a: int((a == "YES").sum()), n="size"
+        )
         yes, n = per_paper["yes"].to_numpy(float), per_paper["n"].to_numpy(float)
         idx = np.random.default_rng(seed).integers(0, len(yes), size=(rounds, len(yes)))
         boot = yes[idx].sum(1) / n[idx].sum(1)
-        rows.append({
-            "dataset": keys[0], "summarizer": keys[1], "system": keys[2], "drfr": yes.sum() / n.sum(),
-            "lower": float(np.quantile(boot, alpha / 2)), "upper": float(np.quantile(boot, 1 - alpha / 2)),
-            "n_papers": len(yes), "n_questions": int(n.sum()), "n_invalid": int((df["answer"] == "INVALID").sum()),
-        })
+        rows.append(
+            {
+                "dataset": keys[0],
+                "summarizer": keys[1],
+                "system": keys[2],
+                "drfr": yes.sum() / n.sum(),
+                "lower": float(np.quantile(boot, alpha / 2)),
+                "upper": float(np.quantile(boot, 1 - alpha / 2)),
+                "n_papers": len(yes),
+                "n_questions": int(n.sum()),
+                "n_invalid": int((df["answer"] == "INVALID").sum()),
+            }
+        )
     return pd.DataFrame(rows)

@@ -17,14 +17,34 @@ from isqaflow.io import read_records, write_json, write_jsonl
 log = logging.getLogger(__name__)
 
 
-def run_file_responses(instructions_path, system_file, out_path, check_path, responder: str, fmt: str = "auto",
-                       coverage: str = "full") -> int:
+def run_file_responses(
+    instructions_path,
+    system_file,
+    out_path,
+    check_path,
+    responder: str,
+    fmt: str = "auto",
+    coverage: str = "full",
+) -> int:
     """Entry point of rule file_responses."""
     instructions = read_records(instructions_path, Instruction)
-    outputs = read_system_outputs(system_file, "drfr", instruction_items(instructions), fmt, coverage)
-    rows = [{"instruction_id": i.id, "model": responder, "subset": i.subset, "category": i.category,
-             "response": outputs.outputs[i.id], "new_tokens": None, "finish_reason": None, "source": "file"}
-            for i in instructions if i.id in outputs.outputs]
+    outputs = read_system_outputs(
+        system_file, "drfr", instruction_items(instructions), fmt, coverage
+    )
+    rows = [
+        {
+            "instruction_id": i.id,
+            "model": responder,
+            "subset": i.subset,
+            "category": i.category,
+            "response": outputs.outputs[i.id],
+            "new_tokens": None,
+            "finish_reason": None,
+            "source": "file",
+        }
+        for i in instructions
+        if i.id in outputs.outputs
+    ]
     log.info("%s: %d responses from %s (%s)", responder, len(rows), system_file, outputs.format)
     write_json(check_path, {"suite": "drfr", "system": responder, **outputs.summary()})
     return write_jsonl(out_path, rows)

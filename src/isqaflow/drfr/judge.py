@@ -93,7 +93,9 @@ _ANY_CASE_WORD = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 _UPPERCASE_WORD = re.compile(r"\b(YES|NO)\b")
 
 
-def first_turn(response: str, input_text: str, question: str, prompt: InfoBenchPrompt | None = None) -> str:
+def first_turn(
+    response: str, input_text: str, question: str, prompt: InfoBenchPrompt | None = None
+) -> str:
     """The opening user message: rules, the input (when not empty), the text, the first question.
 
     ``prompt``: the published InFoBench prompt (:mod:`isqaflow.data.prompts`) instead of ours.
@@ -109,7 +111,10 @@ def first_turn(response: str, input_text: str, question: str, prompt: InfoBenchP
 
 
 def conversation(
-    response: str, input_text: str, questions: Sequence[str], answers: Sequence[str],
+    response: str,
+    input_text: str,
+    questions: Sequence[str],
+    answers: Sequence[str],
     prompt: InfoBenchPrompt | None = None,
 ) -> list[Message]:
     """Messages up to and including the user turn that asks ``questions[len(answers)]``.
@@ -121,7 +126,9 @@ def conversation(
     messages = [{"role": "user", "content": first_turn(response, input_text, questions[0], prompt)}]
     for answer, question in zip(answers, questions[1:]):
         messages.append({"role": "assistant", "content": answer})
-        messages.append({"role": "user", "content": prompt.later_turn(question) if prompt else question})
+        messages.append(
+            {"role": "user", "content": prompt.later_turn(question) if prompt else question}
+        )
     return messages
 
 
@@ -269,8 +276,15 @@ def judge_items(
         for turn, (answer_raw, reply, logprob_yes, logprob_no) in enumerate(judged[i]):
             requirement = item["requirements"][turn]
             scores: dict[str, Any] = dict.fromkeys(
-                ("log_odds", "content_free_logprob_yes", "content_free_logprob_no",
-                 "content_free_log_odds", "calibrated_log_odds", "answer_calibrated"))
+                (
+                    "log_odds",
+                    "content_free_logprob_yes",
+                    "content_free_logprob_no",
+                    "content_free_log_odds",
+                    "calibrated_log_odds",
+                    "answer_calibrated",
+                )
+            )
             if reference is not None:
                 _, _, free_yes, free_no = reference[turn]
                 calibrated = calibrated_log_odds(logprob_yes, logprob_no, free_yes, free_no)

@@ -23,7 +23,14 @@ log = logging.getLogger(__name__)
 
 RESPONSE_FIELDS = ("instruction_id", "model", "response")
 #: what each repetition of a repeated judgment keeps (``repetitions`` of the record)
-REPEATED_KEYS = ("answer", "answer_raw", "answer_calibrated", "log_odds", "calibrated_log_odds", "raw")
+REPEATED_KEYS = (
+    "answer",
+    "answer_raw",
+    "answer_calibrated",
+    "log_odds",
+    "calibrated_log_odds",
+    "raw",
+)
 
 
 def read_responses(
@@ -116,7 +123,9 @@ def run_judge(
     runs = [records]
     for repetition in range(1, repeats):
         model.repetition = repetition
-        again = judge_items(model, items, mode, params and params.for_repetition(repetition), rule, prompt)
+        again = judge_items(
+            model, items, mode, params and params.for_repetition(repetition), rule, prompt
+        )
         runs.append([record for item_records in again for record in item_records])
     model.repetition = None
     for i, record in enumerate(records):
@@ -127,8 +136,13 @@ def run_judge(
     invalid = sum(r["answer"] == "INVALID" for r in records)
     if repeats > 1:
         flipped = sum(len({rep["answer"] for rep in r["repetitions"]}) > 1 for r in records)
-        log.info("%s: %d of %d judgments changed answer across %d repetitions", judge_name, flipped,
-                 len(records), repeats)
+        log.info(
+            "%s: %d of %d judgments changed answer across %d repetitions",
+            judge_name,
+            flipped,
+            len(records),
+            repeats,
+        )
     log.info(
         "%s judged %d questions of %d responses (%d INVALID, rule %s); "
         "%d control records from %d control "

@@ -24,9 +24,16 @@ def instruction_request(instruction: Instruction) -> list[dict[str, str]]:
     return [{"role": "user", "content": text}]
 
 
-def run_responses(instructions_path, out_path, model_spec: dict[str, Any], model_name: str,
-                  generation: dict[str, Any], cache_path, adapter: str | None = None,
-                  threads: int | None = None) -> int:
+def run_responses(
+    instructions_path,
+    out_path,
+    model_spec: dict[str, Any],
+    model_name: str,
+    generation: dict[str, Any],
+    cache_path,
+    adapter: str | None = None,
+    threads: int | None = None,
+) -> int:
     """Entry point of rule drfr_responses."""
     from isqaflow.models.registry import load_model
 
@@ -34,12 +41,23 @@ def run_responses(instructions_path, out_path, model_spec: dict[str, Any], model
     params = GenerationParams.from_dict(generation)
     if params.do_sample:
         raise ValueError("InFoBench responses are decoded greedily (do_sample must be false)")
-    model = load_model(model_spec, cache=cache_path, name=model_name, adapter=adapter, threads=threads)
+    model = load_model(
+        model_spec, cache=cache_path, name=model_name, adapter=adapter, threads=threads
+    )
     outs = model.generate([instruction_request(i) for i in instructions], params)
     rows = [
-        {"instruction_id": i.id, "model": model_name, "subset": i.subset, "category": i.category,
-         "response": o.text, "new_tokens": o.n_new_tokens, "finish_reason": o.finish_reason}
+        {
+            "instruction_id": i.id,
+            "model": model_name,
+            "subset": i.subset,
+            "category": i.category,
+            "response": o.text,
+            "new_tokens": o.n_new_tokens,
+            "finish_reason": o.finish_reason,
+        }
         for i, o in zip(instructions, outs, strict=True)
     ]
-    log.info("%s: %d responses, %d new tokens", model_name, len(rows), sum(r["new_tokens"] for r in rows))
+    log.info(
+        "%s: %d responses, %d new tokens", model_name, len(rows), sum(r["new_tokens"] for r in rows)
+    )
     return write_jsonl(out_path, rows)

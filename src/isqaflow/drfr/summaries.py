@@ -35,13 +35,19 @@ def paper_requirements(paper: Paper) -> list[dict[str, Any]]:
         if qa.unanswerable:
             continue
         answer = " / ".join(dict.fromkeys(qa.gold_answers))
-        reqs.append({"question": REQUIREMENT.format(question=qa.question.rstrip("?"), answer=answer),
-                     "labels": ["Content"], "qa_id": qa.id})
+        reqs.append(
+            {
+                "question": REQUIREMENT.format(question=qa.question.rstrip("?"), answer=answer),
+                "labels": ["Content"],
+                "qa_id": qa.id,
+            }
+        )
     return reqs
 
 
-def summary_items(papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], systems: Sequence[str]
-                  ) -> list[dict[str, Any]]:
+def summary_items(
+    papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], systems: Sequence[str]
+) -> list[dict[str, Any]]:
     """The judged items: each final summary of a chosen system with its paper's answerable QA pairs as
     requirements (a paper without one gives none).  ``papers``: id -> :class:`Paper` (or any object with
     its ``qas``); ``rows``: the summaries files' records.  The spend plan counts the same items."""
@@ -51,9 +57,18 @@ def summary_items(papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], 
             continue
         reqs = paper_requirements(papers[row["paper_id"]])
         if reqs:
-            items.append({"instruction_id": row["paper_id"], "model": row["system"], "subset": "Summary",
-                          "category": row["dataset"], "input": "", "response": row["summary"],
-                          "requirements": reqs, "summarizer": row["summarizer"]})
+            items.append(
+                {
+                    "instruction_id": row["paper_id"],
+                    "model": row["system"],
+                    "subset": "Summary",
+                    "category": row["dataset"],
+                    "input": "",
+                    "response": row["summary"],
+                    "requirements": reqs,
+                    "summarizer": row["summarizer"],
+                }
+            )
     return items
 
 
@@ -72,13 +87,25 @@ class SummaryJudgeJob:
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any) -> SummaryJudgeJob:
         """From the rule's params (systems, model, mode, rule, generation) and the wildcard ``judge``."""
-        return cls(judge_name=wildcards.judge, judge_spec=params.model, mode=params.mode, rule=params.rule,
-                   generation=GenerationParams.from_dict(params.generation) if params.generation else None,
-                   systems=tuple(params.systems))
+        return cls(
+            judge_name=wildcards.judge,
+            judge_spec=params.model,
+            mode=params.mode,
+            rule=params.rule,
+            generation=GenerationParams.from_dict(params.generation) if params.generation else None,
+            systems=tuple(params.systems),
+        )
 
 
-def run_summary_judge(papers_path, summary_paths, out_path, job: SummaryJudgeJob, cache_path,
-                      threads: int | None = None, prompt_files: Sequence[str] = ()) -> int:
+def run_summary_judge(
+    papers_path,
+    summary_paths,
+    out_path,
+    job: SummaryJudgeJob,
+    cache_path,
+    threads: int | None = None,
+    prompt_files: Sequence[str] = (),
+) -> int:
     """Entry point of rule drfr_summaries: judge the final summaries of the chosen systems.
 
     ``prompt_files``: InFoBench's published evaluation.py (judges with ``prompts: published``).
@@ -89,11 +116,20 @@ def run_summary_judge(papers_path, summary_paths, out_path, job: SummaryJudgeJob
     from isqaflow.models.registry import load_model
 
     papers = {p.id: p for p in read_records(papers_path, Paper)}
-    items = summary_items(papers, (row for path in summary_paths for _, row in read_jsonl(path)), job.systems)
+    items = summary_items(
+        papers, (row for path in summary_paths for _, row in read_jsonl(path)), job.systems
+    )
     model = load_model(dict(job.judge_spec), cache=cache_path, name=job.judge_name, threads=threads)
-    records = judge(model, items, job.mode, job.generation, job.rule, load_judge_prompt(prompt_files))
+    records = judge(
+        model, items, job.mode, job.generation, job.rule, load_judge_prompt(prompt_files)
+    )
     summarizer = {(it["instruction_id"], it["model"]): it["summarizer"] for it in items}
     for record in records:
-        record.update(judge=job.judge_name, paper_id=record["instruction_id"], system=record["model"],
-                      dataset=record["category"], summarizer=summarizer[(record["instruction_id"], record["model"])])
+        record.update(
+            judge=job.judge_name,
+            paper_id=record["instruction_id"],
+            system=record["model"],
+            dataset=record["category"],
+            summarizer=summarizer[(record["instruction_id"], record["model"])],
+        )
     return write_jsonl(out_path, records)

@@ -69,7 +69,9 @@ def _cell(point: float, lower: float, upper: float, n: int) -> str:
     return f"{100 * point:.1f} [{100 * lower:.1f}, {100 * upper:.1f}]{mark} (n={int(n)})"
 
 
-def main_table(judgments: pd.DataFrame, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def main_table(
+    judgments: pd.DataFrame, rounds: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(numeric, formatted): per judge and model, Easy / Hard / Overall DRFR with intervals."""
     numeric, formatted = [], []
     for judge_name, df in judgments.groupby("judge"):
@@ -82,17 +84,34 @@ def main_table(judgments: pd.DataFrame, rounds: int, seed: int) -> tuple[pd.Data
                 key = (model, subset)
                 if key in boot.index:
                     b = boot.loc[key]
-                    row.update({label: b["drfr"], f"{label}_lower": b["lower"], f"{label}_upper": b["upper"],
-                                f"{label}_n": int(b["n_instructions"])})
-                    cells[label] = _cell(b["drfr"], b["lower"], b["upper"], int(b["n_instructions"]))
+                    row.update(
+                        {
+                            label: b["drfr"],
+                            f"{label}_lower": b["lower"],
+                            f"{label}_upper": b["upper"],
+                            f"{label}_n": int(b["n_instructions"]),
+                        }
+                    )
+                    cells[label] = _cell(
+                        b["drfr"], b["lower"], b["upper"], int(b["n_instructions"])
+                    )
                 else:
                     cells[label] = "--"
             s = summary.loc[model]
-            extra = {"strict": s["strict_rate"], "questions": int(s["n_questions"]), "invalid": int(s["n_invalid"])}
+            extra = {
+                "strict": s["strict_rate"],
+                "questions": int(s["n_questions"]),
+                "invalid": int(s["n_invalid"]),
+            }
             row.update(extra)
-            cells.update({"strict (prompt level)": f"{100 * s['strict_rate']:.1f}",
-                          "instructions": int(boot.loc[(model, "all"), "n_instructions"]),
-                          "questions": extra["questions"], "invalid": extra["invalid"]})
+            cells.update(
+                {
+                    "strict (prompt level)": f"{100 * s['strict_rate']:.1f}",
+                    "instructions": int(boot.loc[(model, "all"), "n_instructions"]),
+                    "questions": extra["questions"],
+                    "invalid": extra["invalid"],
+                }
+            )
             numeric.append(row)
             formatted.append(cells)
     return pd.DataFrame(numeric), pd.DataFrame(formatted).set_index(["judge", "model"])
@@ -149,9 +168,15 @@ def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     save_figure(fig, paths)
 
 
-def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Sequence[str | Path],
-                      out_dir: str | Path, figure_dir: str | Path, rounds: int, seed: int,
-                      control_paths: Sequence[str | Path] = ()) -> None:
+def build_drfr_tables(
+    judgment_paths: Sequence[str | Path],
+    summary_paths: Sequence[str | Path],
+    out_dir: str | Path,
+    figure_dir: str | Path,
+    rounds: int,
+    seed: int,
+    control_paths: Sequence[str | Path] = (),
+) -> None:
     """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk).
 
     ``control_paths`` are the DRFR judges' control files; their summary (exact tests,
@@ -165,23 +190,55 @@ def build_drfr_tables(judgment_paths: Sequence[str | Path], summary_paths: Seque
     rules = rule_note(judgments, summaries)
     numeric, formatted = main_table(judgments, rounds, seed)
     numeric.to_csv(out_dir / "drfr_table5_long.csv", index=False)
-    write_table(formatted, table_paths(out_dir / "drfr_table5"),
-                caption=_caption("DRFR (x100, 95% bootstrap CI over instructions; n = instructions; "
-                                 + small_n_note("instructions") + "); INVALID replies count as NO", rules,
-                                 controls))
+    write_table(
+        formatted,
+        table_paths(out_dir / "drfr_table5"),
+        caption=_caption(
+            "DRFR (x100, 95% bootstrap CI over instructions; n = instructions; "
+            + small_n_note("instructions")
+            + "); INVALID replies count as NO",
+            rules,
+            controls,
+        ),
+    )
     labels = label_table(judgments)
-    write_table(label_table(judgments, with_n=True), table_paths(out_dir / "drfr_by_constraint"), digits=1,
-                caption=_caption("DRFR per constraint type (x100; '<label> n': its questions); a question "
-                                 "with several labels counts toward each", rules, controls))
-    write_table(category_table(judgments), table_paths(out_dir / "drfr_by_category"), digits=1,
-                caption=_caption("DRFR per instruction category (x100; n: questions)", rules, controls))
+    write_table(
+        label_table(judgments, with_n=True),
+        table_paths(out_dir / "drfr_by_constraint"),
+        digits=1,
+        caption=_caption(
+            "DRFR per constraint type (x100; '<label> n': its questions); a question "
+            "with several labels counts toward each",
+            rules,
+            controls,
+        ),
+    )
+    write_table(
+        category_table(judgments),
+        table_paths(out_dir / "drfr_by_category"),
+        digits=1,
+        caption=_caption("DRFR per instruction category (x100; n: questions)", rules, controls),
+    )
     label_figure(labels, [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"])
     table = summary_drfr(summaries, rounds=rounds, seed=seed)
     table.to_csv(out_dir / "drfr_summaries_long.csv", index=False)
-    shown = table.assign(DRFR=[_cell(d, lo, hi, n) for d, lo, hi, n in zip(
-        table["drfr"], table["lower"], table["upper"], table["n_papers"], strict=True)])
-    write_table(shown.set_index(["dataset", "summarizer", "system"])[["DRFR", "n_papers", "n_questions",
-                                                                       "n_invalid"]],
-                table_paths(out_dir / "drfr_summaries"),
-                caption=_caption("DRFR of the summaries: QA pairs as requirements (x100, 95% CI "
-                                 "over papers; n = papers; " + small_n_note("papers") + ")", rules, controls))
+    shown = table.assign(
+        DRFR=[
+            _cell(d, lo, hi, n)
+            for d, lo, hi, n in zip(
+                table["drfr"], table["lower"], table["upper"], table["n_papers"], strict=True
+            )
+        ]
+    )
+    write_table(
+        shown.set_index(["dataset", "summarizer", "system"])[
+            ["DRFR", "n_papers", "n_questions", "n_invalid"]
+        ],
+        table_paths(out_dir / "drfr_summaries"),
+        caption=_caption(
+            "DRFR of the summaries: QA pairs as requirements (x100, 95% CI "
+            "over papers; n = papers; " + small_n_note("papers") + ")",
+            rules,
+            controls,
+        ),
+    )

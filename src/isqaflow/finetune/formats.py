@@ -69,29 +69,48 @@ FEEDBACK_PROMPT_STYLES = ("isqa", "gpt35")
 def feedback_request(question: str, context: str, style: str = "isqa") -> list[dict[str, str]]:
     """The feedback model's request: ISQA's prompt (E.3) or GPT-3.5's system/user pair (E.5)."""
     if style == "isqa":
-        return [{"role": "user", "content": ISQA_FEEDBACK_PROMPT.format(question=question, context=context)}]
+        return [
+            {
+                "role": "user",
+                "content": ISQA_FEEDBACK_PROMPT.format(question=question, context=context),
+            }
+        ]
     if style == "gpt35":
         return [
             {"role": "system", "content": GPT35_SYSTEM},
             {"role": "user", "content": GPT35_USER.format(context=context, question=question)},
         ]
-    raise ValueError(f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}")
+    raise ValueError(
+        f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}"
+    )
 
 
-Status = Literal["ok", "unanswerable", "unparsed", "truncated", "unanswerable_answer", "evidence_not_in_summary"]
+Status = Literal[
+    "ok", "unanswerable", "unparsed", "truncated", "unanswerable_answer", "evidence_not_in_summary"
+]
 # Statuses in the order check_feedback() tests them; every one but "ok" adds nothing.
-STATUSES: tuple[str, ...] = ("truncated", "unparsed", "unanswerable", "unanswerable_answer",
-                             "evidence_not_in_summary", "ok")
+STATUSES: tuple[str, ...] = (
+    "truncated",
+    "unparsed",
+    "unanswerable",
+    "unanswerable_answer",
+    "evidence_not_in_summary",
+    "ok",
+)
 
 _LABELLED = re.compile(
     r"^\s*(?:1\s*[.):]?\s*)?(?:the\s+)?answer\s*(?:is)?\s*[:\-]\s*(?P<answer>.*?)\s*"
     r"(?:\n|\s)(?:2\s*[.):]?\s*)?(?:the\s+)?(?:most\s+relevant\s+)?evidence(?:\s+sentence)?\s*[:\-]\s*(?P<evidence>.*)$",
     re.IGNORECASE | re.DOTALL,
 )
-_NUMBERED = re.compile(r"^\s*1\s*[.)]\s*(?P<answer>.+?)\s*\n\s*2\s*[.)]\s*(?P<evidence>.+)$", re.DOTALL)
+_NUMBERED = re.compile(
+    r"^\s*1\s*[.)]\s*(?P<answer>.+?)\s*\n\s*2\s*[.)]\s*(?P<evidence>.+)$", re.DOTALL
+)
 # Replies that echo the prompt's own labels ("The answer to this question is: ... The most
 # relevant evidence sentence in the context ...: ..."), with "1."/"1)"/"1-" markers or none.
-_ANSWER_LABEL = re.compile(r"^\s*(?:1\s*[.)\-:]\s*)?(?:the\s+)?answer\b[^\n:]{0,60}:\s*", re.IGNORECASE)
+_ANSWER_LABEL = re.compile(
+    r"^\s*(?:1\s*[.)\-:]\s*)?(?:the\s+)?answer\b[^\n:]{0,60}:\s*", re.IGNORECASE
+)
 _EVIDENCE_LABEL = re.compile(
     r"(?:^|\n)\s*(?:2\s*[.)\-:]\s*)?[^\n:]{0,40}\bevidence\b[^\n:]{0,60}:\s*"
     r"|(?<=\s)2[ \t]*[.)\-][ \t]*(?:the\s+)?(?:most\s+relevant\s+)?evidence\b[^\n:]{0,60}:\s*",
@@ -124,7 +143,9 @@ def evidence_slot(answer: str, style: str = "isqa") -> str:
         return f"1. Answer: {answer.strip()}\n2. Evidence: "
     if style == "gpt35":
         return f"Answer: {answer.strip()}\nEvidence: "
-    raise ValueError(f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}")
+    raise ValueError(
+        f"unknown feedback prompt style {style!r}; expected one of {FEEDBACK_PROMPT_STYLES}"
+    )
 
 
 @dataclass(frozen=True)
@@ -151,14 +172,18 @@ def _echoed_labels(text: str) -> tuple[str, str] | None:
     if not label:
         return None
     found = _EVIDENCE_LABEL.search(text, label.end())
-    answer = _NESTED_ANSWER.sub("", text[label.end() : found.start() if found else len(text)].strip())
+    answer = _NESTED_ANSWER.sub(
+        "", text[label.end() : found.start() if found else len(text)].strip()
+    )
     evidence = text[found.end() :].strip().split("\n\n")[0] if found else ""
     return answer, evidence
 
 
 def parse_feedback(raw: str) -> ParsedFeedback:
     text = raw.strip()
-    candidates = [(m["answer"], m["evidence"]) for p in (_LABELLED, _NUMBERED) if (m := p.match(text))]
+    candidates = [
+        (m["answer"], m["evidence"]) for p in (_LABELLED, _NUMBERED) if (m := p.match(text))
+    ]
     echoed = _echoed_labels(text)
     if echoed:
         candidates.append(echoed)
@@ -203,8 +228,9 @@ def _rank(match: tuple[int, str, float]) -> tuple[bool, float]:
     return match[1] == "containment", match[2]
 
 
-def _match_sentence(evidence: str, sentences: list[str], normalized: list[list[str]]
-                    ) -> tuple[int, str, float] | None:
+def _match_sentence(
+    evidence: str, sentences: list[str], normalized: list[list[str]]
+) -> tuple[int, str, float] | None:
     tokens = answer_tokens(evidence)
     if not tokens:
         return None
@@ -212,7 +238,10 @@ def _match_sentence(evidence: str, sentences: list[str], normalized: list[list[s
     for index, (sentence, sent_tokens) in enumerate(zip(sentences, normalized, strict=True)):
         if not sent_tokens:
             continue
-        if _contained(tokens, sent_tokens) and len(tokens) / len(sent_tokens) >= EVIDENCE_MIN_COVERAGE:
+        if (
+            _contained(tokens, sent_tokens)
+            and len(tokens) / len(sent_tokens) >= EVIDENCE_MIN_COVERAGE
+        ):
             candidate = (index, "containment", len(tokens) / len(sent_tokens))
         elif (f1 := token_f1(evidence, sentence)) >= EVIDENCE_MIN_F1:
             candidate = (index, "overlap", f1)
@@ -256,12 +285,16 @@ def match_evidence(evidence: str, context: str) -> EvidenceMatch | None:
     if any(m is None for m in matches):
         return None
     how = "containment" if all(m[1] == "containment" for m in matches) else "overlap"  # type: ignore[index]
-    return EvidenceMatch(tuple(dict.fromkeys(m[0] for m in matches)), how,  # type: ignore[index]
-                         min(m[2] for m in matches))  # type: ignore[index]
+    return EvidenceMatch(
+        tuple(dict.fromkeys(m[0] for m in matches)),
+        how,  # type: ignore[index]
+        min(m[2] for m in matches),
+    )  # type: ignore[index]
 
 
-def check_feedback(parsed: ParsedFeedback, finish_reason: str | None, context: str,
-                   check_evidence: bool = True) -> ParsedFeedback:
+def check_feedback(
+    parsed: ParsedFeedback, finish_reason: str | None, context: str, check_evidence: bool = True
+) -> ParsedFeedback:
     """The parsed reply with the status ISQA's loop acts on (module docstring: the first that applies).
 
     ``finish_reason`` is the model's ("length" = cut at ``max_new_tokens``);
@@ -281,8 +314,14 @@ def check_feedback(parsed: ParsedFeedback, finish_reason: str | None, context: s
     return parsed
 
 
-def fit_request(model, question: str, context_parts: list[str], max_input_tokens: int | None,
-                style: str = "isqa", required: int = 0) -> tuple[list[dict[str, str]], int, list[int]]:
+def fit_request(
+    model,
+    question: str,
+    context_parts: list[str],
+    max_input_tokens: int | None,
+    style: str = "isqa",
+    required: int = 0,
+) -> tuple[list[dict[str, str]], int, list[int]]:
     """The feedback request with as much context as fits in ``max_input_tokens``.
 
     ``context_parts`` are added in order; the first ``required`` parts are always
@@ -291,6 +330,7 @@ def fit_request(model, question: str, context_parts: list[str], max_input_tokens
     context is cut at the end.  Returns the request, the number of tokens cut and the
     indices of the parts kept.
     """
+
     def build(parts: list[str]) -> list[dict[str, str]]:
         return feedback_request(question, "\n".join(parts), style)
 
@@ -298,7 +338,10 @@ def fit_request(model, question: str, context_parts: list[str], max_input_tokens
         return build(context_parts), 0, list(range(len(context_parts)))
     kept = list(range(min(required, len(context_parts))))
     for i in range(required, len(context_parts)):
-        if len(model.encode_request(build([context_parts[j] for j in [*kept, i]]))) <= max_input_tokens:
+        if (
+            len(model.encode_request(build([context_parts[j] for j in [*kept, i]])))
+            <= max_input_tokens
+        ):
             kept.append(i)
     request = build([context_parts[j] for j in kept])
     overflow = len(model.encode_request(request)) - max_input_tokens
@@ -310,8 +353,13 @@ def fit_request(model, question: str, context_parts: list[str], max_input_tokens
     return feedback_request(question, context, style), cut, kept
 
 
-def example_request(model, example: QAExample, max_input_tokens: int | None, style: str = "isqa",
-                    drop_gold: bool = False) -> tuple[list[dict[str, str]], int]:
+def example_request(
+    model,
+    example: QAExample,
+    max_input_tokens: int | None,
+    style: str = "isqa",
+    drop_gold: bool = False,
+) -> tuple[list[dict[str, str]], int]:
     """A HotpotQA example as a feedback request: the gold paragraphs always fit first.
 
     Paragraphs keep their original order.  ``drop_gold`` removes the paragraphs that
@@ -325,9 +373,17 @@ def example_request(model, example: QAExample, max_input_tokens: int | None, sty
     # the gold paragraphs are offered first, so a tight budget drops distractors only
     order = sorted(range(len(paragraphs)), key=lambda i: not paragraphs[i][0])
     n_gold = sum(1 for is_gold, _ in paragraphs if is_gold)
-    request, cut, kept = fit_request(model, example.question, [paragraphs[i][1] for i in order],
-                                     max_input_tokens, style, required=n_gold)
+    request, cut, kept = fit_request(
+        model,
+        example.question,
+        [paragraphs[i][1] for i in order],
+        max_input_tokens,
+        style,
+        required=n_gold,
+    )
     if not cut:  # restore the original order of the paragraphs kept
         chosen = sorted(order[j] for j in kept)
-        request = feedback_request(example.question, "\n".join(paragraphs[i][1] for i in chosen), style)
+        request = feedback_request(
+            example.question, "\n".join(paragraphs[i][1] for i in chosen), style
+        )
     return request, cut

@@ -69,7 +69,9 @@ class LoraSettings:
         return from_mapping(cls, values, "fine-tuning")
 
 
-def training_items(model, examples: list[QAExample], settings: LoraSettings) -> list[dict[str, Any]]:
+def training_items(
+    model, examples: list[QAExample], settings: LoraSettings
+) -> list[dict[str, Any]]:
     """Tokenized (input_ids, labels) for each example, prompt tokens masked out of the loss."""
     rng = np.random.default_rng(settings.seed)
     eos = model.tokenizer.eos_token_id
@@ -94,7 +96,11 @@ def training_items(model, examples: list[QAExample], settings: LoraSettings) -> 
         labels = [-100] * len(prompt_ids) + full_ids[len(prompt_ids) :]
         items.append({"input_ids": full_ids, "labels": labels, "id": example.id})
     if cut_total:
-        log.warning("cut %d context tokens in all to fit max_input_tokens=%d", cut_total, settings.max_input_tokens)
+        log.warning(
+            "cut %d context tokens in all to fit max_input_tokens=%d",
+            cut_total,
+            settings.max_input_tokens,
+        )
     return items
 
 
@@ -108,7 +114,9 @@ def _assistant_tokens(model, request: list[dict[str, str]], target: str) -> list
         full = model.tokenizer(text, add_special_tokens=False)["input_ids"]
         if full[: len(prompt_ids)] == prompt_ids:
             return full[len(prompt_ids) :]
-    return model.tokenizer(target, add_special_tokens=False)["input_ids"] + [model.tokenizer.eos_token_id]
+    return model.tokenizer(target, add_special_tokens=False)["input_ids"] + [
+        model.tokenizer.eos_token_id
+    ]
 
 
 def _collate(batch: list[dict[str, Any]], pad_id: int, seq2seq: bool):
@@ -118,7 +126,9 @@ def _collate(batch: list[dict[str, Any]], pad_id: int, seq2seq: bool):
     input_ids = [b["input_ids"] + [pad_id] * (width - len(b["input_ids"])) for b in batch]
     mask = [[1] * len(b["input_ids"]) + [0] * (width - len(b["input_ids"])) for b in batch]
     lwidth = max(len(b["labels"]) for b in batch)
-    labels = [b["labels"] + [-100] * ((lwidth if seq2seq else width) - len(b["labels"])) for b in batch]
+    labels = [
+        b["labels"] + [-100] * ((lwidth if seq2seq else width) - len(b["labels"])) for b in batch
+    ]
     return {
         "input_ids": torch.tensor(input_ids),
         "attention_mask": torch.tensor(mask),
@@ -126,8 +136,12 @@ def _collate(batch: list[dict[str, Any]], pad_id: int, seq2seq: bool):
     }
 
 
-def _fingerprint(settings: LoraSettings, base_identity: dict[str, Any], items: list[dict[str, Any]]) -> str:
-    digest = hashlib.sha256(json.dumps([asdict(settings), base_identity], sort_keys=True, default=str).encode())
+def _fingerprint(
+    settings: LoraSettings, base_identity: dict[str, Any], items: list[dict[str, Any]]
+) -> str:
+    digest = hashlib.sha256(
+        json.dumps([asdict(settings), base_identity], sort_keys=True, default=str).encode()
+    )
     for item in items:
         digest.update(json.dumps(item["input_ids"]).encode())
         digest.update(json.dumps(item["labels"]).encode())
@@ -160,7 +174,13 @@ def train(
     """Fine-tune ``base`` (a model config entry) with LoRA; write the adapter and the loss log."""
     import datasets
     import torch
-    from peft import LoraConfig, TaskType, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+    from peft import (
+        LoraConfig,
+        TaskType,
+        get_peft_model,
+        get_peft_model_state_dict,
+        set_peft_model_state_dict,
+    )
     from transformers import get_linear_schedule_with_warmup
 
     from isqaflow.models.registry import build_model
@@ -190,14 +210,21 @@ def train(
     net = get_peft_model(model.net, config)
     net.train()
     trainable = [p for p in net.parameters() if p.requires_grad]
-    log.info("trainable parameters: %d of %d", sum(p.numel() for p in trainable),
-             sum(p.numel() for p in net.parameters()))
-    optimizer = torch.optim.AdamW(trainable, lr=settings.learning_rate, weight_decay=settings.weight_decay)
+    log.info(
+        "trainable parameters: %d of %d",
+        sum(p.numel() for p in trainable),
+        sum(p.numel() for p in net.parameters()),
+    )
+    optimizer = torch.optim.AdamW(
+        trainable, lr=settings.learning_rate, weight_decay=settings.weight_decay
+    )
     per_epoch = math.ceil(len(dataset) / (settings.batch_size * settings.grad_accum))
     total_steps = settings.epochs * per_epoch
     if settings.max_steps is not None:
         total_steps = min(total_steps, settings.max_steps)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(settings.warmup_ratio * total_steps), total_steps)
+    scheduler = get_linear_schedule_with_warmup(
+        optimizer, int(settings.warmup_ratio * total_steps), total_steps
+    )
 
     checkpoint_dir = Path(checkpoint_dir)
     state_file = checkpoint_dir / "state.pt"
@@ -244,7 +271,9 @@ def train(
         if done:
             break
         order = np.random.default_rng(settings.seed + epoch).permutation(len(dataset))
-        batches = [order[i : i + settings.batch_size] for i in range(0, len(order), settings.batch_size)]
+        batches = [
+            order[i : i + settings.batch_size] for i in range(0, len(order), settings.batch_size)
+        ]
         for b, idx in enumerate(batches):
             if epoch * len(batches) + b < resumed_micro:
                 continue  # consumed before the checkpoint we resumed from
@@ -272,7 +301,11 @@ def train(
             )
             log.info(
                 "step %d/%d epoch %.2f loss %.4f lr %.2e (%.1fs/step)",
-                step, total_steps, rows[-1]["epoch"], rows[-1]["loss"], rows[-1]["learning_rate"],
+                step,
+                total_steps,
+                rows[-1]["epoch"],
+                rows[-1]["loss"],
+                rows[-1]["learning_rate"],
                 rows[-1]["elapsed_s"] / step,
             )
             if step % settings.checkpoint_every == 0 and step < total_steps:
@@ -286,7 +319,9 @@ def train(
     shutil.rmtree(tmp_dir, ignore_errors=True)
     net.save_pretrained(tmp_dir)
     canonical_adapter_config(tmp_dir / "adapter_config.json")
-    (tmp_dir / "training_settings.json").write_text(json.dumps(asdict(settings), indent=2, default=str))
+    (tmp_dir / "training_settings.json").write_text(
+        json.dumps(asdict(settings), indent=2, default=str)
+    )
     apply_umask(tmp_dir)  # safetensors writes its files 0600
     if adapter_dir.exists():
         shutil.rmtree(adapter_dir)

@@ -73,8 +73,13 @@ def insert_sentence(summary: str, sentence: str, position: int) -> str:
     return " ".join([*sentences[:position], sentence.strip(), *sentences[position:]])
 
 
-def build_controls(papers: Sequence[Paper], first_summaries: Mapping[str, str], per_paper: int, seed: int,
-                   eligible: Mapping[str, Sequence[QAPair]] | None = None) -> list[dict[str, Any]]:
+def build_controls(
+    papers: Sequence[Paper],
+    first_summaries: Mapping[str, str],
+    per_paper: int,
+    seed: int,
+    eligible: Mapping[str, Sequence[QAPair]] | None = None,
+) -> list[dict[str, Any]]:
     """The control items: per paper, ``per_paper`` seeded answerable QA pairs with gold evidence.
 
     ``eligible`` restricts the pairs per paper id (the loop's usable pairs); papers
@@ -87,18 +92,30 @@ def build_controls(papers: Sequence[Paper], first_summaries: Mapping[str, str], 
         if paper.id not in first_summaries:
             continue
         pool = eligible[paper.id] if eligible is not None else paper.qas
-        candidates = [(qa, ev) for qa in pool if not qa.unanswerable and (ev := gold_evidence_sentence(qa))]
+        candidates = [
+            (qa, ev) for qa in pool if not qa.unanswerable and (ev := gold_evidence_sentence(qa))
+        ]
         if not candidates or per_paper <= 0:
             continue
         rng = keyed_rng(seed, f"feedback-control:{paper.id}")
-        chosen = sorted(rng.choice(len(candidates), size=min(per_paper, len(candidates)), replace=False))
+        chosen = sorted(
+            rng.choice(len(candidates), size=min(per_paper, len(candidates)), replace=False)
+        )
         summary = first_summaries[paper.id]
         n_sentences = len(split_sentences(summary))
         for index in chosen:
             qa, evidence = candidates[int(index)]
             position = int(rng.integers(0, n_sentences + 1))
-            items.append({"paper_id": paper.id, "qa": qa, "evidence": evidence, "position": position,
-                          "summary": summary, "with_evidence": insert_sentence(summary, evidence, position)})
+            items.append(
+                {
+                    "paper_id": paper.id,
+                    "qa": qa,
+                    "evidence": evidence,
+                    "position": position,
+                    "summary": summary,
+                    "with_evidence": insert_sentence(summary, evidence, position),
+                }
+            )
     return items
 
 
@@ -112,34 +129,66 @@ def _outcome(item: FeedbackItem) -> str:
     return item.answer if item.answer and item.status not in INVALID_STATUSES else item.status
 
 
-def run_feedback_control(feedback_model: LanguageModel, items: Sequence[dict[str, Any]], params: GenerationParams,
-                         settings: RefineSettings, name: str, scope: str) -> list[dict[str, Any]]:
+def run_feedback_control(
+    feedback_model: LanguageModel,
+    items: Sequence[dict[str, Any]],
+    params: GenerationParams,
+    settings: RefineSettings,
+    name: str,
+    scope: str,
+) -> list[dict[str, Any]]:
     """Ask every control item without and with its evidence (one batch), with the refinement
     loop's own settings (threshold, zero-F1 policy, prompt style, evidence mode, gold F1 reading);
     one record per item."""
-    questions = [(c["qa"], c["summary"]) for c in items] + [(c["qa"], c["with_evidence"]) for c in items]
+    questions = [(c["qa"], c["summary"]) for c in items] + [
+        (c["qa"], c["with_evidence"]) for c in items
+    ]
     epsilon = settings.epsilon
-    asked = ask_feedback(feedback_model, questions, params, epsilon, settings.zero_f1, settings.feedback_style,
-                         settings.evidence, settings.gold_f1)
-    without, with_evidence = asked[: len(items)], asked[len(items):]
+    asked = ask_feedback(
+        feedback_model,
+        questions,
+        params,
+        epsilon,
+        settings.zero_f1,
+        settings.feedback_style,
+        settings.evidence,
+        settings.gold_f1,
+    )
+    without, with_evidence = asked[: len(items)], asked[len(items) :]
     records = []
     for control, plain, helped in zip(items, without, with_evidence, strict=True):
         baseline = _correct(plain, epsilon)
-        records.append({
-            "instrument": INSTRUMENT, "name": name, "scope": scope, "control": "gold_evidence", "rule": "raw",
-            "item": f"{control['paper_id']}:{control['qa'].id}",
-            "expected": " | ".join(control["qa"].gold_answers),
-            "outcome": _outcome(helped),
-            "correct": _correct(helped, epsilon),
-            "chance": float(bool(baseline)),
-            "baseline_correct": baseline,
-            "detail": {
-                "evidence": control["evidence"], "position": control["position"],
-                "gold_answers": control["qa"].gold_answers,
-                "with_evidence": {"status": helped.status, "answer": helped.answer, "f1": helped.f1,
-                                  "raw": helped.raw, "context_tokens_cut": helped.context_tokens_cut},
-                "without_evidence": {"status": plain.status, "answer": plain.answer, "f1": plain.f1,
-                                     "raw": plain.raw},
-            },
-        })
+        records.append(
+            {
+                "instrument": INSTRUMENT,
+                "name": name,
+                "scope": scope,
+                "control": "gold_evidence",
+                "rule": "raw",
+                "item": f"{control['paper_id']}:{control['qa'].id}",
+                "expected": " | ".join(control["qa"].gold_answers),
+                "outcome": _outcome(helped),
+                "correct": _correct(helped, epsilon),
+                "chance": float(bool(baseline)),
+                "baseline_correct": baseline,
+                "detail": {
+                    "evidence": control["evidence"],
+                    "position": control["position"],
+                    "gold_answers": control["qa"].gold_answers,
+                    "with_evidence": {
+                        "status": helped.status,
+                        "answer": helped.answer,
+                        "f1": helped.f1,
+                        "raw": helped.raw,
+                        "context_tokens_cut": helped.context_tokens_cut,
+                    },
+                    "without_evidence": {
+                        "status": plain.status,
+                        "answer": plain.answer,
+                        "f1": plain.f1,
+                        "raw": plain.raw,
+                    },
+                },
+            }
+        )
     return records

@@ -48,11 +48,23 @@ from isqaflow.models.fit import fit_document
 from isqaflow.models.refusals import naming_records
 from isqaflow.text.f1 import max_f1, token_f1
 
-Decision = Literal["fact", "non_fact", "dropped_zero_f1", "truncated", "unparsed", "unanswerable",
-                   "unanswerable_answer", "evidence_not_in_summary"]
+Decision = Literal[
+    "fact",
+    "non_fact",
+    "dropped_zero_f1",
+    "truncated",
+    "unparsed",
+    "unanswerable",
+    "unanswerable_answer",
+    "evidence_not_in_summary",
+]
 # Every decision, in the order the feedback statistics show them.
-DECISIONS: tuple[str, ...] = ("fact", "non_fact", "dropped_zero_f1",
-                              *(s for s in STATUSES if s != "ok"))
+DECISIONS: tuple[str, ...] = (
+    "fact",
+    "non_fact",
+    "dropped_zero_f1",
+    *(s for s in STATUSES if s != "ok"),
+)
 ZERO_F1_POLICIES = ("non_fact", "drop")
 GOLD_F1_READINGS = ("mean_positive", "max")
 
@@ -66,6 +78,8 @@ def gold_f1(prediction: str, golds: Sequence[str], reading: str = "mean_positive
         return max_f1(prediction, golds)
     positive = [f for f in (token_f1(prediction, g) for g in golds) if f > 0]
     return sum(positive) / len(positive) if positive else 0.0
+
+
 EVIDENCE_MODES = ("generated", "likelihood")
 
 
@@ -80,7 +94,9 @@ class FeedbackItem:
     evidence: str
     f1: float | None
     decision: Decision
-    finish_reason: str | None = None  # the feedback call's: "stop", or "length" (cut at max_new_tokens)
+    finish_reason: str | None = (
+        None  # the feedback call's: "stop", or "length" (cut at max_new_tokens)
+    )
     input_tokens: int = 0  # of the feedback request
     new_tokens: int = 0  # of the reply
     context_tokens_cut: int = 0  # of the summary, to fit the feedback model's input budget
@@ -93,8 +109,13 @@ class FeedbackItem:
         return asdict(self)
 
 
-def decide(parsed: ParsedFeedback, gold_answers: list[str], epsilon: float, zero_f1: str = "non_fact",
-           gold_reading: str = "mean_positive") -> tuple[float | None, Decision]:
+def decide(
+    parsed: ParsedFeedback,
+    gold_answers: list[str],
+    epsilon: float,
+    zero_f1: str = "non_fact",
+    gold_reading: str = "mean_positive",
+) -> tuple[float | None, Decision]:
     """(F1, decision) of a checked reply.
 
     Any status but "ok" is the decision itself (the reply adds nothing); F1 is still
@@ -114,8 +135,13 @@ def decide(parsed: ParsedFeedback, gold_answers: list[str], epsilon: float, zero
     return f1, "non_fact"
 
 
-def likelihood_evidence(model: LanguageModel, requests: Sequence, answers: Sequence[str],
-                        sentence_lists: Sequence[Sequence[str]], style: str) -> list[tuple[int, list[float]]]:
+def likelihood_evidence(
+    model: LanguageModel,
+    requests: Sequence,
+    answers: Sequence[str],
+    sentence_lists: Sequence[Sequence[str]],
+    style: str,
+) -> list[tuple[int, list[float]]]:
     """For each request, the index of the context sentence most likely as the reply's evidence.
 
     Each sentence ``s`` is scored as the continuation ``<answer part><evidence label> s``
@@ -132,21 +158,32 @@ def likelihood_evidence(model: LanguageModel, requests: Sequence, answers: Seque
     try:
         scores = model.score_batch(items)
     except NotImplementedError as err:
-        raise ValueError(f"isqa.refine.evidence: likelihood needs a feedback model that scores "
-                         f"continuations (a local hf model): {err}") from None
+        raise ValueError(
+            f"isqa.refine.evidence: likelihood needs a feedback model that scores "
+            f"continuations (a local hf model): {err}"
+        ) from None
     out = []
     for sentences, row in zip(sentence_lists, scores, strict=True):
         prefix = row[0]
-        per_token = [(score - prefix) / max(1, model.count_tokens(s)) for s, score in zip(sentences, row[1:],
-                                                                                          strict=True)]
+        per_token = [
+            (score - prefix) / max(1, model.count_tokens(s))
+            for s, score in zip(sentences, row[1:], strict=True)
+        ]
         best = max(range(len(per_token)), key=lambda i: (per_token[i], -i))
         out.append((best, per_token))
     return out
 
 
-def ask_feedback(model: LanguageModel, questions: Sequence[tuple[QAPair, str]], params: GenerationParams,
-                 epsilon: float, zero_f1: str = "non_fact", style: str = "isqa",
-                 evidence: str = "generated", gold_reading: str = "mean_positive") -> list[FeedbackItem]:
+def ask_feedback(
+    model: LanguageModel,
+    questions: Sequence[tuple[QAPair, str]],
+    params: GenerationParams,
+    epsilon: float,
+    zero_f1: str = "non_fact",
+    style: str = "isqa",
+    evidence: str = "generated",
+    gold_reading: str = "mean_positive",
+) -> list[FeedbackItem]:
     """Ask every (QA pair, context) in one batch; returns one decided item per pair.
 
     The context (a summary) is cut at its end when the request exceeds
@@ -172,8 +209,12 @@ def ask_feedback(model: LanguageModel, questions: Sequence[tuple[QAPair, str]], 
     with naming_records(requests, [qa.id for qa, _ in questions]):
         outs = model.generate(requests, params.replace(max_input_tokens=None)) if requests else []
     checked = [
-        check_feedback(parse_feedback(out.text), out.finish_reason, context,
-                       check_evidence=evidence == "generated")
+        check_feedback(
+            parse_feedback(out.text),
+            out.finish_reason,
+            context,
+            check_evidence=evidence == "generated",
+        )
         for out, context in zip(outs, contexts, strict=True)
     ]
     generated: dict[int, str] = {}
@@ -186,18 +227,36 @@ def ask_feedback(model: LanguageModel, questions: Sequence[tuple[QAPair, str]], 
             if not sentence_lists[i]:  # an empty summary has no sentence to choose
                 checked[i] = replace(checked[i], status="evidence_not_in_summary")
         todo = [i for i in todo if sentence_lists[i]]
-        chosen = likelihood_evidence(model, [requests[i] for i in todo], [checked[i].answer for i in todo],
-                                     [sentence_lists[i] for i in todo], style)
+        chosen = likelihood_evidence(
+            model,
+            [requests[i] for i in todo],
+            [checked[i].answer for i in todo],
+            [sentence_lists[i] for i in todo],
+            style,
+        )
         for i, (best, row) in zip(todo, chosen, strict=True):
             checked[i] = replace(checked[i], evidence=sentence_lists[i][best])
             scores[i] = [round(s, 4) for s in row]
     items = []
     for i, ((qa, _), out, parsed) in enumerate(zip(questions, outs, checked, strict=True)):
         f1, decision = decide(parsed, qa.gold_answers, epsilon, zero_f1, gold_reading)
-        items.append(FeedbackItem(
-            qa.id, qa.question, qa.gold_answers, out.text, parsed.status, parsed.answer, parsed.evidence, f1,
-            decision, finish_reason=out.finish_reason, input_tokens=out.n_input_tokens,
-            new_tokens=out.n_new_tokens, context_tokens_cut=cuts[i], generated_evidence=generated.get(i),
-            evidence_scores=scores.get(i),
-        ))
+        items.append(
+            FeedbackItem(
+                qa.id,
+                qa.question,
+                qa.gold_answers,
+                out.text,
+                parsed.status,
+                parsed.answer,
+                parsed.evidence,
+                f1,
+                decision,
+                finish_reason=out.finish_reason,
+                input_tokens=out.n_input_tokens,
+                new_tokens=out.n_new_tokens,
+                context_tokens_cut=cuts[i],
+                generated_evidence=generated.get(i),
+                evidence_scores=scores.get(i),
+            )
+        )
     return items

@@ -19,14 +19,32 @@ from isqaflow.isqa.summarize import SummaryRecord
 log = logging.getLogger(__name__)
 
 
-def run_file_summaries(papers_path, system_file, out_path, check_path, system: str, dataset: str,
-                       fmt: str = "auto", coverage: str = "full") -> int:
+def run_file_summaries(
+    papers_path,
+    system_file,
+    out_path,
+    check_path,
+    system: str,
+    dataset: str,
+    fmt: str = "auto",
+    coverage: str = "full",
+) -> int:
     """Entry point of rule file_summaries."""
     papers = read_records(papers_path, Paper)
     outputs = read_system_outputs(system_file, "isqa", paper_items(papers), fmt, coverage)
-    rows = [SummaryRecord(paper_id=p.id, dataset=dataset, summarizer=system, system=system,
-                          summary=outputs.outputs[p.id].strip()).model_dump()
-            for p in papers if p.id in outputs.outputs]
+    rows = [
+        SummaryRecord(
+            paper_id=p.id,
+            dataset=dataset,
+            summarizer=system,
+            system=system,
+            summary=outputs.outputs[p.id].strip(),
+        ).model_dump()
+        for p in papers
+        if p.id in outputs.outputs
+    ]
     log.info("%s: %d summaries from %s (%s)", system, len(rows), system_file, outputs.format)
-    write_json(check_path, {"suite": "isqa", "system": system, "dataset": dataset, **outputs.summary()})
+    write_json(
+        check_path, {"suite": "isqa", "system": system, "dataset": dataset, **outputs.summary()}
+    )
     return write_jsonl(out_path, rows)

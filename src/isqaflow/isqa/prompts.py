@@ -69,7 +69,9 @@ def summary_request(prompt_id: str, paper: str) -> list[dict[str, str]]:
     try:
         template = SUMMARY_PROMPTS[prompt_id]
     except KeyError:
-        raise ValueError(f"unknown summary prompt {prompt_id!r}; known: {sorted(SUMMARY_PROMPTS)}") from None
+        raise ValueError(
+            f"unknown summary prompt {prompt_id!r}; known: {sorted(SUMMARY_PROMPTS)}"
+        ) from None
     return user(template.format(paper=paper))
 
 
@@ -84,8 +86,18 @@ def generic_feedback_request(paper: str, previous: str | None = None) -> list[di
     first = user(GENERIC_FEEDBACK_PROMPT.format(paper=paper))
     if previous is None:
         return first
-    return [*first, {"role": "assistant", "content": previous}, {"role": "user", "content": GENERIC_FEEDBACK}]
+    return [
+        *first,
+        {"role": "assistant", "content": previous},
+        {"role": "user", "content": GENERIC_FEEDBACK},
+    ]
 
 
-def act_on_feedback_request(paper: str, facts: Sequence[str], non_facts: Sequence[str]) -> list[dict[str, str]]:
-    return user(ACT_ON_FEEDBACK_PROMPT.format(facts=numbered(facts), non_facts=numbered(non_facts), paper=paper))
+def act_on_feedback_request(
+    paper: str, facts: Sequence[str], non_facts: Sequence[str]
+) -> list[dict[str, str]]:
+    return user(
+        ACT_ON_FEEDBACK_PROMPT.format(
+            facts=numbered(facts), non_facts=numbered(non_facts), paper=paper
+        )
+    )

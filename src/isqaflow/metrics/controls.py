@@ -60,8 +60,13 @@ def derangement(n: int, rng) -> list[int]:
             return perm
 
 
-def control_pairs(papers: Sequence[Paper], seed: int, max_papers: int | None = None,
-                  scope: str = "", others: int | None = 1) -> list[tuple[Paper, Paper]]:
+def control_pairs(
+    papers: Sequence[Paper],
+    seed: int,
+    max_papers: int | None = None,
+    scope: str = "",
+    others: int | None = 1,
+) -> list[tuple[Paper, Paper]]:
     """(paper, a paper whose abstract is its "other" abstract), seeded; see the module docstring.
 
     Sorted by paper id, then by the other paper's place in the draw; ``others`` above
@@ -69,7 +74,9 @@ def control_pairs(papers: Sequence[Paper], seed: int, max_papers: int | None = N
     """
     if others is not None and others < 1:
         raise ValueError(f"validity.metrics.others must be at least 1 (or null: all), got {others}")
-    usable = sorted((p for p in papers if p.abstract.strip() and p.body().strip()), key=lambda p: p.id)
+    usable = sorted(
+        (p for p in papers if p.abstract.strip() and p.body().strip()), key=lambda p: p.id
+    )
     if len(usable) < 2:
         raise ValueError(
             f"the other_abstract control of {scope or 'this dataset'} needs at least 2 papers with an abstract "
@@ -78,7 +85,9 @@ def control_pairs(papers: Sequence[Paper], seed: int, max_papers: int | None = N
     rng = keyed_rng(seed, f"metric controls:other_abstract:{scope}")
     if max_papers is not None and max_papers < len(usable):
         if max_papers < 2:
-            raise ValueError(f"validity.metrics.papers must be at least 2 for other_abstract, got {max_papers}")
+            raise ValueError(
+                f"validity.metrics.papers must be at least 2 for other_abstract, got {max_papers}"
+            )
         chosen = sorted(int(i) for i in rng.choice(len(usable), size=max_papers, replace=False))
         usable = [usable[i] for i in chosen]
     n = len(usable)
@@ -88,15 +97,26 @@ def control_pairs(papers: Sequence[Paper], seed: int, max_papers: int | None = N
         return [(paper, usable[j]) for paper, j in zip(usable, perm, strict=True)]
     order = [int(i) for i in rng.permutation(n)]
     place = {index: position for position, index in enumerate(order)}
-    return [(usable[i], usable[order[(place[i] + step) % n]]) for i in range(n) for step in range(1, k + 1)]
+    return [
+        (usable[i], usable[order[(place[i] + step) % n]])
+        for i in range(n)
+        for step in range(1, k + 1)
+    ]
 
 
 def _number(value: float) -> float | None:
     return None if value is None or math.isnan(value) else float(value)
 
 
-def outcome_record(instrument: str, name: str, scope: str, item: str, own: float, other: float,
-                   detail: dict[str, Any]) -> dict[str, Any]:
+def outcome_record(
+    instrument: str,
+    name: str,
+    scope: str,
+    item: str,
+    own: float,
+    other: float,
+    detail: dict[str, Any],
+) -> dict[str, Any]:
     """One validity record (the brief's contract) for one paper and one metric."""
     if math.isnan(own) or math.isnan(other):
         outcome, correct = "invalid", None
@@ -107,9 +127,18 @@ def outcome_record(instrument: str, name: str, scope: str, item: str, own: float
     else:
         outcome, correct = "tie", False
     return {
-        "instrument": instrument, "name": name, "scope": scope, "control": "other_abstract", "rule": "raw",
-        "item": item, "expected": "own", "outcome": outcome, "correct": correct, "chance": CHANCE,
-        "baseline_correct": None, "detail": {"own": _number(own), "other": _number(other), **detail},
+        "instrument": instrument,
+        "name": name,
+        "scope": scope,
+        "control": "other_abstract",
+        "rule": "raw",
+        "item": item,
+        "expected": "own",
+        "outcome": outcome,
+        "correct": correct,
+        "chance": CHANCE,
+        "baseline_correct": None,
+        "detail": {"own": _number(own), "other": _number(other), **detail},
     }
 
 
@@ -136,12 +165,19 @@ class MetricControls:
     def from_rule(cls, params: Any, wildcards: Any) -> MetricControls:
         """From rule metric_controls' params (qg, qa, settings, weighter, controls, papers,
         others, seed) and its ``dataset`` wildcard (the scope)."""
-        return cls(scope=wildcards.dataset, seed=params.seed, controls=tuple(params.controls),
-                   max_papers=params.papers, others=params.others, models=MetricModels.from_rule(params))
+        return cls(
+            scope=wildcards.dataset,
+            seed=params.seed,
+            controls=tuple(params.controls),
+            max_papers=params.papers,
+            others=params.others,
+            models=MetricModels.from_rule(params),
+        )
 
 
-def run_metric_controls(papers: Sequence[Paper], generator, answerer, job: MetricControls,
-                        weighter=None) -> list[dict[str, Any]]:
+def run_metric_controls(
+    papers: Sequence[Paper], generator, answerer, job: MetricControls, weighter=None
+) -> list[dict[str, Any]]:
     """Validity records of the metric controls for one dataset (``job.scope``).
 
     Scores each sampled paper's own abstract once and each of its other abstracts, in
@@ -165,13 +201,26 @@ def run_metric_controls(papers: Sequence[Paper], generator, answerer, job: Metri
         for field, (instrument, name) in CONTROL_METRICS.items():
             detail = {"other_paper": other.id}
             if field == "qags":
-                detail.update(own_questions=own.qags_questions, other_questions=foreign.qags_questions)
-            records.append(outcome_record(instrument, name, scope, f"{scope}:{paper.id}:{other.id}",
-                                          getattr(own, field), getattr(foreign, field), detail))
+                detail.update(
+                    own_questions=own.qags_questions, other_questions=foreign.qags_questions
+                )
+            records.append(
+                outcome_record(
+                    instrument,
+                    name,
+                    scope,
+                    f"{scope}:{paper.id}:{other.id}",
+                    getattr(own, field),
+                    getattr(foreign, field),
+                    detail,
+                )
+            )
     return records
 
 
-def run_controls_job(papers_path, out_path, job: MetricControls, cache_path, threads: int | None = None) -> int:
+def run_controls_job(
+    papers_path, out_path, job: MetricControls, cache_path, threads: int | None = None
+) -> int:
     """Entry point of rule metric_controls: the models of score_summaries, loaded once."""
     from isqaflow.models.cache import CallCache
 

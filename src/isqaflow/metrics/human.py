@@ -69,8 +69,14 @@ FACTUAL_SPELLINGS = {
 }
 
 
-def assign_papers(paper_ids: Iterable[str], papers: int, shared: int, annotators: Sequence[str], seed: int,
-                  key: str) -> dict[str, Any]:
+def assign_papers(
+    paper_ids: Iterable[str],
+    papers: int,
+    shared: int,
+    annotators: Sequence[str],
+    seed: int,
+    key: str,
+) -> dict[str, Any]:
     """The paper sample and who judges what (module docstring); deterministic in its arguments.
 
     ``paper_ids`` are the papers that can be sampled; the draw is a permutation by
@@ -82,25 +88,43 @@ def assign_papers(paper_ids: Iterable[str], papers: int, shared: int, annotators
     """
     annotators = list(annotators)
     if len(annotators) < 2 or len(set(annotators)) != len(annotators):
-        raise ValueError(f"human_eval.annotators needs at least two distinct names, got {annotators}")
+        raise ValueError(
+            f"human_eval.annotators needs at least two distinct names, got {annotators}"
+        )
     if papers < 1 or not 0 <= shared <= papers:
-        raise ValueError(f"human_eval needs papers >= 1 and 0 <= shared <= papers, got papers={papers}, "
-                         f"shared={shared}")
+        raise ValueError(
+            f"human_eval needs papers >= 1 and 0 <= shared <= papers, got papers={papers}, "
+            f"shared={shared}"
+        )
     available = sorted(set(paper_ids))
     order = [available[i] for i in keyed_rng(seed, f"human_eval:{key}").permutation(len(available))]
     sample = order[:papers]
     n_shared = min(shared, len(sample))
     notes = []
     if len(available) < papers:
-        notes.append(f"{len(available)} papers available, fewer than the sample size {papers}: all taken")
+        notes.append(
+            f"{len(available)} papers available, fewer than the sample size {papers}: all taken"
+        )
     if n_shared < shared:
         notes.append(f"{n_shared} shared papers instead of {shared}")
-    rows = [{"paper_id": pid, "shared": True, "annotators": list(annotators)} for pid in sample[:n_shared]]
-    rows += [{"paper_id": pid, "shared": False, "annotators": [annotators[i % len(annotators)]]}
-             for i, pid in enumerate(sample[n_shared:])]
-    return {"papers_requested": papers, "papers_available": len(available), "papers_sampled": len(sample),
-            "shared_requested": shared, "shared": n_shared, "annotators": annotators,
-            "note": "; ".join(notes) or None, "papers": rows}
+    rows = [
+        {"paper_id": pid, "shared": True, "annotators": list(annotators)}
+        for pid in sample[:n_shared]
+    ]
+    rows += [
+        {"paper_id": pid, "shared": False, "annotators": [annotators[i % len(annotators)]]}
+        for i, pid in enumerate(sample[n_shared:])
+    ]
+    return {
+        "papers_requested": papers,
+        "papers_available": len(available),
+        "papers_sampled": len(sample),
+        "shared_requested": shared,
+        "shared": n_shared,
+        "annotators": annotators,
+        "note": "; ".join(notes) or None,
+        "papers": rows,
+    }
 
 
 def annotator_sheets(sheet: pd.DataFrame, assignment: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
@@ -310,7 +334,9 @@ def annotator_agreement(filled: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["annotator_a", "annotator_b", "n", "agreement", "kappa"])
 
 
-def shared_agreement(filled: pd.DataFrame, key: pd.DataFrame, assignment: Mapping[str, Any]) -> pd.DataFrame:
+def shared_agreement(
+    filled: pd.DataFrame, key: pd.DataFrame, assignment: Mapping[str, Any]
+) -> pd.DataFrame:
     """Cohen's kappa of every pair of annotators on the shared papers, then their mean (Light's kappa).
 
     Only the sentences of the shared papers count (``key`` maps item ids to papers).
@@ -322,9 +348,14 @@ def shared_agreement(filled: pd.DataFrame, key: pd.DataFrame, assignment: Mappin
     items = set(key.loc[key["paper_id"].astype(str).isin(shared), "item_id"])
     table = annotator_agreement(filled[filled["item_id"].isin(items)])
     if len(table) > 1:
-        common = filled[filled["item_id"].isin(items)].groupby(["item_id", "sentence_index"])["annotator"].nunique()
+        common = (
+            filled[filled["item_id"].isin(items)]
+            .groupby(["item_id", "sentence_index"])["annotator"]
+            .nunique()
+        )
         table.loc[len(table)] = {
-            "annotator_a": "all pairs (Light's kappa)", "annotator_b": "",
+            "annotator_a": "all pairs (Light's kappa)",
+            "annotator_b": "",
             "n": int((common == filled["annotator"].nunique()).sum()),
             "agreement": table["agreement"].mean(skipna=False),
             "kappa": table["kappa"].mean(skipna=False),
@@ -332,27 +363,48 @@ def shared_agreement(filled: pd.DataFrame, key: pd.DataFrame, assignment: Mappin
     return table
 
 
-def check_assigned(filled: pd.DataFrame, sheet_path: str | os.PathLike, annotator: str, key: pd.DataFrame,
-                   assignment: Mapping[str, Any]) -> None:
+def check_assigned(
+    filled: pd.DataFrame,
+    sheet_path: str | os.PathLike,
+    annotator: str,
+    key: pd.DataFrame,
+    assignment: Mapping[str, Any],
+) -> None:
     """A filled sheet holds exactly the sentences assigned to its annotator, or a RecordError says what differs."""
     if annotator not in assignment["annotators"]:
-        raise RecordError(sheet_path, f"annotator {annotator!r} is not one of the assignment's "
-                                      f"{assignment['annotators']} (config human_eval.annotators)")
+        raise RecordError(
+            sheet_path,
+            f"annotator {annotator!r} is not one of the assignment's "
+            f"{assignment['annotators']} (config human_eval.annotators)",
+        )
     mine = {row["paper_id"] for row in assignment["papers"] if annotator in row["annotators"]}
     expected = key[key["paper_id"].astype(str).isin(mine)]
-    wanted = {(item, index) for item, n in zip(expected["item_id"], expected["n_sentences"], strict=True)
-              for index in range(1, int(n) + 1)}
+    wanted = {
+        (item, index)
+        for item, n in zip(expected["item_id"], expected["n_sentences"], strict=True)
+        for index in range(1, int(n) + 1)
+    }
     given = set(zip(filled["item_id"], filled["sentence_index"], strict=True))
     extra = sorted(given - wanted)
     if extra:
         item, index = extra[0]
-        raise RecordError(sheet_path, f"sentence {index} is not on {annotator}'s sheet ({len(extra)} such "
-                                      f"rows): a sheet of another annotator?", record=item, field="item_id")
+        raise RecordError(
+            sheet_path,
+            f"sentence {index} is not on {annotator}'s sheet ({len(extra)} such "
+            f"rows): a sheet of another annotator?",
+            record=item,
+            field="item_id",
+        )
     missing = sorted(wanted - given)
     if missing:
         item, index = missing[0]
-        raise RecordError(sheet_path, f"sentence {index} of {annotator}'s sheet is not judged ({len(missing)} "
-                                      f"sentences missing)", record=item, field="factual")
+        raise RecordError(
+            sheet_path,
+            f"sentence {index} of {annotator}'s sheet is not judged ({len(missing)} "
+            f"sentences missing)",
+            record=item,
+            field="factual",
+        )
 
 
 @dataclass(frozen=True)
@@ -370,13 +422,22 @@ class HumanEvalSample:
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any) -> HumanEvalSample:
         """From rule human_eval_sheets' params (systems, papers, shared, seed) and its ``dataset``."""
-        return cls(dataset=wildcards.dataset, systems=tuple(params.systems), papers=params.papers,
-                   shared=params.shared, seed=params.seed)
+        return cls(
+            dataset=wildcards.dataset,
+            systems=tuple(params.systems),
+            papers=params.papers,
+            shared=params.shared,
+            seed=params.seed,
+        )
 
 
-def run_sheets(summary_paths: Iterable[str | os.PathLike], sample: HumanEvalSample,
-               sheet_outs: Mapping[str, str | os.PathLike], key_out: str | os.PathLike,
-               assignment_out: str | os.PathLike) -> int:
+def run_sheets(
+    summary_paths: Iterable[str | os.PathLike],
+    sample: HumanEvalSample,
+    sheet_outs: Mapping[str, str | os.PathLike],
+    key_out: str | os.PathLike,
+    assignment_out: str | os.PathLike,
+) -> int:
     """Entry point of rule human_eval_sheets: the sample, each annotator's blind sheet, the key.
 
     Papers with a final summary of every chosen system can be sampled (so the systems
@@ -399,9 +460,14 @@ def run_sheets(summary_paths: Iterable[str | os.PathLike], sample: HumanEvalSamp
         by_paper.setdefault(summary["paper_id"], set()).add(summary["system"])
     complete = [pid for pid, have in by_paper.items() if have >= set(wanted)]
     if len(complete) < len(by_paper):
-        log.warning("%d papers lack a summary of one of %s and cannot be sampled", len(by_paper) - len(complete),
-                    wanted)
-    assignment = assign_papers(complete, sample.papers, sample.shared, list(sheet_outs), seed, dataset)
+        log.warning(
+            "%d papers lack a summary of one of %s and cannot be sampled",
+            len(by_paper) - len(complete),
+            wanted,
+        )
+    assignment = assign_papers(
+        complete, sample.papers, sample.shared, list(sheet_outs), seed, dataset
+    )
     assignment["systems"] = wanted
     if assignment["note"]:
         log.warning("human evaluation sample of %s: %s", dataset, assignment["note"])
@@ -413,14 +479,26 @@ def run_sheets(summary_paths: Iterable[str | os.PathLike], sample: HumanEvalSamp
     with atomic_open(key_out) as handle:
         key.to_csv(handle, index=False, lineterminator="\n")
     write_json(assignment_out, assignment)
-    log.info("human evaluation of %s: %d papers (%d shared) x %d systems, %d sentences, annotators %s", dataset,
-             assignment["papers_sampled"], assignment["shared"], len(wanted), len(sheet), assignment["annotators"])
+    log.info(
+        "human evaluation of %s: %d papers (%d shared) x %d systems, %d sentences, annotators %s",
+        dataset,
+        assignment["papers_sampled"],
+        assignment["shared"],
+        len(wanted),
+        len(sheet),
+        assignment["annotators"],
+    )
     return len(sheet)
 
 
-def run_results(key_path: str | os.PathLike, assignment_path: str | os.PathLike,
-                filled: Mapping[str, str | os.PathLike], seed: int, factuality_out: str | os.PathLike,
-                agreement_out: str | os.PathLike) -> None:
+def run_results(
+    key_path: str | os.PathLike,
+    assignment_path: str | os.PathLike,
+    filled: Mapping[str, str | os.PathLike],
+    seed: int,
+    factuality_out: str | os.PathLike,
+    agreement_out: str | os.PathLike,
+) -> None:
     """Entry point of rule human_eval_results: factuality per system, Cohen's kappa on the shared papers.
 
     ``filled`` maps annotators to their filled sheets (config human_eval.filled); each
@@ -429,7 +507,9 @@ def run_results(key_path: str | os.PathLike, assignment_path: str | os.PathLike,
     import json
 
     if not filled:
-        raise ValueError("no filled sheets to score: config human_eval.filled has none for this dataset/summarizer")
+        raise ValueError(
+            "no filled sheets to score: config human_eval.filled has none for this dataset/summarizer"
+        )
     key = pd.read_csv(key_path, dtype={"item_id": str, "paper_id": str, "system": str})
     assignment = json.loads(Path(assignment_path).read_text(encoding="utf-8"))
     sheets = []

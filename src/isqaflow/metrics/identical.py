@@ -61,24 +61,41 @@ def identical_pairs(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     rows = []
     for rec in records:
         finals.setdefault((rec["dataset"], rec["summarizer"]), {}).setdefault(rec["system"], {})[
-            rec["paper_id"]] = rec["final_summary"]
+            rec["paper_id"]
+        ] = rec["final_summary"]
     for (dataset, summarizer), systems in sorted(finals.items()):
         names = sorted(systems)
         for i, a in enumerate(names):
-            for b in names[i + 1:]:
+            for b in names[i + 1 :]:
                 common = systems[a].keys() & systems[b].keys()
-                rows.append({"dataset": dataset, "summarizer": summarizer, "a": a, "b": b,
-                             "identical": sum(systems[a][p] == systems[b][p] for p in common),
-                             "papers": len(common)})
+                rows.append(
+                    {
+                        "dataset": dataset,
+                        "summarizer": summarizer,
+                        "a": a,
+                        "b": b,
+                        "identical": sum(systems[a][p] == systems[b][p] for p in common),
+                        "papers": len(common),
+                    }
+                )
     first: dict[tuple[str, str, str], list[bool]] = {}
     for rec in records:
         s1 = _first_summary(rec)
         if s1 is not None:
             first.setdefault((rec["dataset"], rec["summarizer"], rec["system"]), []).append(
-                rec["final_summary"] == s1)
+                rec["final_summary"] == s1
+            )
     for (dataset, summarizer, system), same in sorted(first.items()):
-        rows.append({"dataset": dataset, "summarizer": summarizer, "a": system, "b": "s_1",
-                     "identical": sum(same), "papers": len(same)})
+        rows.append(
+            {
+                "dataset": dataset,
+                "summarizer": summarizer,
+                "a": system,
+                "b": "s_1",
+                "identical": sum(same),
+                "papers": len(same),
+            }
+        )
     return pd.DataFrame(rows, columns=[*GROUP, "a", "b", "identical", "papers"])
 
 
@@ -90,13 +107,33 @@ def feedback_use(records: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     rows = []
     for rec in records:
         asked = [st for st in rec.get("steps") or [] if st.get("feedback")]
-        empty = [st for st in asked if not any(f.get("decision") in FEEDBACK_DECISIONS for f in st["feedback"])]
-        prompt_only = [st for st in rec.get("steps") or []
-                       if st["step"] > 1 and not st.get("skipped") and not st["facts"] and not st["non_facts"]]
-        rows.append({"dataset": rec["dataset"], "summarizer": rec["summarizer"], "system": rec["system"],
-                     "feedback_steps": len(asked), "steps_without_feedback": len(empty),
-                     "empty_prompt_summaries": len(prompt_only)})
-    columns = [*GROUP, "system", "feedback_steps", "steps_without_feedback", "empty_prompt_summaries"]
+        empty = [
+            st
+            for st in asked
+            if not any(f.get("decision") in FEEDBACK_DECISIONS for f in st["feedback"])
+        ]
+        prompt_only = [
+            st
+            for st in rec.get("steps") or []
+            if st["step"] > 1 and not st.get("skipped") and not st["facts"] and not st["non_facts"]
+        ]
+        rows.append(
+            {
+                "dataset": rec["dataset"],
+                "summarizer": rec["summarizer"],
+                "system": rec["system"],
+                "feedback_steps": len(asked),
+                "steps_without_feedback": len(empty),
+                "empty_prompt_summaries": len(prompt_only),
+            }
+        )
+    columns = [
+        *GROUP,
+        "system",
+        "feedback_steps",
+        "steps_without_feedback",
+        "empty_prompt_summaries",
+    ]
     if not rows:
         return pd.DataFrame(columns=columns).set_index(columns[:3])
     return pd.DataFrame(rows, columns=columns).groupby(columns[:3]).sum()
@@ -113,27 +150,49 @@ def identity_note(records: Sequence[Mapping[str, Any]], labels: Mapping[str, str
     for row in identical_pairs(chosen).itertuples(index=False):
         if not row.identical:
             continue
-        other = "its first summary s_1 (the initial prompt's, w/o ISQA)" if row.b == "s_1" else labels[row.b]
-        parts.append(f"{row.dataset}/{row.summarizer}: {labels[row.a]} = {other} on {row.identical} of "
-                     f"{row.papers} papers")
+        other = (
+            "its first summary s_1 (the initial prompt's, w/o ISQA)"
+            if row.b == "s_1"
+            else labels[row.b]
+        )
+        parts.append(
+            f"{row.dataset}/{row.summarizer}: {labels[row.a]} = {other} on {row.identical} of "
+            f"{row.papers} papers"
+        )
     sentences = []
     if parts:
         sentences.append("Identical final summaries: " + "; ".join(parts) + ".")
     use = feedback_use(chosen).reset_index()
-    none = use[(use["feedback_steps"] > 0) & (use["steps_without_feedback"] == use["feedback_steps"])]
+    none = use[
+        (use["feedback_steps"] > 0) & (use["steps_without_feedback"] == use["feedback_steps"])
+    ]
     if not none.empty:
+
         def run(r: Any) -> str:
             text = f"{r.dataset}/{r.summarizer} {labels[r.system]} ({r.feedback_steps} steps"
             if r.empty_prompt_summaries:
-                text += (f"; {r.empty_prompt_summaries} summaries from the act-on-feedback prompt with empty "
-                         "lists: a prompt change, not feedback")
+                text += (
+                    f"; {r.empty_prompt_summaries} summaries from the act-on-feedback prompt with empty "
+                    "lists: a prompt change, not feedback"
+                )
             return text + ")"
 
-        sentences.append("No feedback at all (no fact and no non-fact on any step): "
-                         + "; ".join(run(r) for r in none.itertuples(index=False)) + ".")
-    partial = use[(use["steps_without_feedback"] > 0) & (use["steps_without_feedback"] < use["feedback_steps"])]
+        sentences.append(
+            "No feedback at all (no fact and no non-fact on any step): "
+            + "; ".join(run(r) for r in none.itertuples(index=False))
+            + "."
+        )
+    partial = use[
+        (use["steps_without_feedback"] > 0)
+        & (use["steps_without_feedback"] < use["feedback_steps"])
+    ]
     if not partial.empty:
-        sentences.append("Steps without feedback: " + "; ".join(
-            f"{r.dataset}/{r.summarizer} {labels[r.system]} {r.steps_without_feedback} of {r.feedback_steps}"
-            for r in partial.itertuples(index=False)) + ".")
+        sentences.append(
+            "Steps without feedback: "
+            + "; ".join(
+                f"{r.dataset}/{r.summarizer} {labels[r.system]} {r.steps_without_feedback} of {r.feedback_steps}"
+                for r in partial.itertuples(index=False)
+            )
+            + "."
+        )
     return (" " + " ".join(sentences)) if sentences else ""

@@ -58,20 +58,37 @@ class Question:
     weight: float = 1.0  # QuestEval's query weight (source questions; 1 without a weighter)
     probability: float = 0.0  # the question generator's mean token log-probability of the question
     padded: int = 0  # times QAGS sampled it to pad to K
-    sentence_index: int = 0  # its candidate's sentence in the text (QuestEval v0.1.1's weighter input)
+    sentence_index: int = (
+        0  # its candidate's sentence in the text (QuestEval v0.1.1's weighter input)
+    )
 
     @property
     def usable(self) -> bool:
         return self.valid and not self.duplicate
 
     def as_dict(self) -> dict[str, Any]:
-        out = {"question": self.question, "candidate": self.candidate, "valid": self.valid,
-               "duplicate": self.duplicate, "kept": self.kept, "padded": self.padded, "round": self.round,
-               "weight": self.weight, "probability": self.probability}
+        out = {
+            "question": self.question,
+            "candidate": self.candidate,
+            "valid": self.valid,
+            "duplicate": self.duplicate,
+            "kept": self.kept,
+            "padded": self.padded,
+            "round": self.round,
+            "weight": self.weight,
+            "probability": self.probability,
+        }
         for name in ("on_summary", "on_source"):
             r = getattr(self, name)
-            out[name] = None if r is None else {"answer": r.answer, "answerability": r.answerability,
-                                                "copies_excluded": r.copies_excluded}
+            out[name] = (
+                None
+                if r is None
+                else {
+                    "answer": r.answer,
+                    "answerability": r.answerability,
+                    "copies_excluded": r.copies_excluded,
+                }
+            )
         return out
 
 
@@ -104,20 +121,35 @@ def share_duplicate_answers(questions: Sequence[Question]) -> None:
 def passes_filters(question: Question, candidate_min_f1: float) -> bool:
     """Valid, answered on the summary, and the summary's answer gives back the candidate
     (the duplicate filter is applied among the questions that pass: :func:`qags_score`)."""
-    return (question.valid and question.on_summary is not None
-            and token_f1(question.on_summary.answer, question.candidate) >= candidate_min_f1)
+    return (
+        question.valid
+        and question.on_summary is not None
+        and token_f1(question.on_summary.answer, question.candidate) >= candidate_min_f1
+    )
 
 
-def select_questions(questions: Sequence[Question], candidate_min_f1: float, max_kept: int | None = None,
-                     order: str = "candidate", pad_to_k: bool = False, rng=None) -> list[Question]:
+def select_questions(
+    questions: Sequence[Question],
+    candidate_min_f1: float,
+    max_kept: int | None = None,
+    order: str = "candidate",
+    pad_to_k: bool = False,
+    rng=None,
+) -> list[Question]:
     """QAGS's questions of one summary, repeats included: the kept ones (marked ``kept``: they
     pass the filters, their text was not kept before, the first ``max_kept`` in ``order``)
     and, with ``pad_to_k``, the questions sampled (``rng``) from all of ``questions`` to pad
     to ``max_kept`` (marked ``padded``).  Needs the answers on the summary of the
     questions that may pass; the selected ones need answers on both texts."""
     if order not in QAGS_ORDERS:
-        raise ValueError(f"unknown QAGS question order {order!r}; expected one of {list(QAGS_ORDERS)}")
-    ranked = sorted(questions, key=lambda q: -q.probability) if order == "generator_probability" else questions
+        raise ValueError(
+            f"unknown QAGS question order {order!r}; expected one of {list(QAGS_ORDERS)}"
+        )
+    ranked = (
+        sorted(questions, key=lambda q: -q.probability)
+        if order == "generator_probability"
+        else questions
+    )
     _mark_kept(ranked, candidate_min_f1, max_kept)
     selected = [q for q in ranked if q.kept]
     for q in questions:
@@ -141,15 +173,18 @@ def _answer(result: QAResult | None) -> str:
     return "" if result is None else result.answer
 
 
-def qags_score(questions: Sequence[Question], candidate_min_f1: float,
-               max_kept: int | None = None) -> tuple[float, int]:
+def qags_score(
+    questions: Sequence[Question], candidate_min_f1: float, max_kept: int | None = None
+) -> tuple[float, int]:
     """QAGS of one summary without padding, in the candidates' order, and the number of
     questions kept: those that pass the filters and whose text was not kept before, the
     first ``max_kept`` (all when None).  Kept questions must be answered on the source."""
     kept = _mark_kept(questions, candidate_min_f1, max_kept)
     if not kept:
         return NAN, 0
-    return fmean(token_f1(q.on_summary.answer, q.on_source.answer) for q in questions if q.kept), kept
+    return fmean(
+        token_f1(q.on_summary.answer, q.on_source.answer) for q in questions if q.kept
+    ), kept
 
 
 def _mark_kept(questions: Sequence[Question], candidate_min_f1: float, max_kept: int | None) -> int:
@@ -157,8 +192,11 @@ def _mark_kept(questions: Sequence[Question], candidate_min_f1: float, max_kept:
     seen: set[str] = set()
     for q in questions:
         key = normalize_answer(q.question)
-        q.kept = (passes_filters(q, candidate_min_f1) and key not in seen
-                  and (max_kept is None or kept < max_kept))
+        q.kept = (
+            passes_filters(q, candidate_min_f1)
+            and key not in seen
+            and (max_kept is None or kept < max_kept)
+        )
         if q.kept:
             seen.add(key)
         kept += q.kept

@@ -97,13 +97,20 @@ class QuestEvalSettings:
     answerability: str = "first_token"
 
     def __post_init__(self) -> None:
-        for name, allowed in (("candidates", CANDIDATE_MODES), ("empty_side", EMPTY_SIDE),
-                              ("answerability", ANSWERABILITY_READINGS)):
+        for name, allowed in (
+            ("candidates", CANDIDATE_MODES),
+            ("empty_side", EMPTY_SIDE),
+            ("answerability", ANSWERABILITY_READINGS),
+        ):
             if getattr(self, name) not in allowed:
-                raise ValueError(f"metrics.questeval.{name} must be one of {list(allowed)}, "
-                                 f"got {getattr(self, name)!r}")
+                raise ValueError(
+                    f"metrics.questeval.{name} must be one of {list(allowed)}, "
+                    f"got {getattr(self, name)!r}"
+                )
         if self.max_candidates is not None and self.max_candidates < 1:
-            raise ValueError(f"metrics.questeval.max_candidates must be at least 1 or null, got {self.max_candidates}")
+            raise ValueError(
+                f"metrics.questeval.max_candidates must be at least 1 or null, got {self.max_candidates}"
+            )
 
 
 def answerability(result, reading: str = "first_token") -> float:
@@ -119,8 +126,9 @@ def harmonic(p: float, r: float) -> float:
     return 0.0 if p + r == 0 else 2 * p * r / (p + r)
 
 
-def questeval_scores(summary_questions, source_questions, empty_side: str = "zero",
-                     reading: str = "first_token") -> dict[str, float]:
+def questeval_scores(
+    summary_questions, source_questions, empty_side: str = "zero", reading: str = "first_token"
+) -> dict[str, float]:
     """``summary_questions``: QuestEval's questions of the summary, answered on the source;
     ``source_questions``: the source's questions, answered on the summary, each with
     its query ``weight`` (1.0 without a weighter); ``empty_side``, ``reading``: see
@@ -161,13 +169,19 @@ class QueryWeighter:
 
     def __init__(self, model: Any, mode: str = "prompted", max_input_tokens: int = 512) -> None:
         if mode == "questeval":
-            raise ValueError("query-weighter mode 'questeval' is ambiguous: 'questeval_v024' reads QuestEval's "
-                             "weighter as v0.2.4 does (1 - P(true), '{answer} </s> {question} </s> {source}'), "
-                             "'questeval_v011' as v0.1.1 does (P(true), with the sentence index first)")
+            raise ValueError(
+                "query-weighter mode 'questeval' is ambiguous: 'questeval_v024' reads QuestEval's "
+                "weighter as v0.2.4 does (1 - P(true), '{answer} </s> {question} </s> {source}'), "
+                "'questeval_v011' as v0.1.1 does (P(true), with the sentence index first)"
+            )
         if mode not in WEIGHTER_MODES:
-            raise ValueError(f"unknown query-weighter mode {mode!r}; expected one of {list(WEIGHTER_MODES)}")
+            raise ValueError(
+                f"unknown query-weighter mode {mode!r}; expected one of {list(WEIGHTER_MODES)}"
+            )
         if max_input_tokens < 32:
-            raise ValueError(f"the query weighter's max_input_tokens must be at least 32, got {max_input_tokens}")
+            raise ValueError(
+                f"the query weighter's max_input_tokens must be at least 32, got {max_input_tokens}"
+            )
         self.model, self.mode, self.max_input_tokens = model, mode, max_input_tokens
 
     def request(self, question: str, answer: str, source: str, sentence_index: int = 0):
@@ -177,14 +191,22 @@ class QueryWeighter:
             build = lambda doc: f"{answer} {WEIGHTER_SEP} {question} {WEIGHTER_SEP} {doc}"  # noqa: E731
         elif self.mode == "questeval_v011":
             build = lambda doc: (  # noqa: E731
-                f"{sentence_index} {WEIGHTER_SEP} {answer} {WEIGHTER_SEP} {question} {WEIGHTER_SEP} {doc}")
+                f"{sentence_index} {WEIGHTER_SEP} {answer} {WEIGHTER_SEP} {question} {WEIGHTER_SEP} {doc}"
+            )
         else:
-            build = lambda doc: [{"role": "user", "content": WEIGHTER_PROMPT.format(  # noqa: E731
-                source=doc, question=question, answer=answer)}]
+            build = lambda doc: [
+                {
+                    "role": "user",
+                    "content": WEIGHTER_PROMPT.format(  # noqa: E731
+                        source=doc, question=question, answer=answer
+                    ),
+                }
+            ]
         return fit_document(self.model, build, source, self.max_input_tokens)[0]
 
-    def weigh(self, items: Sequence[tuple[str, str, str]], sentence_indices: Sequence[int] | None = None
-              ) -> list[float]:
+    def weigh(
+        self, items: Sequence[tuple[str, str, str]], sentence_indices: Sequence[int] | None = None
+    ) -> list[float]:
         """A weight in [0, 1] for each ``(question, answer, source)``; ``sentence_indices``: the
         position of each answer's sentence in its source (``questeval_v011``'s input)."""
         if not items:

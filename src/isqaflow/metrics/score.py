@@ -22,11 +22,20 @@ from isqaflow.text.rouge import rouge
 log = logging.getLogger(__name__)
 
 
-def run_scoring(papers_path, summary_paths, scores_out, details_out, models: MetricModels, cache_path,
-                threads: int | None = None) -> int:
+def run_scoring(
+    papers_path,
+    summary_paths,
+    scores_out,
+    details_out,
+    models: MetricModels,
+    cache_path,
+    threads: int | None = None,
+) -> int:
     """Score every summary of the files with the metrics' models and settings (``models``)."""
     papers = {p.id: p for p in read_records(papers_path, Paper)}
-    rows = [r for path in summary_paths for r in read_records(path, SummaryRecord, id_field="paper_id")]
+    rows = [
+        r for path in summary_paths for r in read_records(path, SummaryRecord, id_field="paper_id")
+    ]
     unknown = sorted({r.paper_id for r in rows} - set(papers))
     if unknown:
         raise ValueError(f"summaries of papers not in {papers_path}: {unknown[:5]}")
@@ -34,8 +43,13 @@ def run_scoring(papers_path, summary_paths, scores_out, details_out, models: Met
     log.info("%d summary records, %d distinct summaries", len(rows), len(unique))
     metric_settings = models.settings
     generator, answerer, query_weighter = models.build(CallCache(cache_path), threads)
-    scores = score_summaries([(text, papers[pid].body()) for pid, text in unique], generator, answerer,
-                             metric_settings, weighter=query_weighter)
+    scores = score_summaries(
+        [(text, papers[pid].body()) for pid, text in unique],
+        generator,
+        answerer,
+        metric_settings,
+        weighter=query_weighter,
+    )
     by_text = {}
     details = []
     for (pid, text), score in zip(unique, scores, strict=True):

@@ -61,12 +61,16 @@ from isqaflow.report.validity import read_control_records, validity_note, validi
 log = logging.getLogger(__name__)
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
-QUESTEVAL_VARIANTS = {"questeval": "QuestEval (paper: harmonic mean)",
-                      "questeval_v024": "QuestEval v0.2.4 (arithmetic mean, no BERTScore)"}
+QUESTEVAL_VARIANTS = {
+    "questeval": "QuestEval (paper: harmonic mean)",
+    "questeval_v024": "QuestEval v0.2.4 (arithmetic mean, no BERTScore)",
+}
 SIGNIFICANCE = 0.05
 DAGGER = "\u2020"
-CELL_NOTE = ("mean [95% bootstrap CI] over papers, x100; n = papers (one paper: no interval); "
-             "q = QAGS questions kept per summary (mean); " + small_n_note("papers"))
+CELL_NOTE = (
+    "mean [95% bootstrap CI] over papers, x100; n = papers (one paper: no interval); "
+    "q = QAGS questions kept per summary (mean); " + small_n_note("papers")
+)
 
 
 def qa_metric_note(scores: pd.DataFrame) -> str:
@@ -75,29 +79,39 @@ def qa_metric_note(scores: pd.DataFrame) -> str:
     if scores.empty or "qags_copies_excluded" not in scores:
         return ""
     numeric = lambda column: pd.to_numeric(scores[column], errors="coerce")  # noqa: E731
-    parts = [f"answers withheld as spans of their own question: QAGS {int(numeric('qags_copies_excluded').sum())}, "
-             f"QuestEval {int(numeric('questeval_copies_excluded').sum())} over {len(scores)} summary records"]
+    parts = [
+        f"answers withheld as spans of their own question: QAGS {int(numeric('qags_copies_excluded').sum())}, "
+        f"QuestEval {int(numeric('questeval_copies_excluded').sum())} over {len(scores)} summary records"
+    ]
     if "qags_questions" in scores:
-        parts.append(f"QAGS kept a question that passed its filters for {int((numeric('qags_questions') > 0).sum())} "
-                     f"of {len(scores)}")
+        parts.append(
+            f"QAGS kept a question that passed its filters for {int((numeric('qags_questions') > 0).sum())} "
+            f"of {len(scores)}"
+        )
     if "qags_padded" in scores:
         parts.append(f"QAGS questions padded to K: {int(numeric('qags_padded').sum())}")
     answerability = numeric("qags_source_answerability").dropna()
     if len(answerability):
         q1, median, q3 = answerability.quantile([0.25, 0.5, 0.75])
-        parts.append(f"QAGS source answerability per summary: median {median:.2f} [IQR {q1:.2f}-{q3:.2f}], "
-                     f"min {answerability.min():.2f}, {int((answerability < 0.5).sum())} of {len(answerability)} "
-                     "below 0.5")
+        parts.append(
+            f"QAGS source answerability per summary: median {median:.2f} [IQR {q1:.2f}-{q3:.2f}], "
+            f"min {answerability.min():.2f}, {int((answerability < 0.5).sum())} of {len(answerability)} "
+            "below 0.5"
+        )
     return " " + "; ".join(parts) + "."
 
 
 def significance_note(reference: str, long: pd.DataFrame | None = None) -> str:
     """The caption sentence that names the test and the correction behind the daggers."""
-    tested = 0 if long is None or "p_sign_flip" not in long else int(long["p_sign_flip"].notna().sum())
-    return (f"{DAGGER} Holm-adjusted p < {SIGNIFICANCE:g} vs {reference} over the table's {tested} tested "
-            f"comparisons (family-wise): two-sided sign-flip permutation test of the mean paired difference "
-            f"over papers (exact up to 16 papers, Monte Carlo beyond; no test below {MIN_PAIRS_FOR_TEST} "
-            f"papers); the unadjusted and the Holm-adjusted p of every comparison are in the table's long CSV")
+    tested = (
+        0 if long is None or "p_sign_flip" not in long else int(long["p_sign_flip"].notna().sum())
+    )
+    return (
+        f"{DAGGER} Holm-adjusted p < {SIGNIFICANCE:g} vs {reference} over the table's {tested} tested "
+        f"comparisons (family-wise): two-sided sign-flip permutation test of the mean paired difference "
+        f"over papers (exact up to 16 papers, Monte Carlo beyond; no test below {MIN_PAIRS_FOR_TEST} "
+        f"papers); the unadjusted and the Holm-adjusted p of every comparison are in the table's long CSV"
+    )
 
 
 def with_holm(long: pd.DataFrame) -> pd.DataFrame:
@@ -117,7 +131,9 @@ def load_scores(paths: Sequence[str | Path], zero_papers: str = "keep") -> pd.Da
     paired tests, as the ISQA authors' evaluation does (``metrics.py`` L108,
     ``if cur_fact_score > 0``)."""
     if zero_papers not in ZERO_PAPERS:
-        raise ValueError(f"metrics.zero_papers must be one of {list(ZERO_PAPERS)}, got {zero_papers!r}")
+        raise ValueError(
+            f"metrics.zero_papers must be one of {list(ZERO_PAPERS)}, got {zero_papers!r}"
+        )
     rows = [obj for path in paths for _, obj in read_jsonl(path)]
     df = pd.DataFrame(rows)
     for metric in (*METRICS, "questeval_v024", "rouge1", "rouge2", "rougeL"):
@@ -135,8 +151,14 @@ def _cell(values: pd.Series, rounds: int, seed: int) -> dict[str, float]:
     return {"mean": ci["estimate"], "lower": ci["lower"], "upper": ci["upper"], "n": ci["n"]}
 
 
-def _fmt(mean: float, lower: float, upper: float, n: int | None = None, p_value: float = np.nan,
-         questions: float = np.nan) -> str:
+def _fmt(
+    mean: float,
+    lower: float,
+    upper: float,
+    n: int | None = None,
+    p_value: float = np.nan,
+    questions: float = np.nan,
+) -> str:
     """``mean[dagger] [lower, upper][double dagger below SMALL_N] (n=N, q=Q)``; "--" without a mean;
     ``p_value`` is the adjusted one (Holm)."""
     if np.isnan(mean):
@@ -156,7 +178,11 @@ def _questions_kept(df: pd.DataFrame, system: str | None, metric: str) -> dict[s
     """QAGS cells: the mean number of questions kept per summary of ``system`` (0 counts)."""
     if metric != "qags" or not system or "qags_questions" not in df:
         return {}
-    return {"questions_kept": float(df.loc[df["system"] == system, "qags_questions"].astype(float).mean())}
+    return {
+        "questions_kept": float(
+            df.loc[df["system"] == system, "qags_questions"].astype(float).mean()
+        )
+    }
 
 
 def final_scores(df: pd.DataFrame) -> pd.DataFrame:
@@ -178,7 +204,9 @@ def best_prompt(df: pd.DataFrame, prompts: Sequence[str], metric: str) -> str | 
     return max(order, key=lambda p: (eligible.loc[p, "mean"], -order.index(p)))
 
 
-def compare(df: pd.DataFrame, system: str, baseline: str, metric: str, rounds: int, seed: int) -> dict[str, Any]:
+def compare(
+    df: pd.DataFrame, system: str, baseline: str, metric: str, rounds: int, seed: int
+) -> dict[str, Any]:
     """Paired comparison of ``system`` vs ``baseline`` on the papers both have."""
     a = df[df["system"] == baseline].set_index("paper_id")[metric]
     b = df[df["system"] == system].set_index("paper_id")[metric]
@@ -188,13 +216,20 @@ def compare(df: pd.DataFrame, system: str, baseline: str, metric: str, rounds: i
     flips = sign_flip_test(a_values, b_values, rounds=rounds, seed=seed)
     wil = wilcoxon_signed_rank(a_values, b_values)
     n = boot["n"]
-    return {"diff": boot["mean_diff"],
-            "diff_lower": boot["lower"] if n >= 2 else np.nan, "diff_upper": boot["upper"] if n >= 2 else np.nan,
-            "p_sign_flip": flips["p_value"], "test": flips["method"],
-            "p_wilcoxon": wil["p_value"] if n >= MIN_PAIRS_FOR_TEST else np.nan, "n_paired": n}
+    return {
+        "diff": boot["mean_diff"],
+        "diff_lower": boot["lower"] if n >= 2 else np.nan,
+        "diff_upper": boot["upper"] if n >= 2 else np.nan,
+        "p_sign_flip": flips["p_value"],
+        "test": flips["method"],
+        "p_wilcoxon": wil["p_value"] if n >= MIN_PAIRS_FOR_TEST else np.nan,
+        "n_paired": n,
+    }
 
 
-def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def table1(
+    scores: pd.DataFrame, main_system: str, rounds: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(long numeric table, wide formatted table) without vs with ISQA."""
     long_rows = []
     for (dataset, summarizer), df in final_scores(scores).groupby(["dataset", "summarizer"]):
@@ -202,8 +237,15 @@ def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tu
             base = best_prompt(df, BASELINE_PROMPTS, metric)
             for condition, system in (("w/o ISQA", base), ("w/ ISQA", main_system)):
                 values = df[df["system"] == system][metric] if system else pd.Series(dtype=float)
-                row = {"dataset": dataset, "summarizer": summarizer, "condition": condition, "metric": label,
-                       "system": system, **_cell(values, rounds, seed), **_questions_kept(df, system, metric)}
+                row = {
+                    "dataset": dataset,
+                    "summarizer": summarizer,
+                    "condition": condition,
+                    "metric": label,
+                    "system": system,
+                    **_cell(values, rounds, seed),
+                    **_questions_kept(df, system, metric),
+                }
                 if condition == "w/ ISQA" and base:
                     row.update(compare(df, main_system, base, metric, rounds, seed))
                 long_rows.append(row)
@@ -215,21 +257,34 @@ def table1(scores: pd.DataFrame, main_system: str, rounds: int, seed: int) -> tu
 def _wide(long: pd.DataFrame, index: list[str], columns: list[str]) -> pd.DataFrame:
     if long.empty:
         return pd.DataFrame()
+
     def column(name: str) -> pd.Series:
         return long[name] if name in long else pd.Series(np.nan, index=long.index)
 
-    cells = long.assign(cell=[
-        _fmt(m, lo, hi, n, p, q) for m, lo, hi, n, p, q in zip(
-            long["mean"], long["lower"], long["upper"], long["n"], column("p_holm"), column("questions_kept"),
-            strict=True)
-    ])
-    wide = cells.pivot_table(index=index, columns=columns, values="cell", aggfunc="first", sort=False)
+    cells = long.assign(
+        cell=[
+            _fmt(m, lo, hi, n, p, q)
+            for m, lo, hi, n, p, q in zip(
+                long["mean"],
+                long["lower"],
+                long["upper"],
+                long["n"],
+                column("p_holm"),
+                column("questions_kept"),
+                strict=True,
+            )
+        ]
+    )
+    wide = cells.pivot_table(
+        index=index, columns=columns, values="cell", aggfunc="first", sort=False
+    )
     wide.columns.names = [None] * len(columns)
     return wide.fillna("--")
 
 
-def system_table(scores: pd.DataFrame, systems: dict[str, Any], baseline: str | None, rounds: int,
-                 seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def system_table(
+    scores: pd.DataFrame, systems: dict[str, Any], baseline: str | None, rounds: int, seed: int
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Rows = labelled systems (a name, or a list of prompts whose best per metric is taken)."""
     long_rows = []
     for (dataset, summarizer), df in final_scores(scores).groupby(["dataset", "summarizer"]):
@@ -241,8 +296,15 @@ def system_table(scores: pd.DataFrame, systems: dict[str, Any], baseline: str | 
             base_system = resolved.get(baseline) if baseline else None
             for name, system in resolved.items():
                 values = df[df["system"] == system][metric] if system else pd.Series(dtype=float)
-                row = {"dataset": dataset, "summarizer": summarizer, "row": name, "metric": label,
-                       "system": system, **_cell(values, rounds, seed), **_questions_kept(df, system, metric)}
+                row = {
+                    "dataset": dataset,
+                    "summarizer": summarizer,
+                    "row": name,
+                    "metric": label,
+                    "system": system,
+                    **_cell(values, rounds, seed),
+                    **_questions_kept(df, system, metric),
+                }
                 if base_system and system and name != baseline and not values.empty:
                     row.update(compare(df, system, base_system, metric, rounds, seed))
                 long_rows.append(row)
@@ -250,7 +312,9 @@ def system_table(scores: pd.DataFrame, systems: dict[str, Any], baseline: str | 
     return long, _wide(long, ["dataset", "summarizer", "row"], ["metric"])
 
 
-def oracle_table(scores: pd.DataFrame, isqa_systems: Sequence[str], rounds: int, seed: int) -> pd.DataFrame:
+def oracle_table(
+    scores: pd.DataFrame, isqa_systems: Sequence[str], rounds: int, seed: int
+) -> pd.DataFrame:
     """Final step vs best-of-steps (an oracle that looks at the metric), side by side, labelled."""
     rows = []
     steps = scores[scores["system"].isin(isqa_systems)]
@@ -258,22 +322,38 @@ def oracle_table(scores: pd.DataFrame, isqa_systems: Sequence[str], rounds: int,
         for metric, label in METRICS.items():
             final = df[df["final"]][metric]
             oracle = df.groupby("paper_id")[metric].max()
-            rows.append({"dataset": dataset, "summarizer": summarizer, "system": system, "metric": label,
-                         "ISQA (final step)": _fmt(**_cell(final, rounds, seed)),
-                         "oracle best-of-steps (not a result)": _fmt(**_cell(oracle, rounds, seed))})
-    return pd.DataFrame(rows).set_index(["dataset", "summarizer", "system", "metric"]) if rows else pd.DataFrame()
+            rows.append(
+                {
+                    "dataset": dataset,
+                    "summarizer": summarizer,
+                    "system": system,
+                    "metric": label,
+                    "ISQA (final step)": _fmt(**_cell(final, rounds, seed)),
+                    "oracle best-of-steps (not a result)": _fmt(**_cell(oracle, rounds, seed)),
+                }
+            )
+    return (
+        pd.DataFrame(rows).set_index(["dataset", "summarizer", "system", "metric"])
+        if rows
+        else pd.DataFrame()
+    )
 
 
 def questeval_appendix(scores: pd.DataFrame, rounds: int, seed: int) -> pd.DataFrame:
     """QuestEval as the paper defines it beside the v0.2.4 code's variant, for every final summary."""
     rows = []
-    for (dataset, summarizer, system), df in final_scores(scores).groupby(["dataset", "summarizer", "system"],
-                                                                           sort=True):
+    for (dataset, summarizer, system), df in final_scores(scores).groupby(
+        ["dataset", "summarizer", "system"], sort=True
+    ):
         row = {"dataset": dataset, "summarizer": summarizer, "system": system}
         for metric, label in QUESTEVAL_VARIANTS.items():
             row[label] = _fmt(**_cell(df[metric], rounds, seed))
         rows.append(row)
-    return pd.DataFrame(rows).set_index(["dataset", "summarizer", "system"]) if rows else pd.DataFrame()
+    return (
+        pd.DataFrame(rows).set_index(["dataset", "summarizer", "system"])
+        if rows
+        else pd.DataFrame()
+    )
 
 
 def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -293,14 +373,24 @@ def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
     rows = []
     for path in steps_paths:
         for _, rec in read_jsonl(path):
-            rows.append({"dataset": rec["dataset"], "summarizer": rec["summarizer"], "system": rec["system"],
-                         "papers": 1, "no_feedback_possible": int(rec["note"] is not None), **rec["counts"]})
+            rows.append(
+                {
+                    "dataset": rec["dataset"],
+                    "summarizer": rec["summarizer"],
+                    "system": rec["system"],
+                    "papers": 1,
+                    "no_feedback_possible": int(rec["note"] is not None),
+                    **rec["counts"],
+                }
+            )
     if not rows:
         return pd.DataFrame()
     df = pd.DataFrame(rows).fillna(0)
     table = df.groupby(["dataset", "summarizer", "system"]).sum(numeric_only=True)
     known = ["papers", "no_feedback_possible", *DECISIONS, "added"]
-    other = sorted(set(table.columns) - set(known))  # a decision this code does not know: shown, not dropped
+    other = sorted(
+        set(table.columns) - set(known)
+    )  # a decision this code does not know: shown, not dropped
     table = table.reindex(columns=known + other, fill_value=0).astype(int)
     table.insert(2, "replies", table[[*DECISIONS, *other]].sum(axis=1))
     table["duplicates_skipped"] = table["fact"] + table["non_fact"] - table["added"]
@@ -309,14 +399,22 @@ def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
     return table.join(use).fillna(0).astype(int)
 
 
-def figure3(scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequence[str | Path]) -> None:
+def figure3(
+    scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequence[str | Path]
+) -> None:
     fig, axes = new_figure(ncols=2)
     df = scores[(scores["system"] == main_system) & (scores["dataset"] == dataset)]
     for ax, metric in zip(axes, ("qags", "questeval"), strict=True):
         for summarizer, sub in df.groupby("summarizer"):
             per_step = sub.groupby("step")[metric].agg(["mean", "sem"]).reset_index()
-            ax.errorbar(per_step["step"], per_step["mean"], yerr=per_step["sem"].fillna(0), marker="o",
-                        capsize=3, label=summarizer)
+            ax.errorbar(
+                per_step["step"],
+                per_step["mean"],
+                yerr=per_step["sem"].fillna(0),
+                marker="o",
+                capsize=3,
+                label=summarizer,
+            )
         ax.set_xlabel("refinement step")
         ax.set_ylabel(f"{METRICS[metric]} (x100)")
         ax.set_title(f"{METRICS[metric]} on {dataset}")
@@ -327,10 +425,19 @@ def figure3(scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequenc
     save_figure(fig, paths)
 
 
-def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[str | Path], out_dir: str | Path,
-                      figure_dir: str | Path, main_feedback: str, feedback_models: Sequence[str],
-                      datasets: Sequence[str], rounds: int, seed: int, control_paths: Sequence[str | Path] = (),
-                      zero_papers: str = "keep") -> None:
+def build_isqa_tables(
+    score_paths: Sequence[str | Path],
+    steps_paths: Sequence[str | Path],
+    out_dir: str | Path,
+    figure_dir: str | Path,
+    main_feedback: str,
+    feedback_models: Sequence[str],
+    datasets: Sequence[str],
+    rounds: int,
+    seed: int,
+    control_paths: Sequence[str | Path] = (),
+    zero_papers: str = "keep",
+) -> None:
     """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk);
     ``zero_papers``: see :func:`load_scores`.
 
@@ -339,7 +446,12 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     ``results/tables/validity.*``: same records, same exact tests).
     """
     control_summary = validity_summary(read_control_records(control_paths))
-    metric_controls = " " + validity_note(control_summary, "QAGS") + " " + validity_note(control_summary, "QuestEval")
+    metric_controls = (
+        " "
+        + validity_note(control_summary, "QAGS")
+        + " "
+        + validity_note(control_summary, "QuestEval")
+    )
     feedback_controls = " " + validity_note(control_summary, "feedback model")
     scores = load_scores(score_paths, zero_papers)
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
@@ -348,47 +460,100 @@ def build_isqa_tables(score_paths: Sequence[str | Path], steps_paths: Sequence[s
     refinements = read_refinements(steps_paths)
     long, wide = table1(scores, main, rounds, seed)
     long.to_csv(out_dir / "isqa_table1_long.csv", index=False)
-    write_table(wide, table_paths(out_dir / "isqa_table1"),
-                caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA', long)}"
-                + identity_note(refinements, {main: "w/ ISQA"}) + metric_controls + qa_metric_note(scores))
+    write_table(
+        wide,
+        table_paths(out_dir / "isqa_table1"),
+        caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA', long)}"
+        + identity_note(refinements, {main: "w/ ISQA"})
+        + metric_controls
+        + qa_metric_note(scores),
+    )
     long2, wide2 = system_table(
-        scores, {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
-        "pre-hoc prompt", rounds, seed)
+        scores,
+        {"pre-hoc prompt": list(PREHOC_PROMPTS), "generic feedback": "generic", "ISQA": main},
+        "pre-hoc prompt",
+        rounds,
+        seed,
+    )
     long2.to_csv(out_dir / "isqa_table2_long.csv", index=False)
-    write_table(wide2, table_paths(out_dir / "isqa_table2"),
-                caption=("Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric, among the "
-                         f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt', long2)}")
-                + identity_note(refinements, {main: "ISQA"}) + metric_controls)
-    long3, wide3 = system_table(scores, {f: f"isqa-{f}-human" for f in feedback_models}, main_feedback, rounds,
-                                seed)
+    write_table(
+        wide2,
+        table_paths(out_dir / "isqa_table2"),
+        caption=(
+            "Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric, among the "
+            f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt', long2)}"
+        )
+        + identity_note(refinements, {main: "ISQA"})
+        + metric_controls,
+    )
+    long3, wide3 = system_table(
+        scores, {f: f"isqa-{f}-human" for f in feedback_models}, main_feedback, rounds, seed
+    )
     long3.to_csv(out_dir / "isqa_table3_long.csv", index=False)
-    write_table(wide3, table_paths(out_dir / "isqa_table3"),
-                caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback, long3)}"
-                + identity_note(refinements, {f"isqa-{f}-human": f"ISQA ({f})" for f in feedback_models})
-                + metric_controls)
+    write_table(
+        wide3,
+        table_paths(out_dir / "isqa_table3"),
+        caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback, long3)}"
+        + identity_note(refinements, {f"isqa-{f}-human": f"ISQA ({f})" for f in feedback_models})
+        + metric_controls,
+    )
     long4, wide4 = system_table(
-        scores, {"model-generated": generated, "human-annotated": main},
-        "model-generated", rounds, seed)
+        scores,
+        {"model-generated": generated, "human-annotated": main},
+        "model-generated",
+        rounds,
+        seed,
+    )
     long4.to_csv(out_dir / "isqa_table4_long.csv", index=False)
-    write_table(wide4, table_paths(out_dir / "isqa_table4"),
-                caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated', long4)}"
-                + identity_note(refinements, {generated: "ISQA (model-generated)", main: "ISQA (human-annotated)"})
-                + metric_controls)
+    write_table(
+        wide4,
+        table_paths(out_dir / "isqa_table4"),
+        caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated', long4)}"
+        + identity_note(
+            refinements, {generated: "ISQA (model-generated)", main: "ISQA (human-annotated)"}
+        )
+        + metric_controls,
+    )
     isqa_systems = sorted(s for s in scores["system"].unique() if s.startswith("isqa-"))
-    write_table(oracle_table(scores, isqa_systems, rounds, seed), table_paths(out_dir / "isqa_oracle"),
-                caption=("Final step (the ISQA result) vs best-of-steps oracle (selects on the test metric; "
-                         "mean [95% bootstrap CI] over papers, x100; n = papers; " + small_n_note("papers") + ")")
-                + metric_controls)
-    write_table(questeval_appendix(scores, rounds, seed), table_paths(out_dir / "isqa_appendix_questeval_v024"),
-                caption=("Appendix: QuestEval as the paper defines it (harmonic mean of precision and recall) and "
-                         "as the public v0.2.4 code computes it (arithmetic mean of both directions' F1 and "
-                         "answerability; no BERTScore), final summaries (mean [95% bootstrap CI] over papers, "
-                         "x100; n = papers; " + small_n_note("papers") + ")") + metric_controls)
-    write_table(feedback_statistics(steps_paths), table_paths(out_dir / "isqa_feedback_stats"), digits=0,
-                caption=("Feedback decisions per run; the last three columns: the steps whose summary was asked "
-                         "about, those of them that gave no fact and no non-fact, and the summaries generated from "
-                         "the act-on-feedback prompt with no fact and no non-fact (Algorithm 1 refines after every "
-                         "step: a prompt change, not feedback).") + feedback_controls)
+    write_table(
+        oracle_table(scores, isqa_systems, rounds, seed),
+        table_paths(out_dir / "isqa_oracle"),
+        caption=(
+            "Final step (the ISQA result) vs best-of-steps oracle (selects on the test metric; "
+            "mean [95% bootstrap CI] over papers, x100; n = papers; " + small_n_note("papers") + ")"
+        )
+        + metric_controls,
+    )
+    write_table(
+        questeval_appendix(scores, rounds, seed),
+        table_paths(out_dir / "isqa_appendix_questeval_v024"),
+        caption=(
+            "Appendix: QuestEval as the paper defines it (harmonic mean of precision and recall) and "
+            "as the public v0.2.4 code computes it (arithmetic mean of both directions' F1 and "
+            "answerability; no BERTScore), final summaries (mean [95% bootstrap CI] over papers, "
+            "x100; n = papers; " + small_n_note("papers") + ")"
+        )
+        + metric_controls,
+    )
+    write_table(
+        feedback_statistics(steps_paths),
+        table_paths(out_dir / "isqa_feedback_stats"),
+        digits=0,
+        caption=(
+            "Feedback decisions per run; the last three columns: the steps whose summary was asked "
+            "about, those of them that gave no fact and no non-fact, and the summaries generated from "
+            "the act-on-feedback prompt with no fact and no non-fact (Algorithm 1 refines after every "
+            "step: a prompt change, not feedback)."
+        )
+        + feedback_controls,
+    )
     for dataset in datasets:
-        figure3(scores, main, dataset, [figure_dir / f"isqa_figure3_{dataset}.png",
-                                        figure_dir / f"isqa_figure3_{dataset}.svg"])
+        figure3(
+            scores,
+            main,
+            dataset,
+            [
+                figure_dir / f"isqa_figure3_{dataset}.png",
+                figure_dir / f"isqa_figure3_{dataset}.svg",
+            ],
+        )

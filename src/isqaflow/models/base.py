@@ -113,10 +113,14 @@ def canonical_request(request: Request) -> Any:
         messages = []
         for message in request:
             if not isinstance(message, Mapping) or set(message) - {"role", "content"}:
-                raise TypeError(f"a chat message must be a mapping with role and content, got {message!r}")
+                raise TypeError(
+                    f"a chat message must be a mapping with role and content, got {message!r}"
+                )
             messages.append({"role": str(message["role"]), "content": str(message["content"])})
         return messages
-    raise TypeError(f"a request is a prompt string or a list of messages, got {type(request).__name__}")
+    raise TypeError(
+        f"a request is a prompt string or a list of messages, got {type(request).__name__}"
+    )
 
 
 def request_json(request: Request) -> str:
@@ -146,16 +150,21 @@ class LanguageModel(ABC):
         """
 
     @abstractmethod
-    def generate(self, requests: Sequence[Request], params: GenerationParams,
-                 on_batch: BatchCallback | None = None) -> list[Generation]:
+    def generate(
+        self,
+        requests: Sequence[Request],
+        params: GenerationParams,
+        on_batch: BatchCallback | None = None,
+    ) -> list[Generation]:
         """One :class:`Generation` per request, in order; ``on_batch``: see the module docstring."""
 
     def score(self, context: Request, candidates: Sequence[str]) -> list[float]:
         """Log-probability of each candidate as the continuation of ``context``."""
         return self.score_batch([(context, list(candidates))])[0]
 
-    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
-                    on_batch: BatchCallback | None = None) -> list[list[float]]:
+    def score_batch(
+        self, items: Sequence[tuple[Request, Sequence[str]]], on_batch: BatchCallback | None = None
+    ) -> list[list[float]]:
         raise NotImplementedError(
             f"the {self.backend} backend cannot score continuations; use a local (hf) model "
             "for log-probability judging, or a text-answer judge"

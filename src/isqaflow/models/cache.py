@@ -49,8 +49,13 @@ CREATE TABLE IF NOT EXISTS calls (
 """
 
 
-def call_key(kind: str, identity: dict[str, Any], request: Any, params: dict[str, Any],
-             repetition: int | None = None) -> str:
+def call_key(
+    kind: str,
+    identity: dict[str, Any],
+    request: Any,
+    params: dict[str, Any],
+    repetition: int | None = None,
+) -> str:
     """The cache key of one call.  ``repetition`` (a judge's repeated judgments, ``repeats`` > 1)
     enters the key only when given, so a single judgment keeps the key it always had."""
     fields = {"kind": kind, "model": identity, "request": request, "params": params}
@@ -152,9 +157,13 @@ def copy_calls(sources: Iterable[str | Path], dest: str | Path) -> int:
             if not source.exists():
                 log.info("no call cache at %s: nothing to reuse", source)
                 continue
-            reader = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True, timeout=120.0)
+            reader = sqlite3.connect(
+                f"{source.resolve().as_uri()}?mode=ro", uri=True, timeout=120.0
+            )
             try:
-                rows = reader.execute("SELECT key, kind, model, request, params, response, created FROM calls")
+                rows = reader.execute(
+                    "SELECT key, kind, model, request, params, response, created FROM calls"
+                )
                 rows = rows.fetchall()
             finally:
                 reader.close()
@@ -162,13 +171,20 @@ def copy_calls(sources: Iterable[str | Path], dest: str | Path) -> int:
             def write(rows=rows):
                 with cache.conn:  # one transaction; commits on exit
                     cache.conn.execute("BEGIN IMMEDIATE")
-                    cache.conn.executemany("INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?)", rows)
+                    cache.conn.executemany(
+                        "INSERT OR IGNORE INTO calls VALUES (?,?,?,?,?,?,?)", rows
+                    )
 
             cache._retry(write)
         gained = len(cache) - before
     finally:
         cache.close()
-    log.info("call cache %s: %d calls copied from %s", dest, gained, ", ".join(map(str, sources)) or "nothing")
+    log.info(
+        "call cache %s: %d calls copied from %s",
+        dest,
+        gained,
+        ", ".join(map(str, sources)) or "nothing",
+    )
     return gained
 
 
@@ -193,14 +209,18 @@ class CachedModel(LanguageModel):
     requests instead, each committed before the next starts.
     """
 
-    def __init__(self, inner: LanguageModel, cache: CallCache, flush_every: int | None = None) -> None:
+    def __init__(
+        self, inner: LanguageModel, cache: CallCache, flush_every: int | None = None
+    ) -> None:
         self.inner = inner
         self.cache = cache
         self.backend = inner.backend
         self.flush_every = flush_every or max(4 * getattr(inner, "batch_size", 8), 16)
         self._identity = inner.identity()
-        self._streams = {"generate": _reports_batches(inner.generate),
-                         "score": _reports_batches(getattr(inner, "score_batch", None))}
+        self._streams = {
+            "generate": _reports_batches(inner.generate),
+            "score": _reports_batches(getattr(inner, "score_batch", None)),
+        }
         self.calls_made = 0
         #: the repetition index of the calls now made (None: not repeated; see :func:`call_key`)
         self.repetition: int | None = None
@@ -216,7 +236,9 @@ class CachedModel(LanguageModel):
         (all at once, each reported batch committed) or, for a backend that reports no
         batches, to ``compute(indices, None)`` in committed chunks.  Identical payloads
         are computed once."""
-        keys = [call_key(kind, self._identity, payload, params, self.repetition) for payload in payloads]
+        keys = [
+            call_key(kind, self._identity, payload, params, self.repetition) for payload in payloads
+        ]
         found = self.cache.get_many(keys)
         todo: dict[str, int] = {}
         for i, key in enumerate(keys):
@@ -225,8 +247,14 @@ class CachedModel(LanguageModel):
         self.cache.hits += len(keys) - len(todo)
         self.cache.misses += len(todo)
         if todo:
-            log.info("%s: %d of %d %s calls in the call cache, %d to compute",
-                     getattr(self.inner, "name", self.backend), len(keys) - len(todo), len(keys), kind, len(todo))
+            log.info(
+                "%s: %d of %d %s calls in the call cache, %d to compute",
+                getattr(self.inner, "name", self.backend),
+                len(keys) - len(todo),
+                len(keys),
+                kind,
+                len(todo),
+            )
         pending = list(todo.items())  # (key, index into payloads)
 
         def commit(done: Sequence[tuple[int, Any]]) -> None:
@@ -234,16 +262,22 @@ class CachedModel(LanguageModel):
             done = [(pos, out) for pos, out in done if pending[pos][0] not in found]
             if not done:
                 return
-            self.cache.put_many([(pending[pos][0], kind, self._identity, payloads[pending[pos][1]], params, out)
-                                 for pos, out in done])
+            self.cache.put_many(
+                [
+                    (pending[pos][0], kind, self._identity, payloads[pending[pos][1]], params, out)
+                    for pos, out in done
+                ]
+            )
             found.update((pending[pos][0], out) for pos, out in done)
             self.calls_made += len(done)
 
         def run(start: int, stop: int, on_batch: BatchCallback | None) -> None:
             outs = compute([i for _, i in pending[start:stop]], on_batch)
             if len(outs) != stop - start:
-                raise RuntimeError(f"{getattr(self.inner, 'name', self.backend)}: the backend returned "
-                                   f"{len(outs)} {kind} results for {stop - start} requests")
+                raise RuntimeError(
+                    f"{getattr(self.inner, 'name', self.backend)}: the backend returned "
+                    f"{len(outs)} {kind} results for {stop - start} requests"
+                )
             commit(list(enumerate(outs, start)))  # what the backend returned without reporting it
 
         if self._streams[kind]:
@@ -265,7 +299,9 @@ class CachedModel(LanguageModel):
 
             return [g.as_dict() for g in self.inner.generate(batch, params, on_batch=report)]
 
-        results = self._cached("generate", [canonical_request(r) for r in requests], params.as_dict(), compute)
+        results = self._cached(
+            "generate", [canonical_request(r) for r in requests], params.as_dict(), compute
+        )
         return [Generation.from_dict(r) for r in results]
 
     def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]]) -> list[list[float]]:
@@ -275,7 +311,9 @@ class CachedModel(LanguageModel):
                 return self.inner.score_batch(batch)
             return self.inner.score_batch(batch, on_batch=commit)
 
-        payloads = [{"context": canonical_request(ctx), "candidates": list(cands)} for ctx, cands in items]
+        payloads = [
+            {"context": canonical_request(ctx), "candidates": list(cands)} for ctx, cands in items
+        ]
         return [list(r) for r in self._cached("score", payloads, {}, compute)]
 
     def count_tokens(self, text: str) -> int:

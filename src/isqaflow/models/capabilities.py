@@ -27,42 +27,90 @@ BACKENDS = ("hf", "vllm", "openai")
 
 # parameter -> backend -> (status, how)
 TABLE: dict[str, dict[str, tuple[str, str]]] = {
-    "max_new_tokens": {"hf": (HONOURED, "max_new_tokens"), "vllm": (HONOURED, "max_tokens"),
-                       "openai": (HONOURED, "max_tokens")},
-    "min_new_tokens": {"hf": (HONOURED, "min_new_tokens"),
-                       "vllm": (HONOURED, "min_tokens (greedy/sampling only; ignored by beam search: refused with "
-                                          "num_beams > 1)"),
-                       "openai": (REFUSED, "no such API field")},
-    "num_beams": {"hf": (HONOURED, "num_beams"),
-                  "vllm": (HONOURED, "use_beam_search + n (in vLLM's API layer; the best beam is choices[0])"),
-                  "openai": (REFUSED, "no beam search in the API")},
-    "do_sample": {"hf": (HONOURED, "do_sample"), "vllm": (EMULATED, "temperature 0 when false"),
-                  "openai": (EMULATED, "temperature 0 when false")},
-    "temperature": {"hf": (HONOURED, "temperature"), "vllm": (HONOURED, "temperature"),
-                    "openai": (HONOURED, "temperature")},
-    "top_p": {"hf": (HONOURED, "top_p"), "vllm": (HONOURED, "top_p (ignored by beam search)"),
-              "openai": (HONOURED, "top_p")},
-    "no_repeat_ngram_size": {"hf": (HONOURED, "no_repeat_ngram_size"),
-                             "vllm": (REFUSED, "vLLM has no n-gram blocking"),
-                             "openai": (REFUSED, "no such API field")},
-    "repetition_penalty": {"hf": (HONOURED, "repetition_penalty"),
-                           "vllm": (HONOURED, "repetition_penalty (ignored by beam search: refused with "
-                                              "num_beams > 1)"),
-                           "openai": (REFUSED, "no such API field (frequency_penalty is another formula)")},
-    "max_input_tokens": {"hf": (HONOURED, "a longer request is cut from the left (keeps the end)"),
-                         "vllm": (HONOURED, "truncate_prompt_tokens (vLLM truncates from the left: keeps the end)"),
-                         "openai": (REFUSED, "the API cannot cut a prompt; a request within the limit is sent")},
-    "stop": {"hf": (HONOURED, "stop_strings"),
-             "vllm": (HONOURED, "stop (ignored by beam search: refused with num_beams > 1)"),
-             "openai": (HONOURED, "stop")},
-    "seed": {"hf": (HONOURED, "torch generator seed"), "vllm": (HONOURED, "seed (ignored by beam search)"),
-             "openai": (HONOURED, "seed (best effort on the API's side)")},
+    "max_new_tokens": {
+        "hf": (HONOURED, "max_new_tokens"),
+        "vllm": (HONOURED, "max_tokens"),
+        "openai": (HONOURED, "max_tokens"),
+    },
+    "min_new_tokens": {
+        "hf": (HONOURED, "min_new_tokens"),
+        "vllm": (
+            HONOURED,
+            "min_tokens (greedy/sampling only; ignored by beam search: refused with num_beams > 1)",
+        ),
+        "openai": (REFUSED, "no such API field"),
+    },
+    "num_beams": {
+        "hf": (HONOURED, "num_beams"),
+        "vllm": (
+            HONOURED,
+            "use_beam_search + n (in vLLM's API layer; the best beam is choices[0])",
+        ),
+        "openai": (REFUSED, "no beam search in the API"),
+    },
+    "do_sample": {
+        "hf": (HONOURED, "do_sample"),
+        "vllm": (EMULATED, "temperature 0 when false"),
+        "openai": (EMULATED, "temperature 0 when false"),
+    },
+    "temperature": {
+        "hf": (HONOURED, "temperature"),
+        "vllm": (HONOURED, "temperature"),
+        "openai": (HONOURED, "temperature"),
+    },
+    "top_p": {
+        "hf": (HONOURED, "top_p"),
+        "vllm": (HONOURED, "top_p (ignored by beam search)"),
+        "openai": (HONOURED, "top_p"),
+    },
+    "no_repeat_ngram_size": {
+        "hf": (HONOURED, "no_repeat_ngram_size"),
+        "vllm": (REFUSED, "vLLM has no n-gram blocking"),
+        "openai": (REFUSED, "no such API field"),
+    },
+    "repetition_penalty": {
+        "hf": (HONOURED, "repetition_penalty"),
+        "vllm": (
+            HONOURED,
+            "repetition_penalty (ignored by beam search: refused with num_beams > 1)",
+        ),
+        "openai": (REFUSED, "no such API field (frequency_penalty is another formula)"),
+    },
+    "max_input_tokens": {
+        "hf": (HONOURED, "a longer request is cut from the left (keeps the end)"),
+        "vllm": (HONOURED, "truncate_prompt_tokens (vLLM truncates from the left: keeps the end)"),
+        "openai": (REFUSED, "the API cannot cut a prompt; a request within the limit is sent"),
+    },
+    "stop": {
+        "hf": (HONOURED, "stop_strings"),
+        "vllm": (HONOURED, "stop (ignored by beam search: refused with num_beams > 1)"),
+        "openai": (HONOURED, "stop"),
+    },
+    "seed": {
+        "hf": (HONOURED, "torch generator seed"),
+        "vllm": (HONOURED, "seed (ignored by beam search)"),
+        "openai": (HONOURED, "seed (best effort on the API's side)"),
+    },
 }
-DEFAULTS = {"max_new_tokens": None, "min_new_tokens": 0, "num_beams": 1, "do_sample": False, "temperature": 1.0,
-            "top_p": 1.0, "no_repeat_ngram_size": 0, "repetition_penalty": 1.0, "max_input_tokens": None, "stop": (),
-            "seed": 0}
+DEFAULTS = {
+    "max_new_tokens": None,
+    "min_new_tokens": 0,
+    "num_beams": 1,
+    "do_sample": False,
+    "temperature": 1.0,
+    "top_p": 1.0,
+    "no_repeat_ngram_size": 0,
+    "repetition_penalty": 1.0,
+    "max_input_tokens": None,
+    "stop": (),
+    "seed": 0,
+}
 # fields vLLM's beam search ignores (not read by to_beam_search_params), among those set by a stage
-BEAM_IGNORED = {"min_new_tokens": "min_tokens", "repetition_penalty": "repetition_penalty", "stop": "stop"}
+BEAM_IGNORED = {
+    "min_new_tokens": "min_tokens",
+    "repetition_penalty": "repetition_penalty",
+    "stop": "stop",
+}
 # what a field does not change when at its default (seed and sampling settings matter only when sampling)
 ONLY_WHEN_SAMPLING = {"temperature", "top_p", "seed"}
 
@@ -99,12 +147,18 @@ def refusals(generation: Mapping[str, Any], backend: str) -> list[str]:
     params = set_parameters(generation)
     refused = [f"{k}={v}" for k, v in params.items() if TABLE[k][backend][0] == REFUSED]
     if backend == "vllm" and params.get("num_beams", 1) > 1:
-        refused += [f"{k}={params[k]} (with num_beams={params['num_beams']}: vLLM's beam search ignores "
-                    f"{BEAM_IGNORED[k]})" for k in BEAM_IGNORED if k in params]
+        refused += [
+            f"{k}={params[k]} (with num_beams={params['num_beams']}: vLLM's beam search ignores "
+            f"{BEAM_IGNORED[k]})"
+            for k in BEAM_IGNORED
+            if k in params
+        ]
     return refused
 
 
-def applied(generation: Mapping[str, Any], backend: str, dropped: list[str] | None = None) -> dict[str, Any]:
+def applied(
+    generation: Mapping[str, Any], backend: str, dropped: list[str] | None = None
+) -> dict[str, Any]:
     """What a stage actually decodes with on ``backend`` (for its records and the manifest):
     each set parameter with its status and how it is sent; dropped ones marked as such."""
     dropped = dropped or []
@@ -113,21 +167,32 @@ def applied(generation: Mapping[str, Any], backend: str, dropped: list[str] | No
         status, how = TABLE[key][backend]
         if any(d.startswith(f"{key}=") for d in dropped):
             status, how = "dropped", "decoded without it (serve.unsupported_decoding: drop)"
-        out[key] = {"value": list(value) if isinstance(value, tuple) else value, "status": status, "how": how}
+        out[key] = {
+            "value": list(value) if isinstance(value, tuple) else value,
+            "status": status,
+            "how": how,
+        }
     return out
 
 
 def choices(stage: str, model: str, backend: str, refused: list[str]) -> str:
     """The message of a refusal: what cannot be honoured and what the user can do."""
     keys = sorted({r.split("=", 1)[0] for r in refused})
-    options = [f"run model {model} with the hf backend for this stage (no serve:)" if backend == "vllm" else
-               "use a local model (hf backend) for this stage",
-               f"drop {', '.join(keys)} from {stage}"]
+    options = [
+        f"run model {model} with the hf backend for this stage (no serve:)"
+        if backend == "vllm"
+        else "use a local model (hf backend) for this stage",
+        f"drop {', '.join(keys)} from {stage}",
+    ]
     if backend == "vllm":
-        options.append(f"set models.{model}.serve.unsupported_decoding: drop to decode without "
-                       f"{'them' if len(keys) > 1 else 'it'} (recorded in the records and the manifest)")
-    return (f"model {model} ({backend}) cannot honour {', '.join(refused)}; choices: "
-            + "; or ".join(options))
+        options.append(
+            f"set models.{model}.serve.unsupported_decoding: drop to decode without "
+            f"{'them' if len(keys) > 1 else 'it'} (recorded in the records and the manifest)"
+        )
+    return (
+        f"model {model} ({backend}) cannot honour {', '.join(refused)}; choices: "
+        + "; or ".join(options)
+    )
 
 
 def markdown_table() -> str:

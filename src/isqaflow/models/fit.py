@@ -22,7 +22,10 @@ def request_tokens(model: LanguageModel, request: Request) -> int:
 
 
 def fit_document(
-    model: LanguageModel, build: Callable[[str], Request], document: str, max_input_tokens: int | None
+    model: LanguageModel,
+    build: Callable[[str], Request],
+    document: str,
+    max_input_tokens: int | None,
 ) -> tuple[Request, int]:
     """``build(document)``, with ``document`` shortened so the request fits; returns (request, tokens cut)."""
     request = build(document)

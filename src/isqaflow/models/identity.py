@@ -24,14 +24,21 @@ def _files(root: Path) -> list[Path]:
     if root.is_file():
         return [root]
     return sorted(
-        p for p in root.rglob("*")
+        p
+        for p in root.rglob("*")
         if p.is_file() and p.suffix in _SUFFIXES and p.name != MEMO and not p.name.startswith(".")
     )
 
 
 def _stat_key(root: Path, files: list[Path]) -> list[list]:
-    return [[str(p.relative_to(root) if root.is_dir() else p.name), p.stat().st_size, p.stat().st_mtime_ns]
-            for p in files]
+    return [
+        [
+            str(p.relative_to(root) if root.is_dir() else p.name),
+            p.stat().st_size,
+            p.stat().st_mtime_ns,
+        ]
+        for p in files
+    ]
 
 
 def directory_fingerprint(path: str | os.PathLike, memoize: bool = True) -> str:

@@ -33,21 +33,59 @@ from isqaflow.models.base import LanguageModel
 from isqaflow.models.cache import CachedModel, CallCache
 from isqaflow.settings import api_key_variable
 
-HF_KEYS = {"backend", "model", "revision", "dtype", "device", "batch_size", "score_batch_tokens",
-           "trust_remote_code", "adapter", "prefix_sharing", "prefix_cache_mb",
-           "chat_template"}
+HF_KEYS = {
+    "backend",
+    "model",
+    "revision",
+    "dtype",
+    "device",
+    "batch_size",
+    "score_batch_tokens",
+    "trust_remote_code",
+    "adapter",
+    "prefix_sharing",
+    "prefix_cache_mb",
+    "chat_template",
+}
 # With serve:, the client's options join the hf keys (which fine-tuning still uses in-process).
-SERVED_KEYS = HF_KEYS | {"serve", "concurrency", "timeout", "max_retries", "backoff", "logprobs", "top_logprobs",
-                        "server_plan"}
-OPENAI_KEYS = {"backend", "model", "base_url", "api_key_env", "timeout", "max_retries", "backoff",
-               "concurrency", "requests_per_minute", "tokens_per_minute", "logprobs", "top_logprobs", "check_model",
-               "batch"}
+SERVED_KEYS = HF_KEYS | {
+    "serve",
+    "concurrency",
+    "timeout",
+    "max_retries",
+    "backoff",
+    "logprobs",
+    "top_logprobs",
+    "server_plan",
+}
+OPENAI_KEYS = {
+    "backend",
+    "model",
+    "base_url",
+    "api_key_env",
+    "timeout",
+    "max_retries",
+    "backoff",
+    "concurrency",
+    "requests_per_minute",
+    "tokens_per_minute",
+    "logprobs",
+    "top_logprobs",
+    "check_model",
+    "batch",
+}
 # Keys that describe the entry for the workflow (conversion, resources, cost, the self-preference
 # family of isqaflow.configcheck.families), not the backend.
 # unsupported_decoding (openai): read by the config check (models.servecheck); the API backend drops and records.
 WORKFLOW_KEYS = {"convert", "gpu", "description", "price", "unsupported_decoding", "family"}
 # hf keys a served model does not use: the server's command decides (fine-tuning uses them)
-IN_PROCESS_ONLY = {"device", "batch_size", "score_batch_tokens", "prefix_sharing", "prefix_cache_mb"}
+IN_PROCESS_ONLY = {
+    "device",
+    "batch_size",
+    "score_batch_tokens",
+    "prefix_sharing",
+    "prefix_cache_mb",
+}
 
 
 def _backend(spec: dict[str, Any], name: str | None) -> str:
@@ -57,8 +95,13 @@ def _backend(spec: dict[str, Any], name: str | None) -> str:
     return backend
 
 
-def build_model(spec: dict[str, Any], *, name: str | None = None, adapter: str | None = None,
-                threads: int | None = None) -> LanguageModel:
+def build_model(
+    spec: dict[str, Any],
+    *,
+    name: str | None = None,
+    adapter: str | None = None,
+    threads: int | None = None,
+) -> LanguageModel:
     """The in-process backend of ``spec`` (hf weights in this process, or the API client)."""
     spec = {k: v for k, v in spec.items() if k not in WORKFLOW_KEYS}
     backend = _backend(spec, name)
@@ -67,20 +110,35 @@ def build_model(spec: dict[str, Any], *, name: str | None = None, adapter: str |
         if unknown:
             raise ValueError(f"model {name}: unknown hf option(s) {sorted(unknown)}")
         if "serve" not in spec and set(spec) - HF_KEYS:
-            raise ValueError(f"model {name}: option(s) {sorted(set(spec) - HF_KEYS)} apply to a served model "
-                             "only (with serve:)")
+            raise ValueError(
+                f"model {name}: option(s) {sorted(set(spec) - HF_KEYS)} apply to a served model "
+                "only (with serve:)"
+            )
         from isqaflow.models.inprocess.hf import HFModel
 
-        kwargs = {k: v for k, v in spec.items() if k in HF_KEYS and k not in ("backend", "model", "adapter")}
-        return HFModel(spec["model"], adapter=adapter or spec.get("adapter"), threads=threads,
-                       name=name, **kwargs)
+        kwargs = {
+            k: v
+            for k, v in spec.items()
+            if k in HF_KEYS and k not in ("backend", "model", "adapter")
+        }
+        return HFModel(
+            spec["model"],
+            adapter=adapter or spec.get("adapter"),
+            threads=threads,
+            name=name,
+            **kwargs,
+        )
     unknown = set(spec) - OPENAI_KEYS
     if "chat_template" in unknown:
-        raise ValueError(f"model {name}: chat_template applies to local models (hf, or served with serve:); "
-                         "an API model applies its own")
+        raise ValueError(
+            f"model {name}: chat_template applies to local models (hf, or served with serve:); "
+            "an API model applies its own"
+        )
     if "serve" in unknown:
-        raise ValueError(f"model {name}: serve: starts a local model's server: use it with backend hf (the "
-                         "job then talks to the server through the openai backend)")
+        raise ValueError(
+            f"model {name}: serve: starts a local model's server: use it with backend hf (the "
+            "job then talks to the server through the openai backend)"
+        )
     if unknown:
         raise ValueError(f"model {name}: unknown openai option(s) {sorted(unknown)}")
     if adapter:
@@ -95,23 +153,40 @@ def build_model(spec: dict[str, Any], *, name: str | None = None, adapter: str |
     return OpenAIModel(spec["model"], name=name, **kwargs)
 
 
-def serve_model(spec: dict[str, Any], *, name: str | None = None, adapter: str | None = None,
-                threads: int | None = None) -> LanguageModel:
+def serve_model(
+    spec: dict[str, Any],
+    *,
+    name: str | None = None,
+    adapter: str | None = None,
+    threads: int | None = None,
+) -> LanguageModel:
     """A local model behind its managed server (``spec`` has ``serve:``)."""
     spec = {k: v for k, v in spec.items() if k not in WORKFLOW_KEYS}
     if _backend(spec, name) != "hf":
-        raise ValueError(f"model {name}: serve: starts a local model's server: use it with backend hf")
+        raise ValueError(
+            f"model {name}: serve: starts a local model's server: use it with backend hf"
+        )
     unknown = set(spec) - SERVED_KEYS
     if unknown:
         raise ValueError(f"model {name}: unknown option(s) for a served model {sorted(unknown)}")
     from isqaflow.models.served.model import ServedModel
 
-    kwargs = {k: v for k, v in spec.items() if k not in IN_PROCESS_ONLY | {"backend", "model", "adapter"}}
-    return ServedModel(spec["model"], adapter=adapter or spec.get("adapter"), threads=threads, name=name, **kwargs)
+    kwargs = {
+        k: v for k, v in spec.items() if k not in IN_PROCESS_ONLY | {"backend", "model", "adapter"}
+    }
+    return ServedModel(
+        spec["model"], adapter=adapter or spec.get("adapter"), threads=threads, name=name, **kwargs
+    )
 
 
-def load_model(spec: dict[str, Any], *, cache: CallCache | str | Path | None = None, name: str | None = None,
-               adapter: str | None = None, threads: int | None = None) -> LanguageModel:
+def load_model(
+    spec: dict[str, Any],
+    *,
+    cache: CallCache | str | Path | None = None,
+    name: str | None = None,
+    adapter: str | None = None,
+    threads: int | None = None,
+) -> LanguageModel:
     """The model a stage uses (served when the entry has ``serve:``), behind the call cache when one is given."""
     if spec.get("serve"):
         model = serve_model(spec, name=name, adapter=adapter, threads=threads)

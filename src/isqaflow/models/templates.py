@@ -60,7 +60,9 @@ class ChatTemplate:
 
     @property
     def sha256(self) -> str | None:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest() if self.text is not None else None
+        return (
+            hashlib.sha256(self.text.encode("utf-8")).hexdigest() if self.text is not None else None
+        )
 
     @property
     def plain_text(self) -> bool:
@@ -85,8 +87,10 @@ def resolve_chat_template(value: str | None, model_name: str) -> ChatTemplate | 
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"model {model_name}: chat_template must be a template name, a Jinja file or 'none', "
-                         f"got {value!r}")
+        raise ValueError(
+            f"model {model_name}: chat_template must be a template name, a Jinja file or 'none', "
+            f"got {value!r}"
+        )
     if value == NONE:
         return ChatTemplate(NONE, None)
     if value in NAMED:

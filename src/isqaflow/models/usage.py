@@ -45,8 +45,9 @@ class ModelUsage:
     output_tokens: int = 0
     # log-probability scoring through an API: candidates missing from the returned
     # top list (scored at the list's floor) and items where none of them was there
-    scoring: dict[str, int] = field(default_factory=lambda: {"items": 0, "absent_candidates": 0,
-                                                             "items_without_candidates": 0})
+    scoring: dict[str, int] = field(
+        default_factory=lambda: {"items": 0, "absent_candidates": 0, "items_without_candidates": 0}
+    )
     dropped_decoding: list[str] = field(default_factory=list)
     decoding: list[dict[str, Any]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
@@ -57,7 +58,9 @@ class ModelUsage:
             self.input_tokens += int(input_tokens or 0)
             self.output_tokens += int(output_tokens or 0)
 
-    def add_scoring(self, items: int = 0, absent_candidates: int = 0, items_without_candidates: int = 0) -> None:
+    def add_scoring(
+        self, items: int = 0, absent_candidates: int = 0, items_without_candidates: int = 0
+    ) -> None:
         with self._lock:
             self.scoring["items"] += items
             self.scoring["absent_candidates"] += absent_candidates
@@ -86,7 +89,11 @@ class ModelUsage:
 
     def as_dict(self) -> dict[str, Any]:
         with self._lock:
-            return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self) if f.name != "_lock"}
+            return {
+                f.name: copy.deepcopy(getattr(self, f.name))
+                for f in fields(self)
+                if f.name != "_lock"
+            }
 
 
 _ledger: dict[tuple[str, str, str], ModelUsage] = {}
@@ -94,8 +101,14 @@ _ledger_lock = threading.Lock()
 _write_registered = False
 
 
-def register(name: str, backend: str, model: str, *, chat_template: dict[str, Any] | None = None,
-             server: dict[str, Any] | None = None) -> ModelUsage:
+def register(
+    name: str,
+    backend: str,
+    model: str,
+    *,
+    chat_template: dict[str, Any] | None = None,
+    server: dict[str, Any] | None = None,
+) -> ModelUsage:
     """The ledger entry of a model (one per name, backend and model id; loading it again reuses it)."""
     global _write_registered
     key = (name, backend, model)

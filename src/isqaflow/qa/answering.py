@@ -85,7 +85,7 @@ QA_ANSWERABILITY_SYSTEM = (
 def is_question_copy(answer: str, question: str) -> bool:
     """Whether the answer is a span of the question (SQuAD-normalized tokens, contiguous)."""
     a, q = normalize_answer(answer).split(), normalize_answer(question).split()
-    return bool(a) and any(q[i:i + len(a)] == a for i in range(len(q) - len(a) + 1))
+    return bool(a) and any(q[i : i + len(a)] == a for i in range(len(q) - len(a) + 1))
 
 
 def is_no_answer(text: str) -> bool:
@@ -104,7 +104,9 @@ class QAResult:
     copies_excluded: int = 0  # spans or replies withheld as copies of the question
 
 
-def windows(text: str, model: LanguageModel, max_tokens: int, overlap_sentences: int = 1) -> list[str]:
+def windows(
+    text: str, model: LanguageModel, max_tokens: int, overlap_sentences: int = 1
+) -> list[str]:
     """Consecutive sentence windows of at most ``max_tokens`` tokens, overlapping by whole sentences."""
     sentences = split_sentences(text)
     if not sentences:
@@ -137,18 +139,32 @@ class QuestionAnswerer:
     (0: every candidate).
     """
 
-    def __init__(self, model: Any, mode: str = "prompted", params: GenerationParams | None = None,
-                 window_tokens: int = 384, with_answerability: bool = True, spans: str = "likelihood",
-                 snap_max_words: int = 10, spacy_pipeline: str = DEFAULT_SPACY_PIPELINE,
-                 likelihood_shortlist: int = 4) -> None:
+    def __init__(
+        self,
+        model: Any,
+        mode: str = "prompted",
+        params: GenerationParams | None = None,
+        window_tokens: int = 384,
+        with_answerability: bool = True,
+        spans: str = "likelihood",
+        snap_max_words: int = 10,
+        spacy_pipeline: str = DEFAULT_SPACY_PIPELINE,
+        likelihood_shortlist: int = 4,
+    ) -> None:
         if mode not in ("prompted", "extractive"):
-            raise ValueError(f"unknown question-answering mode {mode!r}; expected prompted or extractive")
+            raise ValueError(
+                f"unknown question-answering mode {mode!r}; expected prompted or extractive"
+            )
         if spans not in SPAN_SELECTIONS:
-            raise ValueError(f"unknown answer span selection {spans!r}; expected one of {list(SPAN_SELECTIONS)}")
+            raise ValueError(
+                f"unknown answer span selection {spans!r}; expected one of {list(SPAN_SELECTIONS)}"
+            )
         if snap_max_words < 1:
             raise ValueError(f"snap_max_words must be at least 1, got {snap_max_words}")
         if likelihood_shortlist < 0:
-            raise ValueError(f"likelihood_shortlist must be 0 (all) or more, got {likelihood_shortlist}")
+            raise ValueError(
+                f"likelihood_shortlist must be 0 (all) or more, got {likelihood_shortlist}"
+            )
         self.model, self.mode = model, mode
         self.params = (params or GenerationParams(max_new_tokens=16)).replace(return_logprobs=True)
         self.window_tokens = window_tokens
@@ -158,8 +174,12 @@ class QuestionAnswerer:
         self._candidates: dict[str, list[str]] = {}
 
     # ---------------------------------------------------------------- one context
-    def answer(self, items: Sequence[tuple[str, str]], answerability: bool | None = None,
-               exclude_question_copies: bool = False) -> list[QAResult]:
+    def answer(
+        self,
+        items: Sequence[tuple[str, str]],
+        answerability: bool | None = None,
+        exclude_question_copies: bool = False,
+    ) -> list[QAResult]:
         """Answer ``(question, context)`` pairs, each context read as it is.
 
         ``exclude_question_copies``: no answer is a span of its question (see the module docstring).
@@ -173,25 +193,38 @@ class QuestionAnswerer:
         if not items:
             return []
         if self.mode == "extractive":
-            return [_drop_copy(r, q) if exclude_question_copies else r
-                    for r, (q, _) in zip(self.model.answer(items), items, strict=True)]
+            return [
+                _drop_copy(r, q) if exclude_question_copies else r
+                for r, (q, _) in zip(self.model.answer(items), items, strict=True)
+            ]
         if self.spans == "likelihood":
             return self._answer_by_likelihood(
-                items, self.with_answerability if answerability is None else answerability, exclude_question_copies)
+                items,
+                self.with_answerability if answerability is None else answerability,
+                exclude_question_copies,
+            )
         requests = [
             fit_document(
-                self.model, lambda ctx, q=q: [{"role": "user", "content": QA_INSTRUCTION.format(context=ctx, question=q)}],
-                c, self.window_tokens + 64,
+                self.model,
+                lambda ctx, q=q: [
+                    {"role": "user", "content": QA_INSTRUCTION.format(context=ctx, question=q)}
+                ],
+                c,
+                self.window_tokens + 64,
             )[0]
             for q, c in items
         ]
         outs = self.model.generate(requests, self.params)
         answers = [o.text.strip().splitlines()[0].strip() if o.text.strip() else "" for o in outs]
         if self.spans == "snap":
-            answers = [snap_to_span(a, c, self.snap_max_words) if not is_no_answer(a) else ""
-                       for a, (_, c) in zip(answers, items, strict=True)]
-        copies = [int(exclude_question_copies and not is_no_answer(a) and is_question_copy(a, q))
-                  for a, (q, _) in zip(answers, items, strict=True)]
+            answers = [
+                snap_to_span(a, c, self.snap_max_words) if not is_no_answer(a) else ""
+                for a, (_, c) in zip(answers, items, strict=True)
+            ]
+        copies = [
+            int(exclude_question_copies and not is_no_answer(a) and is_question_copy(a, q))
+            for a, (q, _) in zip(answers, items, strict=True)
+        ]
         answers = ["" if c else a for a, c in zip(answers, copies, strict=True)]
         answerability_values = [1.0] * len(items)
         first_values = [float("nan")] * len(items)
@@ -199,16 +232,25 @@ class QuestionAnswerer:
             extra = self._first_token_candidate()
             scored = self.model.score_batch(
                 [
-                    (self._answerability_request(q, c), [a or UNANSWERABLE_REPLY, UNANSWERABLE_REPLY, *extra])
+                    (
+                        self._answerability_request(q, c),
+                        [a or UNANSWERABLE_REPLY, UNANSWERABLE_REPLY, *extra],
+                    )
                     for (q, c), a in zip(items, answers, strict=True)
                 ]
             )
-            answerability_values = [1.0 / (1.0 + math.exp(min(50.0, row[1] - row[0]))) for row in scored]
+            answerability_values = [
+                1.0 / (1.0 + math.exp(min(50.0, row[1] - row[0]))) for row in scored
+            ]
             first_values = [math.exp(row[-1]) for row in scored]
         results = []
-        for o, a, p, f, c in zip(outs, answers, answerability_values, first_values, copies, strict=True):
+        for o, a, p, f, c in zip(
+            outs, answers, answerability_values, first_values, copies, strict=True
+        ):
             if is_no_answer(a):
-                results.append(QAResult("", 0.0, float("-inf"), no_answer_first=f, copies_excluded=c))
+                results.append(
+                    QAResult("", 0.0, float("-inf"), no_answer_first=f, copies_excluded=c)
+                )
             else:
                 per_token = (o.logprob or 0.0) / max(o.n_new_tokens, 1)
                 results.append(QAResult(a, p, per_token, no_answer_first=f, copies_excluded=c))
@@ -220,7 +262,9 @@ class QuestionAnswerer:
             from isqaflow.text.candidates import extract_candidates
 
             found = [c.text for c in extract_candidates(context, self.spacy_pipeline)]
-            self._candidates[context] = [c for c in found if normalize_answer(c) != UNANSWERABLE_REPLY]
+            self._candidates[context] = [
+                c for c in found if normalize_answer(c) != UNANSWERABLE_REPLY
+            ]
         return self._candidates[context]
 
     def _first_token_candidate(self) -> list[str]:
@@ -231,7 +275,9 @@ class QuestionAnswerer:
     def _first_token(self, text: str) -> str:
         return self.model.truncate_text(text, 1)[0].strip() or text.split()[0]
 
-    def shortlist(self, requests: Sequence[Any], candidate_lists: Sequence[list[str]]) -> list[list[str]]:
+    def shortlist(
+        self, requests: Sequence[Any], candidate_lists: Sequence[list[str]]
+    ) -> list[list[str]]:
         """The candidates worth scoring in full: those whose first token is among the
         ``likelihood_shortlist`` most likely first tokens of the reply.
 
@@ -248,13 +294,21 @@ class QuestionAnswerer:
         distinct = {i: list(dict.fromkeys(firsts[i])) for i in long}
         scored = self.model.score_batch([(requests[i], distinct[i]) for i in long])
         for i, scores in zip(long, scored, strict=True):
-            ranked = sorted(range(len(scores)), key=lambda j: -scores[j])  # stable: ties keep the text order
+            ranked = sorted(
+                range(len(scores)), key=lambda j: -scores[j]
+            )  # stable: ties keep the text order
             top = {distinct[i][j] for j in ranked[:k]}
-            out[i] = [c for c, first in zip(candidate_lists[i], firsts[i], strict=True) if first in top]
+            out[i] = [
+                c for c, first in zip(candidate_lists[i], firsts[i], strict=True) if first in top
+            ]
         return out
 
-    def _answer_by_likelihood(self, items: Sequence[tuple[str, str]], answerability: bool = True,
-                              exclude_question_copies: bool = False) -> list[QAResult]:
+    def _answer_by_likelihood(
+        self,
+        items: Sequence[tuple[str, str]],
+        answerability: bool = True,
+        exclude_question_copies: bool = False,
+    ) -> list[QAResult]:
         """The context's most likely candidate span, or no answer when "unanswerable" is likelier.
 
         Candidates are shortlisted by their first token (:meth:`shortlist`), then the
@@ -268,7 +322,11 @@ class QuestionAnswerer:
         offered, withheld = [], []
         for q, c in items:
             spans = self.candidates(c)
-            kept = [s for s in spans if not is_question_copy(s, q)] if exclude_question_copies else spans
+            kept = (
+                [s for s in spans if not is_question_copy(s, q)]
+                if exclude_question_copies
+                else spans
+            )
             offered.append(kept)
             withheld.append(len(spans) - len(kept))
         todo = [i for i in range(len(items)) if offered[i]]
@@ -286,22 +344,40 @@ class QuestionAnswerer:
             return results
         extra = self._first_token_candidate()
         scored = self.model.score_batch(
-            [(request, [*cands, UNANSWERABLE_REPLY, *extra])
-             for request, cands in zip(requests, candidate_lists, strict=True)]
+            [
+                (request, [*cands, UNANSWERABLE_REPLY, *extra])
+                for request, cands in zip(requests, candidate_lists, strict=True)
+            ]
         )
         results = list(none)
         for i, cands, scores in zip(todo, candidate_lists, scored, strict=True):
-            span_scores, unanswerable, first_score = scores[:len(cands)], scores[len(cands)], scores[-1]
-            best = max(range(len(span_scores)), key=lambda k: span_scores[k])  # ties: the first candidate
+            span_scores, unanswerable, first_score = (
+                scores[: len(cands)],
+                scores[len(cands)],
+                scores[-1],
+            )
+            best = max(
+                range(len(span_scores)), key=lambda k: span_scores[k]
+            )  # ties: the first candidate
             log_odds = span_scores[best] - unanswerable
             answerability = 1.0 / (1.0 + math.exp(min(50.0, -log_odds)))
             p_first = math.exp(first_score)
             if log_odds > 0:
-                results[i] = QAResult(cands[best], answerability, log_odds, no_answer_first=p_first,
-                                      copies_excluded=withheld[i])
+                results[i] = QAResult(
+                    cands[best],
+                    answerability,
+                    log_odds,
+                    no_answer_first=p_first,
+                    copies_excluded=withheld[i],
+                )
             else:
-                results[i] = QAResult("", answerability, float("-inf"), no_answer_first=p_first,
-                                      copies_excluded=withheld[i])
+                results[i] = QAResult(
+                    "",
+                    answerability,
+                    float("-inf"),
+                    no_answer_first=p_first,
+                    copies_excluded=withheld[i],
+                )
         return results
 
     def _answerability_request(self, question: str, context: str):
@@ -312,14 +388,20 @@ class QuestionAnswerer:
         return fit_document(self.model, build, context, self.window_tokens + 96)[0]
 
     # ---------------------------------------------------------------- long sources
-    def answer_long(self, questions: Sequence[str], documents: Sequence[str],
-                    exclude_question_copies: bool = False) -> list[QAResult]:
+    def answer_long(
+        self,
+        questions: Sequence[str],
+        documents: Sequence[str],
+        exclude_question_copies: bool = False,
+    ) -> list[QAResult]:
         """Answer each question over every window of its document; keep the best answerable answer
         (``copies_excluded``: summed over the windows; ``no_answer_first``: the chosen window's, or
         the smallest when no window answers)."""
         if self.mode == "extractive":  # the pipeline strides
-            return self.answer(list(zip(questions, documents, strict=True)),
-                               exclude_question_copies=exclude_question_copies)
+            return self.answer(
+                list(zip(questions, documents, strict=True)),
+                exclude_question_copies=exclude_question_copies,
+            )
         window_cache: dict[str, list[str]] = {}
         flat: list[tuple[str, str]] = []
         owner: list[tuple[int, int]] = []
@@ -336,12 +418,21 @@ class QuestionAnswerer:
             current = best[qi]
             copies[qi] += result.copies_excluded
             if result.answer and (not current.answer or result.score > current.score):
-                best[qi] = QAResult(result.answer, result.answerability, result.score, wi, result.no_answer_first)
+                best[qi] = QAResult(
+                    result.answer, result.answerability, result.score, wi, result.no_answer_first
+                )
             elif not result.answer and not current.answer:
                 firsts = [f for f in (current.no_answer_first, result.no_answer_first) if f == f]
-                best[qi] = QAResult("", max(current.answerability, result.answerability), current.score, wi,
-                                    min(firsts) if firsts else float("nan"))
-        return [dataclasses.replace(b, copies_excluded=c) for b, c in zip(best, copies, strict=True)]
+                best[qi] = QAResult(
+                    "",
+                    max(current.answerability, result.answerability),
+                    current.score,
+                    wi,
+                    min(firsts) if firsts else float("nan"),
+                )
+        return [
+            dataclasses.replace(b, copies_excluded=c) for b, c in zip(best, copies, strict=True)
+        ]
 
 
 def _drop_copy(result: QAResult, question: str) -> QAResult:
@@ -366,8 +457,15 @@ class ExtractiveQA:
 
     backend = "hf-qa"
 
-    def __init__(self, spec: dict[str, Any], cache=None, threads: int | None = None,
-                 max_seq_len: int = 384, doc_stride: int = 128, max_answer_tokens: int = 30) -> None:
+    def __init__(
+        self,
+        spec: dict[str, Any],
+        cache=None,
+        threads: int | None = None,
+        max_seq_len: int = 384,
+        doc_stride: int = 128,
+        max_answer_tokens: int = 30,
+    ) -> None:
         import torch
         from transformers import AutoModelForQuestionAnswering, AutoTokenizer
 
@@ -376,18 +474,28 @@ class ExtractiveQA:
 
         if threads:
             torch.set_num_threads(threads)
-        self.device = resolve_device(spec.get("device", "auto"), spec["model"],
-                                     key="models.<the metrics.qa model>.device")
+        self.device = resolve_device(
+            spec.get("device", "auto"), spec["model"], key="models.<the metrics.qa model>.device"
+        )
         self.tokenizer = AutoTokenizer.from_pretrained(spec["model"], revision=spec.get("revision"))
-        self.net = AutoModelForQuestionAnswering.from_pretrained(
-            spec["model"], revision=spec.get("revision")).to(self.device).eval()
+        self.net = (
+            AutoModelForQuestionAnswering.from_pretrained(
+                spec["model"], revision=spec.get("revision")
+            )
+            .to(self.device)
+            .eval()
+        )
         self.cache, self.max_seq_len, self.doc_stride = cache, max_seq_len, doc_stride
         self.max_answer_tokens = max_answer_tokens
         local = Path(spec["model"]).exists()
         self._identity = {
-            "backend": self.backend, "model": Path(spec["model"]).name if local else spec["model"],
-            "revision": spec.get("revision"), "weights": model_fingerprint(spec["model"]) if local else None,
-            "max_seq_len": max_seq_len, "doc_stride": doc_stride, "max_answer_tokens": max_answer_tokens,
+            "backend": self.backend,
+            "model": Path(spec["model"]).name if local else spec["model"],
+            "revision": spec.get("revision"),
+            "weights": model_fingerprint(spec["model"]) if local else None,
+            "max_seq_len": max_seq_len,
+            "doc_stride": doc_stride,
+            "max_answer_tokens": max_answer_tokens,
         }
 
     def identity(self) -> dict[str, Any]:
@@ -402,8 +510,15 @@ class ExtractiveQA:
         outputs = []
         for question, context in items:
             enc = self.tokenizer(
-                question, context, truncation="only_second", max_length=self.max_seq_len, stride=self.doc_stride,
-                return_overflowing_tokens=True, return_offsets_mapping=True, padding=True, return_tensors="pt",
+                question,
+                context,
+                truncation="only_second",
+                max_length=self.max_seq_len,
+                stride=self.doc_stride,
+                return_overflowing_tokens=True,
+                return_offsets_mapping=True,
+                padding=True,
+                return_tensors="pt",
             )
             offsets = enc.pop("offset_mapping").tolist()
             enc.pop("overflow_to_sample_mapping", None)
@@ -419,12 +534,16 @@ class ExtractiveQA:
                 scores = p_start[w][:, None] * p_end[w][None, :]
                 allowed = in_context[:, None] & in_context[None, :]
                 allowed &= torch.triu(torch.ones_like(allowed), 0) & ~torch.triu(
-                    torch.ones_like(allowed), self.max_answer_tokens)
+                    torch.ones_like(allowed), self.max_answer_tokens
+                )
                 scores = scores.masked_fill(~allowed, 0.0)
                 flat = int(scores.argmax())
                 i, j = divmod(flat, scores.shape[1])
                 if float(scores[i, j]) > best[1]:
-                    best = (context[offsets[w][i][0]:offsets[w][j][1]].strip(), float(scores[i, j]))
+                    best = (
+                        context[offsets[w][i][0] : offsets[w][j][1]].strip(),
+                        float(scores[i, j]),
+                    )
             answer, score = best if best[1] > null else ("", best[1])
             outputs.append({"answer": answer, "score": score, "null": null})
         return outputs
@@ -432,21 +551,39 @@ class ExtractiveQA:
     def answer(self, items: Sequence[tuple[str, str]]) -> list[QAResult]:
         from isqaflow.models.cache import call_key
 
-        keys = [call_key("extractive_qa", self._identity, {"question": q, "context": c}, {}) for q, c in items]
+        keys = [
+            call_key("extractive_qa", self._identity, {"question": q, "context": c}, {})
+            for q, c in items
+        ]
         found = self.cache.get_many(keys) if self.cache is not None else {}
         todo = [i for i, k in enumerate(keys) if k not in found]
         if todo:
             outs = self._run([items[i] for i in todo])
             if self.cache is not None:
-                self.cache.put_many([
-                    (keys[i], "extractive_qa", self._identity, {"question": items[i][0], "context": items[i][1]}, {}, o)
-                    for i, o in zip(todo, outs, strict=True)
-                ])
+                self.cache.put_many(
+                    [
+                        (
+                            keys[i],
+                            "extractive_qa",
+                            self._identity,
+                            {"question": items[i][0], "context": items[i][1]},
+                            {},
+                            o,
+                        )
+                        for i, o in zip(todo, outs, strict=True)
+                    ]
+                )
             found.update((keys[i], o) for i, o in zip(todo, outs, strict=True))
         results = []
         for key in keys:
             out = found[key]
             answer = out["answer"]
-            results.append(QAResult(answer, 1.0 - out["null"], out["score"] if answer else float("-inf"),
-                                    no_answer_first=out["null"]))
+            results.append(
+                QAResult(
+                    answer,
+                    1.0 - out["null"],
+                    out["score"] if answer else float("-inf"),
+                    no_answer_first=out["null"],
+                )
+            )
         return results

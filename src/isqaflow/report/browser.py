@@ -43,8 +43,24 @@ from isqaflow.io import write_text
 __all__ = ["FILTERS", "ITEM_KEYS", "check_items", "render_page", "write_browser"]
 
 ITEM_KEYS = (
-    "id", "kind", "judge", "setting", "title", "systems", "texts", "replies", "verdict", "verdicts",
-    "flip", "length_diff", "human", "human_agrees", "control", "expected", "correct", "tally",
+    "id",
+    "kind",
+    "judge",
+    "setting",
+    "title",
+    "systems",
+    "texts",
+    "replies",
+    "verdict",
+    "verdicts",
+    "flip",
+    "length_diff",
+    "human",
+    "human_agrees",
+    "control",
+    "expected",
+    "correct",
+    "tally",
 )
 FILTERS = ("judge", "setting", "kind", "system", "verdict", "flip", "human")
 MAX_SHOWN = 300  # cards drawn at once (the counts always cover every matching item)
@@ -59,12 +75,16 @@ def check_items(items: Sequence[Mapping[str, Any]]) -> None:
             raise ValueError(f"browser item {n} ({item.get('id')!r}) lacks {missing}")
         key = f"{item['judge']}/{item['setting']}/{item['id']}"
         if key in seen:
-            raise ValueError(f"browser item {n}: id {item['id']!r} of judge {item['judge']!r} repeated")
+            raise ValueError(
+                f"browser item {n}: id {item['id']!r} of judge {item['judge']!r} repeated"
+            )
         seen.add(key)
         for field in ("texts", "replies"):
             for entry in item[field]:
                 if len(entry) != (2 if field == "texts" else 3):
-                    raise ValueError(f"browser item {item['id']!r}: malformed {field} entry {entry!r}")
+                    raise ValueError(
+                        f"browser item {item['id']!r}: malformed {field} entry {entry!r}"
+                    )
 
 
 def _finite(value: Any) -> Any:
@@ -172,26 +192,40 @@ render();
 """
 
 
-def render_page(title: str, items: Sequence[Mapping[str, Any]], notes: Sequence[str] = (),
-                tally_keys: Sequence[str] = ()) -> str:
+def render_page(
+    title: str,
+    items: Sequence[Mapping[str, Any]],
+    notes: Sequence[str] = (),
+    tally_keys: Sequence[str] = (),
+) -> str:
     """The page's HTML: ``notes`` (plain text paragraphs) above the filters and the items."""
     check_items(items)
     keys = list(tally_keys) or sorted({k for item in items for k in item["tally"]})
-    data = {"items": list(items), "filters": list(FILTERS), "max_shown": MAX_SHOWN, "tally_keys": keys}
+    data = {
+        "items": list(items),
+        "filters": list(FILTERS),
+        "max_shown": MAX_SHOWN,
+        "tally_keys": keys,
+    }
     paragraphs = "".join(f'<p class="note">{html.escape(note)}</p>' for note in notes)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1>{paragraphs}<div id=\"filters\"></div>"
-        f"<div id=\"summary\"><span id=\"count\">0</span> of {len(items)} items<span id=\"tallies\"></span></div>"
-        "<div id=\"list\"></div>"
-        f"<script type=\"application/json\" id=\"items\">{_embedded_json(data)}</script>"
+        f'<h1>{html.escape(title)}</h1>{paragraphs}<div id="filters"></div>'
+        f'<div id="summary"><span id="count">0</span> of {len(items)} items<span id="tallies"></span></div>'
+        '<div id="list"></div>'
+        f'<script type="application/json" id="items">{_embedded_json(data)}</script>'
         f"<script>{_SCRIPT}</script></body></html>\n"
     )
 
 
-def write_browser(path: str | os.PathLike, title: str, items: Sequence[Mapping[str, Any]],
-                  notes: Sequence[str] = (), tally_keys: Sequence[str] = ()) -> int:
+def write_browser(
+    path: str | os.PathLike,
+    title: str,
+    items: Sequence[Mapping[str, Any]],
+    notes: Sequence[str] = (),
+    tally_keys: Sequence[str] = (),
+) -> int:
     """Write the page atomically; returns the number of items."""
     write_text(path, render_page(title, items, notes, tally_keys))
     return len(items)

@@ -27,8 +27,15 @@ from typing import Any
 
 from isqaflow.io import read_jsonl
 
-__all__ = ["CANARIES", "NO_PREVIOUS", "canary_key", "compare_canaries", "gather_canaries", "previous_canaries",
-           "summarize_canaries"]
+__all__ = [
+    "CANARIES",
+    "NO_PREVIOUS",
+    "canary_key",
+    "compare_canaries",
+    "gather_canaries",
+    "previous_canaries",
+    "summarize_canaries",
+]
 
 #: where the run's canary summary is written, relative to the results folder
 CANARIES = "judges/canaries.json"
@@ -46,9 +53,19 @@ def summarize_canaries(paths: Iterable[str | Path]) -> dict[str, dict[str, Any]]
     for path in paths:
         for _, record in read_jsonl(path):
             key = canary_key(record)
-            entry = outcomes.setdefault(key, {
-                "instrument": record["instrument"], "judge": record["name"], "control": record["control"],
-                "rule": record["rule"], "n": 0, "n_correct": 0, "n_invalid": 0, "items": []})
+            entry = outcomes.setdefault(
+                key,
+                {
+                    "instrument": record["instrument"],
+                    "judge": record["name"],
+                    "control": record["control"],
+                    "rule": record["rule"],
+                    "n": 0,
+                    "n_correct": 0,
+                    "n_invalid": 0,
+                    "items": [],
+                },
+            )
             entry["n"] += 1
             entry["n_correct"] += record["correct"] is True
             entry["n_invalid"] += record["correct"] is None
@@ -74,8 +91,9 @@ def previous_canaries(manifest_path: str | Path) -> dict[str, dict[str, Any]] | 
     return canaries if isinstance(canaries, dict) else None
 
 
-def compare_canaries(current: Mapping[str, Mapping[str, Any]],
-                     previous: Mapping[str, Mapping[str, Any]] | None) -> dict[str, str]:
+def compare_canaries(
+    current: Mapping[str, Mapping[str, Any]], previous: Mapping[str, Mapping[str, Any]] | None
+) -> dict[str, str]:
     """``canary_key`` -> "changed", "unchanged" or :data:`NO_PREVIOUS`."""
     status = {}
     for key, entry in current.items():

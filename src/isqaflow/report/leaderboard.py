@@ -53,7 +53,11 @@ BROWSERS = {"arena": "../browser/arena.html", "drfr": "../browser/drfr.html"}
 def browser_link(suite: str, **filters: str) -> str:
     """The browser page of ``suite`` filtered to ``filters`` (the page reads them from the URL's
     hash: :mod:`isqaflow.report.browser`); values percent-encoded."""
-    return BROWSERS[suite] + "#" + "&".join(f"{key}={quote(str(value), safe='')}" for key, value in filters.items())
+    return (
+        BROWSERS[suite]
+        + "#"
+        + "&".join(f"{key}={quote(str(value), safe='')}" for key, value in filters.items())
+    )
 
 
 def _run_and_judge(setting: str) -> tuple[str, str]:
@@ -62,15 +66,23 @@ def _run_and_judge(setting: str) -> tuple[str, str]:
     return run, judge
 
 
-def _cell(point: float, lower: float | None = None, upper: float | None = None, n: Any = None,
-          digits: int = 1, exact: bool = False) -> str:
+def _cell(
+    point: float,
+    lower: float | None = None,
+    upper: float | None = None,
+    n: Any = None,
+    digits: int = 1,
+    exact: bool = False,
+) -> str:
     """``exact``: an exact interval (Clopper-Pearson), which keeps its coverage at small n (no
     small-n mark)."""
     if point is None or (isinstance(point, float) and np.isnan(point)):
         return "--"
     text = f"{point:.{digits}f}"
     few = not exact and n is not None and not pd.isna(n) and int(n) < SMALL_N
-    one = n is not None and not pd.isna(n) and int(n) < 2  # a zero-width interval from one item: none
+    one = (
+        n is not None and not pd.isna(n) and int(n) < 2
+    )  # a zero-width interval from one item: none
     if lower is not None and upper is not None and not (np.isnan(lower) or np.isnan(upper) or one):
         text += f" [{lower:.{digits}f}, {upper:.{digits}f}]" + (SMALL_N_MARK if few else "")
         if upper - lower == 0:  # every resample gave the same value: no certainty
@@ -99,8 +111,15 @@ class _Board:
     def is_self(self, suite: str, judges: Sequence[str], system: str) -> bool:
         return any((suite, judge, system) in self.self_judged for judge in judges)
 
-    def put(self, system: str, column: str, cell: str, link: str | None = None, self_judged: bool = False,
-            **numbers: Any) -> None:
+    def put(
+        self,
+        system: str,
+        column: str,
+        cell: str,
+        link: str | None = None,
+        self_judged: bool = False,
+        **numbers: Any,
+    ) -> None:
         if column not in self.columns:
             self.columns.append(column)
         if self_judged:
@@ -109,9 +128,19 @@ class _Board:
         if link:
             self.links.setdefault(system, {})[column] = link
         lower, upper = numbers.get("lower"), numbers.get("upper")
-        degenerate = lower is not None and upper is not None and not pd.isna(lower) and lower == upper
-        self.numbers.append({"system": system, "column": column, **numbers, "self_judged": self_judged,
-                             "degenerate": degenerate, "browser": link or ""})
+        degenerate = (
+            lower is not None and upper is not None and not pd.isna(lower) and lower == upper
+        )
+        self.numbers.append(
+            {
+                "system": system,
+                "column": column,
+                **numbers,
+                "self_judged": self_judged,
+                "degenerate": degenerate,
+                "browser": link or "",
+            }
+        )
 
     def markdown_cell(self, system: str, column: str) -> str:
         """The cell as a Markdown link to its items in the judgment browser (where it has one)."""
@@ -126,13 +155,24 @@ def drfr_columns(board: _Board, table5_long: pd.DataFrame) -> None:
         for label in ("Overall", "Easy", "Hard"):
             if label in row and not pd.isna(row[label]):
                 n = row.get(f"{label}_n")
-                board.put(row["model"], f"DRFR {label.lower()}{tag}",
-                          _cell(100 * row[label], 100 * row[f"{label}_lower"], 100 * row[f"{label}_upper"],
-                                None if pd.isna(n) else n),
-                          link=browser_link("drfr", system=row["model"], judge=row["judge"], kind="response"),
-                          self_judged=board.is_self("drfr", [row["judge"]], row["model"]),
-                          value=100 * row[label], lower=100 * row[f"{label}_lower"],
-                          upper=100 * row[f"{label}_upper"], n=n)
+                board.put(
+                    row["model"],
+                    f"DRFR {label.lower()}{tag}",
+                    _cell(
+                        100 * row[label],
+                        100 * row[f"{label}_lower"],
+                        100 * row[f"{label}_upper"],
+                        None if pd.isna(n) else n,
+                    ),
+                    link=browser_link(
+                        "drfr", system=row["model"], judge=row["judge"], kind="response"
+                    ),
+                    self_judged=board.is_self("drfr", [row["judge"]], row["model"]),
+                    value=100 * row[label],
+                    lower=100 * row[f"{label}_lower"],
+                    upper=100 * row[f"{label}_upper"],
+                    n=n,
+                )
 
 
 def exact_interval(percent: float, n: Any) -> tuple[float, float]:
@@ -151,17 +191,38 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
         tag = _suffix(row["setting"], settings)
         n = row["n_valid"]
         run, judge = _run_and_judge(row["setting"])
-        where = {"link": browser_link("arena", system=row["model"], setting=run, judge=judge, kind="reference"),
-                 "self_judged": board.is_self("arena", [judge], row["model"])}
-        for column, rate in ((f"arena win % vs LFRQA{tag}", row["win_rate"]),
-                             (f"arena win+tie % vs LFRQA{tag}", row["win_tie_rate"])):
+        where = {
+            "link": browser_link(
+                "arena", system=row["model"], setting=run, judge=judge, kind="reference"
+            ),
+            "self_judged": board.is_self("arena", [judge], row["model"]),
+        }
+        for column, rate in (
+            (f"arena win % vs LFRQA{tag}", row["win_rate"]),
+            (f"arena win+tie % vs LFRQA{tag}", row["win_tie_rate"]),
+        ):
             lower, upper = exact_interval(rate, n)
-            board.put(row["model"], column, _cell(rate, lower, upper, n, exact=True), **where, value=rate, lower=lower,
-                      upper=upper, n=n)
+            board.put(
+                row["model"],
+                column,
+                _cell(rate, lower, upper, n, exact=True),
+                **where,
+                value=rate,
+                lower=lower,
+                upper=upper,
+                n=n,
+            )
         if "LC win rate %" in row and not pd.isna(row["LC win rate %"]):
-            board.put(row["model"], f"arena LC win % vs LFRQA{tag}",
-                      _cell(row["LC win rate %"], row["LC lower"], row["LC upper"], n), **where,
-                      value=row["LC win rate %"], lower=row["LC lower"], upper=row["LC upper"], n=n)
+            board.put(
+                row["model"],
+                f"arena LC win % vs LFRQA{tag}",
+                _cell(row["LC win rate %"], row["LC lower"], row["LC upper"], n),
+                **where,
+                value=row["LC win rate %"],
+                lower=row["LC lower"],
+                upper=row["LC upper"],
+                n=n,
+            )
     if ratings.empty:
         return
     settings = list(ratings["setting"].unique())
@@ -176,13 +237,24 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
             for method in ("Bradley-Terry", "Elo"):  # the maximum-likelihood fit first
                 if method == "Elo" and str(row.get("Elo converged", True)) == "False":
                     continue  # online Elo that has not converged (arena_ratings: 'spread / BT')
-                board.put(row["model"], f"{method}{tag}",
-                          _cell(row[f"{method} rating"], row[f"{method} lower"], row[f"{method} upper"],
-                                row["votes"], digits=0),
-                          link=browser_link("arena", system=row["model"], setting=run, judge=judge),
-                          self_judged=board.is_self("arena", [judge], row["model"]),
-                          value=row[f"{method} rating"], lower=row[f"{method} lower"],
-                          upper=row[f"{method} upper"], n=row["votes"], battles=battles)
+                board.put(
+                    row["model"],
+                    f"{method}{tag}",
+                    _cell(
+                        row[f"{method} rating"],
+                        row[f"{method} lower"],
+                        row[f"{method} upper"],
+                        row["votes"],
+                        digits=0,
+                    ),
+                    link=browser_link("arena", system=row["model"], setting=run, judge=judge),
+                    self_judged=board.is_self("arena", [judge], row["model"]),
+                    value=row[f"{method} rating"],
+                    lower=row[f"{method} lower"],
+                    upper=row[f"{method} upper"],
+                    n=row["votes"],
+                    battles=battles,
+                )
 
 
 def summary_system_label(summarizer: str, system: str) -> str:
@@ -190,15 +262,22 @@ def summary_system_label(summarizer: str, system: str) -> str:
     return system if summarizer == system else f"{summarizer} {system}"
 
 
-def metric_columns(board: _Board, score_paths: Sequence[str | Path], systems: Mapping[str, Sequence[str]],
-                   rounds: int, seed: int) -> None:
+def metric_columns(
+    board: _Board,
+    score_paths: Sequence[str | Path],
+    systems: Mapping[str, Sequence[str]],
+    rounds: int,
+    seed: int,
+) -> None:
     rows = [obj for path in score_paths for _, obj in read_jsonl(path)]
     if not rows:
         return
     scores = pd.DataFrame(rows)
     scores = scores[scores["final"].fillna(True).astype(bool)]
     datasets = list(scores["dataset"].unique())
-    for (dataset, summarizer, system), df in scores.groupby(["dataset", "summarizer", "system"], sort=True):
+    for (dataset, summarizer, system), df in scores.groupby(
+        ["dataset", "summarizer", "system"], sort=True
+    ):
         if system not in systems.get(f"{dataset}/{summarizer}", ()):
             continue
         tag = _suffix(dataset, datasets)
@@ -206,25 +285,44 @@ def metric_columns(board: _Board, score_paths: Sequence[str | Path], systems: Ma
             if metric not in df:
                 continue
             ci = bootstrap_ci(100 * df[metric].to_numpy(dtype=float), rounds=rounds, seed=seed)
-            board.put(summary_system_label(summarizer, system), f"{label}{tag}",
-                      _cell(ci["estimate"], ci["lower"], ci["upper"], ci["n"]),
-                      value=ci["estimate"], lower=ci["lower"], upper=ci["upper"], n=ci["n"])
+            board.put(
+                summary_system_label(summarizer, system),
+                f"{label}{tag}",
+                _cell(ci["estimate"], ci["lower"], ci["upper"], ci["n"]),
+                value=ci["estimate"],
+                lower=ci["lower"],
+                upper=ci["upper"],
+                n=ci["n"],
+            )
 
 
-def summary_judge_columns(board: _Board, drfr_summaries: pd.DataFrame, arena_summaries: pd.DataFrame,
-                          drfr_judges: Sequence[str] = ()) -> None:
+def summary_judge_columns(
+    board: _Board,
+    drfr_summaries: pd.DataFrame,
+    arena_summaries: pd.DataFrame,
+    drfr_judges: Sequence[str] = (),
+) -> None:
     """``drfr_judges``: the DRFR judges whose verdicts the summaries' DRFR pools."""
     if not drfr_summaries.empty:
         datasets = list(drfr_summaries["dataset"].unique())
         for row in drfr_summaries.to_dict("records"):
             tag = _suffix(row["dataset"], datasets)
-            board.put(summary_system_label(row["summarizer"], row["system"]), f"summary DRFR{tag}",
-                      _cell(100 * row["drfr"], 100 * row["lower"], 100 * row["upper"], row["n_papers"]),
-                      link=browser_link("drfr", system=row["system"],
-                                        setting=f"summaries {row['dataset']}/{row['summarizer']}", kind="summary"),
-                      self_judged=board.is_self("drfr", drfr_judges, f"summaries:{row['summarizer']}"),
-                      value=100 * row["drfr"], lower=100 * row["lower"], upper=100 * row["upper"],
-                      n=row["n_papers"])
+            board.put(
+                summary_system_label(row["summarizer"], row["system"]),
+                f"summary DRFR{tag}",
+                _cell(100 * row["drfr"], 100 * row["lower"], 100 * row["upper"], row["n_papers"]),
+                link=browser_link(
+                    "drfr",
+                    system=row["system"],
+                    setting=f"summaries {row['dataset']}/{row['summarizer']}",
+                    kind="summary",
+                ),
+                self_judged=board.is_self("drfr", drfr_judges, f"summaries:{row['summarizer']}"),
+                value=100 * row["drfr"],
+                lower=100 * row["lower"],
+                upper=100 * row["upper"],
+                n=row["n_papers"],
+            )
     if not arena_summaries.empty:
         against = arena_summaries[arena_summaries["comparison"].str.endswith(f" vs {ABSTRACT}")]
         datasets = list(against["dataset"].unique())
@@ -232,12 +330,23 @@ def summary_judge_columns(board: _Board, drfr_summaries: pd.DataFrame, arena_sum
             system = row["comparison"][: -len(f" vs {ABSTRACT}")]
             tag = _suffix(row["dataset"], datasets)
             n = row["pairs"] - row["invalid"]
-            board.put(summary_system_label(row["summarizer"], system), f"summary win % vs {ABSTRACT}{tag}",
-                      _cell(row["win %"], n=n),
-                      link=browser_link("arena", system=system, setting=f"summaries {row['dataset']}/{row['summarizer']}",
-                                        judge=row["judge"], kind="summary reference"),
-                      self_judged=board.is_self("arena", [row["judge"]], f"summaries:{row['summarizer']}"),
-                      value=row["win %"], n=n)
+            board.put(
+                summary_system_label(row["summarizer"], system),
+                f"summary win % vs {ABSTRACT}{tag}",
+                _cell(row["win %"], n=n),
+                link=browser_link(
+                    "arena",
+                    system=system,
+                    setting=f"summaries {row['dataset']}/{row['summarizer']}",
+                    judge=row["judge"],
+                    kind="summary reference",
+                ),
+                self_judged=board.is_self(
+                    "arena", [row["judge"]], f"summaries:{row['summarizer']}"
+                ),
+                value=row["win %"],
+                n=n,
+            )
 
 
 def _read_csv(path: str | Path | None, **kwargs: Any) -> pd.DataFrame:
@@ -251,7 +360,9 @@ def read_ratings(path: str | Path | None) -> pd.DataFrame:
     if not path or not Path(path).exists() or Path(path).stat().st_size <= 1:
         return pd.DataFrame()
     table = pd.read_csv(path, header=[0, 1], index_col=0)
-    table.columns = [" ".join(p for p in col if not p.startswith("Unnamed")).strip() for col in table.columns]
+    table.columns = [
+        " ".join(p for p in col if not p.startswith("Unnamed")).strip() for col in table.columns
+    ]
     return table.rename_axis("model").reset_index()
 
 
@@ -259,7 +370,7 @@ COVERED_SHOWN = 3
 
 
 def coverage_note(check: Mapping[str, Any]) -> str:
-    """"3/15" for a full file; for a partial one, which items it covers: per domain for RAG
+    """ "3/15" for a full file; for a partial one, which items it covers: per domain for RAG
     queries (``<domain>:<id>``), else the first few ids ("3/15, partial: fiqa 2, science 1")."""
     text = f"{check['n']}/{check['n_dataset']}"
     if check.get("coverage") != "partial":
@@ -270,8 +381,9 @@ def coverage_note(check: Mapping[str, Any]) -> str:
     if all(":" in key for key in covered):
         per_domain = Counter(key.split(":", 1)[0] for key in covered)
         return f"{text}, partial: " + " ".join(f"{d} {n}" for d, n in sorted(per_domain.items()))
-    shown = " ".join(covered[:COVERED_SHOWN]) + (f" +{len(covered) - COVERED_SHOWN} more"
-                                                 if len(covered) > COVERED_SHOWN else "")
+    shown = " ".join(covered[:COVERED_SHOWN]) + (
+        f" +{len(covered) - COVERED_SHOWN} more" if len(covered) > COVERED_SHOWN else ""
+    )
     return f"{text}, partial: {shown}"
 
 
@@ -284,12 +396,15 @@ def interval_ranks(numbers: pd.DataFrame) -> pd.Series:
     an interval counts as the point."""
     lower = numbers["lower"].fillna(numbers["value"]) if "lower" in numbers else numbers["value"]
     upper = numbers["upper"].fillna(numbers["value"]) if "upper" in numbers else numbers["value"]
-    ranks = {system: 1 + int((lower > up).sum()) for system, up in zip(numbers["system"], upper, strict=True)}
+    ranks = {
+        system: 1 + int((lower > up).sum())
+        for system, up in zip(numbers["system"], upper, strict=True)
+    }
     return pd.Series(ranks, dtype=int)
 
 
 def rank_columns(board: _Board) -> dict[str, pd.Series]:
-    """"rank <column>" -> system -> rank, for every column of :data:`RANKED`."""
+    """ "rank <column>" -> system -> rank, for every column of :data:`RANKED`."""
     long = pd.DataFrame(board.numbers)
     ranks = {}
     for prefix in RANKED:
@@ -303,34 +418,50 @@ def rank_columns(board: _Board) -> dict[str, pd.Series]:
 def notes(board: _Board, ranks: Sequence[str]) -> list[str]:
     """The footnotes under the table (Markdown; the full control text one link away)."""
     cells = " ".join(text for row in board.cells.values() for text in row.values())
-    lines = [("Cells: value [95% CI] (n); each judged cell links to its items in the judgment browser. DRFR x100, "
-             "CI over instructions; arena win and win+tie % against LFRQA (n = pairs with a valid verdict, one per "
-             "query; exact Clopper-Pearson 95% CI from the counts) and "
-             "the length-controlled win rate (AlpacaEval 2.0, ties half; '--' where not identified); "
-             "Bradley-Terry, and online Elo only where it has converged (n = votes); QAGS, QuestEval, ROUGE "
-             "x100 of the final summaries over papers; the summaries' DRFR and win % against the abstract. "
-             "'source': a file's coverage (n of the dataset's items; its cells are on those items).")]
+    lines = [
+        (
+            "Cells: value [95% CI] (n); each judged cell links to its items in the judgment browser. DRFR x100, "
+            "CI over instructions; arena win and win+tie % against LFRQA (n = pairs with a valid verdict, one per "
+            "query; exact Clopper-Pearson 95% CI from the counts) and "
+            "the length-controlled win rate (AlpacaEval 2.0, ties half; '--' where not identified); "
+            "Bradley-Terry, and online Elo only where it has converged (n = votes); QAGS, QuestEval, ROUGE "
+            "x100 of the final summaries over papers; the summaries' DRFR and win % against the abstract. "
+            "'source': a file's coverage (n of the dataset's items; its cells are on those items)."
+        )
+    ]
     if ranks:
-        lines.append("rank: 1 + the systems whose whole interval lies above this one's (overlapping intervals "
-                     "share a rank), in " + ", ".join(c.removeprefix("rank ") for c in ranks)
-                     + "; rows sorted by rank.")
+        lines.append(
+            "rank: 1 + the systems whose whole interval lies above this one's (overlapping intervals "
+            "share a rank), in "
+            + ", ".join(c.removeprefix("rank ") for c in ranks)
+            + "; rows sorted by rank."
+        )
     if f" {SELF}" in cells:
-        lines.append(f"{SELF}: judged by a judge of the system's own model family (or its own model), whose "
-                     "verdicts may favour it (judges_self_preference).")
+        lines.append(
+            f"{SELF}: judged by a judge of the system's own model family (or its own model), whose "
+            "verdicts may favour it (judges_self_preference)."
+        )
     if SMALL_N_MARK in cells:
         lines.append(small_n_note("items (the cell's n)") + ".")
     if DEGENERATE_MARK in cells:
-        lines.append(f"{DEGENERATE_MARK} interval of zero width: every bootstrap resample gave the same value "
-                     "(e.g. all wins or all ties); not certainty.")
+        lines.append(
+            f"{DEGENERATE_MARK} interval of zero width: every bootstrap resample gave the same value "
+            "(e.g. all wins or all ties); not certainty."
+        )
     return lines
 
 
 def controls_brief(summary: Mapping[str, Any]) -> str:
     """The caption's last sentence: each column's instrument on its known-answer controls, briefly
     (the full text in results/tables/validity.*)."""
-    return ("Controls (known answers; in full: the validity table): " + "; ".join(
-        validity_brief(summary, instrument) for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"))
-        + ". ROUGE has no control (a reference overlap, not a judge).")
+    return (
+        "Controls (known answers; in full: the validity table): "
+        + "; ".join(
+            validity_brief(summary, instrument)
+            for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval")
+        )
+        + ". ROUGE has no control (a reference overlap, not a judge)."
+    )
 
 
 NUMBERS = ("value", "lower", "upper", "n")
@@ -365,8 +496,12 @@ def section_of(column: str) -> str:
     return SECTIONS[2]
 
 
-def sectioned_markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], ranks: Mapping[str, pd.Series],
-                       file_systems: Mapping[str, Any]) -> str:
+def sectioned_markdown(
+    rows: Sequence[Mapping[str, Any]],
+    columns: Sequence[str],
+    ranks: Mapping[str, pd.Series],
+    file_systems: Mapping[str, Any],
+) -> str:
     """The Markdown view: one compact table per suite -- its systems (those with a cell there), its
     rank, the source and its columns only -- sorted by its rank (a suite without one: by name)."""
     parts = []
@@ -376,10 +511,24 @@ def sectioned_markdown(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]
             continue
         ranked = [c for c in ranks if section_of(c) == section]
         shown = [r for r in rows if any(r[c] for c in cells)]
-        shown.sort(key=lambda r: (*(ranks[c].get(r["system"], np.inf) for c in ranked),
-                                  r["system"] not in file_systems, r["system"]))
-        frame = pd.DataFrame([{"system": r["system"], **{c: r[c] for c in ranked}, "source": r["source"],
-                               **{c: r[c] for c in cells}} for r in shown])
+        shown.sort(
+            key=lambda r: (
+                *(ranks[c].get(r["system"], np.inf) for c in ranked),
+                r["system"] not in file_systems,
+                r["system"],
+            )
+        )
+        frame = pd.DataFrame(
+            [
+                {
+                    "system": r["system"],
+                    **{c: r[c] for c in ranked},
+                    "source": r["source"],
+                    **{c: r[c] for c in cells},
+                }
+                for r in shown
+            ]
+        )
         parts.append(f"{section}:\n\n" + frame.to_markdown(index=False))
     return "\n\n".join(parts)
 
@@ -399,16 +548,29 @@ class LeaderboardSettings:
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any = None) -> LeaderboardSettings:
         """From the rule's params (summary_systems, judge_pairs, rounds, seed); no wildcards."""
-        return cls(summary_systems=params.summary_systems, judge_pairs=tuple(params.judge_pairs),
-                   rounds=params.rounds, seed=params.seed)
+        return cls(
+            summary_systems=params.summary_systems,
+            judge_pairs=tuple(params.judge_pairs),
+            rounds=params.rounds,
+            seed=params.seed,
+        )
 
 
-def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, drfr_summaries: str | Path | None,
-                      arena_win_rates: str | Path | None, arena_ratings: str | Path | None,
-                      arena_summaries: str | Path | None, score_paths: Sequence[str | Path],
-                      validity_summary_path: str | Path, systems_path: str | Path | None,
-                      settings: LeaderboardSettings, panel_path: str | Path | None = None,
-                      panel_loo_path: str | Path | None = None) -> pd.DataFrame:
+def build_leaderboard(
+    out_stem: str | Path,
+    *,
+    drfr_table5: str | Path | None,
+    drfr_summaries: str | Path | None,
+    arena_win_rates: str | Path | None,
+    arena_ratings: str | Path | None,
+    arena_summaries: str | Path | None,
+    score_paths: Sequence[str | Path],
+    validity_summary_path: str | Path,
+    systems_path: str | Path | None,
+    settings: LeaderboardSettings,
+    panel_path: str | Path | None = None,
+    panel_loo_path: str | Path | None = None,
+) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``systems_path``: results/systems/checked.json (system -> {suite: its
     check record}, none when the run has no file-based system), for the source column;
@@ -433,31 +595,52 @@ def build_leaderboard(out_stem: str | Path, *, drfr_table5: str | Path | None, d
     for system in sorted(board.cells, key=order):
         checks = file_systems.get(system, {})
         if checks:
-            source = "file: " + ", ".join(f"{suite} ({coverage_note(c)})" for suite, c in sorted(checks.items()))
+            source = "file: " + ", ".join(
+                f"{suite} ({coverage_note(c)})" for suite, c in sorted(checks.items())
+            )
         else:
             source = "model"
         rank = {c: (int(r[system]) if system in r else "") for c, r in ranks.items()}
-        rows.append({"system": system, **rank, "source": source,
-                     **{c: board.cells[system].get(c, "") for c in board.columns}})
-        markdown.append({"system": system, **rank, "source": source,
-                         **{c: board.markdown_cell(system, c) for c in board.columns}})
+        rows.append(
+            {
+                "system": system,
+                **rank,
+                "source": source,
+                **{c: board.cells[system].get(c, "") for c in board.columns},
+            }
+        )
+        markdown.append(
+            {
+                "system": system,
+                **rank,
+                "source": source,
+                **{c: board.markdown_cell(system, c) for c in board.columns},
+            }
+        )
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
     summary = read_json(validity_summary_path)
     footnotes = notes(board, list(ranks)) + panel_lines(panel_path, panel_loo_path)
-    caption = ("Leaderboard: every system across the suites (the models the workflow runs and systems read "
-               "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
-               "notes below the tables. " + controls_brief(summary))
+    caption = (
+        "Leaderboard: every system across the suites (the models the workflow runs and systems read "
+        "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
+        "notes below the tables. " + controls_brief(summary)
+    )
     stem = Path(out_stem)
     write_table(with_numbers(table, board), [f"{stem}.csv"], digits=1)
     if markdown:  # one compact table per suite
         body = sectioned_markdown(markdown, board.columns, ranks, file_systems)
-        write_text(f"{stem}.md", "\n\n".join([caption, body, *footnotes,
-                                                 "Full controls: [validity](validity.html)."]) + "\n")
+        write_text(
+            f"{stem}.md",
+            "\n\n".join([caption, body, *footnotes, "Full controls: [validity](validity.html)."])
+            + "\n",
+        )
     else:
         write_table(table, [f"{stem}.md"], caption=caption)
     # LaTeX: no links; the notes as its comment
     write_table(table, [f"{stem}.tex"], digits=1, caption=caption + " " + " ".join(footnotes))
     long = pd.DataFrame(board.numbers)
-    write_table(long.set_index(["system", "column"]) if not long.empty else long,
-                [stem.with_name(stem.name + "_long.csv")])
+    write_table(
+        long.set_index(["system", "column"]) if not long.empty else long,
+        [stem.with_name(stem.name + "_long.csv")],
+    )
     return table

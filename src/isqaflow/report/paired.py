@@ -38,13 +38,35 @@ from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_note
 from isqaflow.stats import sign_flip_test
 
-__all__ = ["arena_outcomes", "drfr_outcomes", "holm", "mcnemar_exact", "paired_figure", "paired_matrix",
-           "paired_tests", "write_paired_tests"]
+__all__ = [
+    "arena_outcomes",
+    "drfr_outcomes",
+    "holm",
+    "mcnemar_exact",
+    "paired_figure",
+    "paired_matrix",
+    "paired_tests",
+    "write_paired_tests",
+]
 
 # the same as isqaflow.arena.ratings.length.PREFERENCE, a floor above (tests/unit/report/test_paired.py checks it)
 _PREFERENCE = {"1": 1.0, "tie": 0.5, "2": 0.0}
-COLUMNS = ("suite", "setting", "judge", "system_a", "system_b", "n", "mean_a", "mean_b", "diff", "only_a",
-           "only_b", "test", "p", "p_holm")
+COLUMNS = (
+    "suite",
+    "setting",
+    "judge",
+    "system_a",
+    "system_b",
+    "n",
+    "mean_a",
+    "mean_b",
+    "diff",
+    "only_a",
+    "only_b",
+    "test",
+    "p",
+    "p_holm",
+)
 
 
 def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
@@ -56,7 +78,11 @@ def mcnemar_exact(a: Sequence[bool], b: Sequence[bool]) -> dict:
         raise ValueError(f"paired outcomes need equal lengths, got {a.size} and {b.size}")
     only_a, only_b = int(np.count_nonzero(a & ~b)), int(np.count_nonzero(~a & b))
     discordant = only_a + only_b
-    p = 1.0 if discordant == 0 else float(binomtest(only_b, discordant, 0.5, alternative="two-sided").pvalue)
+    p = (
+        1.0
+        if discordant == 0
+        else float(binomtest(only_b, discordant, 0.5, alternative="two-sided").pvalue)
+    )
     return {"only_a": only_a, "only_b": only_b, "p": p}
 
 
@@ -84,10 +110,15 @@ def drfr_outcomes(paths: Mapping[str, str]) -> pd.DataFrame:
             for field in ("judge", "model", "instruction_id", "question_index", "answer"):
                 if field not in record:
                     raise ValueError(f"{path}, line {line}: judgment record lacks {field!r}")
-            rows.append({"setting": setting.removesuffix(f".{record['judge']}"), "judge": record["judge"],
-                         "system": record["model"],
-                         "item": f"{record['instruction_id']}#{record['question_index']}",
-                         "value": record["answer"] == "YES"})
+            rows.append(
+                {
+                    "setting": setting.removesuffix(f".{record['judge']}"),
+                    "judge": record["judge"],
+                    "system": record["model"],
+                    "item": f"{record['instruction_id']}#{record['question_index']}",
+                    "value": record["answer"] == "YES",
+                }
+            )
     return pd.DataFrame(rows, columns=["setting", "judge", "system", "item", "value"])
 
 
@@ -104,27 +135,44 @@ def arena_outcomes(paths: Mapping[str, str]) -> pd.DataFrame:
             for field in ("system_a", "domain", "qid", "verdict"):
                 if field not in record:
                     raise ValueError(f"{path}, line {line}: judged pair lacks {field!r}")
-            rows.append({"setting": setting.removesuffix(f".{record.get('judge', '')}"),
-                         "judge": record.get("judge", ""), "system": record["system_a"],
-                         "item": f"{record['domain']}:{record['qid']}",
-                         "value": _PREFERENCE.get(record.get("verdict"), np.nan)})
+            rows.append(
+                {
+                    "setting": setting.removesuffix(f".{record.get('judge', '')}"),
+                    "judge": record.get("judge", ""),
+                    "system": record["system_a"],
+                    "item": f"{record['domain']}:{record['qid']}",
+                    "value": _PREFERENCE.get(record.get("verdict"), np.nan),
+                }
+            )
     return pd.DataFrame(rows, columns=["setting", "judge", "system", "item", "value"])
 
 
-def _family_rows(suite: str, setting: str, judge: str, wide: pd.DataFrame, rounds: int, seed: int) -> list[dict]:
+def _family_rows(
+    suite: str, setting: str, judge: str, wide: pd.DataFrame, rounds: int, seed: int
+) -> list[dict]:
     rows = []
     for a, b in itertools.combinations(sorted(wide.columns), 2):
         pair = wide[[a, b]].dropna()
-        row = {"suite": suite, "setting": setting, "judge": judge, "system_a": a, "system_b": b, "n": len(pair),
-               "mean_a": float(pair[a].astype(float).mean()) if len(pair) else np.nan,
-               "mean_b": float(pair[b].astype(float).mean()) if len(pair) else np.nan,
-               "only_a": np.nan, "only_b": np.nan}
+        row = {
+            "suite": suite,
+            "setting": setting,
+            "judge": judge,
+            "system_a": a,
+            "system_b": b,
+            "n": len(pair),
+            "mean_a": float(pair[a].astype(float).mean()) if len(pair) else np.nan,
+            "mean_b": float(pair[b].astype(float).mean()) if len(pair) else np.nan,
+            "only_a": np.nan,
+            "only_b": np.nan,
+        }
         row["diff"] = row["mean_b"] - row["mean_a"]
         if suite == "drfr":
             result = mcnemar_exact(pair[a].astype(bool), pair[b].astype(bool))
             row.update(result, test="exact McNemar")
         else:
-            result = sign_flip_test(pair[a].astype(float), pair[b].astype(float), rounds=rounds, seed=seed)
+            result = sign_flip_test(
+                pair[a].astype(float), pair[b].astype(float), rounds=rounds, seed=seed
+            )
             row.update(p=result["p_value"], test=f"sign-flip ({result['method']})")
         rows.append(row)
     adjusted = holm([row["p"] for row in rows])
@@ -133,15 +181,19 @@ def _family_rows(suite: str, setting: str, judge: str, wide: pd.DataFrame, round
     return rows
 
 
-def paired_tests(outcomes: Mapping[str, pd.DataFrame], rounds: int = 10000, seed: int = 0) -> pd.DataFrame:
+def paired_tests(
+    outcomes: Mapping[str, pd.DataFrame], rounds: int = 10000, seed: int = 0
+) -> pd.DataFrame:
     """Every pair of systems of each (suite, setting, judge) family; ``outcomes``: suite -> long table."""
     rows = []
     for suite, long in outcomes.items():
         duplicated = long.duplicated(["setting", "judge", "system", "item"])
         if duplicated.any():
             first = long.loc[duplicated].iloc[0]
-            raise ValueError(f"{suite}: two outcomes of {first['system']!r} on item {first['item']!r} "
-                             f"({first['setting']}, judge {first['judge']})")
+            raise ValueError(
+                f"{suite}: two outcomes of {first['system']!r} on item {first['item']!r} "
+                f"({first['setting']}, judge {first['judge']})"
+            )
         for (setting, judge), family in long.groupby(["setting", "judge"], sort=True):
             wide = family.pivot(index="item", columns="system", values="value")
             rows += _family_rows(suite, setting, judge, wide, rounds, seed)
@@ -157,7 +209,9 @@ def _oriented(table: pd.DataFrame) -> pd.DataFrame:
     + 0.0 turns a -0 into 0 (shown "+0.0", not "-0.0")."""
     forward = table.assign(row=table["system_b"], column=table["system_a"], d=table["diff"] + 0.0)
     backward = table.assign(row=table["system_a"], column=table["system_b"], d=-table["diff"] + 0.0)
-    return pd.concat([forward, backward], ignore_index=True)[[*FAMILY, "row", "column", "d", "p_holm", "n"]]
+    return pd.concat([forward, backward], ignore_index=True)[
+        [*FAMILY, "row", "column", "d", "p_holm", "n"]
+    ]
 
 
 def _matrix_cell(diff: float, p_holm: float, n: int) -> str:
@@ -175,9 +229,14 @@ def paired_matrix(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame(columns=[*FAMILY, "system"]).set_index([*FAMILY, "system"])
     cells = _oriented(table)
-    cells["cell"] = [_matrix_cell(d, p, n) for d, p, n in zip(cells["d"], cells["p_holm"], cells["n"], strict=True)]
+    cells["cell"] = [
+        _matrix_cell(d, p, n)
+        for d, p, n in zip(cells["d"], cells["p_holm"], cells["n"], strict=True)
+    ]
     systems = sorted(set(cells["row"]))
-    wide = cells.pivot_table(index=[*FAMILY, "row"], columns="column", values="cell", aggfunc="first")
+    wide = cells.pivot_table(
+        index=[*FAMILY, "row"], columns="column", values="cell", aggfunc="first"
+    )
     wide = wide.reindex(columns=systems)
     for key in wide.index:  # the diagonal
         wide.loc[key, key[-1]] = "."
@@ -206,8 +265,14 @@ def paired_figure(table: pd.DataFrame, paths: Sequence[str | os.PathLike]) -> No
             if np.isnan(row.d):
                 continue
             mark = "*" if row.p_holm < SIGNIFICANCE else ""
-            ax.text(systems.index(row.column), systems.index(row.row), f"{100 * row.d:+.0f}{mark}", ha="center",
-                    va="center", fontsize=7)
+            ax.text(
+                systems.index(row.column),
+                systems.index(row.row),
+                f"{100 * row.d:+.0f}{mark}",
+                ha="center",
+                va="center",
+                fontsize=7,
+            )
         ax.set_xticks(range(len(systems)), systems, rotation=45, ha="right", fontsize=7)
         ax.set_yticks(range(len(systems)), systems, fontsize=7)
         ax.set_title(f"{suite} {setting} ({judge})", fontsize=8)
@@ -215,16 +280,23 @@ def paired_figure(table: pd.DataFrame, paths: Sequence[str | os.PathLike]) -> No
     save_figure(fig, paths)
 
 
-def write_paired_tests(arena_paths: Mapping[str, str], drfr_paths: Mapping[str, str],
-                       out_paths: Sequence[str | os.PathLike], rounds: int = 10000, seed: int = 0,
-                       matrix_paths: Sequence[str | os.PathLike] = (),
-                       figure_paths: Sequence[str | os.PathLike] = (),
-                       validity_summary_path: str | os.PathLike | None = None) -> pd.DataFrame:
+def write_paired_tests(
+    arena_paths: Mapping[str, str],
+    drfr_paths: Mapping[str, str],
+    out_paths: Sequence[str | os.PathLike],
+    rounds: int = 10000,
+    seed: int = 0,
+    matrix_paths: Sequence[str | os.PathLike] = (),
+    figure_paths: Sequence[str | os.PathLike] = (),
+    validity_summary_path: str | os.PathLike | None = None,
+) -> pd.DataFrame:
     """Entry point of rule paired_tests: the table as .csv, .md and .tex; the matrix
     (``matrix_paths``) and the heatmap (``figure_paths``).  With the validity summary
     (results/validity/summary.json) both captions end with each judge's known-answer
     controls, as every table built on a judge does."""
-    table = paired_tests({"arena": arena_outcomes(arena_paths), "drfr": drfr_outcomes(drfr_paths)}, rounds, seed)
+    table = paired_tests(
+        {"arena": arena_outcomes(arena_paths), "drfr": drfr_outcomes(drfr_paths)}, rounds, seed
+    )
     caption = (
         "Paired tests between systems judged on the same items, per suite, setting and judge. "
         "DRFR: YES per decomposed question, two-sided exact McNemar (only_a / only_b: questions "
@@ -235,14 +307,22 @@ def write_paired_tests(arena_paths: Mapping[str, str], drfr_paths: Mapping[str, 
     controls = ""
     if validity_summary_path is not None:
         summary = read_json(validity_summary_path)
-        controls = " " + " ".join(validity_note(summary, instrument) for instrument in ("DRFR judge", "arena judge"))
+        controls = " " + " ".join(
+            validity_note(summary, instrument) for instrument in ("DRFR judge", "arena judge")
+        )
     caption += controls
     write_table(table, out_paths, digits=3, caption=caption)
     if matrix_paths:
-        write_table(paired_matrix(table), matrix_paths, caption=(
-            "Paired tests as a matrix, per suite, setting and judge: row system minus column system on their "
-            "paired items, in points (x100; DRFR: share of YES, arena: preference over LFRQA), Holm-adjusted p "
-            f"within the family; * p < {SIGNIFICANCE:g}; no test below 6 pairs. Tests and counts: paired_tests." + controls))
+        write_table(
+            paired_matrix(table),
+            matrix_paths,
+            caption=(
+                "Paired tests as a matrix, per suite, setting and judge: row system minus column system on their "
+                "paired items, in points (x100; DRFR: share of YES, arena: preference over LFRQA), Holm-adjusted p "
+                f"within the family; * p < {SIGNIFICANCE:g}; no test below 6 pairs. Tests and counts: paired_tests."
+                + controls
+            ),
+        )
     if figure_paths:
         paired_figure(table, figure_paths)
     return table

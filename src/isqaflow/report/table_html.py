@@ -45,8 +45,10 @@ def _inline(text: str) -> str:
         label, href = match.groups()
         if _SCHEME.match(href):
             continue
-        out += [html.escape(text[end:match.start()]),
-                f'<a href="{html.escape(href)}">{html.escape(label)}</a>']
+        out += [
+            html.escape(text[end : match.start()]),
+            f'<a href="{html.escape(href)}">{html.escape(label)}</a>',
+        ]
         end = match.end()
     return "".join(out) + html.escape(text[end:])
 
@@ -70,20 +72,31 @@ def _alignments(separator: str) -> list[str]:
 
 def _table(lines: Sequence[str], where: str) -> str:
     if len(lines) < 2 or not _SEPARATOR.match(lines[1].strip()):
-        raise ValueError(f"{where}: a pipe table needs a header and a separator row, got {lines[:2]!r}")
+        raise ValueError(
+            f"{where}: a pipe table needs a header and a separator row, got {lines[:2]!r}"
+        )
     header, aligns = _cells(lines[0]), _alignments(lines[1])
     if len(aligns) != len(header):
-        raise ValueError(f"{where}: the separator row has {len(aligns)} columns, the header {len(header)}")
+        raise ValueError(
+            f"{where}: the separator row has {len(aligns)} columns, the header {len(header)}"
+        )
     out = ["<table><thead><tr>"]
     out += [f'<th style="text-align:{a}">{html.escape(c)}</th>' for c, a in zip(header, aligns)]
     out.append("</tr></thead><tbody>")
     for n, line in enumerate(lines[2:], start=3):
         cells = _cells(line)
         if len(cells) != len(header):
-            raise ValueError(f"{where}: table row {n} has {len(cells)} cells, the header {len(header)} "
-                             "(a cell holding an unescaped '|'?)")
-        out.append("<tr>" + "".join(f'<td style="text-align:{a}">{_inline(c)}</td>'
-                                    for c, a in zip(cells, aligns)) + "</tr>")
+            raise ValueError(
+                f"{where}: table row {n} has {len(cells)} cells, the header {len(header)} "
+                "(a cell holding an unescaped '|'?)"
+            )
+        out.append(
+            "<tr>"
+            + "".join(
+                f'<td style="text-align:{a}">{_inline(c)}</td>' for c, a in zip(cells, aligns)
+            )
+            + "</tr>"
+        )
     out.append("</tbody></table>")
     return "".join(out)
 
@@ -107,9 +120,12 @@ def markdown_to_html(text: str, title: str, where: str = "table") -> str:
             body.append("<p>" + "<br>".join(_inline(line) for line in lines) + "</p>")
     if not any(kind == "table" for kind, _ in blocks):
         raise ValueError(f"{where}: no pipe table found")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f"<style>{_STYLE}</style></head><body><h1 style=\"font-size:1.2em\">{html.escape(title)}</h1>"
-            + "".join(body) + "</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<style>{_STYLE}</style></head><body><h1 style="font-size:1.2em">{html.escape(title)}</h1>'
+        + "".join(body)
+        + "</body></html>\n"
+    )
 
 
 def render_table_file(md_path: str | os.PathLike, html_path: str | os.PathLike, title: str) -> None:

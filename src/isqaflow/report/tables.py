@@ -15,8 +15,17 @@ import pandas as pd
 
 from isqaflow.io import atomic_open
 
-_LATEX_SPECIAL = {"&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
-                  "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SPECIAL = {
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def latex_escape(text: str) -> str:
@@ -33,8 +42,13 @@ def _flat(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def write_table(df: pd.DataFrame, paths: Sequence[str | os.PathLike], digits: int = 2,
-                caption: str | None = None, notes: Sequence[str] = ()) -> None:
+def write_table(
+    df: pd.DataFrame,
+    paths: Sequence[str | os.PathLike],
+    digits: int = 2,
+    caption: str | None = None,
+    notes: Sequence[str] = (),
+) -> None:
     """Write ``df`` to each path by its suffix: .csv, .md or .tex; ``notes``: paragraphs written
     under the Markdown table (footnotes)."""
     for path in map(Path, paths):
@@ -44,8 +58,11 @@ def write_table(df: pd.DataFrame, paths: Sequence[str | os.PathLike], digits: in
         elif path.suffix == ".md":
             flat = _flat(df)
             # a table without any column (a stage with nothing to report) still reads as a table
-            text = (flat.to_markdown(floatfmt=f".{digits}f", index=False) if len(flat.columns)
-                    else "| (no rows) |\n|:--|")
+            text = (
+                flat.to_markdown(floatfmt=f".{digits}f", index=False)
+                if len(flat.columns)
+                else "| (no rows) |\n|:--|"
+            )
             with atomic_open(path) as handle:
                 if caption:
                     handle.write(f"{caption}\n\n")
@@ -55,7 +72,9 @@ def write_table(df: pd.DataFrame, paths: Sequence[str | os.PathLike], digits: in
         elif path.suffix == ".tex":
             escaped = _flat(df).rename(columns=latex_escape)
             escaped = escaped.map(lambda v: latex_escape(v) if isinstance(v, str) else v)
-            body = escaped.to_latex(float_format=f"%.{digits}f", na_rep="--", escape=False, index=False)
+            body = escaped.to_latex(
+                float_format=f"%.{digits}f", na_rep="--", escape=False, index=False
+            )
             with atomic_open(path) as handle:
                 if caption:
                     handle.write(f"% {caption}\n")

@@ -194,8 +194,11 @@ def validity_summary(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if paired:
             chance = sum(b is True for b in baselines) / n
             mcnemar = mcnemar_test(correct, [b is True for b in baselines], alpha=ALPHA)
-            test = {**share_test(n_correct, n, chance, alpha=ALPHA), "p_value": mcnemar["p_value"],
-                    "separates": mcnemar["separates"]}
+            test = {
+                **share_test(n_correct, n, chance, alpha=ALPHA),
+                "p_value": mcnemar["p_value"],
+                "separates": mcnemar["separates"],
+            }
             gained, lost = mcnemar["gained"], mcnemar["lost"]
             min_n = min_items_to_separate(0.5, ALPHA)
         else:
@@ -304,7 +307,9 @@ def verdict_text(row: Mapping[str, Any]) -> str:
         need = f"{min_n} items"
     if row["verdict"] == "separates":
         p_holm = row.get("p_holm")
-        alone = "" if p_holm is None or pd.isna(p_holm) or p_holm < ALPHA else "; not alone after Holm"
+        alone = (
+            "" if p_holm is None or pd.isna(p_holm) or p_holm < ALPHA else "; not alone after Holm"
+        )
         return f"separates ({test}{alone})"
     if short:
         test += f"; too few to show it: a perfect instrument needs {need}"
@@ -332,7 +337,7 @@ def _shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
 CAPTION = (
     "Known-answer controls of every judge and metric: share of control items judged correctly "
     "(exact 95% Clopper-Pearson interval; unparseable replies count as not correct) against the "
-    "chance level. \"separates\" when the one-sided exact binomial test against chance gives "
+    'chance level. "separates" when the one-sided exact binomial test against chance gives '
     "p < 0.025, i.e. exactly when that interval lies above chance (a paired control, the feedback "
     "model with and without the evidence: the one-sided "
     "exact McNemar test against its baseline, the same items without the evidence); a perfect "
@@ -341,9 +346,9 @@ CAPTION = (
     "separation. "
     "Beside each p, Holm's adjustment over the tested controls of the same judge or metric; the "
     "verdicts use the unadjusted p, since a judge is trusted only when every one of its controls "
-    "passes (an intersection-union test needs no adjustment); \"not alone after Holm\" marks a "
+    'passes (an intersection-union test needs no adjustment); "not alone after Holm" marks a '
     "passing control that would not pass as a finding on its own. "
-    f"{NO_EVIDENCE.upper()} marks a control whose test does not pass; \"cannot test this rule\" "
+    f'{NO_EVIDENCE.upper()} marks a control whose test does not pass; "cannot test this rule" '
     "a control that cannot show separation under that verdict rule (counted neither way)."
 )
 
@@ -356,8 +361,10 @@ def validity_brief(summary: Mapping[str, Any], instrument: str) -> str:
     if not rows:
         return f"{instrument} without a recorded control"
     tested = [r for r in rows if r["verdict"] in ("separates", "no evidence")]
-    text = (f"{instrument} {sum(r['verdict'] == 'separates' for r in tested)} of {len(tested)} tested controls "
-            "correct beyond chance")
+    text = (
+        f"{instrument} {sum(r['verdict'] == 'separates' for r in tested)} of {len(tested)} tested controls "
+        "correct beyond chance"
+    )
     if any(r["no_evidence"] is True for r in rows):
         text += " (NO EVIDENCE THAT IT SEPARATES BETTER FROM WORSE on some)"
     return text

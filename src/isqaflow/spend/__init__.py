@@ -92,8 +92,11 @@ class JobSpend:
 
 
 def api_models(config: Mapping[str, Any]) -> set[str]:
-    return {name for name, entry in (config.get("models") or {}).items()
-            if entry.get("backend") == "openai" and not entry.get("serve")}
+    return {
+        name
+        for name, entry in (config.get("models") or {}).items()
+        if entry.get("backend") == "openai" and not entry.get("serve")
+    }
 
 
 def _cached_calls(path: Path) -> int:
@@ -119,8 +122,10 @@ def dollars(entry: Mapping[str, Any], input_tokens: int, output_tokens: int) -> 
     if not price:
         return None
     kind = "batch_" if entry.get("batch") and "batch_input_per_million" in price else ""
-    return (input_tokens * price[f"{kind}input_per_million"]
-            + output_tokens * price[f"{kind}output_per_million"]) / 1e6
+    return (
+        input_tokens * price[f"{kind}input_per_million"]
+        + output_tokens * price[f"{kind}output_per_million"]
+    ) / 1e6
 
 
 def plan(config: Mapping[str, Any], root: str | Path = ".") -> list[JobSpend]:
@@ -133,18 +138,38 @@ def plan(config: Mapping[str, Any], root: str | Path = ".") -> list[JobSpend]:
             if ref.name not in api:
                 continue
             planner = PLANNERS.get(job.rule)
-            row = JobSpend(job.label, job.rule, ref.name, None, basis="none", note="no call formula for the stage yet")
+            row = JobSpend(
+                job.label,
+                job.rule,
+                ref.name,
+                None,
+                basis="none",
+                note="no call formula for the stage yet",
+            )
             if planner is not None:
                 count = counter_for(config["models"][ref.name])
                 try:
                     calls, n_in, n_out, basis = planner(job, inputs.for_model(count), config, ref)
-                except (NoFormula, KeyError) as err:  # KeyError: a size spend.items does not declare
+                except (
+                    NoFormula,
+                    KeyError,
+                ) as err:  # KeyError: a size spend.items does not declare
                     row.note = str(err.args[0]) if err.args else type(err).__name__
                     rows.append(row)
                     continue
                 cached = _cached_calls(Path(root) / (job.output + ".calls.sqlite"))
-                row = JobSpend(job.label, job.rule, ref.name, calls, min(cached, calls), n_in, n_out,
-                               dollars(config["models"][ref.name], n_in, n_out), basis, tokenizer=count.name)
+                row = JobSpend(
+                    job.label,
+                    job.rule,
+                    ref.name,
+                    calls,
+                    min(cached, calls),
+                    n_in,
+                    n_out,
+                    dollars(config["models"][ref.name], n_in, n_out),
+                    basis,
+                    tokenizer=count.name,
+                )
             rows.append(row)
     return rows
 
@@ -155,11 +180,15 @@ def totals(rows: Sequence[JobSpend], key: str) -> dict[str, dict[str, Any]]:
     for row in rows:
         if row.calls is None:
             continue
-        t = out.setdefault(getattr(row, key), {"calls": 0, "input_tokens": 0, "output_tokens": 0, "dollars": 0.0})
+        t = out.setdefault(
+            getattr(row, key), {"calls": 0, "input_tokens": 0, "output_tokens": 0, "dollars": 0.0}
+        )
         t["calls"] += row.left
         t["input_tokens"] += row.left_input_tokens
         t["output_tokens"] += row.left_output_tokens
-        t["dollars"] = None if t["dollars"] is None or row.dollars is None else t["dollars"] + row.left_dollars
+        t["dollars"] = (
+            None if t["dollars"] is None or row.dollars is None else t["dollars"] + row.left_dollars
+        )
     return out
 
 
@@ -192,14 +221,20 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
         if rule not in hours:
             return f"GPUs (GPU plan): {gpus.get(rule, 0)}"
         n, low, high = hours[rule]
-        return f"GPUs: {gpus.get(rule, n)}, GPU hours (estimate, isqaflow.spend.gpu_hours): ~{low:,.1f}" + (
-            "" if high == low else f"-{high:,.1f}")
+        return (
+            f"GPUs: {gpus.get(rule, n)}, GPU hours (estimate, isqaflow.spend.gpu_hours): ~{low:,.1f}"
+            + ("" if high == low else f"-{high:,.1f}")
+        )
 
     def money(value: float | None) -> str:
         return "no price" if value is None else f"${value:,.2f}"
 
-    lines = [("calls left, prompt tokens (counted by each model's tokenizer, below), completion tokens "
-              "(bound: max_new_tokens), dollars (models.<name>.price)")]
+    lines = [
+        (
+            "calls left, prompt tokens (counted by each model's tokenizer, below), completion tokens "
+            "(bound: max_new_tokens), dollars (models.<name>.price)"
+        )
+    ]
     by_rule = totals(rows, "rule")
     unplanned: dict[str, int] = {}
     for row in rows:
@@ -207,20 +242,33 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
             unplanned[row.rule] = unplanned.get(row.rule, 0) + 1
     for rule in sorted(set(by_rule) | set(gpus) | set(hours) | set(unplanned)):
         t = by_rule.get(rule)
-        api = (f"{t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, {money(t['dollars'])}"
-               if t else "no API calls")
+        api = (
+            f"{t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, {money(t['dollars'])}"
+            if t
+            else "no API calls"
+        )
         if rule in unplanned:
             api = f"{unplanned[rule]} API job(s) not planned" + ("" if not t else f"; {api}")
         lines.append(f"  stage {rule}: {api}; {gpu_hours(rule)}")
     tokenizers = {row.model: row.tokenizer for row in rows if row.calls is not None}
     for model, t in sorted(totals(rows, "model").items()):
-        lines.append(f"  model {model}: {t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, "
-                     f"{money(t['dollars'])}; prompt tokens by {tokenizers[model]}")
+        lines.append(
+            f"  model {model}: {t['calls']:,} calls, {t['input_tokens']:,} in, {t['output_tokens']:,} out, "
+            f"{money(t['dollars'])}; prompt tokens by {tokenizers[model]}"
+        )
     total = [r.left_dollars for r in rows if r.calls is not None]
-    hours_total = "" if not hours else (f"; GPU hours (estimate): ~{sum(h[1] for h in hours.values()):,.0f}-"
-                                        f"{sum(h[2] for h in hours.values()):,.0f}")
-    lines.append(f"  total: {sum(r.left for r in rows if r.calls is not None):,} calls, "
-                 f"{money(None if None in total else sum(total))}{hours_total}")
+    hours_total = (
+        ""
+        if not hours
+        else (
+            f"; GPU hours (estimate): ~{sum(h[1] for h in hours.values()):,.0f}-"
+            f"{sum(h[2] for h in hours.values()):,.0f}"
+        )
+    )
+    lines.append(
+        f"  total: {sum(r.left for r in rows if r.calls is not None):,} calls, "
+        f"{money(None if None in total else sum(total))}{hours_total}"
+    )
     if no_hours:
         lines.append(no_hours)
     cached = sum(r.cached for r in rows if r.calls is not None)
@@ -232,11 +280,11 @@ def table(config: Mapping[str, Any], rows: Sequence[JobSpend]) -> str:
             notes.setdefault(row.note, []).append(row.rule)
     for note, rules in sorted(notes.items()):
         counts = {rule: rules.count(rule) for rule in dict.fromkeys(rules)}
-        lines.append(f"  not planned, in no total ({note}): "
-                     + ", ".join(f"{rule} ({n} jobs)" for rule, n in counts.items()))
+        lines.append(
+            f"  not planned, in no total ({note}): "
+            + ", ".join(f"{rule} ({n} jobs)" for rule, n in counts.items())
+        )
     return "\n".join(lines)
-
-
 
 
 # ----------------------------------------------------------------------------- the budget
@@ -246,8 +294,9 @@ def _usd(value: float) -> str:
     return f"${value:,.2f}" if value >= 1 or value == 0 else f"${value:.4g}"
 
 
-def over_budget(config: Mapping[str, Any], rows: Sequence[JobSpend], spent: Mapping[str, float] | None = None
-                ) -> list[str]:
+def over_budget(
+    config: Mapping[str, Any], rows: Sequence[JobSpend], spent: Mapping[str, float] | None = None
+) -> list[str]:
     """Problems of a plan against ``budget:`` (empty: within it, or no budget).
 
     What is left of the plan plus what the ledger says was spent (``spent``: dollars per
@@ -262,25 +311,33 @@ def over_budget(config: Mapping[str, Any], rows: Sequence[JobSpend], spent: Mapp
     problems = []
     unpriced = sorted({r.model for r in rows if r.calls is not None and r.dollars is None})
     if unpriced:
-        problems.append(f"budget: the plan cannot price {', '.join(unpriced)} (models.<name>.price is not set)")
+        problems.append(
+            f"budget: the plan cannot price {', '.join(unpriced)} (models.<name>.price is not set)"
+        )
     planned = {rule: (t["dollars"] or 0.0) + spent.get(rule, 0.0) for rule, t in by_rule.items()}
     for rule, limit in sorted((budget.get("stages") or {}).items()):
         if planned.get(rule, spent.get(rule, 0.0)) > limit:
-            problems.append(f"budget.stages.{rule}: the stage plans ${planned[rule]:,.2f} (spent "
-                            f"${spent.get(rule, 0.0):,.2f} + left ${planned[rule] - spent.get(rule, 0.0):,.2f}), "
-                            f"above its {_usd(limit)}")
+            problems.append(
+                f"budget.stages.{rule}: the stage plans ${planned[rule]:,.2f} (spent "
+                f"${spent.get(rule, 0.0):,.2f} + left ${planned[rule] - spent.get(rule, 0.0):,.2f}), "
+                f"above its {_usd(limit)}"
+            )
     total = sum(planned.values()) + sum(v for k, v in spent.items() if k not in planned)
     if "dollars" in budget and total > budget["dollars"]:
         biggest = sorted(planned.items(), key=lambda kv: -kv[1])
-        problems.append(f"budget.dollars: the plan is ${total:,.2f}, above the budget of {_usd(budget['dollars'])}; "
-                        "by stage: " + ", ".join(f"{rule} ${value:,.2f}" for rule, value in biggest))
+        problems.append(
+            f"budget.dollars: the plan is ${total:,.2f}, above the budget of {_usd(budget['dollars'])}; "
+            "by stage: " + ", ".join(f"{rule} ${value:,.2f}" for rule, value in biggest)
+        )
     unplanned = sorted({r.rule for r in rows if r.calls is None})
     if problems and unplanned:
         problems.append(f"(not planned, not counted above: {', '.join(unplanned)})")
     return problems
 
 
-def dry_run_text(config: Mapping[str, Any], ledger: str | Path, root: str | Path = ".") -> str | None:
+def dry_run_text(
+    config: Mapping[str, Any], ledger: str | Path, root: str | Path = "."
+) -> str | None:
     """What a dry run prints: the plan and what the budget check of a real run would say
     (None for a config without API models)."""
     from isqaflow.models.api.budget import spent
@@ -293,7 +350,9 @@ def dry_run_text(config: Mapping[str, Any], ledger: str | Path, root: str | Path
     return f"Spend plan (isqaflow.spend):\n{table(config, rows)}\nBudget: {verdict}"
 
 
-def start_problems(config: Mapping[str, Any], ledger: str | Path, root: str | Path = ".") -> list[str]:
+def start_problems(
+    config: Mapping[str, Any], ledger: str | Path, root: str | Path = "."
+) -> list[str]:
     """The budget check at the start of a run: problems of the plan against ``budget:``."""
     from isqaflow.models.api.budget import spent
 
@@ -302,5 +361,19 @@ def start_problems(config: Mapping[str, Any], ledger: str | Path, root: str | Pa
     return over_budget(config, plan(config, root), spent(ledger))
 
 
-__all__ = ["CHARS_PER_TOKEN", "FALLBACK", "MESSAGE_TOKENS", "JobSpend", "api_models", "chat_tokens",
-           "dollars", "dry_run_text", "gpu_by_stage", "over_budget", "plan", "start_problems", "table", "totals"]
+__all__ = [
+    "CHARS_PER_TOKEN",
+    "FALLBACK",
+    "MESSAGE_TOKENS",
+    "JobSpend",
+    "api_models",
+    "chat_tokens",
+    "dollars",
+    "dry_run_text",
+    "gpu_by_stage",
+    "over_budget",
+    "plan",
+    "start_problems",
+    "table",
+    "totals",
+]

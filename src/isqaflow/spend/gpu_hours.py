@@ -37,7 +37,10 @@ RATE_C = RATE_A / 4
 RATE_T5 = 120.0
 # active parameters of the mixture-of-experts models (Mistral AI's release notes: Mixtral 8x7B
 # 12.9B active of 46.7B; Mixtral 8x22B 39B of 141B); every other model: its gpu.parameters
-ACTIVE_PARAMS = {"mistralai/Mixtral-8x7B-Instruct-v0.1": 12.9e9, "mistralai/Mixtral-8x22B-Instruct-v0.1": 39.1e9}
+ACTIVE_PARAMS = {
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": 12.9e9,
+    "mistralai/Mixtral-8x22B-Instruct-v0.1": 39.1e9,
+}
 # server start-up (weights from the shared cache, profiling, CUDA graphs; estimate): ~3 min for a
 # 7-8B server (13.5 GB), ~8 min for Mixtral-8x7B on 2 GPUs (93 GB); other sizes on the line through both
 STARTUP_POINTS = ((13.48, 3.0), (93.4, 8.0))
@@ -45,13 +48,25 @@ STARTUP_POINTS = ((13.48, 3.0), (93.4, 8.0))
 TRAIN_TOKENS_PER_S = 2000.0  # LoRA fine-tuning of a 7B model on one GPU (estimate, no source)
 # GPU rules not run by a served or planned model: GPU hours per rule (low, high), estimates
 FIXED = {
-    "evaluate_feedback": ((1.0, 1.0), "in-process Vicuna-7B + LoRA, 500 examples, 2 beams (estimate)"),
-    "generate_questions": ((25.0, 25.0), "in-process T5 QG / RoBERTa QA (estimate, the three rules together)"),
+    "evaluate_feedback": (
+        (1.0, 1.0),
+        "in-process Vicuna-7B + LoRA, 500 examples, 2 beams (estimate)",
+    ),
+    "generate_questions": (
+        (25.0, 25.0),
+        "in-process T5 QG / RoBERTa QA (estimate, the three rules together)",
+    ),
     "score_summaries": ((0.0, 0.0), "counted with generate_questions"),
     "metric_controls": ((0.0, 0.0), "counted with generate_questions"),
-    "colbert_index": ((1.0, 3.0), "ColBERTv2 encoding of the passages (estimate, the two rules together)"),
+    "colbert_index": (
+        (1.0, 3.0),
+        "ColBERTv2 encoding of the passages (estimate, the two rules together)",
+    ),
     "retrieve_colbert": ((0.0, 0.0), "counted with colbert_index"),
-    "retrieve": ((0.2, 1.0), "MiniLM-L6 bi-encoder embedding of the passages (estimate, no source)"),
+    "retrieve": (
+        (0.2, 1.0),
+        "MiniLM-L6 bi-encoder embedding of the passages (estimate, no source)",
+    ),
 }
 
 
@@ -75,7 +90,10 @@ def instructions(config: Mapping[str, Any], dataset: str) -> int:
 
 def rag_queries(config: Mapping[str, Any]) -> int:
     """The arena's queries over its domains (``spend.items.rag.<domain>.queries``, summed)."""
-    return sum(_item(config, "rag", domain, "queries") for domain in (config.get("arena") or {}).get("domains", []))
+    return sum(
+        _item(config, "rag", domain, "queries")
+        for domain in (config.get("arena") or {}).get("domains", [])
+    )
 
 
 def startup_minutes(weights_gb: float) -> float:
@@ -89,7 +107,9 @@ def served_rate(plan: JobPlan, beams: int, config: Mapping[str, Any]) -> float:
     if beams > 1:
         return RATE_C
     server = plan.servers[0]
-    active = ACTIVE_PARAMS.get(server.model) or float(config["models"][server.names[0]]["gpu"]["parameters"])
+    active = ACTIVE_PARAMS.get(server.model) or float(
+        config["models"][server.names[0]]["gpu"]["parameters"]
+    )
     return RATE_A * min(1.0, server.tensor_parallel * RATE_A_PARAMS / active)
 
 
@@ -125,28 +145,49 @@ def model_jobs(config: Mapping[str, Any]) -> list[Job]:
         if not plan.gpus:
             continue
         rule, wildcards = name.split(" ", 1)
-        job = Job(rule, name, plan.gpus, len(plan.servers),
-                  sum(startup_minutes(s.weights_gb) for s in plan.servers))
+        job = Job(
+            rule,
+            name,
+            plan.gpus,
+            len(plan.servers),
+            sum(startup_minutes(s.weights_gb) for s in plan.servers),
+        )
         served = {role for s in plan.servers for role in s.uses}
         if rule in ("baseline_summaries", "generic_feedback", "isqa_refine"):
             n_papers = papers(config, wildcards.split("/")[0])
-            per_paper = {"baseline_summaries": len(isqa.get("prompts", [])),
-                         "generic_feedback": int(isqa.get("generic_steps", 1)),
-                         "isqa_refine": steps - 1}[rule]  # refinement: the first summary is baseline's
+            per_paper = {
+                "baseline_summaries": len(isqa.get("prompts", [])),
+                "generic_feedback": int(isqa.get("generic_steps", 1)),
+                "isqa_refine": steps - 1,
+            }[rule]  # refinement: the first summary is baseline's
             summaries = per_paper * n_papers * int(summary.get("max_new_tokens", 128))
-            feedbacks = (steps * batch * n_papers * int(feedback.get("max_new_tokens", 128))
-                         if "feedback" in served else 0)
+            feedbacks = (
+                steps * batch * n_papers * int(feedback.get("max_new_tokens", 128))
+                if "feedback" in served
+                else 0
+            )
             job.tokens = summaries + feedbacks
-            summary_rate = RATE_C if "summarizer" in served and _beams(summary) > 1 else (
-                RATE_A if "summarizer" in served else RATE_T5)
-            job.hours = (summaries / summary_rate + feedbacks / (RATE_C if _beams(feedback) > 1 else RATE_A)) / 3600
-            job.hours_at_a = (summaries / (RATE_A if "summarizer" in served else RATE_T5) + feedbacks / RATE_A) / 3600
+            summary_rate = (
+                RATE_C
+                if "summarizer" in served and _beams(summary) > 1
+                else (RATE_A if "summarizer" in served else RATE_T5)
+            )
+            job.hours = (
+                summaries / summary_rate + feedbacks / (RATE_C if _beams(feedback) > 1 else RATE_A)
+            ) / 3600
+            job.hours_at_a = (
+                summaries / (RATE_A if "summarizer" in served else RATE_T5) + feedbacks / RATE_A
+            ) / 3600
         elif rule == "drfr_responses":
-            job.tokens = instructions(config, wildcards.split("/")[0]) * int((drfr.get("generation") or {}).get("max_new_tokens", 128))
+            job.tokens = instructions(config, wildcards.split("/")[0]) * int(
+                (drfr.get("generation") or {}).get("max_new_tokens", 128)
+            )
             job.rate = served_rate(plan, _beams(drfr.get("generation")), config)
             job.hours = job.hours_at_a = job.tokens / job.rate / 3600
         elif rule == "rag_answers":
-            job.tokens = rag_queries(config) * int((arena.get("generation") or {}).get("max_new_tokens", 128))
+            job.tokens = rag_queries(config) * int(
+                (arena.get("generation") or {}).get("max_new_tokens", 128)
+            )
             job.rate = served_rate(plan, _beams(arena.get("generation")), config)
             job.hours = job.hours_at_a = job.tokens / job.rate / 3600
         jobs.append(job)
@@ -167,14 +208,23 @@ def other_jobs(config: Mapping[str, Any]) -> list[Job]:
     for adapter, entry in (config.get("finetune") or {}).items():
         gpus = _stage_gpus(config, "finetune")
         settings = entry.get("settings", {})
-        tokens = (int(settings.get("max_train_examples", 0)) * int(settings.get("epochs", 1))
-                  * (int(settings.get("max_input_tokens", 0)) + int(settings.get("max_target_tokens", 0))))
-        jobs.append(Job("finetune_feedback", adapter, gpus, hours=tokens / TRAIN_TOKENS_PER_S / 3600))
+        tokens = (
+            int(settings.get("max_train_examples", 0))
+            * int(settings.get("epochs", 1))
+            * (int(settings.get("max_input_tokens", 0)) + int(settings.get("max_target_tokens", 0)))
+        )
+        jobs.append(
+            Job("finetune_feedback", adapter, gpus, hours=tokens / TRAIN_TOKENS_PER_S / 3600)
+        )
         if entry.get("evaluation"):
             jobs.append(Job("evaluate_feedback", adapter, _stage_gpus(config, "generate")))
     if (isqa.get("questions") or {}).get("generated"):
         jobs += [Job("generate_questions", d, _stage_gpus(config, "generate")) for d in datasets]
-    jobs += [Job("score_summaries", f"{d}/{s}", _stage_gpus(config, "generate")) for d in datasets for s in summarizers]
+    jobs += [
+        Job("score_summaries", f"{d}/{s}", _stage_gpus(config, "generate"))
+        for d in datasets
+        for s in summarizers
+    ]
     jobs += [Job("metric_controls", d, _stage_gpus(config, "generate")) for d in datasets]
     for retriever, spec in retrievers.items():
         backend = spec.get("backend")
@@ -203,23 +253,44 @@ def _tokens(n: int) -> str:
     return f"{n / 1e6:.1f}M" if n else "--"
 
 
-ORDER = ["finetune_feedback", "evaluate_feedback", "generate_questions", "score_summaries", "metric_controls",
-         "baseline_summaries", "generic_feedback", "isqa_refine", "drfr_responses", "retrieve", "colbert_index",
-         "retrieve_colbert", "rag_answers"]
+ORDER = [
+    "finetune_feedback",
+    "evaluate_feedback",
+    "generate_questions",
+    "score_summaries",
+    "metric_controls",
+    "baseline_summaries",
+    "generic_feedback",
+    "isqa_refine",
+    "drfr_responses",
+    "retrieve",
+    "colbert_index",
+    "retrieve_colbert",
+    "rag_answers",
+]
 
 
 def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
     """The markdown table (one row per GPU rule; rag_answers and drfr_responses one row per model)
     and the totals: GPU jobs, GPUs, servers, start-up GPU hours, GPU hours low / high / at (a)."""
     rules = gpu_jobs(config)
-    rows = [("| rule | GPU jobs | GPUs per job | servers (start-up, min each) | decoding | new tokens (max) "
-             "| GPU hours (estimated) | source |"), "|---|---:|---:|---|---|---:|---:|---|"]
+    rows = [
+        (
+            "| rule | GPU jobs | GPUs per job | servers (start-up, min each) | decoding | new tokens (max) "
+            "| GPU hours (estimated) | source |"
+        ),
+        "|---|---:|---:|---|---|---:|---:|---|",
+    ]
     totals = defaultdict(float)
     for rule in sorted(rules, key=lambda r: ORDER.index(r) if r in ORDER else len(ORDER)):
         jobs = rules[rule]
         groups: dict[str, list[Job]] = defaultdict(list)
         for job in jobs:
-            key = job.name.replace(" ", "/").split("/")[-1] if rule in ("drfr_responses", "rag_answers") else ""
+            key = (
+                job.name.replace(" ", "/").split("/")[-1]
+                if rule in ("drfr_responses", "rag_answers")
+                else ""
+            )
             groups[key].append(job)
         for key, group in groups.items():
             gpus = sorted({j.gpus for j in group})
@@ -236,10 +307,16 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
                 totals["low"] += low
                 totals["high"] += high
                 totals["at_a"] += low
-                figure = "--" if not high else (f"~{_num(low)}" if low == high else f"~{_num(low)}-{_num(high)}")
+                figure = (
+                    "--"
+                    if not high
+                    else (f"~{_num(low)}" if low == high else f"~{_num(low)}-{_num(high)}")
+                )
                 label = "retrieve (dense)" if rule == "retrieve" else rule
-                rows.append(f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- | in-process | -- "
-                            f"| {figure} | {source} |")
+                rows.append(
+                    f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- | in-process | -- "
+                    f"| {figure} | {source} |"
+                )
                 continue
             totals["low"] += hours
             totals["high"] += hours
@@ -247,19 +324,29 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
             starts = sorted({round(j.startup_min / j.servers) for j in group if j.servers})
             start = f"{servers} ({'/'.join(map(str, starts))})" if servers else "in-process"
             if rule == "finetune_feedback":
-                decoding, source = "LoRA training", "examples x epochs x (input + target tokens) at ~2k tokens/s"
+                decoding, source = (
+                    "LoRA training",
+                    "examples x epochs x (input + target tokens) at ~2k tokens/s",
+                )
             elif rule in ("drfr_responses", "rag_answers"):
                 rate = group[0].rate
-                decoding, source = "greedy", f"(a) x {rate / RATE_A:.2f} = {rate:.0f} tokens/s per job"
+                decoding, source = (
+                    "greedy",
+                    f"(a) x {rate / RATE_A:.2f} = {rate:.0f} tokens/s per job",
+                )
             else:
                 decoding = "2 beams, served" if rule != "isqa_refine" else "2 beams, 1-2 servers"
                 source = f"(c) {RATE_C:.0f} tokens/s; Flan-T5 in-process ~{RATE_T5:.0f}; at (a): {_num(at_a)}"
             label = f"{rule}: {key}" if key else rule
-            rows.append(f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | {start} | {decoding} "
-                        f"| {_tokens(sum(j.tokens for j in group))} | {_num(hours)} | {source} |")
-    rows.append(f"| **total** | {totals['jobs']:.0f} | {totals['gpus']:.0f} GPUs | {totals['servers']:.0f} "
-                f"({totals['startup']:.1f} GPU hours, included above) | -- | -- "
-                f"| ~{totals['low']:.0f}-{totals['high']:.0f} | ~{totals['at_a']:.0f} with the beam-search stages at (a) |")
+            rows.append(
+                f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | {start} | {decoding} "
+                f"| {_tokens(sum(j.tokens for j in group))} | {_num(hours)} | {source} |"
+            )
+    rows.append(
+        f"| **total** | {totals['jobs']:.0f} | {totals['gpus']:.0f} GPUs | {totals['servers']:.0f} "
+        f"({totals['startup']:.1f} GPU hours, included above) | -- | -- "
+        f"| ~{totals['low']:.0f}-{totals['high']:.0f} | ~{totals['at_a']:.0f} with the beam-search stages at (a) |"
+    )
     return "\n".join(rows) + "\n", dict(totals)
 
 

@@ -32,7 +32,9 @@ class Inputs:
     """The texts a plan reads: converted datasets and earlier stages' outputs under ``root``,
     else the sizes declared in ``spend.items``."""
 
-    def __init__(self, config: Mapping[str, Any], root: str | Path = ".", count: Any = ESTIMATE) -> None:
+    def __init__(
+        self, config: Mapping[str, Any], root: str | Path = ".", count: Any = ESTIMATE
+    ) -> None:
         self.config = config
         self.root = Path(root)
         self.declared = (config.get("spend") or {}).get("items") or {}
@@ -73,8 +75,10 @@ class Inputs:
         try:
             return int(self.declared[section][key][field])
         except (KeyError, TypeError) as err:
-            raise KeyError(f"spend plan: {section} {key!r} is not converted yet and spend.items.{section}."
-                           f"{key}.{field} declares no size") from err
+            raise KeyError(
+                f"spend plan: {section} {key!r} is not converted yet and spend.items.{section}."
+                f"{key}.{field} declares no size"
+            ) from err
 
 
 def max_new_tokens(generation: Mapping[str, Any] | None, default: int) -> int:
@@ -84,8 +88,9 @@ def max_new_tokens(generation: Mapping[str, Any] | None, default: int) -> int:
 # ----------------------------------------------------------------------------- per stage
 
 
-def _drfr_responses(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                    ) -> tuple[int, int, int, str]:
+def _drfr_responses(
+    job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+) -> tuple[int, int, int, str]:
     from isqaflow.drfr.responses import instruction_request
 
     out = max_new_tokens(config["drfr"]["generation"], 0)
@@ -99,22 +104,33 @@ def _drfr_responses(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | 
     return len(instructions), tokens, len(instructions) * out, "data"
 
 
-def _responses_of(job_dataset: str, inputs: Inputs, config, instructions) -> tuple[list[dict[str, Any]], bool]:
+def _responses_of(
+    job_dataset: str, inputs: Inputs, config, instructions
+) -> tuple[list[dict[str, Any]], bool]:
     """The responses the DRFR judge reads (placeholders at the length bound where not yet written)."""
     bound_chars = int(max_new_tokens(config["drfr"]["generation"], 0) * CHARS_PER_TOKEN)
     rows, exact = [], True
     for responder in config["drfr"].get("responders") or {}:
         found = inputs.rows("results/drfr/responses/{d}/{r}.jsonl", d=job_dataset, r=responder)
         if found is None:
-            exact = False  # a file-based responder's coverage is unknown until read: every instruction
-            found = [{"instruction_id": i.id, "model": responder,  # distinct: never one call for two
-                      "response": filler(bound_chars, f"{responder}:{i.id}:")} for i in instructions]
+            exact = (
+                False  # a file-based responder's coverage is unknown until read: every instruction
+            )
+            found = [
+                {
+                    "instruction_id": i.id,
+                    "model": responder,  # distinct: never one call for two
+                    "response": filler(bound_chars, f"{responder}:{i.id}:"),
+                }
+                for i in instructions
+            ]
         rows += found
     return rows, exact
 
 
-def _drfr_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                ) -> tuple[int, int, int, str]:
+def _drfr_judge(
+    job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+) -> tuple[int, int, int, str]:
     from isqaflow.drfr.controls import control_items
     from isqaflow.drfr.judge import DEFAULT_PARAMS
 
@@ -131,7 +147,8 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None
         validity = (config.get("validity") or {}).get("drfr") or {}
         per_instr = n / inputs.declared_count("instructions", dataset, "instructions")
         controls = len(validity.get("controls") or []) * math.ceil(
-            (validity.get("instructions") or 0) * per_instr)
+            (validity.get("instructions") or 0) * per_instr
+        )
         calls = (judge.get("repeats") or 1) * responders * n + controls
         chars = inputs.declared_count("instructions", dataset, "judge_turn_chars")
         bound = max_new_tokens(config["drfr"]["generation"], 0)
@@ -142,19 +159,38 @@ def _drfr_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None
     by_id = {i.id: i for i in instructions}
     responses, exact = _responses_of(dataset, inputs, config, instructions)
     validity = (config.get("validity") or {}).get("drfr") or {}
-    items = [{"input": by_id[r["instruction_id"]].input, "response": r["response"],
-              "requirements": [{"question": q.question} for q in by_id[r["instruction_id"]].requirements]}
-             for r in responses]
-    controls = control_items(instructions, responses, validity.get("controls") or [],
-                             validity.get("instructions"), config["seed"])
+    items = [
+        {
+            "input": by_id[r["instruction_id"]].input,
+            "response": r["response"],
+            "requirements": [
+                {"question": q.question} for q in by_id[r["instruction_id"]].requirements
+            ],
+        }
+        for r in responses
+    ]
+    controls = control_items(
+        instructions,
+        responses,
+        validity.get("controls") or [],
+        validity.get("instructions"),
+        config["seed"],
+    )
     calls, tokens = conversation_calls(items + controls, inputs.count)
-    if (judge.get("repeats") or 1) > 1:  # every further repetition judges the responses again, not the controls
+    if (
+        judge.get("repeats") or 1
+    ) > 1:  # every further repetition judges the responses again, not the controls
         again, again_tokens = conversation_calls(items, inputs.count)
-        calls, tokens = calls + (judge["repeats"] - 1) * again, tokens + (judge["repeats"] - 1) * again_tokens
+        calls, tokens = (
+            calls + (judge["repeats"] - 1) * again,
+            tokens + (judge["repeats"] - 1) * again_tokens,
+        )
     return calls, tokens, calls * out, "data" if exact else "data+bound"
 
 
-def conversation_calls(items: Sequence[Mapping[str, Any]], count: Any = ESTIMATE) -> tuple[int, int]:
+def conversation_calls(
+    items: Sequence[Mapping[str, Any]], count: Any = ESTIMATE
+) -> tuple[int, int]:
     """Calls and prompt tokens of the DRFR judge's conversations over ``items``: one call per turn;
     identical conversations (two identical responses) are one call each turn, as the call cache
     makes them."""
@@ -175,15 +211,18 @@ def conversation_calls(items: Sequence[Mapping[str, Any]], count: Any = ESTIMATE
     return len(seen), tokens
 
 
-def _rag_answers(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                 ) -> tuple[int, int, int, str]:
+def _rag_answers(
+    job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+) -> tuple[int, int, int, str]:
     from isqaflow.arena.answers import answer_request
 
     arena = config["arena"]
     out = max_new_tokens(arena["generation"], 0)
     entry = arena["answerers"][job.wildcard("answerer")]
     k = int(job.wildcard("k"))
-    passage_chars = int(config["datasets"]["rag"].get("passage_words", 100) * PASSAGE_CHARS_PER_WORD)
+    passage_chars = int(
+        config["datasets"]["rag"].get("passage_words", 100) * PASSAGE_CHARS_PER_WORD
+    )
     calls = tokens = 0
     basis = "data"
     for domain in arena["domains"]:
@@ -219,14 +258,17 @@ def _text_judge_bounds(arena: Mapping[str, Any], job: grid.Job) -> tuple[int, in
     return out, 2 if arena.get("orders", "both") == "both" else 1
 
 
-def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                 ) -> tuple[int, int, int, str]:
+def _arena_judge(
+    job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+) -> tuple[int, int, int, str]:
     from isqaflow.arena.judging.battles import all_pairs
 
     arena = config["arena"]
     out, orders = _text_judge_bounds(arena, job)
     retriever, k = job.wildcard("retriever"), job.wildcard("k")
-    run = next(r for r in grid.arena_runs(config) if r["retriever"] == retriever and str(r["k"]) == k)
+    run = next(
+        r for r in grid.arena_runs(config) if r["retriever"] == retriever and str(r["k"]) == k
+    )
     bound = filler(int(max_new_tokens(arena["generation"], 0) * CHARS_PER_TOKEN))
     answers, basis = [], "data"
     queries: dict[tuple[str, str], Any] = {}
@@ -240,31 +282,49 @@ def _arena_judge(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | Non
             found = [_Query(f"{domain}-{i}", domain, filler(chars), ref) for i in range(n)]
         queries.update(((q.domain, q.id), q) for q in found)
     for answerer in run["answerers"]:
-        rows = inputs.rows("results/arena/answers/{run}/{a}.jsonl", run=f"{retriever}-k{k}", a=answerer)
+        rows = inputs.rows(
+            "results/arena/answers/{run}/{a}.jsonl", run=f"{retriever}-k{k}", a=answerer
+        )
         if rows is None:
             basis = "declared" if basis == "declared" else "data+bound"
-            rows = [{"domain": d, "qid": q, "answerer": answerer, "answer": bound} for d, q in queries]
+            rows = [
+                {"domain": d, "qid": q, "answerer": answerer, "answer": bound} for d, q in queries
+            ]
         answers += rows
-    pairs = [(queries[(a["domain"], a["qid"])].question, a["answer"],
-              queries[(a["domain"], a["qid"])].reference.replace("\n", " ")) for a in answers]
+    pairs = [
+        (
+            queries[(a["domain"], a["qid"])].question,
+            a["answer"],
+            queries[(a["domain"], a["qid"])].reference.replace("\n", " "),
+        )
+        for a in answers
+    ]
     if run["all_pairs_per_domain"]:
-        if basis == "declared":  # the sample is drawn per domain; without ids: per domain, every pair
+        if (
+            basis == "declared"
+        ):  # the sample is drawn per domain; without ids: per domain, every pair
             n = len(run["answerers"])
             per = run["all_pairs_per_domain"]
             for domain in arena["domains"]:
                 q = next(q for (d, _), q in queries.items() if d == domain)
-                pairs += [(q.question, bound, bound)] * (min(per, len(
-                    [1 for d, _ in queries if d == domain])) * math.comb(n, 2))
+                pairs += [(q.question, bound, bound)] * (
+                    min(per, len([1 for d, _ in queries if d == domain])) * math.comb(n, 2)
+                )
         else:
-            pairs += [(p["query"], p["answer_a"], p["answer_b"])
-                      for p in all_pairs(answers, queries, run["all_pairs_per_domain"], config["seed"])]
+            pairs += [
+                (p["query"], p["answer_a"], p["answer_b"])
+                for p in all_pairs(answers, queries, run["all_pairs_per_domain"], config["seed"])
+            ]
     calls, tokens = pair_calls(pairs, orders, basis != "data", inputs.count)
-    repeats = arena["judges"][job.wildcard("judge")].get("repeats") or 1  # each repetition: every call again
+    repeats = (
+        arena["judges"][job.wildcard("judge")].get("repeats") or 1
+    )  # each repetition: every call again
     return repeats * calls, repeats * tokens, repeats * calls * out, basis
 
 
-def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool, count: Any = ESTIMATE
-               ) -> tuple[int, int]:
+def pair_calls(
+    pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool, count: Any = ESTIMATE
+) -> tuple[int, int]:
     """Calls and prompt tokens of judging ``pairs`` (query, answer 1, answer 2) in ``orders`` orders.
 
     With the texts known, identical requests (a pair judged in both orders whose answers are
@@ -281,8 +341,9 @@ def pair_calls(pairs: Sequence[tuple[str, str, str]], orders: int, bounded: bool
     return len(requests), sum(count(pair_request(q, a, b)) for q, a, b in requests)
 
 
-def _arena_judge_checks(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                        ) -> tuple[int, int, int, str]:
+def _arena_judge_checks(
+    job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+) -> tuple[int, int, int, str]:
     from isqaflow.arena.judging.controls import build_controls, human_pairs
     from isqaflow.arena.judging.judge import pair_request
 
@@ -293,22 +354,32 @@ def _arena_judge_checks(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRe
     human = (config["datasets"]["rag"] or {}).get("human_labels")
     if human and not (inputs.root / human).exists():
         raise NoFormula(f"the human-labelled pairs {human} are not there yet")
-    pairs = [(p["query"], p["answer_a"], p["answer_b"]) for p in human_pairs(inputs.root / human)] if human else []
+    pairs = (
+        [(p["query"], p["answer_a"], p["answer_b"]) for p in human_pairs(inputs.root / human)]
+        if human
+        else []
+    )
     found = {domain: inputs.queries(domain) for domain in arena["domains"]}
     if all(queries is not None for queries in found.values()):
         queries = [q for domain in arena["domains"] for q in found[domain]]
-        pairs += [(p["query"], p["answer_a"], p["answer_b"])
-                  for p in build_controls(queries, controls, per_domain, config["seed"])]
+        pairs += [
+            (p["query"], p["answer_a"], p["answer_b"])
+            for p in build_controls(queries, controls, per_domain, config["seed"])
+        ]
         calls, tokens = pair_calls(pairs, orders, False, inputs.count)
         return calls, tokens, calls * out, "data"
     calls, tokens = pair_calls(pairs, orders, False, inputs.count)
-    for domain in arena["domains"]:  # declared: per control and domain, per_domain pairs of references
+    for domain in arena[
+        "domains"
+    ]:  # declared: per control and domain, per_domain pairs of references
         n = min(per_domain, inputs.declared_count("rag", domain, "queries"))
         ref = filler(inputs.declared_count("rag", domain, "reference_chars"))
         query = filler(inputs.declared_count("rag", domain, "query_chars"))
         for control in controls:
             other = "I couldn't find an answer." if control == "no_answer" else ref
-            both = 1 if control == "self" else orders  # the two orders of a reference vs itself: one request
+            both = (
+                1 if control == "self" else orders
+            )  # the two orders of a reference vs itself: one request
             calls += n * both
             tokens += n * both * inputs.count(pair_request(query, ref, other))
     return calls, tokens, calls * out, "declared"

@@ -54,15 +54,29 @@ def declared_papers(inputs: Inputs, dataset: str) -> list[_Paper]:
     ``papers``, every one answerable (a bound), texts at their declared mean lengths."""
     n = inputs.declared_count("papers", dataset, "papers")
     qas = inputs.declared_count("papers", dataset, "qas")
-    sizes = {key: inputs.declared_count("papers", dataset, key)
-             for key in ("title_chars", "abstract_chars", "question_chars", "answer_chars")}
+    sizes = {
+        key: inputs.declared_count("papers", dataset, key)
+        for key in ("title_chars", "abstract_chars", "question_chars", "answer_chars")
+    }
     papers = []
     for i in range(n):
         count = qas // n + (1 if i < qas % n else 0)
-        papers.append(_Paper(
-            f"{dataset}-{i}", dataset, filler(sizes["title_chars"], f"{i}"), filler(sizes["abstract_chars"]),
-            [_QA(f"{dataset}-{i}-{j}", filler(sizes["question_chars"], f"{j}"), [filler(sizes["answer_chars"])])
-             for j in range(count)]))
+        papers.append(
+            _Paper(
+                f"{dataset}-{i}",
+                dataset,
+                filler(sizes["title_chars"], f"{i}"),
+                filler(sizes["abstract_chars"]),
+                [
+                    _QA(
+                        f"{dataset}-{i}-{j}",
+                        filler(sizes["question_chars"], f"{j}"),
+                        [filler(sizes["answer_chars"])],
+                    )
+                    for j in range(count)
+                ],
+            )
+        )
     return papers
 
 
@@ -76,8 +90,9 @@ def _summary_bound_chars(config: Mapping[str, Any]) -> int:
     return int(max_new_tokens(config["isqa"].get("summary_generation"), 0) * CHARS_PER_TOKEN)
 
 
-def judged_summaries(job: grid.Job, inputs: Inputs, config: Mapping[str, Any]
-                     ) -> tuple[dict[str, Any], list[dict[str, Any]], list[str], str]:
+def judged_summaries(
+    job: grid.Job, inputs: Inputs, config: Mapping[str, Any]
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[str], str]:
     """(papers by id, the summaries rows the judge job reads, its judged systems, basis)."""
     dataset, summarizer = job.wildcard("dataset"), job.wildcard("summarizer")
     papers, basis = _papers(inputs, dataset)
@@ -92,8 +107,17 @@ def judged_summaries(job: grid.Job, inputs: Inputs, config: Mapping[str, Any]
         if system in written:
             continue
         basis = "declared" if basis == "declared" else "data+bound"
-        rows += [{"paper_id": p.id, "dataset": dataset, "summarizer": summarizer, "system": system, "final": True,
-                  "summary": filler(bound, f"{summarizer}:{system}:{p.id}:")} for p in papers]
+        rows += [
+            {
+                "paper_id": p.id,
+                "dataset": dataset,
+                "summarizer": summarizer,
+                "system": system,
+                "final": True,
+                "summary": filler(bound, f"{summarizer}:{system}:{p.id}:"),
+            }
+            for p in papers
+        ]
     return {p.id: p for p in papers}, rows, systems, basis
 
 
@@ -102,8 +126,9 @@ def _text_judge(entry: Mapping[str, Any]) -> None:
         raise NoFormula("logprob judges score through an API only with a served model")
 
 
-def _drfr_summaries(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                    ) -> tuple[int, int, int, str]:
+def _drfr_summaries(
+    job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+) -> tuple[int, int, int, str]:
     from isqaflow.drfr.judge import DEFAULT_PARAMS
     from isqaflow.drfr.summaries import summary_items
 
@@ -115,8 +140,9 @@ def _drfr_summaries(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | 
     return calls, tokens, calls * out, basis
 
 
-def _arena_summaries(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                     ) -> tuple[int, int, int, str]:
+def _arena_summaries(
+    job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+) -> tuple[int, int, int, str]:
     from isqaflow.arena.judging.judge import DEFAULT_PARAMS
     from isqaflow.arena.judging.summaries import summary_pairs
 
@@ -127,13 +153,18 @@ def _arena_summaries(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef |
     orders = 2 if arena.get("orders", "both") == "both" else 1
     papers, rows, systems, basis = judged_summaries(job, inputs, config)
     pairs = summary_pairs(papers, rows, systems, config["isqa"]["refine"]["initial_prompt"])
-    calls, tokens = pair_calls([(p["query"], p["answer_a"], p["answer_b"]) for p in pairs], orders,
-                                basis != "data", inputs.count)
+    calls, tokens = pair_calls(
+        [(p["query"], p["answer_a"], p["answer_b"]) for p in pairs],
+        orders,
+        basis != "data",
+        inputs.count,
+    )
     return calls, tokens, calls * out, basis
 
 
-def _isqa_refine(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
-                 ) -> tuple[int, int, int, str]:
+def _isqa_refine(
+    job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | None = None
+) -> tuple[int, int, int, str]:
     """A bound on the API feedback model's calls of one refinement job: per paper with usable QA
     pairs, ``steps`` x min(``batch_size``, its usable pairs) feedback questions, plus the known-answer
     control (``validity.feedback``, human questions only) asking min(``per_paper``, its answerable
@@ -148,7 +179,9 @@ def _isqa_refine(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | Non
     isqa = config["isqa"]
     refine = isqa["refine"]
     if refine.get("evidence", "generated") == "likelihood":
-        raise NoFormula("evidence: likelihood scores log-probabilities: through an API only with a served model")
+        raise NoFormula(
+            "evidence: likelihood scores log-probabilities: through an API only with a served model"
+        )
     dataset, questions = job.wildcard("dataset"), job.wildcard("questions")
     style = isqa["feedback_models"][job.wildcard("feedback")].get("style", "isqa")
     papers, basis = _papers(inputs, dataset)
@@ -156,9 +189,14 @@ def _isqa_refine(job: grid.Job, inputs: Inputs, config, ref: grid.ModelRef | Non
     if questions == "generated":
         generated = inputs.rows(f"results/questions/{dataset}/generated.jsonl")
         per_paper = int(isqa["questions"]["generated"]["per_paper"])
-        usable = ([len(row.get("qas") or []) for row in generated] if generated is not None
-                  else [per_paper] * len(papers))
-        texts = [q["question"] for row in generated or [] for q in row.get("qas") or []] or [filler(60)]
+        usable = (
+            [len(row.get("qas") or []) for row in generated]
+            if generated is not None
+            else [per_paper] * len(papers)
+        )
+        texts = [q["question"] for row in generated or [] for q in row.get("qas") or []] or [
+            filler(60)
+        ]
         answerable = [0] * len(usable)  # no control with generated questions
     else:
         usable = [sum(include_unanswerable or not qa.unanswerable for qa in p.qas) for p in papers]

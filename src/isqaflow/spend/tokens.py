@@ -27,18 +27,31 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-CHARS_PER_TOKEN = 4.0  # OpenAI: "1 token ~= 4 chars in English" (help.openai.com, "What are tokens")
+CHARS_PER_TOKEN = (
+    4.0  # OpenAI: "1 token ~= 4 chars in English" (help.openai.com, "What are tokens")
+)
 MESSAGE_TOKENS = 4  # per chat message (role and separators; OpenAI cookbook, counting chat tokens)
-COOKBOOK_MESSAGE_TOKENS = 3  # per message besides its role and content (OpenAI cookbook, gpt-4 / gpt-3.5)
+COOKBOOK_MESSAGE_TOKENS = (
+    3  # per message besides its role and content (OpenAI cookbook, gpt-4 / gpt-3.5)
+)
 COOKBOOK_REPLY_TOKENS = 3  # every reply is primed with <|start|>assistant<|message|>
 FALLBACK = "chars/4 (fallback)"
-FILLER_UNIT = " abc"  # one token in cl100k_base and in o200k_base (tests/unit/spend/test_spend_tokens.py)
+FILLER_UNIT = (
+    " abc"  # one token in cl100k_base and in o200k_base (tests/unit/spend/test_spend_tokens.py)
+)
 _FILLER_RUN = re.compile(f"(?:{re.escape(FILLER_UNIT)}){{4,}}")
 # model-name prefix -> encoding (tiktoken's MODEL_PREFIX_TO_ENCODING, the chat models); first match wins
 ENCODING_PREFIXES = (
-    ("gpt-4o", "o200k_base"), ("chatgpt-4o", "o200k_base"), ("gpt-4.1", "o200k_base"),
-    ("gpt-4.5", "o200k_base"), ("gpt-5", "o200k_base"), ("o1", "o200k_base"), ("o3", "o200k_base"),
-    ("o4", "o200k_base"), ("gpt-4", "cl100k_base"), ("gpt-3.5-turbo", "cl100k_base"),
+    ("gpt-4o", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-5", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5-turbo", "cl100k_base"),
     ("gpt-35-turbo", "cl100k_base"),
 )
 
@@ -58,7 +71,11 @@ def filler(chars: int, prefix: str = "") -> str:
 def encoding_name(model: str) -> str | None:
     """OpenAI's encoding of a model name (None: not an OpenAI chat model this table knows)."""
     for prefix, name in ENCODING_PREFIXES:
-        if model == prefix or model.startswith(prefix + "-") or (prefix[0] == "o" and model.startswith(prefix)):
+        if (
+            model == prefix
+            or model.startswith(prefix + "-")
+            or (prefix[0] == "o" and model.startswith(prefix))
+        ):
             return name
     return None
 
@@ -83,12 +100,14 @@ class Encoded:
     def __init__(self, name: str) -> None:
         self.name = name
         self._encoding = bpe_openai.get_encoding(name)
-        self.text = functools.lru_cache(maxsize=65536)(self._text)  # few-shot and system messages repeat
+        self.text = functools.lru_cache(maxsize=65536)(
+            self._text
+        )  # few-shot and system messages repeat
 
     def _text(self, text: str) -> int:
         n, start = 0, 0
         for run in _FILLER_RUN.finditer(text):  # a placeholder: its characters / 4, not encoded
-            n += len(self._encoding.encode(text[start:run.start()])) if run.start() > start else 0
+            n += len(self._encoding.encode(text[start : run.start()])) if run.start() > start else 0
             n += len(run.group()) // len(FILLER_UNIT)
             start = run.end()
         return n + (len(self._encoding.encode(text[start:])) if start < len(text) else 0)
@@ -97,7 +116,9 @@ class Encoded:
         if isinstance(messages, str):
             return self.text(messages)
         return COOKBOOK_REPLY_TOKENS + sum(
-            COOKBOOK_MESSAGE_TOKENS + self.text(m["role"]) + self.text(m["content"]) for m in messages)
+            COOKBOOK_MESSAGE_TOKENS + self.text(m["role"]) + self.text(m["content"])
+            for m in messages
+        )
 
 
 ESTIMATE = Estimate()

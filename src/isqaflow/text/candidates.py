@@ -30,7 +30,9 @@ class Candidate:
     kind: str  # "entity" or "noun_chunk"
     label: str  # the entity type, or "NP"
     sentence: str  # the sentence it occurs in (the QG context)
-    sentence_index: int = 0  # that sentence's position in the text (QuestEval v0.1.1's weighter input)
+    sentence_index: int = (
+        0  # that sentence's position in the text (QuestEval v0.1.1's weighter input)
+    )
 
 
 @functools.cache
@@ -84,18 +86,28 @@ def published_candidates(text: str, pipeline: str, limit_sent: int = 5) -> list[
     nlp = load_pipeline(pipeline)
     sentences = [s for s in nlp(text).sents][:limit_sent]
     head = nlp(" ".join(s.text.strip() for s in sentences))
-    out = [Candidate(e.text, "entity", e.label_, e.sent.text.strip(), _sentence_index(e)) for e in head.ents]
-    out += [Candidate(c.text, "noun_chunk", "NP", c.sent.text.strip(), _sentence_index(c)) for c in head.noun_chunks]
+    out = [
+        Candidate(e.text, "entity", e.label_, e.sent.text.strip(), _sentence_index(e))
+        for e in head.ents
+    ]
+    out += [
+        Candidate(c.text, "noun_chunk", "NP", c.sent.text.strip(), _sentence_index(c))
+        for c in head.noun_chunks
+    ]
     return [c for c in out if c.text.strip()]
 
 
-def sample_candidates(candidates: list[Candidate], k: int, rng: np.random.Generator) -> list[Candidate]:
+def sample_candidates(
+    candidates: list[Candidate], k: int, rng: np.random.Generator
+) -> list[Candidate]:
     """K candidates, entities preferred, order as in the text."""
     if len(candidates) <= k:
         return list(candidates)
     entities = [i for i, c in enumerate(candidates) if c.kind == "entity"]
     chunks = [i for i, c in enumerate(candidates) if c.kind != "entity"]
-    chosen = list(rng.choice(entities, size=min(k, len(entities)), replace=False)) if entities else []
+    chosen = (
+        list(rng.choice(entities, size=min(k, len(entities)), replace=False)) if entities else []
+    )
     if len(chosen) < k:
         chosen += list(rng.choice(chunks, size=k - len(chosen), replace=False))
     return [candidates[i] for i in sorted(int(i) for i in chosen)]

@@ -62,6 +62,10 @@ def encode(texts: list[str], model: str = DEFAULT_MODEL, batch_size: int = 64):
     # a helper of a stage (ISQA's near-duplicate check), not the model the job was given its GPUs
     # for: CUDA when present, else the CPU, never an error (sentence-transformers' own choice)
     vectors = _encoder(model, None).encode(
-        texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        texts,
+        batch_size=batch_size,
+        normalize_embeddings=True,
+        convert_to_numpy=True,
+        show_progress_bar=False,
     )
     return vectors.astype(np.float32)

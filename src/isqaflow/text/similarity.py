@@ -27,7 +27,9 @@ class DuplicateCheck:
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
-            raise ValueError(f"unknown similarity method {self.method!r}; expected one of {METHODS}")
+            raise ValueError(
+                f"unknown similarity method {self.method!r}; expected one of {METHODS}"
+            )
         self._vectors: dict[str, object] = {}
 
     def _embed(self, texts: list[str]) -> None:
@@ -69,7 +71,10 @@ class DuplicateCheck:
             return None
         if self.method == "embedding":
             self._embed([text, *existing])
-        best = max(((i, self.similarity(text, other)) for i, other in enumerate(existing)), key=lambda x: x[1])
+        best = max(
+            ((i, self.similarity(text, other)) for i, other in enumerate(existing)),
+            key=lambda x: x[1],
+        )
         if self.method == "spacy":
             return best if best[1] > self.threshold else None
         return best if best[1] >= self.threshold else None

@@ -153,27 +153,74 @@ def test_agreement_table_adds_the_fitted_band(tmp_path):
     for pair_id, label, _ in pairs:
         rating = {1: "Better", 0: "Tie", -1: "Worse"}[label]
         for annotator in ("x", "y", "z"):
-            rows.append({"pair_id": pair_id, "domain": "d", "qid": pair_id, "query": "q?", "system_1": "s1",
-                         "answer_1": "a", "system_2": "s2", "answer_2": "b", "annotator": annotator,
-                         "rating": rating})
+            rows.append(
+                {
+                    "pair_id": pair_id,
+                    "domain": "d",
+                    "qid": pair_id,
+                    "query": "q?",
+                    "system_1": "s1",
+                    "answer_1": "a",
+                    "system_2": "s2",
+                    "answer_2": "b",
+                    "annotator": annotator,
+                    "rating": rating,
+                }
+            )
     human_csv = tmp_path / "human.csv"
     pd.DataFrame(rows).to_csv(human_csv, index=False)
     judged = tmp_path / "judged.jsonl"
     side = lambda m: "1" if m > 0 else "2"  # noqa: E731
-    judged.write_text("".join(json.dumps({"pair_id": p, "judge": "local", "rule": "calibrated", "tie_band": 0.0,
-                                          "margin": m, "verdict": side(m)}) + "\n" for p, _, m in pairs))
+    judged.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "pair_id": p,
+                    "judge": "local",
+                    "rule": "calibrated",
+                    "tie_band": 0.0,
+                    "margin": m,
+                    "verdict": side(m),
+                }
+            )
+            + "\n"
+            for p, _, m in pairs
+        )
+    )
     table = agreement_table(human_csv, [judged])
-    assert list(table["rule"]) == ["calibrated", "calibrated, tie band fitted on these pairs",
-                                   "calibrated, tie band fitted leave-one-out"]
+    assert list(table["rule"]) == [
+        "calibrated",
+        "calibrated, tie band fitted on these pairs",
+        "calibrated, tie band fitted leave-one-out",
+    ]
     assert list(table["tie band"])[:2] == [0.0, pytest.approx((0.2 + 0.9) / 2)]
-    assert list(table["judge tie %"]) == [0.0, 40.0, 40.0] and list(table["human tie %"]) == [40.0] * 3
+    assert (
+        list(table["judge tie %"]) == [0.0, 40.0, 40.0] and list(table["human tie %"]) == [40.0] * 3
+    )
     assert list(table["accuracy %"]) == [60.0, 100.0, 100.0]
     # every row says whether it is in-sample; the configured band 0 was not fitted here
-    assert list(table["sample"]) == ["configured", "in-sample: band fitted on these pairs",
-                                     "out of sample: each pair under the band fitted on the others"]
+    assert list(table["sample"]) == [
+        "configured",
+        "in-sample: band fitted on these pairs",
+        "out of sample: each pair under the band fitted on the others",
+    ]
     # a configured band equal to the fitted one (the embedded default's) is marked in-sample too
-    judged.write_text("".join(json.dumps({"pair_id": p, "judge": "local", "rule": "calibrated", "tie_band": 0.55,
-                                          "margin": m, "verdict": side(m)}) + "\n" for p, _, m in pairs))
+    judged.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "pair_id": p,
+                    "judge": "local",
+                    "rule": "calibrated",
+                    "tie_band": 0.55,
+                    "margin": m,
+                    "verdict": side(m),
+                }
+            )
+            + "\n"
+            for p, _, m in pairs
+        )
+    )
     table = agreement_table(human_csv, [judged])
     assert table["sample"].iloc[0] == "in-sample: band fitted on these pairs (the configured band)"
 

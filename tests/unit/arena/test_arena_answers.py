@@ -71,16 +71,30 @@ def test_run_answers_flags_the_typographic_no_answer(tmp_path, monkeypatch):
     passages = tmp_path / "passages.jsonl"
     retrieval = tmp_path / "retrieval.jsonl"
     rows = [
-        {"id": f"q{i}", "domain": "fiqa", "question": f"question {i}", "reference": "r",
-         "reference_with_citation": "r [1]", "citations": [[1]], "gold_doc_ids": ["d1"]}
+        {
+            "id": f"q{i}",
+            "domain": "fiqa",
+            "question": f"question {i}",
+            "reference": "r",
+            "reference_with_citation": "r [1]",
+            "citations": [[1]],
+            "gold_doc_ids": ["d1"],
+        }
         for i in range(3)
     ]
     queries.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    passages.write_text(json.dumps({"id": "d1-0", "doc_id": "d1", "domain": "fiqa", "text": "a text"}) + "\n")
-    retrieval.write_text("".join(
-        json.dumps({"domain": "fiqa", "query_id": f"q{i}", "passages": [{"id": "d1-0", "score": 1.0}]}) + "\n"
-        for i in range(3)
-    ))
+    passages.write_text(
+        json.dumps({"id": "d1-0", "doc_id": "d1", "domain": "fiqa", "text": "a text"}) + "\n"
+    )
+    retrieval.write_text(
+        "".join(
+            json.dumps(
+                {"domain": "fiqa", "query_id": f"q{i}", "passages": [{"id": "d1-0", "score": 1.0}]}
+            )
+            + "\n"
+            for i in range(3)
+        )
+    )
     replies = [
         "<thinking>Nothing helps.</thinking> I couldn\u2019t find an answer.",
         "Six minutes.",
@@ -88,12 +102,19 @@ def test_run_answers_flags_the_typographic_no_answer(tmp_path, monkeypatch):
     ]
     monkeypatch.setattr("isqaflow.models.registry.load_model", lambda *a, **k: Replies(replies))
     out = tmp_path / "answers.jsonl"
-    params = SimpleNamespace(model={}, adapter=None, cot=True, generation={"max_new_tokens": 8}, code="sha")
-    job = answers.AnswersJob.from_rule(params, SimpleNamespace(answerer="m", retriever="bm25", k="5"))
+    params = SimpleNamespace(
+        model={}, adapter=None, cot=True, generation={"max_new_tokens": 8}, code="sha"
+    )
+    job = answers.AnswersJob.from_rule(
+        params, SimpleNamespace(answerer="m", retriever="bm25", k="5")
+    )
     answers.run_answers([queries], [passages], [retrieval], out, job, cache_path=None)
     written = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["no_answer"] for r in written] == [True, False, True]
-    assert written[0]["answer"] == "I couldn\u2019t find an answer." and written[0]["thinking_blocks"] == 1
+    assert (
+        written[0]["answer"] == "I couldn\u2019t find an answer."
+        and written[0]["thinking_blocks"] == 1
+    )
 
 
 def test_answer_prompt_asks_for_the_no_answer_reply():

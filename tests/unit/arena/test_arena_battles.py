@@ -8,9 +8,20 @@ from collections import Counter
 import pandas as pd
 import pytest
 
-from isqaflow.arena.judging.battles import REFERENCE, ArenaJudgeJob, all_pairs, reference_pairs, run_arena_judge
+from isqaflow.arena.judging.battles import (
+    REFERENCE,
+    ArenaJudgeJob,
+    all_pairs,
+    reference_pairs,
+    run_arena_judge,
+)
 from isqaflow.arena.judging.settings import ArenaJudge
-from isqaflow.arena.tables import ArenaTablesSettings, build_arena_tables, ratings_table, win_rate_table
+from isqaflow.arena.tables import (
+    ArenaTablesSettings,
+    build_arena_tables,
+    ratings_table,
+    win_rate_table,
+)
 from isqaflow.data.schema import RagQuery
 from isqaflow.models.base import Generation, LanguageModel
 
@@ -21,16 +32,24 @@ ELO = {"k": 4, "base": 10, "scale": 400, "initial": 1000}
 
 
 def make_query(domain: str, i: int) -> RagQuery:
-    return RagQuery(id=f"q{i}", domain=domain, question=f"{domain} question {i}",
-                    reference=f"The {domain} reference {i}.\nIts second claim.",
-                    reference_with_citation=f"The {domain} reference {i} [1].", citations=[[1]],
-                    gold_doc_ids=[f"{domain}-d{i}"])
+    return RagQuery(
+        id=f"q{i}",
+        domain=domain,
+        question=f"{domain} question {i}",
+        reference=f"The {domain} reference {i}.\nIts second claim.",
+        reference_with_citation=f"The {domain} reference {i} [1].",
+        citations=[[1]],
+        gold_doc_ids=[f"{domain}-d{i}"],
+    )
 
 
 def make_data(models=MODELS) -> tuple[dict, list[dict]]:
     queries = {(d, f"q{i}"): make_query(d, i) for d in DOMAINS for i in range(QUERIES_PER_DOMAIN)}
-    answers = [{"domain": d, "qid": qid, "answerer": m, "answer": f"{m} on {d}/{qid}"}
-               for (d, qid) in queries for m in models]
+    answers = [
+        {"domain": d, "qid": qid, "answerer": m, "answer": f"{m} on {d}/{qid}"}
+        for (d, qid) in queries
+        for m in models
+    ]
     return queries, answers
 
 
@@ -86,10 +105,23 @@ def judged(tmp_path, monkeypatch) -> pd.DataFrame:
         answer_paths.append(path)
     monkeypatch.setattr("isqaflow.models.registry.load_model", lambda *a, **k: AlwaysFirst())
     out = tmp_path / "judged.jsonl"
-    judge = ArenaJudge(name="local", spec={}, mode="text", orders="random", seed=0, generation=None, rule="raw",
-                       tie_band=0.0)
-    run_arena_judge(query_paths, answer_paths, out, ArenaJudgeJob(judge, all_pairs_per_domain=1, repeats=1),
-                    cache_path=None)
+    judge = ArenaJudge(
+        name="local",
+        spec={},
+        mode="text",
+        orders="random",
+        seed=0,
+        generation=None,
+        rule="raw",
+        tie_band=0.0,
+    )
+    run_arena_judge(
+        query_paths,
+        answer_paths,
+        out,
+        ArenaJudgeJob(judge, all_pairs_per_domain=1, repeats=1),
+        cache_path=None,
+    )
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     return pd.DataFrame(rows).assign(setting="bm25-k5.local")
 
@@ -108,7 +140,9 @@ def test_win_rates_use_each_reference_pair_exactly_once(judged):
 
 def test_ratings_with_all_pairs_have_no_duplicate_battles(judged):
     only_reference, _ = ratings_table(judged, ELO, rounds=100, seed=0, kinds=["reference"])
-    with_all_pairs, _ = ratings_table(judged, ELO, rounds=100, seed=0, kinds=["reference", "all_pairs"])
+    with_all_pairs, _ = ratings_table(
+        judged, ELO, rounds=100, seed=0, kinds=["reference", "all_pairs"]
+    )
     votes_a = only_reference[("votes", "")]
     votes_b = with_all_pairs[("votes", "")]
     per_model = len(DOMAINS) * QUERIES_PER_DOMAIN
@@ -132,15 +166,34 @@ def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path):
     recall = tmp_path / "recall.json"
     recall.write_text(json.dumps({"5": {"k": 5, "hit": 0.5, "recall": 0.4}}))
     answer_paths = []
-    for model in ("m1", "m2"):  # the answers files as rule rag_answers writes them: retriever and depth too
-        rows = [{**json.loads(line), "retriever": "bm25", "k": 5,
-                 "no_answer": False, "thinking_unclosed": False}
-                for line in (tmp_path / f"{model}.jsonl").read_text().splitlines()]
+    for model in (
+        "m1",
+        "m2",
+    ):  # the answers files as rule rag_answers writes them: retriever and depth too
+        rows = [
+            {
+                **json.loads(line),
+                "retriever": "bm25",
+                "k": 5,
+                "no_answer": False,
+                "thinking_unclosed": False,
+            }
+            for line in (tmp_path / f"{model}.jsonl").read_text().splitlines()
+        ]
         answer_paths.append(tmp_path / f"{model}.answers.jsonl")
         answer_paths[-1].write_text("".join(json.dumps(r) + "\n" for r in rows))
     settings = ArenaTablesSettings(elo=ELO, rounds=20, seed=0)
-    build_arena_tables({"bm25-k5.local": str(tmp_path / "judged.jsonl")}, answer_paths, {"bm25": str(recall)},
-                       None, [], [], tmp_path / "tables", tmp_path / "figures", settings)
+    build_arena_tables(
+        {"bm25-k5.local": str(tmp_path / "judged.jsonl")},
+        answer_paths,
+        {"bm25": str(recall)},
+        None,
+        [],
+        [],
+        tmp_path / "tables",
+        tmp_path / "figures",
+        settings,
+    )
     rates = pd.read_csv(tmp_path / "tables/arena_win_rates.csv")
     assert set(rates["model"]) == {"m1", "m2"}
     assert (tmp_path / "figures/arena_ratings.png").exists()

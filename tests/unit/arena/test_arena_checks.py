@@ -25,16 +25,36 @@ from isqaflow.models.base import Generation, LanguageModel
 REPO = Path(__file__).resolve().parents[3]
 HUMAN_CSV = REPO / "data/embedded/lfrqa/human_pairwise.csv"
 DOMAINS = ("fiqa", "science", "technology")
-CONTRACT_KEYS = {"instrument", "name", "scope", "control", "rule", "item", "expected", "outcome", "correct",
-                 "chance", "baseline_correct", "detail"}
+CONTRACT_KEYS = {
+    "instrument",
+    "name",
+    "scope",
+    "control",
+    "rule",
+    "item",
+    "expected",
+    "outcome",
+    "correct",
+    "chance",
+    "baseline_correct",
+    "detail",
+}
 
 
 def make_queries(per_domain: int = 6) -> list[RagQuery]:
-    return [RagQuery(id=f"q{i}", domain=d, question=f"{d} question {i}?",
-                     reference=f"The {d} answer {i}.\nA second claim about {d} {i}.",
-                     reference_with_citation=f"The {d} answer {i} [1].", citations=[[1]],
-                     gold_doc_ids=[f"{d}-{i}"])
-            for d in DOMAINS for i in range(per_domain)]
+    return [
+        RagQuery(
+            id=f"q{i}",
+            domain=d,
+            question=f"{d} question {i}?",
+            reference=f"The {d} answer {i}.\nA second claim about {d} {i}.",
+            reference_with_citation=f"The {d} answer {i} [1].",
+            citations=[[1]],
+            gold_doc_ids=[f"{d}-{i}"],
+        )
+        for d in DOMAINS
+        for i in range(per_domain)
+    ]
 
 
 REFERENCES = {q.question: q.reference.replace("\n", " ") for q in make_queries()}
@@ -122,7 +142,9 @@ class LogprobJudge(LanguageModel):
         return [list(self.logprobs(request)) for request, _ in items]
 
 
-ANSWER_TAGS = re.compile(r"<answer 1>\n(.*?)\n</answer 1>\n\n<answer 2>\n(.*?)\n</answer 2>", re.DOTALL)
+ANSWER_TAGS = re.compile(
+    r"<answer 1>\n(.*?)\n</answer 1>\n\n<answer 2>\n(.*?)\n</answer 2>", re.DOTALL
+)
 
 
 def shown_answers(request) -> tuple[str, str]:
@@ -159,15 +181,21 @@ def share_correct(records, control, rule):
     return sum(r["correct"] is True for r in chosen) / len(chosen)
 
 
-@pytest.mark.parametrize(("mode", "orders", "rules"), [
-    ("text", "both", ["raw"]),
-    ("text", "random", ["raw"]),
-    ("logprob", "both", ["raw", "calibrated"]),
-])
+@pytest.mark.parametrize(
+    ("mode", "orders", "rules"),
+    [
+        ("text", "both", ["raw"]),
+        ("text", "random", ["raw"]),
+        ("logprob", "both", ["raw", "calibrated"]),
+    ],
+)
 def test_a_perfect_judge_gets_every_control_right(mode, orders, rules):
     pairs = build_controls(make_queries(), CONTROLS, per_domain=4, seed=3)
-    model = (TextJudge(lambda r: f"<rating>{perfect_label(r)}</rating>") if mode == "text"
-             else LogprobJudge(perfect_logprobs))
+    model = (
+        TextJudge(lambda r: f"<rating>{perfect_label(r)}</rating>")
+        if mode == "text"
+        else LogprobJudge(perfect_logprobs)
+    )
     records = score(pairs, model, mode, orders, rule=rules[-1])
     assert {r["rule"] for r in records} == set(rules)
     assert len(records) == len(pairs) * len(rules)
@@ -177,9 +205,13 @@ def test_a_perfect_judge_gets_every_control_right(mode, orders, rules):
 def test_a_judge_that_always_picks_position_1_is_at_chance_or_below():
     pairs = build_controls(make_queries(), CONTROLS, per_domain=6, seed=3)
     # both orders: its verdict is always a tie, so it never makes a reference win
-    for mode, model in (("text", TextJudge(lambda r: "<rating>1</rating>")),
-                        ("logprob", LogprobJudge(lambda r: (-0.2, -2.5, -3.0)))):
-        records = score(pairs, model, mode, "both", rule="calibrated" if mode == "logprob" else "raw")
+    for mode, model in (
+        ("text", TextJudge(lambda r: "<rating>1</rating>")),
+        ("logprob", LogprobJudge(lambda r: (-0.2, -2.5, -3.0))),
+    ):
+        records = score(
+            pairs, model, mode, "both", rule="calibrated" if mode == "logprob" else "raw"
+        )
         for rule in {r["rule"] for r in records}:
             for control in ("other_reference", "no_answer"):
                 assert share_correct(records, control, rule) == 0.0
@@ -188,7 +220,9 @@ def test_a_judge_that_always_picks_position_1_is_at_chance_or_below():
     records = score(pairs, TextJudge(lambda r: "<rating>1</rating>"), "text", "random")
     for control in ("other_reference", "no_answer"):
         chosen = [r for r in records if r["control"] == control]
-        shown_first = [(r["detail"]["reference_side"] == "a") == (r["detail"]["order"] == "ab") for r in chosen]
+        shown_first = [
+            (r["detail"]["reference_side"] == "a") == (r["detail"]["order"] == "ab") for r in chosen
+        ]
         assert [r["correct"] for r in chosen] == shown_first
         assert 0.25 <= sum(shown_first) / len(chosen) <= 0.75
         assert all(r["chance"] == 0.5 for r in chosen)
@@ -214,7 +248,10 @@ def test_records_follow_the_shared_contract():
     calibrated = [r for r in records if r["rule"] == "calibrated"]
     assert len(calibrated) == len(pairs)
     assert all(abs(r["detail"]["margin"]) == pytest.approx(2.9) for r in calibrated)
-    assert all({"logprobs_ab", "logprobs_ba", "margin_ab", "margin_ba"} <= set(r["detail"]) for r in calibrated)
+    assert all(
+        {"logprobs_ab", "logprobs_ba", "margin_ab", "margin_ba"} <= set(r["detail"])
+        for r in calibrated
+    )
 
 
 # ------------------------------------------------------------------- the job
@@ -222,7 +259,9 @@ def write_queries(tmp_path) -> list[Path]:
     paths = []
     for domain in DOMAINS:
         path = tmp_path / f"{domain}.jsonl"
-        path.write_text("".join(q.model_dump_json() + "\n" for q in make_queries() if q.domain == domain))
+        path.write_text(
+            "".join(q.model_dump_json() + "\n" for q in make_queries() if q.domain == domain)
+        )
         paths.append(path)
     return paths
 
@@ -237,8 +276,16 @@ class CountingLoads:
 
 
 def checks_job(judge_name: str, controls, per_domain: int) -> JudgeChecksJob:
-    judge = ArenaJudge(name=judge_name, spec={}, mode="text", orders="both", seed=0, generation=None, rule="raw",
-                       tie_band=0.0)
+    judge = ArenaJudge(
+        name=judge_name,
+        spec={},
+        mode="text",
+        orders="both",
+        seed=0,
+        generation=None,
+        rule="raw",
+        tie_band=0.0,
+    )
     return JudgeChecksJob(judge, controls=tuple(controls), per_domain=per_domain)
 
 
@@ -251,8 +298,14 @@ def test_one_job_judges_human_pairs_and_controls_with_one_model_load(tmp_path, m
     loads = CountingLoads(TextJudge(reply))
     monkeypatch.setattr("isqaflow.models.registry.load_model", loads)
     validity, agreement = tmp_path / "validity.jsonl", tmp_path / "agreement.jsonl"
-    summary = run_judge_checks(write_queries(tmp_path), HUMAN_CSV, validity, agreement,
-                               checks_job("local", CONTROLS, per_domain=2), cache_path=None)
+    summary = run_judge_checks(
+        write_queries(tmp_path),
+        HUMAN_CSV,
+        validity,
+        agreement,
+        checks_job("local", CONTROLS, per_domain=2),
+        cache_path=None,
+    )
     assert loads.loads == 1
     human = [json.loads(line) for line in agreement.read_text().splitlines()]
     assert len(human) == 12 and {h["kind"] for h in human} == {"human"}
@@ -267,9 +320,21 @@ def test_the_job_without_human_labels_or_controls(tmp_path, monkeypatch):
     loads = CountingLoads(TextJudge(lambda r: "<rating>0</rating>"))
     monkeypatch.setattr("isqaflow.models.registry.load_model", loads)
     validity = tmp_path / "validity.jsonl"
-    run_judge_checks(write_queries(tmp_path), None, validity, None, checks_job("gpt4", [], per_domain=50),
-                     cache_path=None)
+    run_judge_checks(
+        write_queries(tmp_path),
+        None,
+        validity,
+        None,
+        checks_job("gpt4", [], per_domain=50),
+        cache_path=None,
+    )
     assert validity.read_text() == "" and loads.loads == 0
     with pytest.raises(ValueError, match="give both or neither"):
-        run_judge_checks(write_queries(tmp_path), HUMAN_CSV, validity, None, checks_job("gpt4", [], per_domain=1),
-                         cache_path=None)
+        run_judge_checks(
+            write_queries(tmp_path),
+            HUMAN_CSV,
+            validity,
+            None,
+            checks_job("gpt4", [], per_domain=1),
+            cache_path=None,
+        )

@@ -36,7 +36,12 @@ def script_modules(path: Path) -> set[str]:
     """The isqaflow modules a script imports (isqaflow.runtime, in every hash, left out)."""
     tree = ast.parse(path.read_text())
     found = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
-    found |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    found |= {
+        alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
     return {m for m in found if m.startswith("isqaflow.") and m != "isqaflow.runtime"}
 
 
@@ -52,19 +57,57 @@ def test_rule_hashes_the_module_its_script_runs(rule):
 
 # What each rule's job must not depend on: code it never runs.
 NOT_RUN = {
-    "retrieve": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judging.judge", "isqaflow.arena.retrieval.colbert"),
-    "colbert_index": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judging.judge", "isqaflow.text.embeddings"),
-    "retrieve_colbert": ("isqaflow.models", "isqaflow.arena.answers", "isqaflow.arena.judging.judge",
-                         "isqaflow.text.embeddings"),
-    "rag_answers": ("isqaflow.arena.retrieval.bm25_dense", "isqaflow.arena.judging.judge", "isqaflow.text.embeddings"),
-    "arena_judge": ("isqaflow.arena.judging.summaries", "isqaflow.arena.judging.controls", "isqaflow.arena.answers",
-                    "isqaflow.arena.retrieval.bm25_dense", "isqaflow.arena.judging.agreement", "isqaflow.arena.tables"),
-    "arena_summaries": ("isqaflow.arena.judging.battles", "isqaflow.arena.judging.controls", "isqaflow.arena.answers",
-                        "isqaflow.arena.retrieval.bm25_dense"),
-    "arena_tables": ("isqaflow.models", "isqaflow.arena.judging.judge", "isqaflow.arena.judging.battles",
-                     "isqaflow.arena.answers", "isqaflow.arena.retrieval.bm25_dense"),
-    "arena_judge_checks": ("isqaflow.arena.judging.battles", "isqaflow.arena.judging.summaries", "isqaflow.arena.answers",
-                           "isqaflow.arena.retrieval.bm25_dense", "isqaflow.arena.tables"),
+    "retrieve": (
+        "isqaflow.models",
+        "isqaflow.arena.answers",
+        "isqaflow.arena.judging.judge",
+        "isqaflow.arena.retrieval.colbert",
+    ),
+    "colbert_index": (
+        "isqaflow.models",
+        "isqaflow.arena.answers",
+        "isqaflow.arena.judging.judge",
+        "isqaflow.text.embeddings",
+    ),
+    "retrieve_colbert": (
+        "isqaflow.models",
+        "isqaflow.arena.answers",
+        "isqaflow.arena.judging.judge",
+        "isqaflow.text.embeddings",
+    ),
+    "rag_answers": (
+        "isqaflow.arena.retrieval.bm25_dense",
+        "isqaflow.arena.judging.judge",
+        "isqaflow.text.embeddings",
+    ),
+    "arena_judge": (
+        "isqaflow.arena.judging.summaries",
+        "isqaflow.arena.judging.controls",
+        "isqaflow.arena.answers",
+        "isqaflow.arena.retrieval.bm25_dense",
+        "isqaflow.arena.judging.agreement",
+        "isqaflow.arena.tables",
+    ),
+    "arena_summaries": (
+        "isqaflow.arena.judging.battles",
+        "isqaflow.arena.judging.controls",
+        "isqaflow.arena.answers",
+        "isqaflow.arena.retrieval.bm25_dense",
+    ),
+    "arena_tables": (
+        "isqaflow.models",
+        "isqaflow.arena.judging.judge",
+        "isqaflow.arena.judging.battles",
+        "isqaflow.arena.answers",
+        "isqaflow.arena.retrieval.bm25_dense",
+    ),
+    "arena_judge_checks": (
+        "isqaflow.arena.judging.battles",
+        "isqaflow.arena.judging.summaries",
+        "isqaflow.arena.answers",
+        "isqaflow.arena.retrieval.bm25_dense",
+        "isqaflow.arena.tables",
+    ),
 }
 
 

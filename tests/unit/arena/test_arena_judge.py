@@ -89,7 +89,9 @@ def test_pair_request_without_examples_or_thinking():
     rating_only = pair_request("q", "x", "y", with_thinking=False)
     assert all("<thinking>" not in m["content"] for m in rating_only)
     assert [m["content"] for m in rating_only[2:7:2]] == [
-        "<rating>1</rating>", "<rating>2</rating>", "<rating>0</rating>"
+        "<rating>1</rating>",
+        "<rating>2</rating>",
+        "<rating>0</rating>",
     ]
 
 
@@ -165,7 +167,10 @@ def test_position_biased_judge_gives_ties_and_inconsistency():
         assert record["raw_ab"] == record["raw_ba"] == model.reply(None)
         assert record["logprobs_ab"] is None and record["logprobs_ba"] is None
     assert position_consistency(records) == {
-        "n_pairs": 3, "n_both_valid": 3, "n_consistent": 0, "rate": 0.0
+        "n_pairs": 3,
+        "n_both_valid": 3,
+        "n_consistent": 0,
+        "rate": 0.0,
     }
 
 
@@ -193,7 +198,10 @@ def test_an_invalid_order_makes_the_pair_invalid():
     assert records[0]["verdict"] is None and records[0]["position_consistent"] is None
     assert records[1]["verdict"] == "2" and records[1]["position_consistent"] is True
     assert position_consistency(records) == {
-        "n_pairs": 2, "n_both_valid": 1, "n_consistent": 1, "rate": 1.0
+        "n_pairs": 2,
+        "n_both_valid": 1,
+        "n_consistent": 1,
+        "rate": 1.0,
     }
 
 
@@ -312,8 +320,13 @@ class GoodSeekingScorer(LanguageModel):
             assert candidates == ["<rating>1", "<rating>2", "<rating>0"]
             self.requests.append(request)
             first, second = shown_answers(request)
-            rows.append([-1.0, -2.0, -3.0] if "GOOD" in first
-                        else [-2.0, -1.0, -3.0] if "GOOD" in second else [-2.0, -3.0, -0.5])
+            rows.append(
+                [-1.0, -2.0, -3.0]
+                if "GOOD" in first
+                else [-2.0, -1.0, -3.0]
+                if "GOOD" in second
+                else [-2.0, -3.0, -0.5]
+            )
         return rows
 
 
@@ -325,7 +338,9 @@ def test_logprob_mode_maps_every_label_back():
     assert all("<thinking>" not in m["content"] for r in model.requests for m in r)
     assert [r["verdict"] for r in records] == ["1", "2", "tie"]
     assert [(r["verdict_ab"], r["verdict_ba"]) for r in records] == [
-        ("a", "a"), ("b", "b"), ("tie", "tie")
+        ("a", "a"),
+        ("b", "b"),
+        ("tie", "tie"),
     ]
     assert records[1]["logprobs_ab"] == {"1": -2.0, "2": -1.0, "0": -3.0}
     assert records[1]["logprobs_ba"] == {"1": -1.0, "2": -2.0, "0": -3.0}
@@ -357,7 +372,11 @@ def quality(answer: str) -> float:
 
 def biased_good_seeker(bias: float):
     """Prefers GOOD by 0.5 nats, plus a constant preference of ``bias`` nats for answer 1."""
-    return lambda first, second: (-1.0 + 0.5 * quality(first) + bias, -1.0 + 0.5 * quality(second), -3.0)
+    return lambda first, second: (
+        -1.0 + 0.5 * quality(first) + bias,
+        -1.0 + 0.5 * quality(second),
+        -3.0,
+    )
 
 
 def test_calibration_removes_a_constant_position_preference():
@@ -373,8 +392,12 @@ def test_calibration_removes_a_constant_position_preference():
     for record in calibrated:
         assert abs(record["margin"]) == pytest.approx(0.5)
         # order ab: answer 1 is system_a; order ba: answer 2 is system_a
-        assert record["margin_ab"] == pytest.approx(record["logprobs_ab"]["1"] - record["logprobs_ab"]["2"])
-        assert record["margin_ba"] == pytest.approx(record["logprobs_ba"]["2"] - record["logprobs_ba"]["1"])
+        assert record["margin_ab"] == pytest.approx(
+            record["logprobs_ab"]["1"] - record["logprobs_ab"]["2"]
+        )
+        assert record["margin_ba"] == pytest.approx(
+            record["logprobs_ba"]["2"] - record["logprobs_ba"]["1"]
+        )
         assert record["margin"] == pytest.approx((record["margin_ab"] + record["margin_ba"]) / 2)
         assert record["position_consistent"] is False  # the labels flip with the order
         assert record["position_consistent_calibrated"] is False  # +2.5 vs -1.5
@@ -399,8 +422,16 @@ def test_calibrated_margin_is_antisymmetric_under_swapping_the_systems():
         return table.setdefault((first, second), tuple(rng.normal(-2.0, 1.0, 3)))
 
     pairs = make_pairs(6)
-    swapped = [{**p, "system_a": p["system_b"], "answer_a": p["answer_b"], "system_b": p["system_a"],
-                "answer_b": p["answer_a"]} for p in pairs]
+    swapped = [
+        {
+            **p,
+            "system_a": p["system_b"],
+            "answer_a": p["answer_b"],
+            "system_b": p["system_a"],
+            "answer_b": p["answer_a"],
+        }
+        for p in pairs
+    ]
     model = Scorer(arbitrary)
     forward = judge_pairs(model, pairs, mode="logprob", rule="calibrated")
     backward = judge_pairs(model, swapped, mode="logprob", rule="calibrated")
@@ -413,13 +444,24 @@ def test_calibrated_margin_is_antisymmetric_under_swapping_the_systems():
 
 def test_tie_band_and_identical_answers():
     def fixed(first, second):  # answer-1 label 0.3 nats likelier for "x" first, mirrored otherwise
-        return (-1.0, -1.3, -2.0) if first == "x" and second == "y" else (
-            (-1.3, -1.0, -2.0) if first == "y" and second == "x" else (-0.5, -4.0, -2.0))
+        return (
+            (-1.0, -1.3, -2.0)
+            if first == "x" and second == "y"
+            else ((-1.3, -1.0, -2.0) if first == "y" and second == "x" else (-0.5, -4.0, -2.0))
+        )
 
-    pair = {"pair_id": "p", "query": "q", "system_a": "A", "answer_a": "x", "system_b": "B", "answer_b": "y"}
+    pair = {
+        "pair_id": "p",
+        "query": "q",
+        "system_a": "A",
+        "answer_a": "x",
+        "system_b": "B",
+        "answer_b": "y",
+    }
     model = Scorer(fixed)
     verdict = lambda band, p=pair: judge_pairs(  # noqa: E731
-        model, [p], mode="logprob", rule="calibrated", tie_band=band)[0]
+        model, [p], mode="logprob", rule="calibrated", tie_band=band
+    )[0]
     assert verdict(0.0)["margin"] == pytest.approx(0.3)
     assert verdict(0.0)["verdict"] == "1"
     assert verdict(0.29)["verdict"] == "1"
@@ -445,8 +487,13 @@ def test_calibrated_rule_needs_logprobs_of_both_orders():
     with pytest.raises(ValueError, match="rule 'calibrated' needs the label log-probabilities"):
         judge_pairs(model, make_pairs(1), mode="text", rule="calibrated")
     with pytest.raises(ValueError, match="orders"):
-        judge_pairs(Scorer(biased_good_seeker(0.0)), make_pairs(1), mode="logprob", orders="random",
-                    rule="calibrated")
+        judge_pairs(
+            Scorer(biased_good_seeker(0.0)),
+            make_pairs(1),
+            mode="logprob",
+            orders="random",
+            rule="calibrated",
+        )
     with pytest.raises(ValueError, match="rule must be one of"):
         judge_pairs(model, make_pairs(1), rule="mean")
     with pytest.raises(ValueError, match="tie_band"):

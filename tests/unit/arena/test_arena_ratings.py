@@ -273,23 +273,35 @@ def test_elo_point_is_the_bootstrap_median_and_inside_its_interval():
     assert table["rating"].to_dict() == pytest.approx({"A": 1000.0, "B": 1000.0}, abs=5.0)
     assert table.equals(elo_with_intervals(battles, rounds=500, seed=0))
     for seed in range(5):  # on random battles too
-        random_table = elo_with_intervals(random_battles(80, ["A", "B", "C", "D"], seed), rounds=200, seed=seed)
-        assert ((random_table["lower"] <= random_table["rating"])
-                & (random_table["rating"] <= random_table["upper"])).all()
+        random_table = elo_with_intervals(
+            random_battles(80, ["A", "B", "C", "D"], seed), rounds=200, seed=seed
+        )
+        assert (
+            (random_table["lower"] <= random_table["rating"])
+            & (random_table["rating"] <= random_table["upper"])
+        ).all()
 
 
 def test_ratings_table_reports_the_elo_bootstrap_median():
     from isqaflow.arena.tables import ratings_table
 
     battles = order_dependent_battles()
-    judged = pd.DataFrame({"kind": "reference", "system_a": battles["model_a"], "system_b": battles["model_b"],
-                           "verdict": battles["winner"].map({"model_a": "1", "model_b": "2"})})
+    judged = pd.DataFrame(
+        {
+            "kind": "reference",
+            "system_a": battles["model_a"],
+            "system_b": battles["model_b"],
+            "verdict": battles["winner"].map({"model_a": "1", "model_b": "2"}),
+        }
+    )
     elo = {"k": 4, "base": 10, "scale": 400, "initial": 1000}
     table, _ = ratings_table(judged, elo, rounds=300, seed=1, kinds=["reference"])
     boot = bootstrap_ratings(battles, "elo", rounds=300, seed=1, **elo)
     assert table[("Elo", "rating")].to_dict() == pytest.approx(boot.median().to_dict(), abs=1e-9)
-    assert ((table[("Elo", "lower")] <= table[("Elo", "rating")])
-            & (table[("Elo", "rating")] <= table[("Elo", "upper")])).all()
+    assert (
+        (table[("Elo", "lower")] <= table[("Elo", "rating")])
+        & (table[("Elo", "rating")] <= table[("Elo", "upper")])
+    ).all()
 
 
 def test_battles_from_verdicts_drops_and_counts_invalid():
@@ -344,7 +356,9 @@ def test_bradley_terry_stays_finite_and_separation_is_flagged():
     """C loses every battle: no finite MLE; the pseudo-count keeps every fit finite and the rows say so."""
     from isqaflow.arena.ratings.bootstrap import bootstrap_ratings, bt_separation
 
-    rows = [("A", "B", "model_a"), ("B", "A", "model_a"), ("A", "B", "tie")] + [("A", "C", "model_a")] * 3
+    rows = [("A", "B", "model_a"), ("B", "A", "model_a"), ("A", "B", "tie")] + [
+        ("A", "C", "model_a")
+    ] * 3
     rows += [("C", "B", "model_b")] * 2
     battles = pd.DataFrame(rows, columns=["model_a", "model_b", "winner"])
     boot = bootstrap_ratings(battles, "bt", rounds=300, seed=4)
@@ -356,7 +370,9 @@ def test_bradley_terry_stays_finite_and_separation_is_flagged():
     # A never loses: separated in the battles and in every resample (a model not drawn is not flagged)
     unbeaten = bt_separation(battles.iloc[[0, 3, 4, 5]], rounds=10, seed=0)
     assert unbeaten.loc["A", "separated"] and unbeaten.loc["A", "separated_share"] == 1.0
-    assert np.isfinite(bootstrap_ratings(battles.iloc[[0, 3, 4, 5]], "bt", rounds=10, seed=0).to_numpy()).all()
+    assert np.isfinite(
+        bootstrap_ratings(battles.iloc[[0, 3, 4, 5]], "bt", rounds=10, seed=0).to_numpy()
+    ).all()
 
 
 def test_separation_through_centring_is_flagged_for_every_player():
@@ -370,13 +386,17 @@ def test_separation_through_centring_is_flagged_for_every_player():
     battles = make_battles(*rows)
     flags = bt_separation(battles, rounds=400, seed=2)
     boot = bootstrap_ratings(battles, "bt", rounds=400, seed=2)
-    assert (flags["prior_share"] == flags["prior_share"].iloc[0]).all()  # every player: the same rounds
+    assert (
+        flags["prior_share"] == flags["prior_share"].iloc[0]
+    ).all()  # every player: the same rounds
     assert (flags["prior_share"] >= flags["separated_share"]).all()
     assert flags.loc["C", "separated_share"] > 0.025
     for player in ("A", "B"):  # hardly ever separated itself, yet its bound is set by the prior
         assert flags.loc[player, "separated_share"] < 0.025 < flags.loc[player, "prior_share"]
     # those rounds are the ones where A sits hundreds of points above its usual place
-    assert (boot["A"] > boot["A"].median() + 200).mean() == pytest.approx(flags.loc["A", "prior_share"], abs=0.02)
+    assert (boot["A"] > boot["A"].median() + 200).mean() == pytest.approx(
+        flags.loc["A", "prior_share"], abs=0.02
+    )
 
 
 def test_group_separation_is_flagged():
@@ -384,8 +404,18 @@ def test_group_separation_is_flagged():
     but no finite maximum-likelihood fit exists in any resample."""
     from isqaflow.arena.ratings.bootstrap import bt_separation
 
-    rows = [("A", "B", "model_a"), ("A", "B", "model_b"), ("C", "D", "model_a"), ("C", "D", "model_b")] * 3
-    rows += [("A", "C", "model_a"), ("B", "D", "model_a"), ("D", "A", "model_b"), ("C", "B", "model_b")] * 3
+    rows = [
+        ("A", "B", "model_a"),
+        ("A", "B", "model_b"),
+        ("C", "D", "model_a"),
+        ("C", "D", "model_b"),
+    ] * 3
+    rows += [
+        ("A", "C", "model_a"),
+        ("B", "D", "model_a"),
+        ("D", "A", "model_b"),
+        ("C", "B", "model_b"),
+    ] * 3
     flags = bt_separation(make_battles(*rows), rounds=50, seed=0)
     assert flags["separated"].sum() == 0 and (flags["separated_share"] < 0.1).all()
     assert (flags["prior_share"] == 1.0).all()
@@ -408,20 +438,32 @@ def test_bootstrap_by_query_resamples_whole_queries():
     assert not (by_battle % 4 == 0).all()
     wide = bootstrap_ratings(battles, "bt", rounds=400, seed=0, groups=queries)
     narrow = bootstrap_ratings(battles, "bt", rounds=400, seed=0)
-    assert (wide["A"].quantile(0.975) - wide["A"].quantile(0.025)
-            > 1.5 * (narrow["A"].quantile(0.975) - narrow["A"].quantile(0.025)))
+    assert wide["A"].quantile(0.975) - wide["A"].quantile(0.025) > 1.5 * (
+        narrow["A"].quantile(0.975) - narrow["A"].quantile(0.025)
+    )
     # Elo by query: the same queries drawn (padding changes nothing), every round finite
     elo = bootstrap_ratings(battles, "elo", rounds=50, seed=0, groups=queries)
     assert np.isfinite(elo.to_numpy()).all() and np.allclose(elo.mean(axis=1), 1000.0)
     one_query = bootstrap_ratings(battles.iloc[:4], "elo", rounds=3, seed=0, groups=queries[:4])
-    np.testing.assert_allclose(one_query[["A", "B"]], np.tile(online_elo(battles.iloc[:4])[["A", "B"]], (3, 1)))
+    np.testing.assert_allclose(
+        one_query[["A", "B"]], np.tile(online_elo(battles.iloc[:4])[["A", "B"]], (3, 1))
+    )
 
 
 def _judged(battles: pd.DataFrame, queries: np.ndarray | None = None) -> pd.DataFrame:
-    judged = pd.DataFrame({"kind": "reference", "system_a": battles["model_a"], "system_b": battles["model_b"],
-                           "verdict": battles["winner"].map({"model_a": "1", "model_b": "2", "tie": "tie"})})
+    judged = pd.DataFrame(
+        {
+            "kind": "reference",
+            "system_a": battles["model_a"],
+            "system_b": battles["model_b"],
+            "verdict": battles["winner"].map({"model_a": "1", "model_b": "2", "tie": "tie"}),
+        }
+    )
     if queries is not None:
-        judged["domain"], judged["qid"] = [q.split(":")[0] for q in queries], [q.split(":")[1] for q in queries]
+        judged["domain"], judged["qid"] = (
+            [q.split(":")[0] for q in queries],
+            [q.split(":")[1] for q in queries],
+        )
     return judged
 
 
@@ -433,16 +475,28 @@ def test_ratings_table_resamples_queries_and_ranks_elo_only_when_converged():
     elo = {"k": 4, "base": 10, "scale": 400, "initial": 1000}
     few = random_battles(35, ["m1", "m2", "m3", "m4"], seed=5)
     table, plotted = ratings_table(_judged(few), elo, rounds=200, seed=0, kinds=["reference"])
-    assert table[("Elo", "spread / BT")].iloc[0] < 0.8 and list(plotted) == ["Bradley-Terry"]  # no Elo panel
+    assert table[("Elo", "spread / BT")].iloc[0] < 0.8 and list(plotted) == [
+        "Bradley-Terry"
+    ]  # no Elo panel
     assert table[("Elo", "rank")].isna().all() and table[("Bradley-Terry", "rank")].notna().all()
-    assert list(table.columns.get_level_values(0)[:4]) == ["Bradley-Terry"] * 4  # the headline first
-    tiny, _ = ratings_table(_judged(random_battles(6, ["m1", "m2", "m3"], seed=1)), elo, rounds=50, seed=0,
-                            kinds=["reference"])
+    assert (
+        list(table.columns.get_level_values(0)[:4]) == ["Bradley-Terry"] * 4
+    )  # the headline first
+    tiny, _ = ratings_table(
+        _judged(random_battles(6, ["m1", "m2", "m3"], seed=1)),
+        elo,
+        rounds=50,
+        seed=0,
+        kinds=["reference"],
+    )
     assert tiny[("votes < 10", "")].all() and not table[("votes < 10", "")].any()
     many = random_battles(6000, ["m1", "m2", "m3"], seed=6)
     table, plotted = ratings_table(_judged(many), elo, rounds=20, seed=0, kinds=["reference"])
     assert set(plotted) == {"Bradley-Terry", "Elo"}
-    assert 0.8 <= table[("Elo", "spread / BT")].iloc[0] <= 1.25 and table[("Elo", "rank")].notna().all()
+    assert (
+        0.8 <= table[("Elo", "spread / BT")].iloc[0] <= 1.25
+        and table[("Elo", "rank")].notna().all()
+    )
     battles, queries = query_battles()
     table, _ = ratings_table(_judged(battles, queries), elo, rounds=50, seed=0, kinds=["reference"])
     assert set(table[("resampled", "")]) == {"queries"}

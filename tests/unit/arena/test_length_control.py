@@ -46,9 +46,16 @@ def test_lc_win_rate_equals_alpaca_eval(reference):
 def _one_sided(n, wins, shorter_by):
     """n pairs of a system whose answers are all shorter than the baseline's (the embedded
     run's LFRQA pairs: 33 of 33 shorter, by 108-561 characters)."""
-    return pd.DataFrame({"system": "m", "baseline": "ref", "query": [f"q{i}" for i in range(n)],
-                         "preference": [1.0] * wins + [0.0] * (n - wins),
-                         "len_system": 100, "len_baseline": [100 + d for d in shorter_by]})
+    return pd.DataFrame(
+        {
+            "system": "m",
+            "baseline": "ref",
+            "query": [f"q{i}" for i in range(n)],
+            "preference": [1.0] * wins + [0.0] * (n - wins),
+            "len_system": 100,
+            "len_baseline": [100 + d for d in shorter_by],
+        }
+    )
 
 
 def test_lc_not_identified_when_the_length_difference_is_never_zero():
@@ -59,8 +66,12 @@ def test_lc_not_identified_when_the_length_difference_is_never_zero():
     row = lc_table(prefs, rounds=20, seed=0).iloc[0]
     assert row["n"] == 33 and (row["longer"], row["shorter"]) == (0, 33)
     assert row["win rate (ties half) %"] == pytest.approx(100 * 12 / 33)
-    assert np.isnan(row["LC win rate %"]) and np.isnan(row["LC lower"]) and np.isnan(row["LC upper"])
-    assert row["LC status"].startswith("not identified: the system is not shorter in 0 and not longer in 33")
+    assert (
+        np.isnan(row["LC win rate %"]) and np.isnan(row["LC lower"]) and np.isnan(row["LC upper"])
+    )
+    assert row["LC status"].startswith(
+        "not identified: the system is not shorter in 0 and not longer in 33"
+    )
     # two pairs on the other side are still too few; three on each side identify it
     for longer, status in ((2, "not identified"), (3, "identified")):
         shift = [-50] * longer + [200] * (33 - longer)
@@ -73,7 +84,10 @@ def test_no_interval_from_fewer_pairs_than_the_fit_can_use():
     """2-9 pairs: 5-fold cross-validation cannot choose a penalty; no LC, no interval."""
     for n in (2, 3, 9):
         row = lc_table(_one_sided(n, 1, ([-30, 40] * n)[:n]), rounds=20, seed=0).iloc[0]
-        assert row["LC status"] == f"not identified: {n} pairs, the cross-validated fit needs at least {MIN_PAIRS}"
+        assert (
+            row["LC status"]
+            == f"not identified: {n} pairs, the cross-validated fit needs at least {MIN_PAIRS}"
+        )
         assert np.isnan(row["LC lower"]) and np.isnan(row["LC upper"])
 
 
@@ -90,9 +104,16 @@ def test_logistic_fit_is_the_maximum_likelihood():
 def test_no_length_effect_leaves_the_win_rate():
     """Equal lengths everywhere: the length term is zero and the LC win rate is the model's
     mean prediction, which a logistic fit with an intercept makes the raw win rate."""
-    prefs = pd.DataFrame({"system": "m", "baseline": "ref", "query": [f"q{i}" for i in range(40)],
-                          "preference": [1.0] * 25 + [0.0] * 10 + [0.5] * 5, "len_system": 100,
-                          "len_baseline": 100})
+    prefs = pd.DataFrame(
+        {
+            "system": "m",
+            "baseline": "ref",
+            "query": [f"q{i}" for i in range(40)],
+            "preference": [1.0] * 25 + [0.0] * 10 + [0.5] * 5,
+            "len_system": 100,
+            "len_baseline": 100,
+        }
+    )
     table = lc_table(prefs, rounds=50, seed=1)
     row = table.iloc[0]
     assert row["win rate (ties half) %"] == pytest.approx(100 * 27.5 / 40)
@@ -106,16 +127,26 @@ def test_query_difficulty_from_all_systems():
     rows = []
     for s in ("a", "b", "c"):
         for q, pref in (("hard", 0.0), ("easy", 1.0), ("mid", 0.5)):
-            rows.append({"system": s, "query": q, "preference": pref, "len_system": 10, "len_baseline": 10})
+            rows.append(
+                {"system": s, "query": q, "preference": pref, "len_system": 10, "len_baseline": 10}
+            )
     gamma = query_difficulty(pd.DataFrame(rows))
     assert gamma["easy"] > gamma["mid"] > gamma["hard"]
     assert gamma.mean() == pytest.approx(0.0, abs=1e-9) and gamma.std(ddof=1) == pytest.approx(1.0)
 
 
 def _records(verdicts, len_a, len_b):
-    return pd.DataFrame({"verdict": verdicts, "answer_a": ["a" * n for n in len_a],
-                         "answer_b": ["b" * n for n in len_b], "system_a": "m", "system_b": "ref",
-                         "domain": "d", "qid": [str(i) for i in range(len(verdicts))]})
+    return pd.DataFrame(
+        {
+            "verdict": verdicts,
+            "answer_a": ["a" * n for n in len_a],
+            "answer_b": ["b" * n for n in len_b],
+            "system_a": "m",
+            "system_b": "ref",
+            "domain": "d",
+            "qid": [str(i) for i in range(len(verdicts))],
+        }
+    )
 
 
 def test_length_bias_exact_interval():
@@ -128,20 +159,28 @@ def test_length_bias_exact_interval():
     bias = length_bias(_records(verdicts, len_a, len_b))
     assert (bias["pairs"], bias["longer wins"]) == (8, 7)
     ci = binomtest(7, 8).proportion_ci(method="exact")
-    assert bias["lower"] == pytest.approx(100 * ci.low) and bias["upper"] == pytest.approx(100 * ci.high)
+    assert bias["lower"] == pytest.approx(100 * ci.low) and bias["upper"] == pytest.approx(
+        100 * ci.high
+    )
     assert bias["p"] == pytest.approx(binomtest(7, 8).pvalue)
 
 
 def test_length_tables_per_setting_and_kind():
     rng = np.random.default_rng(3)
     n = 30
-    records = _records(list(rng.choice(["1", "2", "tie"], size=n)), rng.integers(10, 300, n), rng.integers(10, 300, n))
+    records = _records(
+        list(rng.choice(["1", "2", "tie"], size=n)),
+        rng.integers(10, 300, n),
+        rng.integers(10, 300, n),
+    )
     records["kind"] = "reference"
     records["setting"] = "bm25-k5.local"
     lc, bias = length_tables(records, rounds=20, seed=0)
     assert list(lc.index) == [("bm25-k5.local", "reference", "m", "ref")]
     assert lc.iloc[0]["n"] == n
-    assert bias.empty  # against the reference, "the longer wins" is "the reference wins": no bias row
+    assert (
+        bias.empty
+    )  # against the reference, "the longer wins" is "the reference wins": no bias row
     prefs = preferences(records)
     assert set(prefs["preference"]) <= {0.0, 0.5, 1.0} and len(prefs) == n
 
@@ -151,7 +190,9 @@ def test_length_bias_only_among_pairs_of_two_model_answers():
     quality, not the judge's length bias, so reference pairs give no length-bias row; pairs of
     two model answers (all_pairs, head_to_head) do."""
     n = 27
-    reference = _records(["2"] * 22 + ["1"] * 5, [50] * n, [400] * n).assign(kind="reference", setting="s")
+    reference = _records(["2"] * 22 + ["1"] * 5, [50] * n, [400] * n).assign(
+        kind="reference", setting="s"
+    )
     models = _records(["1"] * 6 + ["2"] * 4, [300] * 10, [100] * 10)
     models = models.assign(kind="all_pairs", setting="s", system_b="other")
     _, bias = length_tables(pd.concat([reference, models], ignore_index=True), rounds=5, seed=0)
@@ -191,12 +232,25 @@ def test_a_fit_the_penalty_zeroes_is_not_identified():
     """12 noisy pairs, lengths on both sides: the cross-validation picks C = 1e-4, every
     coefficient is 0 and the LC win rate would be 50 whatever the preferences."""
     rng = np.random.default_rng(2)
-    prefs = pd.DataFrame({"system": "m", "baseline": "ref", "query": [f"q{i}" for i in range(12)],
-                          "preference": rng.choice([0.0, 0.5, 1.0], size=12), "len_system": rng.integers(100, 500, 12),
-                          "len_baseline": 300})
+    prefs = pd.DataFrame(
+        {
+            "system": "m",
+            "baseline": "ref",
+            "query": [f"q{i}" for i in range(12)],
+            "preference": rng.choice([0.0, 0.5, 1.0], size=12),
+            "len_system": rng.integers(100, 500, 12),
+            "len_baseline": 300,
+        }
+    )
     row = lc_table(prefs, rounds=20, seed=0).iloc[0]
-    assert row["C"] == pytest.approx(1e-4) and np.isnan(row["LC win rate %"]) and np.isnan(row["LC lower"])
-    assert row["LC status"].startswith("not identified: the cross-validated L1 penalty (C = 0.0001) sets every")
+    assert (
+        row["C"] == pytest.approx(1e-4)
+        and np.isnan(row["LC win rate %"])
+        and np.isnan(row["LC lower"])
+    )
+    assert row["LC status"].startswith(
+        "not identified: the cross-validated L1 penalty (C = 0.0001) sets every"
+    )
 
 
 def test_a_systems_difficulty_term_comes_from_the_other_systems():
@@ -206,9 +260,18 @@ def test_a_systems_difficulty_term_comes_from_the_other_systems():
     from isqaflow.arena.ratings.length import _design, fit_lc
 
     rng = np.random.default_rng(5)
-    rows = [{"system": s, "baseline": "ref", "query": f"q{i}",
-             "preference": float(rng.random() < (0.95 if i < 24 else 0.1)),
-             "len_system": int(rng.integers(100, 500)), "len_baseline": 300} for s in ("a", "b") for i in range(30)]
+    rows = [
+        {
+            "system": s,
+            "baseline": "ref",
+            "query": f"q{i}",
+            "preference": float(rng.random() < (0.95 if i < 24 else 0.1)),
+            "len_system": int(rng.integers(100, 500)),
+            "len_baseline": 300,
+        }
+        for s in ("a", "b")
+        for i in range(30)
+    ]
     prefs = pd.DataFrame(rows)
     mine = prefs[prefs["system"] == "a"].reset_index(drop=True)
     y = mine["preference"].to_numpy()

@@ -194,7 +194,9 @@ def test_colbert_backend_explains_what_exists(tmp_path):
         retrieve([("q", "x")], PASSAGES, "colbert", k=3, cache_dir=tmp_path)
     message = str(err.value)
     assert "bm25" in message and "dense" in message
-    assert "ColBERTv2" in message and "envs/colbert.yaml" in message and "retrieve_colbert" in message
+    assert (
+        "ColBERTv2" in message and "envs/colbert.yaml" in message and "retrieve_colbert" in message
+    )
     with pytest.raises(ValueError, match="unknown retrieval backend"):
         retrieve([("q", "x")], PASSAGES, "splade", k=3, cache_dir=tmp_path)
 

@@ -13,7 +13,9 @@ def paths(problems):
 def test_shared_papers_must_fit_in_the_human_evaluation_sample():
     problems = problems_of(lambda c: c["human_eval"].update(papers=4, shared=5))
     assert paths(problems) == ["human_eval.shared"]
-    assert "5 papers judged by every annotator" in str(problems[0]) and "samples only 4" in str(problems[0])
+    assert "5 papers judged by every annotator" in str(problems[0]) and "samples only 4" in str(
+        problems[0]
+    )
 
 
 def test_sample_sizes_within_the_datasets_max_papers():
@@ -26,8 +28,16 @@ def test_sample_sizes_within_the_datasets_max_papers():
     assert paths(problems) == ["human_eval.papers", "human_eval.shared", "validity.metrics.papers"]
     assert all("datasets.papers.qasper.max_papers keeps 3" in str(p) for p in problems)
     # within the cap: nothing to say
-    assert problems_of(lambda c: (cap(c), c["human_eval"].update(papers=3, shared=2),
-                                  c["validity"]["metrics"].update(papers=3))) == []
+    assert (
+        problems_of(
+            lambda c: (
+                cap(c),
+                c["human_eval"].update(papers=3, shared=2),
+                c["validity"]["metrics"].update(papers=3),
+            )
+        )
+        == []
+    )
 
 
 def test_no_human_evaluation_no_sample_size_problem():
@@ -38,11 +48,14 @@ def test_no_human_evaluation_no_sample_size_problem():
     assert problems_of(off) == []
 
 
-@pytest.mark.parametrize("retriever,option,value", [
-    ("bm25", "model", "all-MiniLM-L6-v2"),
-    ("dense", "k1", 1.2),
-    ("colbert", "k1", 1.2),
-])
+@pytest.mark.parametrize(
+    "retriever,option,value",
+    [
+        ("bm25", "model", "all-MiniLM-L6-v2"),
+        ("dense", "k1", 1.2),
+        ("colbert", "k1", 1.2),
+    ],
+)
 def test_a_retriever_option_its_backend_does_not_read(retriever, option, value):
     def change(config):
         config["arena"]["retrievers"].setdefault(retriever, {"backend": retriever})[option] = value
@@ -54,8 +67,9 @@ def test_a_retriever_option_its_backend_does_not_read(retriever, option, value):
 
 def test_colbert_options_are_read():
     def change(config):
-        config["arena"]["retrievers"]["colbert"].update(nbits=4, kmeans_niters=8, document_length=300,
-                                                        query_length=32, batch_size=16)
+        config["arena"]["retrievers"]["colbert"].update(
+            nbits=4, kmeans_niters=8, document_length=300, query_length=32, batch_size=16
+        )
 
     assert problems_of(change, base=PAPER, environ=KEY) == []
     assert problems_of(lambda c: None, base=EMBEDDED) == []
@@ -76,7 +90,10 @@ def test_a_key_written_twice_in_a_config_file(tmp_path, capsys):
     line = text[: text.index(anchor)].count("\n") + 1
     (problem,) = duplicate_keys([twice])
     assert problem.path == "arena.retrievers.bm25"
-    assert f"twice.yaml (lines {line} and {line + 1})" in problem.message and "keeps only the last" in problem.message
+    assert (
+        f"twice.yaml (lines {line} and {line + 1})" in problem.message
+        and "keeps only the last" in problem.message
+    )
     with pytest.raises(SystemExit):
         exit_on_problems(EMBEDDED, [str(twice)], workdir=REPO)
     assert "arena.retrievers.bm25: written twice" in capsys.readouterr().err

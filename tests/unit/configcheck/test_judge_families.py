@@ -11,14 +11,22 @@ from isqaflow.configcheck.families import judge_system_pairs, self_judging_warni
 
 
 def _flags(config, suite):
-    return {(p.judge, p.system): p.self_family for p in judge_system_pairs(config) if p.suite == suite}
+    return {
+        (p.judge, p.system): p.self_family for p in judge_system_pairs(config) if p.suite == suite
+    }
 
 
 def test_every_model_of_the_papers_has_a_family():
     missing = [name for name, entry in PAPER["models"].items() if not entry.get("family")]
     assert missing == []
-    assert PAPER["models"]["gpt4-0125"]["family"] == PAPER["models"]["gpt35"]["family"] == "openai-gpt"
-    assert PAPER["models"]["vicuna-13b"]["family"] == PAPER["models"]["llama2-70b-chat"]["family"] == "llama"
+    assert (
+        PAPER["models"]["gpt4-0125"]["family"] == PAPER["models"]["gpt35"]["family"] == "openai-gpt"
+    )
+    assert (
+        PAPER["models"]["vicuna-13b"]["family"]
+        == PAPER["models"]["llama2-70b-chat"]["family"]
+        == "llama"
+    )
     assert PAPER["models"]["mixtral-8x7b"]["family"] == "mistral"
     assert EMBEDDED["models"]["smollm2"]["family"] == "smollm"
 
@@ -44,7 +52,9 @@ def test_same_model_is_flagged_without_any_family_and_unknown_is_not():
     config["arena"]["answerers"]["handwritten"]["family"] = "smollm"
     config["models"]["smollm2"]["family"] = "smollm"
     assert _flags(config, "arena")[("local", "handwritten")] is True
-    row = next(p for p in judge_system_pairs(config) if p.system == "handwritten" and p.suite == "arena")
+    row = next(
+        p for p in judge_system_pairs(config) if p.system == "handwritten" and p.suite == "arena"
+    )
     assert row.as_dict()["system_model"] is None and row.system_family == "smollm"
 
 
@@ -55,8 +65,10 @@ def test_the_config_check_warns_naming_judge_and_systems_without_failing(capsys)
     assert "family openai-gpt" in arena[0] and "gpt4-turbo, gpt4o, gpt4-0125" in arena[0]
     exit_on_problems(EMBEDDED, workdir=REPO)  # returns: a warning, not a failure
     err = capsys.readouterr().err
-    assert "isqaflow: warning: arena.judges.local (family smollm) judges systems of its own family: " \
-           "smollm2, smollm2-nocot" in err
+    assert (
+        "isqaflow: warning: arena.judges.local (family smollm) judges systems of its own family: "
+        "smollm2, smollm2-nocot" in err
+    )
     assert "drfr.judges.local (family smollm)" in err
     exit_on_problems(EMBEDDED, workdir=REPO, warn=False)  # a job's parse of the workflow: silent
     assert "warning" not in capsys.readouterr().err

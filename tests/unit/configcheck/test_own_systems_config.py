@@ -30,8 +30,11 @@ def test_the_embedded_config_has_a_file_based_system_in_every_suite():
 def file_problems(change, workdir=REPO, environ=None):
     config = copy.deepcopy(EMBEDDED)
     change(config)
-    return [(p.path, p.message) for p in check_config(config, workdir, environ or {})
-            if p.path.endswith(".file")]
+    return [
+        (p.path, p.message)
+        for p in check_config(config, workdir, environ or {})
+        if p.path.endswith(".file")
+    ]
 
 
 def set_file(section, key, name, value):
@@ -39,8 +42,11 @@ def set_file(section, key, name, value):
 
 
 def test_a_misspelled_file_is_a_config_problem_naming_key_path_and_resolved_path():
-    problems = file_problems(set_file("arena", "answerers", "handwritten",
-                                      "data/embedded/systems/answers-handwriten.jsonl"))
+    problems = file_problems(
+        set_file(
+            "arena", "answerers", "handwritten", "data/embedded/systems/answers-handwriten.jsonl"
+        )
+    )
     assert len(problems) == 1
     path, message = problems[0]
     assert path == "arena.answerers.handwritten.file"
@@ -50,7 +56,9 @@ def test_a_misspelled_file_is_a_config_problem_naming_key_path_and_resolved_path
 
 
 def test_a_missing_folder_is_named():
-    _, message = file_problems(set_file("drfr", "responders", "handwritten", "outputs/mine/model_outputs.json"))[0]
+    _, message = file_problems(
+        set_file("drfr", "responders", "handwritten", "outputs/mine/model_outputs.json")
+    )[0]
     assert f"its folder {REPO}/outputs does not exist" in message
 
 
@@ -58,28 +66,48 @@ def test_a_path_relative_to_the_folder_the_command_was_started_in(tmp_path):
     """Written relative to where the user stands (PWD), read from the workflow's folder."""
     (tmp_path / "runs").mkdir()
     (tmp_path / "runs/answers.jsonl").write_text("{}\n")
-    problems = file_problems(set_file("arena", "answerers", "handwritten", "runs/answers.jsonl"),
-                             environ={"PWD": str(tmp_path)})
+    problems = file_problems(
+        set_file("arena", "answerers", "handwritten", "runs/answers.jsonl"),
+        environ={"PWD": str(tmp_path)},
+    )
     [(path, message)] = problems
     assert path == "arena.answerers.handwritten.file"
     assert f"read from the workflow's folder {REPO}" in message
-    assert f"it exists relative to {tmp_path}, where the command was started: write {tmp_path}/runs/answers.jsonl" \
+    assert (
+        f"it exists relative to {tmp_path}, where the command was started: write {tmp_path}/runs/answers.jsonl"
         in message
+    )
 
 
 def test_a_folder_or_glob_must_name_prediction_files(tmp_path):
     """A folder (its *.json files) or a glob: RAG-QA Arena's per-domain files; none is an error."""
     (tmp_path / "preds").mkdir()
     (tmp_path / "preds/notes.txt").write_text("x")
-    [(path, message)] = file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "preds")))
+    [(path, message)] = file_problems(
+        set_file("arena", "answerers", "handwritten", str(tmp_path / "preds"))
+    )
     assert path == "arena.answerers.handwritten.file"
-    assert f"'{tmp_path}/preds' (resolved to {tmp_path}/preds) is a folder without *.json files" in message
-    [(_, message)] = file_problems(set_file("arena", "answerers", "handwritten", "data/embedded/systems/*_psgs.json"))
-    assert f"'data/embedded/systems/*_psgs.json' (resolved to {REPO}/data/embedded/systems/*_psgs.json) matches no " \
-           "file" in message
+    assert (
+        f"'{tmp_path}/preds' (resolved to {tmp_path}/preds) is a folder without *.json files"
+        in message
+    )
+    [(_, message)] = file_problems(
+        set_file("arena", "answerers", "handwritten", "data/embedded/systems/*_psgs.json")
+    )
+    assert (
+        f"'data/embedded/systems/*_psgs.json' (resolved to {REPO}/data/embedded/systems/*_psgs.json) matches no "
+        "file" in message
+    )
     (tmp_path / "preds/fiqa_from_colbert_5_psgs.json").write_text("[]")
-    assert file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "preds"))) == []
-    assert file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "preds/*_psgs.json"))) == []
+    assert (
+        file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "preds"))) == []
+    )
+    assert (
+        file_problems(
+            set_file("arena", "answerers", "handwritten", str(tmp_path / "preds/*_psgs.json"))
+        )
+        == []
+    )
 
 
 def test_an_unreadable_file(tmp_path):
@@ -91,7 +119,9 @@ def test_an_unreadable_file(tmp_path):
         pytest.skip("root reads every file")
     (tmp_path / "a.jsonl").write_text("{}\n")
     (tmp_path / "a.jsonl").chmod(0)
-    [(_, message)] = file_problems(set_file("arena", "answerers", "handwritten", str(tmp_path / "a.jsonl")))
+    [(_, message)] = file_problems(
+        set_file("arena", "answerers", "handwritten", str(tmp_path / "a.jsonl"))
+    )
     assert "cannot be read" in message
 
 
@@ -104,24 +134,31 @@ def test_a_file_deleted_after_a_run_stops_the_dry_run(tmp_path):
     assert file_problems(lambda c: None, workdir=repo) == []
     (repo / "data/embedded/systems/answers-handwritten.jsonl").unlink()
     # what a finished run leaves: the import job's outputs, newer than everything
-    for out in ("results/arena/answers/bm25-k5/handwritten.jsonl", "results/systems/arena/bm25-k5/handwritten.json",
-                "results/systems/checked.json"):
+    for out in (
+        "results/arena/answers/bm25-k5/handwritten.jsonl",
+        "results/systems/arena/bm25-k5/handwritten.json",
+        "results/systems/checked.json",
+    ):
         (repo / out).parent.mkdir(parents=True, exist_ok=True)
         (repo / out).write_text("{}\n")
     result = snakemake(repo, "-n", "--profile", "profiles/local", timeout=300)
     text = result.stdout + result.stderr
     assert result.returncode != 0
     assert "Nothing to be done" not in text
-    assert ("arena.answerers.handwritten.file: 'data/embedded/systems/answers-handwritten.jsonl' (resolved to "
-            f"{repo}/data/embedded/systems/answers-handwritten.jsonl) does not exist") in text
+    assert (
+        "arena.answerers.handwritten.file: 'data/embedded/systems/answers-handwritten.jsonl' (resolved to "
+        f"{repo}/data/embedded/systems/answers-handwritten.jsonl) does not exist"
+    ) in text
     assert "no job was started" in text
 
 
 def test_file_summaries_need_a_paper_dataset_and_their_own_name():
     def change(config):
         config["isqa"]["file_summaries"]["handwritten"]["dataset"] = "qaspr"
-        config["isqa"]["file_summaries"]["smollm2"] = {"file": "data/embedded/systems/summaries-handwritten.jsonl",
-                                                        "dataset": "qasper"}
+        config["isqa"]["file_summaries"]["smollm2"] = {
+            "file": "data/embedded/systems/summaries-handwritten.jsonl",
+            "dataset": "qasper",
+        }
 
     paths = [p for p, _ in problems_of(change)]
     assert "isqa.file_summaries.handwritten.dataset" in paths
@@ -143,10 +180,20 @@ def test_the_dag_treats_file_systems_like_models(tmp_path):
     file-based systems there is no import and no check job."""
     repo = copy_repo(tmp_path / "repo")
     jobs = dry_run_jobs(repo)
-    for rule in ("file_answers", "file_responses", "file_summaries", "check_systems", "leaderboard"):
+    for rule in (
+        "file_answers",
+        "file_responses",
+        "file_summaries",
+        "check_systems",
+        "leaderboard",
+    ):
         assert jobs[rule] == 1, rule
     assert jobs["rag_answers"] == 2 and jobs["drfr_responses"] == 2  # the models only
-    assert jobs["score_summaries"] == 2 and jobs["drfr_summaries"] == 2 and jobs["arena_summaries"] == 2
+    assert (
+        jobs["score_summaries"] == 2
+        and jobs["drfr_summaries"] == 2
+        and jobs["arena_summaries"] == 2
+    )
     config = copy.deepcopy(EMBEDDED)
     del config["arena"]["answerers"]["handwritten"], config["drfr"]["responders"]["handwritten"]
     config["isqa"]["file_summaries"] = {}
@@ -168,25 +215,40 @@ def test_an_overlay_adds_a_system_without_editing_the_default(tmp_path):
     assert not is_overlay([REPO / "config/paper.yaml", tmp_path / "mine.yaml"], required)
     repo = copy_repo(tmp_path / "repo")
     (repo / "mine").mkdir()
-    lines = (repo / "data/embedded/systems/answers-handwritten.jsonl").read_text().splitlines(keepends=True)
+    lines = (
+        (repo / "data/embedded/systems/answers-handwritten.jsonl")
+        .read_text()
+        .splitlines(keepends=True)
+    )
     (repo / "mine/answers.jsonl").write_text("".join(lines[:3]))
-    overlay = {"arena": {"answerers": {"my-rag": {"file": "mine/answers.jsonl", "coverage": "partial"}}}}
+    overlay = {
+        "arena": {"answerers": {"my-rag": {"file": "mine/answers.jsonl", "coverage": "partial"}}}
+    }
     (repo / "mine/systems.yaml").write_text(yaml.safe_dump(overlay))
     assert is_overlay([repo / "mine/systems.yaml"], required)
     jobs = dry_run_jobs(repo, "--configfile", "mine/systems.yaml")
     assert jobs["file_answers"] == 2  # handwritten (the default's) and my-rag
-    assert jobs["rag_answers"] == 2 and jobs["leaderboard"] == 1  # the default's models, as without the overlay
+    assert (
+        jobs["rag_answers"] == 2 and jobs["leaderboard"] == 1
+    )  # the default's models, as without the overlay
 
 
 def test_a_typo_in_an_overlay_is_named_with_the_overlay(tmp_path):
     from workflow_utils import snakemake
 
     repo = copy_repo(tmp_path / "repo")
-    (repo / "mine.yaml").write_text("arena:\n  answerers:\n    my-rag: {fiel: mine/answers.jsonl}\n")
-    result = snakemake(repo, "-n", "--profile", "profiles/local", "--configfile", "mine.yaml", timeout=120)
+    (repo / "mine.yaml").write_text(
+        "arena:\n  answerers:\n    my-rag: {fiel: mine/answers.jsonl}\n"
+    )
+    result = snakemake(
+        repo, "-n", "--profile", "profiles/local", "--configfile", "mine.yaml", timeout=120
+    )
     text = result.stdout + result.stderr
     assert result.returncode == 1
-    assert "1 problem in the config (config/config.yaml, " in text and "mine.yaml); no job was started" in text
+    assert (
+        "1 problem in the config (config/config.yaml, " in text
+        and "mine.yaml); no job was started" in text
+    )
     assert "arena.answerers.my-rag.fiel: unknown key (did you mean 'file'?)" in text
 
 
@@ -199,16 +261,21 @@ def test_a_folder_is_one_file_only_for_rag_qa_arenas_answers(tmp_path, section, 
     (folder / "model_outputs.json").write_text("[]\n")
     for written in (str(folder), str(folder / "*.json")):
         problems = file_problems(set_file(section, key, "handwritten", written))
-        assert len(problems) == 1 and problems[0][0] == f"{section}.{key}.handwritten.file", problems
+        assert len(problems) == 1 and problems[0][0] == f"{section}.{key}.handwritten.file", (
+            problems
+        )
         assert "outputs are one file" in problems[0][1]
 
 
-@pytest.mark.parametrize(("section", "key", "own"), [
-    ("arena", "answerers", "results/arena/answers/bm25-k5/handwritten.jsonl"),
-    ("drfr", "responders", "results/drfr/responses/infobench/handwritten.jsonl"),
-    ("isqa", "file_summaries", "results/summaries/qasper/handwritten/file.jsonl"),
-    ("arena", "answerers", "results/systems/arena/bm25-k5/handwritten.json"),
-])
+@pytest.mark.parametrize(
+    ("section", "key", "own"),
+    [
+        ("arena", "answerers", "results/arena/answers/bm25-k5/handwritten.jsonl"),
+        ("drfr", "responders", "results/drfr/responses/infobench/handwritten.jsonl"),
+        ("isqa", "file_summaries", "results/summaries/qasper/handwritten/file.jsonl"),
+        ("arena", "answerers", "results/systems/arena/bm25-k5/handwritten.json"),
+    ],
+)
 def test_a_system_file_may_not_be_its_own_import_jobs_output(tmp_path, section, key, own):
     """The import job would overwrite its own input (and after a finished run the file exists,
     so the check passed)."""

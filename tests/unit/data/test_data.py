@@ -35,7 +35,9 @@ def _answers(qa) -> list[tuple[str, str]]:
     return [(a.type, a.text) for a in qa.answers]
 
 
-def _assert_names(err: RecordError, path: Path, record, field: str | None, line: int | None = None) -> None:
+def _assert_names(
+    err: RecordError, path: Path, record, field: str | None, line: int | None = None
+) -> None:
     """The error's attributes and its message both name the file, record and field."""
     message = str(err)
     assert err.file == str(path)
@@ -58,11 +60,16 @@ def test_qasper_sample_converts_with_official_answer_conventions(shared_data):
     paper = papers[0]
     assert paper.id == "1909.00694"
     assert paper.dataset == "qasper"
-    assert paper.title == "Minimally Supervised Learning of Affective Events Using Discourse Relations"
+    assert (
+        paper.title == "Minimally Supervised Learning of Affective Events Using Discourse Relations"
+    )
     assert paper.abstract == "This is the abstract of the paper"
     assert [s.name for s in paper.sections] == [
-        "Introduction", "Related Work", "Proposed Method",
-        "Proposed Method ::: Polarity Function", "Conclusion",
+        "Introduction",
+        "Related Work",
+        "Proposed Method",
+        "Proposed Method ::: Polarity Function",
+        "Conclusion",
     ]
     # Empty paragraphs are kept in the record but never reach the body text.
     assert paper.body() == (
@@ -70,7 +77,10 @@ def test_qasper_sample_converts_with_official_answer_conventions(shared_data):
         "Method paragraph using seed lexicon\n\nConclusion paragraph"
     )
     assert [q.question for q in paper.qas] == [
-        "What is the seed lexicon?", "Are there three?", "Are there four?", "Is this extractive?",
+        "What is the seed lexicon?",
+        "Are there three?",
+        "Are there four?",
+        "Is this extractive?",
     ]
     assert [_answers(q) for q in paper.qas] == [
         [("abstractive", "a vocabulary"), ("extractive", "using seed lexicon")],
@@ -124,8 +134,10 @@ def test_hotpotqa_sample_evidence_is_stripped_supporting_sentences(shared_data):
     assert first.answer == "yes"
     assert first.evidence == [
         "Scott Derrickson (born July 16, 1966) is an American director, screenwriter and producer.",
-        ("Edward Davis Wood Jr. (October 10, 1924 \u2013 December 10, 1978) was an American filmmaker, "
-        "actor, writer, producer, and director."),
+        (
+            "Edward Davis Wood Jr. (October 10, 1924 \u2013 December 10, 1978) was an American filmmaker, "
+            "actor, writer, producer, and director."
+        ),
     ]
     assert examples[1].evidence[2] == (
         "As an adult, she was named United States ambassador to Ghana and to Czechoslovakia and "
@@ -138,9 +150,18 @@ def test_infobench_full_file_counts(shared_data):
     assert len(instructions) == 500
     assert sum(len(i.requirements) for i in instructions) == 2250
     assert Counter(i.subset for i in instructions) == {"Easy": 252, "Hard": 248}
-    assert Counter(i.subset for i in instructions for _ in i.requirements) == {"Easy": 690, "Hard": 1560}
+    assert Counter(i.subset for i in instructions for _ in i.requirements) == {
+        "Easy": 690,
+        "Hard": 1560,
+    }
     labels = Counter(label for i in instructions for r in i.requirements for label in r.labels)
-    assert labels == {"Content": 1395, "Format": 794, "Number": 419, "Style": 190, "Linguistic": 168}
+    assert labels == {
+        "Content": 1395,
+        "Format": 794,
+        "Number": 419,
+        "Style": 190,
+        "Linguistic": 168,
+    }
     # Multi-label questions count toward each of their labels.
     assert sum(labels.values()) > 2250
     assert sum(1 for i in instructions if not i.input) == 275
@@ -165,7 +186,9 @@ def test_lfrqa_samples_all_domains(shared_data):
             # one citation list per line of the cited answer, all inside the gold documents
             assert len(query.citations) == len(lines)
             assert all(1 <= c <= len(query.gold_doc_ids) for cs in query.citations for c in cs)
-    fiqa = convert_lfrqa([shared_data / "lfrqa" / "annotations_fiqa_with_citation.sample.jsonl"], "fiqa")
+    fiqa = convert_lfrqa(
+        [shared_data / "lfrqa" / "annotations_fiqa_with_citation.sample.jsonl"], "fiqa"
+    )
     assert fiqa[0].id == "1093"  # int qid -> str
     assert fiqa[0].citations[:4] == [[1], [1], [2], [3]]
 
@@ -177,7 +200,10 @@ def test_lfrqa_citations_come_from_the_text_not_citation_numbers(shared_data):
     # citation_numbers says [[1], [2], [2]]; the text says [1, 2] on the first line
     assert query.citations == [[1, 2], [2], [2]]
     assert query.gold_doc_ids == ["1534523", "1542657"]
-    assert query.reference.split("\n")[0] == "The magnitude of friction is always positive by definition."
+    assert (
+        query.reference.split("\n")[0]
+        == "The magnitude of friction is always positive by definition."
+    )
     assert query.reference_with_citation.split("\n")[0].endswith("by definition. [1, 2]")
 
 
@@ -187,7 +213,10 @@ def test_lfrqa_technology_dangling_citation_is_dropped(shared_data, caplog):
         queries = {q.id: q for q in convert_lfrqa([path], "technology")}
     query = queries["technology-search-test-525"]
     assert query.gold_doc_ids == ["605250", "605389"]
-    assert query.reference_with_citation == "000 is a valid CVV code, but not one that banks use very often. [1, 2, 3]"
+    assert (
+        query.reference_with_citation
+        == "000 is a valid CVV code, but not one that banks use very often. [1, 2, 3]"
+    )
     assert query.citations == [[1, 2]]  # [3] points past the two gold documents
     assert query.reference == "000 is a valid CVV code, but not one that banks use very often."
     assert "dropped 1 citations" in caplog.text
@@ -238,14 +267,18 @@ def test_embedded_infobench_minimums():
     instructions = convert_infobench([EMBEDDED / "infobench" / "InfoBench-embedded.json"])
     assert len(instructions) >= 10
     assert {i.subset for i in instructions} == {"Easy", "Hard"}
-    assert {label for i in instructions for r in i.requirements for label in r.labels} == set(CONSTRAINT_LABELS)
+    assert {label for i in instructions for r in i.requirements for label in r.labels} == set(
+        CONSTRAINT_LABELS
+    )
 
 
 def test_embedded_lfrqa_queries_corpora_and_gold_documents():
     queries = []
     n_passages = 0
     for annotation_file in sorted((EMBEDDED / "lfrqa").glob("annotations_*_with_citation.jsonl")):
-        domain = annotation_file.name.removeprefix("annotations_").removesuffix("_with_citation.jsonl")
+        domain = annotation_file.name.removeprefix("annotations_").removesuffix(
+            "_with_citation.jsonl"
+        )
         domain_queries = convert_lfrqa([annotation_file], domain)
         queries += domain_queries
         corpus, fmt = EMBEDDED_CORPORA[domain]
@@ -277,10 +310,20 @@ def test_embedded_write_papers_round_trips(tmp_path):
     out = tmp_path / "papers.jsonl"
     n = write_papers([EMBEDDED / "qasper" / "qasper-embedded-v0.3.json"], "qasper", "qasper", out)
     papers = read_records(out, Paper)
-    assert n == len(papers) == len(convert_qasper([EMBEDDED / "qasper" / "qasper-embedded-v0.3.json"]))
+    assert (
+        n == len(papers) == len(convert_qasper([EMBEDDED / "qasper" / "qasper-embedded-v0.3.json"]))
+    )
     assert [p.id for p in papers] == sorted(p.id for p in papers)
-    assert write_papers([EMBEDDED / "qasper" / "qasper-embedded-v0.3.json"], "qasper", "qasper",
-                        tmp_path / "two.jsonl", max_papers=2) == 2
+    assert (
+        write_papers(
+            [EMBEDDED / "qasper" / "qasper-embedded-v0.3.json"],
+            "qasper",
+            "qasper",
+            tmp_path / "two.jsonl",
+            max_papers=2,
+        )
+        == 2
+    )
 
 
 # =========================================================================== bad input
@@ -293,8 +336,17 @@ def _qasper_paper(**overrides) -> dict:
             {
                 "question": "What?",
                 "question_id": "q1",
-                "answers": [{"answer": {"unanswerable": False, "extractive_spans": ["text"],
-                                        "yes_no": None, "free_form_answer": "", "evidence": []}}],
+                "answers": [
+                    {
+                        "answer": {
+                            "unanswerable": False,
+                            "extractive_spans": ["text"],
+                            "yes_no": None,
+                            "free_form_answer": "",
+                            "evidence": [],
+                        }
+                    }
+                ],
             }
         ],
     }
@@ -308,17 +360,31 @@ def _write_json(path: Path, obj) -> Path:
 
 
 def _write_jsonl(path: Path, rows) -> Path:
-    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8")
+    path.write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in rows), encoding="utf-8"
+    )
     return path
 
 
 def test_qasper_annotation_without_any_answer(tmp_path):
     paper = _qasper_paper()
-    paper["qas"].append({
-        "question": "Why?", "question_id": "q2",
-        "answers": [{"answer": {"unanswerable": False, "extractive_spans": [], "yes_no": None,
-                                "free_form_answer": "  ", "evidence": []}}],
-    })
+    paper["qas"].append(
+        {
+            "question": "Why?",
+            "question_id": "q2",
+            "answers": [
+                {
+                    "answer": {
+                        "unanswerable": False,
+                        "extractive_spans": [],
+                        "yes_no": None,
+                        "free_form_answer": "  ",
+                        "evidence": [],
+                    }
+                }
+            ],
+        }
+    )
     path = _write_json(tmp_path / "qasper.json", {"P1": _qasper_paper(), "P2": paper})
     with pytest.raises(RecordError) as info:
         convert_qasper([path])
@@ -354,9 +420,20 @@ def test_qasper_blank_question_names_record(tmp_path):
 
 
 def test_scimrc_bad_annotate_type(tmp_path):
-    paper = {"id": "S1", "title": "T", "abstract": "A", "full_text": [], "qas": [
-        {"question": "Q?", "questionId": "s1q1", "annotateType": "4",
-         "answers": [{"answer": {"unanswerable": True}}]}]}
+    paper = {
+        "id": "S1",
+        "title": "T",
+        "abstract": "A",
+        "full_text": [],
+        "qas": [
+            {
+                "question": "Q?",
+                "questionId": "s1q1",
+                "annotateType": "4",
+                "answers": [{"answer": {"unanswerable": True}}],
+            }
+        ],
+    }
     path = _write_jsonl(tmp_path / "scimrc.jsonl", [paper, {**paper, "id": "S2"}])
     with pytest.raises(RecordError) as info:
         convert_scimrc([path])
@@ -365,7 +442,11 @@ def test_scimrc_bad_annotate_type(tmp_path):
 
 def _hotpot(rid: str = "H1", **overrides) -> dict:
     record = {
-        "_id": rid, "question": "Who?", "answer": "Ann", "type": "bridge", "level": "easy",
+        "_id": rid,
+        "question": "Who?",
+        "answer": "Ann",
+        "type": "bridge",
+        "level": "easy",
         "supporting_facts": [["Ann", 0], ["Bob", 1]],
         "context": [["Ann", ["Ann is a writer."]], ["Bob", ["Bob is a cook.", " He met Ann."]]],
     }
@@ -398,23 +479,32 @@ def test_hotpotqa_fact_past_paragraph_end_is_an_error_naming_record_and_field(tm
     assert "sentence 7 of paragraph 'Bob', which has 2 sentence(s)" in str(info.value)
 
 
-def test_hotpotqa_lenient_skips_a_fact_past_paragraph_end_with_a_warning_naming_it(tmp_path, caplog):
+def test_hotpotqa_lenient_skips_a_fact_past_paragraph_end_with_a_warning_naming_it(
+    tmp_path, caplog
+):
     record = _hotpot("H2", supporting_facts=[["Ann", 0], ["Bob", 7]])
     path = _write_json(tmp_path / "hotpot.json", [record])
     with caplog.at_level(logging.WARNING, logger="isqaflow.data.hotpotqa"):
         (example,) = convert_hotpotqa([path], lenient=True)
     assert example.evidence == ["Ann is a writer."]
-    assert f"{path}, record 'H2', field 'supporting_facts[1]': supporting fact points at sentence 7" in caplog.text
+    assert (
+        f"{path}, record 'H2', field 'supporting_facts[1]': supporting fact points at sentence 7"
+        in caplog.text
+    )
     assert "skipped 1 supporting fact(s)" in caplog.text
     # a record left without any evidence is an error even so
-    only_bad = _write_json(tmp_path / "only_bad.json", [_hotpot("H3", supporting_facts=[["Bob", 9]])])
+    only_bad = _write_json(
+        tmp_path / "only_bad.json", [_hotpot("H3", supporting_facts=[["Bob", 9]])]
+    )
     with pytest.raises(RecordError) as info:
         convert_hotpotqa([only_bad], lenient=True)
     _assert_names(info.value, only_bad, "H3", "supporting_facts")
 
 
 def test_write_qa_examples_passes_lenient_through(tmp_path):
-    path = _write_json(tmp_path / "hotpot.json", [_hotpot(supporting_facts=[["Ann", 0], ["Bob", 7]])])
+    path = _write_json(
+        tmp_path / "hotpot.json", [_hotpot(supporting_facts=[["Ann", 0], ["Bob", 7]])]
+    )
     with pytest.raises(RecordError):
         write_qa_examples([path], tmp_path / "strict.jsonl")
     assert not (tmp_path / "strict.jsonl").exists()
@@ -430,9 +520,20 @@ def test_hotpotqa_empty_question(tmp_path):
 
 # --------------------------------------------------------------------------- input without records
 def _paper_line(**overrides) -> dict:
-    return {"id": "S1", "title": "T", "abstract": "A", "full_text": [{"section_name": "S", "paragraphs": ["P."]}], "qas": [
-        {"question": "Q?", "questionId": "s1q1", "answers": [{"answer": {"free_form_answer": "An answer."}}]}],
-        **overrides}
+    return {
+        "id": "S1",
+        "title": "T",
+        "abstract": "A",
+        "full_text": [{"section_name": "S", "paragraphs": ["P."]}],
+        "qas": [
+            {
+                "question": "Q?",
+                "questionId": "s1q1",
+                "answers": [{"answer": {"free_form_answer": "An answer."}}],
+            }
+        ],
+        **overrides,
+    }
 
 
 # per converter: the files of its shape that hold no record
@@ -491,9 +592,18 @@ def test_a_domain_with_an_empty_corpus_is_an_error_and_writes_nothing(tmp_path):
         corpus = tmp_path / name
         corpus.write_text("\n")
         out = tmp_path / corpus_format
-        with pytest.raises(RecordError, match="the corpus of domain 'science' holds no documents") as info:
-            write_rag("science", [annotations], corpus, corpus_format, 100, out / "queries.jsonl",
-                      out / "passages.jsonl")
+        with pytest.raises(
+            RecordError, match="the corpus of domain 'science' holds no documents"
+        ) as info:
+            write_rag(
+                "science",
+                [annotations],
+                corpus,
+                corpus_format,
+                100,
+                out / "queries.jsonl",
+                out / "passages.jsonl",
+            )
         assert info.value.file == str(corpus)
         assert not out.exists()
 
@@ -507,9 +617,13 @@ def test_lfrqa_empty_question(tmp_path):
 
 def _infobench(rid: str = "user_oriented_task_1", **overrides) -> dict:
     record = {
-        "id": rid, "input": "", "category": "Writing", "instruction": "Write a haiku.",
+        "id": rid,
+        "input": "",
+        "category": "Writing",
+        "instruction": "Write a haiku.",
         "decomposed_questions": ["Is it a haiku?", "Is it about autumn?"],
-        "subset": "Easy_set", "question_label": [["Format"], ["Content", "Style"]],
+        "subset": "Easy_set",
+        "question_label": [["Format"], ["Content", "Style"]],
     }
     record.update(overrides)
     return record
@@ -533,7 +647,9 @@ def test_infobench_unknown_constraint_label(tmp_path):
 
 
 def test_infobench_invalid_json_line_names_the_line(tmp_path):
-    path = _write_jsonl(tmp_path / "infobench.json", [_infobench(), '{"id": "user_oriented_task_2", '])
+    path = _write_jsonl(
+        tmp_path / "infobench.json", [_infobench(), '{"id": "user_oriented_task_2", ']
+    )
     with pytest.raises(RecordError) as info:
         convert_infobench([path])
     _assert_names(info.value, path, None, None, line=2)
@@ -541,15 +657,18 @@ def test_infobench_invalid_json_line_names_the_line(tmp_path):
 
 
 def test_infobench_blank_question_names_record(tmp_path):
-    path = _write_jsonl(tmp_path / "infobench.json", [_infobench(decomposed_questions=["  ", "Ok?"])])
+    path = _write_jsonl(
+        tmp_path / "infobench.json", [_infobench(decomposed_questions=["  ", "Ok?"])]
+    )
     with pytest.raises(RecordError) as info:
         convert_infobench([path])
     _assert_names(info.value, path, "user_oriented_task_1", "decomposed_questions[0]", line=1)
 
 
 def test_infobench_no_questions_names_record(tmp_path):
-    path = _write_jsonl(tmp_path / "infobench.json",
-                        [_infobench(decomposed_questions=[], question_label=[])])
+    path = _write_jsonl(
+        tmp_path / "infobench.json", [_infobench(decomposed_questions=[], question_label=[])]
+    )
     with pytest.raises(RecordError) as info:
         convert_infobench([path])
     _assert_names(info.value, path, "user_oriented_task_1", "decomposed_questions", line=1)
@@ -564,7 +683,8 @@ def test_infobench_subset_disagreeing_with_id_is_rejected(tmp_path):
 
 def _lfrqa(qid="science-1", **overrides) -> dict:
     record = {
-        "qid": qid, "question": "Why is ice lighter?",
+        "qid": qid,
+        "question": "Why is ice lighter?",
         "answer": "Ice is less dense. \nHydrogen bonds hold it open.",
         "citation_numbers": [[1], [1]],
         "faithful_answer_w_citation": "Ice is less dense. [1]\nHydrogen bonds hold it open. [1, 2]",
@@ -592,7 +712,9 @@ def test_lfrqa_missing_answer(tmp_path):
 
 
 def test_parse_cited_lines():
-    lines, citations = parse_cited_lines("First claim. [1]\n\n  Second [a] claim [2, 3]  \nNo citation here.\n")
+    lines, citations = parse_cited_lines(
+        "First claim. [1]\n\n  Second [a] claim [2, 3]  \nNo citation here.\n"
+    )
     assert lines == ["First claim.", "Second [a] claim", "No citation here."]
     assert citations == [[1], [2, 3], []]
 
@@ -619,8 +741,13 @@ def test_lotte_csv_error_names_file_and_line(tmp_path):
 
 
 def test_read_corpus_formats(tmp_path):
-    beir = _write_jsonl(tmp_path / "corpus.jsonl", [
-        {"_id": "a", "title": "Title", "text": "Body text."}, {"_id": 7, "title": "", "text": " Plain. "}])
+    beir = _write_jsonl(
+        tmp_path / "corpus.jsonl",
+        [
+            {"_id": "a", "title": "Title", "text": "Body text."},
+            {"_id": 7, "title": "", "text": " Plain. "},
+        ],
+    )
     assert list(read_corpus(beir, "beir_jsonl")) == [("a", "Title. Body text."), ("7", "Plain.")]
     bad = _write_jsonl(tmp_path / "bad.jsonl", [{"_id": "b", "title": "T"}])
     with pytest.raises(RecordError) as info:
@@ -633,12 +760,32 @@ def test_read_corpus_formats(tmp_path):
 @pytest.mark.parametrize(
     ("model", "id_field", "record", "field"),
     [
-        (RagQuery, "id", {"id": "q9", "domain": "science", "question": "Q?", "reference": "R",
-                          "reference_with_citation": "R [1]", "citations": [[1]], "gold_doc_ids": "123"},
-         "gold_doc_ids"),
-        (Instruction, "id", {"id": "user_oriented_task_9", "subset": "Easy", "category": "c",
-                             "instruction": "Do.", "requirements": [{"question": "Done?", "labels": [5]}]},
-         "requirements.0.labels.0"),
+        (
+            RagQuery,
+            "id",
+            {
+                "id": "q9",
+                "domain": "science",
+                "question": "Q?",
+                "reference": "R",
+                "reference_with_citation": "R [1]",
+                "citations": [[1]],
+                "gold_doc_ids": "123",
+            },
+            "gold_doc_ids",
+        ),
+        (
+            Instruction,
+            "id",
+            {
+                "id": "user_oriented_task_9",
+                "subset": "Easy",
+                "category": "c",
+                "instruction": "Do.",
+                "requirements": [{"question": "Done?", "labels": [5]}],
+            },
+            "requirements.0.labels.0",
+        ),
     ],
 )
 def test_read_records_wrong_field_type(tmp_path, model, id_field, record, field):
@@ -646,7 +793,9 @@ def test_read_records_wrong_field_type(tmp_path, model, id_field, record, field)
     if model is RagQuery:
         good.update(id="q1", gold_doc_ids=["1"])
     else:
-        good.update(id="user_oriented_task_1", requirements=[{"question": "Done?", "labels": ["Format"]}])
+        good.update(
+            id="user_oriented_task_1", requirements=[{"question": "Done?", "labels": ["Format"]}]
+        )
     path = _write_jsonl(tmp_path / "records.jsonl", [good, "", record])
     with pytest.raises(RecordError) as info:
         read_records(path, model, id_field)
@@ -721,7 +870,10 @@ def test_split_into_passages_edges():
         list(split_into_passages("d", "a b", "x", max_words=0))
     docs = [("a", "one two three"), ("b", "four")]
     assert [(p.id, p.text) for p in passages_from_documents(docs, "x", 2)] == [
-        ("a-0", "one two"), ("a-1", "three"), ("b-0", "four")]
+        ("a-0", "one two"),
+        ("a-1", "three"),
+        ("b-0", "four"),
+    ]
 
 
 def test_embedded_qasper_ids_look_like_the_real_ones():

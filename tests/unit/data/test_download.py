@@ -63,7 +63,9 @@ def http_server(tmp_path, request, monkeypatch):
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Handler, directory=str(root)))
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
 
     def stop():
@@ -224,8 +226,9 @@ def test_fetch_malformed_checksum_before_anything(tmp_path):
     assert not dest.parent.exists()
 
 
-@pytest.mark.parametrize("url", ["ftp://127.0.0.1/raw.json", "s3://bucket/raw.json", "raw.json",
-                                 "/abs/raw.json"])
+@pytest.mark.parametrize(
+    "url", ["ftp://127.0.0.1/raw.json", "s3://bucket/raw.json", "raw.json", "/abs/raw.json"]
+)
 def test_fetch_unsupported_scheme(tmp_path, url):
     dest = tmp_path / "raw" / "data.json"
     with pytest.raises(ValueError, match="unsupported URL scheme"):
@@ -237,12 +240,23 @@ def test_fetch_unsupported_scheme(tmp_path, url):
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("hf://datasets/kqsong/InFoBench@cef03a2830944bfb0d201107895ddd0e0e90bf0e/InfoBench.json",
-         ("dataset", "kqsong/InFoBench", "cef03a2830944bfb0d201107895ddd0e0e90bf0e", "InfoBench.json")),
-        ("hf://datasets/allenai/qasper@main/data/train-00000.parquet",
-         ("dataset", "allenai/qasper", "main", "data/train-00000.parquet")),
-        ("hf://models/owner/model-x@v1.0/weights/model.safetensors",
-         ("model", "owner/model-x", "v1.0", "weights/model.safetensors")),
+        (
+            "hf://datasets/kqsong/InFoBench@cef03a2830944bfb0d201107895ddd0e0e90bf0e/InfoBench.json",
+            (
+                "dataset",
+                "kqsong/InFoBench",
+                "cef03a2830944bfb0d201107895ddd0e0e90bf0e",
+                "InfoBench.json",
+            ),
+        ),
+        (
+            "hf://datasets/allenai/qasper@main/data/train-00000.parquet",
+            ("dataset", "allenai/qasper", "main", "data/train-00000.parquet"),
+        ),
+        (
+            "hf://models/owner/model-x@v1.0/weights/model.safetensors",
+            ("model", "owner/model-x", "v1.0", "weights/model.safetensors"),
+        ),
     ],
 )
 def test_parse_hf(url, expected):
@@ -311,8 +325,11 @@ def test_extract_member(tmp_path, build):
 def test_extract_missing_member(tmp_path, build):
     archive = build(tmp_path / ("a.tar.gz" if build is _tar_gz else "a.zip"))
     out_dir = tmp_path / "out"
-    with pytest.raises(ArchiveError, match=r"a\.(tar\.gz|zip), member 'pkg/data/absent.tsv': no such file in the "
-                                           r"archive; did you mean 'pkg/data/collection.tsv'\?"):
+    with pytest.raises(
+        ArchiveError,
+        match=r"a\.(tar\.gz|zip), member 'pkg/data/absent.tsv': no such file in the "
+        r"archive; did you mean 'pkg/data/collection.tsv'\?",
+    ):
         extract_member(archive, "pkg/data/absent.tsv", out_dir / "absent.tsv")
     assert _listing(out_dir) == []
     # An existing destination is left as it was.
@@ -353,11 +370,15 @@ def _truncate(path: Path, keep: float) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("build", "spoil"), [
-    (_zip, lambda p: _damage(p, 0.1)),          # a member's bytes: zipfile's "Bad CRC-32"
-    (_tar_gz, lambda p: _truncate(p, 0.6)),     # gzip stream cut short: EOFError / ReadError
-    (_tar_gz, lambda p: _damage(p, 0.5)),       # corrupt deflate data: zlib.error / BadGzipFile
-], ids=["zip-crc", "tar.gz-truncated", "tar.gz-corrupt"])
+@pytest.mark.parametrize(
+    ("build", "spoil"),
+    [
+        (_zip, lambda p: _damage(p, 0.1)),  # a member's bytes: zipfile's "Bad CRC-32"
+        (_tar_gz, lambda p: _truncate(p, 0.6)),  # gzip stream cut short: EOFError / ReadError
+        (_tar_gz, lambda p: _damage(p, 0.5)),  # corrupt deflate data: zlib.error / BadGzipFile
+    ],
+    ids=["zip-crc", "tar.gz-truncated", "tar.gz-corrupt"],
+)
 def test_a_damaged_archive_names_the_archive_and_the_member(tmp_path, build, spoil):
     """The library's error (BadZipFile "Bad CRC-32 for file ...", EOFError "Compressed file ended
     before the end-of-stream marker was reached", zlib.error) reached the user without the
@@ -367,6 +388,9 @@ def test_a_damaged_archive_names_the_archive_and_the_member(tmp_path, build, spo
     with pytest.raises(ArchiveError) as info:
         extract_member(archive, "pkg/data/collection.tsv", out)
     message = str(info.value)
-    assert message.startswith(f"{archive}, member 'pkg/data/collection.tsv': ") and "damaged" in message
+    assert (
+        message.startswith(f"{archive}, member 'pkg/data/collection.tsv': ")
+        and "damaged" in message
+    )
     assert info.value.archive == str(archive) and info.value.member == "pkg/data/collection.tsv"
     assert _listing(tmp_path / "out") == []

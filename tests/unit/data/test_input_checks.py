@@ -51,15 +51,21 @@ def instructions(path, out):
 
 
 def rag_annotations(path, out):
-    return convert.write_rag("science", [path], LOTTE, "lotte_tsv", 100, out, out.with_suffix(".p.jsonl"))
+    return convert.write_rag(
+        "science", [path], LOTTE, "lotte_tsv", 100, out, out.with_suffix(".p.jsonl")
+    )
 
 
 def rag_lotte(path, out):
-    return convert.write_rag("science", [ANNOTATIONS], path, "lotte_tsv", 100, out.with_suffix(".q.jsonl"), out)
+    return convert.write_rag(
+        "science", [ANNOTATIONS], path, "lotte_tsv", 100, out.with_suffix(".q.jsonl"), out
+    )
 
 
 def rag_beir(path, out):
-    return convert.write_rag("fiqa", [FIQA_ANNOTATIONS], path, "beir_jsonl", 100, out.with_suffix(".q.jsonl"), out)
+    return convert.write_rag(
+        "fiqa", [FIQA_ANNOTATIONS], path, "beir_jsonl", 100, out.with_suffix(".q.jsonl"), out
+    )
 
 
 def fails(tmp_path, run, bad: Path, *, line=None, record=None, field=None, match=""):
@@ -75,7 +81,9 @@ def fails(tmp_path, run, bad: Path, *, line=None, record=None, field=None, match
         assert err.record == record and repr(record) in str(err)
     if field is not None:
         assert err.field == field and repr(field) in str(err)
-    left = sorted(p.name for p in (tmp_path / "out").glob("*")) if (tmp_path / "out").exists() else []
+    left = (
+        sorted(p.name for p in (tmp_path / "out").glob("*")) if (tmp_path / "out").exists() else []
+    )
     assert left == [], f"output left behind: {left}"
     return err
 
@@ -149,10 +157,20 @@ def test_a_byte_order_mark_is_not_part_of_the_first_id(tmp_path):
     first_pid = lines[0].split(b"\t")[0].decode()
     bom = write_lines(tmp_path / "collection.tsv", [b"\xef\xbb\xbf" + lines[0], *lines[1:]])
     passages = tmp_path / "p.jsonl"
-    convert.write_rag("science", [ANNOTATIONS], bom, "lotte_tsv", 100, tmp_path / "q.jsonl", passages)
+    convert.write_rag(
+        "science", [ANNOTATIONS], bom, "lotte_tsv", 100, tmp_path / "q.jsonl", passages
+    )
     assert read_records(passages, Passage)[0].doc_id == first_pid
     annotations = write_lines(tmp_path / "a.jsonl", [b"\xef\xbb\xbf" + lines_of(ANNOTATIONS)[0]])
-    convert.write_rag("science", [annotations], LOTTE, "lotte_tsv", 100, tmp_path / "q2.jsonl", tmp_path / "p2.jsonl")
+    convert.write_rag(
+        "science",
+        [annotations],
+        LOTTE,
+        "lotte_tsv",
+        100,
+        tmp_path / "q2.jsonl",
+        tmp_path / "p2.jsonl",
+    )
 
 
 # ------------------------------------------------------------------------ ids twice
@@ -164,7 +182,14 @@ def test_a_paper_id_twice_in_one_keyed_file(tmp_path):
     twice = json.dumps(data)[:-1] + ", " + json.dumps({first: data[first]})[1:-1] + "}"
     bad = tmp_path / QASPER.name
     bad.write_text(twice)
-    fails(tmp_path, papers, bad, record=first, field=first, match="occurs twice in the top-level object")
+    fails(
+        tmp_path,
+        papers,
+        bad,
+        record=first,
+        field=first,
+        match="occurs twice in the top-level object",
+    )
 
 
 def test_a_key_twice_inside_a_record(tmp_path):
@@ -182,15 +207,30 @@ def test_a_question_twice_in_a_paper(tmp_path):
     bad = edit_json(QASPER, tmp_path / QASPER.name, repeat)
     pid = next(iter(json.loads(QASPER.read_text())))
     n = len(json.loads(QASPER.read_text())[pid]["qas"])
-    fails(tmp_path, papers, bad, record=pid, field=f"qas[{n}].question_id", match=r"occurs twice in the paper \(first: qas\[1\]\)")
+    fails(
+        tmp_path,
+        papers,
+        bad,
+        record=pid,
+        field=f"qas[{n}].question_id",
+        match=r"occurs twice in the paper \(first: qas\[1\]\)",
+    )
     bad = edit_line(SCIMRC, tmp_path / SCIMRC.name, 0, lambda o: o["qas"].append(o["qas"][0]))
     first = json.loads(lines_of(SCIMRC)[0])
-    fails(tmp_path, scimrc, bad, line=1, record=first["id"], field=f"qas[{len(first['qas'])}].questionId",
-          match="occurs twice in the paper")
+    fails(
+        tmp_path,
+        scimrc,
+        bad,
+        line=1,
+        record=first["id"],
+        field=f"qas[{len(first['qas'])}].questionId",
+        match="occurs twice in the paper",
+    )
 
 
 def test_different_questions_sharing_an_id_are_kept_with_a_warning(tmp_path, caplog):
     """QASPER's own sample file gives several questions one id: kept, and said."""
+
     def share(data):
         paper = data[next(iter(data))]
         paper["qas"][1]["question_id"] = paper["qas"][0]["question_id"]
@@ -210,7 +250,9 @@ def test_a_qa_training_example_twice(tmp_path, across_files):
         bad = tmp_path / "b.json"
         bad.write_text(json.dumps(data[:1]))
         run = lambda path, out: convert.write_qa_examples([tmp_path / "a.json", path], out)
-        err = fails(tmp_path, run, bad, record=first, field="_id", match="example id .* occurs twice")
+        err = fails(
+            tmp_path, run, bad, record=first, field="_id", match="example id .* occurs twice"
+        )
         assert "a.json" in str(err)
     else:
         bad = tmp_path / HOTPOT.name
@@ -223,15 +265,34 @@ def test_a_document_twice_in_a_corpus(tmp_path, name, run, source):
     lines = lines_of(source)
     doc_id = lines[0].split(b"\t")[0].decode() if name == "lotte" else json.loads(lines[0])["_id"]
     bad = write_lines(tmp_path / source.name, [*lines, lines[0]])
-    fails(tmp_path, run, bad, line=len(lines) + 1, record=doc_id, field="id",
-          match=r"document id occurs twice \(first on line 1\)")
+    fails(
+        tmp_path,
+        run,
+        bad,
+        line=len(lines) + 1,
+        record=doc_id,
+        field="id",
+        match=r"document id occurs twice \(first on line 1\)",
+    )
 
 
 def test_a_gold_document_twice_in_a_query(tmp_path):
-    bad = edit_line(ANNOTATIONS, tmp_path / ANNOTATIONS.name, 2,
-                    lambda o: o["gold_doc_ids"].append(o["gold_doc_ids"][0]))
+    bad = edit_line(
+        ANNOTATIONS,
+        tmp_path / ANNOTATIONS.name,
+        2,
+        lambda o: o["gold_doc_ids"].append(o["gold_doc_ids"][0]),
+    )
     qid = json.loads(lines_of(ANNOTATIONS)[2])["qid"]
-    fails(tmp_path, rag_annotations, bad, line=3, record=qid, field="gold_doc_ids", match="listed twice")
+    fails(
+        tmp_path,
+        rag_annotations,
+        bad,
+        line=3,
+        record=qid,
+        field="gold_doc_ids",
+        match="listed twice",
+    )
 
 
 def test_human_labels_rated_twice_or_disagreeing(tmp_path):
@@ -241,14 +302,21 @@ def test_human_labels_rated_twice_or_disagreeing(tmp_path):
     with pytest.raises(RecordError, match="rated the pair twice") as info:
         read_human_labels(twice)
     assert (info.value.file, info.value.line, info.value.record, info.value.field) == (
-        str(twice), len(lines) + 1, pair, "annotator")
+        str(twice),
+        len(lines) + 1,
+        pair,
+        "annotator",
+    )
     # a second annotator's row of the same pair, with another answer: which one was rated?
     import csv
     import io
 
     rows = list(csv.reader(io.StringIO(HUMAN.read_text())))
     header, first = rows[0], rows[1]
-    other = dict(zip(header, first, strict=True)) | {"annotator": "someone-else", "answer_2": "a different answer"}
+    other = dict(zip(header, first, strict=True)) | {
+        "annotator": "someone-else",
+        "answer_2": "a different answer",
+    }
     out = io.StringIO()
     csv.writer(out, lineterminator="\n").writerows([header, first, [other[c] for c in header]])
     disagree = tmp_path / "disagree.csv"
@@ -274,40 +342,109 @@ def _first_paper(data):
 
 
 NOTHING_TO_WORK_ON = [
-    ("qasper-empty-abstract", papers, QASPER, lambda d: _first_paper(d).update(abstract="  "), "abstract",
-     "empty abstract"),
-    ("qasper-no-body", papers, QASPER,
-     lambda d: _first_paper(d).update(full_text=[{"section_name": "Intro", "paragraphs": ["", " "]}]),
-     "full_text", "no body text"),
-    ("qasper-blank-span", papers, QASPER,
-     lambda d: _first_paper(d)["qas"][0]["answers"][0]["answer"].update(
-         extractive_spans=[" "], free_form_answer="", yes_no=None, unanswerable=False),
-     "qas[0].answers[0].answer", "has no answer"),
-    ("qasper-empty-question-id", papers, QASPER, lambda d: _first_paper(d)["qas"][0].update(question_id=" "),
-     "qas[0].question_id", "empty id"),
+    (
+        "qasper-empty-abstract",
+        papers,
+        QASPER,
+        lambda d: _first_paper(d).update(abstract="  "),
+        "abstract",
+        "empty abstract",
+    ),
+    (
+        "qasper-no-body",
+        papers,
+        QASPER,
+        lambda d: _first_paper(d).update(
+            full_text=[{"section_name": "Intro", "paragraphs": ["", " "]}]
+        ),
+        "full_text",
+        "no body text",
+    ),
+    (
+        "qasper-blank-span",
+        papers,
+        QASPER,
+        lambda d: _first_paper(d)["qas"][0]["answers"][0]["answer"].update(
+            extractive_spans=[" "], free_form_answer="", yes_no=None, unanswerable=False
+        ),
+        "qas[0].answers[0].answer",
+        "has no answer",
+    ),
+    (
+        "qasper-empty-question-id",
+        papers,
+        QASPER,
+        lambda d: _first_paper(d)["qas"][0].update(question_id=" "),
+        "qas[0].question_id",
+        "empty id",
+    ),
 ]
 
 
-@pytest.mark.parametrize("name,run,source,change,field,match", NOTHING_TO_WORK_ON,
-                         ids=[c[0] for c in NOTHING_TO_WORK_ON])
-def test_a_paper_that_converts_into_nothing_to_work_on(tmp_path, name, run, source, change, field, match):
+@pytest.mark.parametrize(
+    "name,run,source,change,field,match", NOTHING_TO_WORK_ON, ids=[c[0] for c in NOTHING_TO_WORK_ON]
+)
+def test_a_paper_that_converts_into_nothing_to_work_on(
+    tmp_path, name, run, source, change, field, match
+):
     bad = edit_json(source, tmp_path / source.name, change)
-    fails(tmp_path, run, bad, record=next(iter(json.loads(source.read_text()))), field=field, match=match)
+    fails(
+        tmp_path,
+        run,
+        bad,
+        record=next(iter(json.loads(source.read_text()))),
+        field=field,
+        match=match,
+    )
 
 
 LINE_CASES = [
-    ("scimrc-empty-abstract", scimrc, SCIMRC, 0, lambda o: o.update(abstract=""), "abstract", "empty abstract"),
-    ("infobench-empty-instruction", instructions, INFOBENCH, 1, lambda o: o.update(instruction=" \n"),
-     "instruction", "must not be empty"),
-    ("lfrqa-empty-qid", rag_annotations, ANNOTATIONS, 1, lambda o: o.update(qid=" "), "qid", "empty id"),
-    ("beir-document-without-text", rag_beir, BEIR, 2, lambda o: o.update(title="", text="  "), "text",
-     "has no text"),
+    (
+        "scimrc-empty-abstract",
+        scimrc,
+        SCIMRC,
+        0,
+        lambda o: o.update(abstract=""),
+        "abstract",
+        "empty abstract",
+    ),
+    (
+        "infobench-empty-instruction",
+        instructions,
+        INFOBENCH,
+        1,
+        lambda o: o.update(instruction=" \n"),
+        "instruction",
+        "must not be empty",
+    ),
+    (
+        "lfrqa-empty-qid",
+        rag_annotations,
+        ANNOTATIONS,
+        1,
+        lambda o: o.update(qid=" "),
+        "qid",
+        "empty id",
+    ),
+    (
+        "beir-document-without-text",
+        rag_beir,
+        BEIR,
+        2,
+        lambda o: o.update(title="", text="  "),
+        "text",
+        "has no text",
+    ),
     ("beir-empty-id", rag_beir, BEIR, 2, lambda o: o.update(_id=""), "_id", "empty id"),
 ]
 
 
-@pytest.mark.parametrize("name,run,source,index,change,field,match", LINE_CASES, ids=[c[0] for c in LINE_CASES])
-def test_a_record_that_converts_into_nothing_to_work_on(tmp_path, name, run, source, index, change, field, match):
+@pytest.mark.parametrize(
+    "name,run,source,index,change,field,match", LINE_CASES, ids=[c[0] for c in LINE_CASES]
+)
+def test_a_record_that_converts_into_nothing_to_work_on(
+    tmp_path, name, run, source, index, change, field, match
+):
     bad = edit_line(source, tmp_path / source.name, index, change)
     fails(tmp_path, run, bad, line=index + 1, field=field, match=match)
 
@@ -316,15 +453,33 @@ def test_a_lotte_document_without_text(tmp_path):
     lines = lines_of(LOTTE)
     pid = lines[3].split(b"\t")[0]
     bad = write_lines(tmp_path / LOTTE.name, [*lines[:3], pid + b"\t   \n", *lines[4:]])
-    fails(tmp_path, rag_lotte, bad, line=4, record=pid.decode(), field="text", match="would give no passage")
+    fails(
+        tmp_path,
+        rag_lotte,
+        bad,
+        line=4,
+        record=pid.decode(),
+        field="text",
+        match="would give no passage",
+    )
 
 
-@pytest.mark.parametrize("change,field,match", [
-    (lambda d: d[0].update(answer=" "), "answer", "must not be empty"),
-    (lambda d: d[0].update(_id=""), "_id", "empty id"),
-    (lambda d: d[0]["context"].append(d[0]["context"][[t for t, _ in d[0]["context"]].index(d[0]["supporting_facts"][0][0])]),
-     "supporting_facts[0]", "which the context holds twice"),
-])
+@pytest.mark.parametrize(
+    "change,field,match",
+    [
+        (lambda d: d[0].update(answer=" "), "answer", "must not be empty"),
+        (lambda d: d[0].update(_id=""), "_id", "empty id"),
+        (
+            lambda d: d[0]["context"].append(
+                d[0]["context"][
+                    [t for t, _ in d[0]["context"]].index(d[0]["supporting_facts"][0][0])
+                ]
+            ),
+            "supporting_facts[0]",
+            "which the context holds twice",
+        ),
+    ],
+)
 def test_a_qa_training_example_with_nothing_to_learn(tmp_path, change, field, match):
     bad = edit_json(HOTPOT, tmp_path / HOTPOT.name, change)
     record = json.loads(HOTPOT.read_text())[0]["_id"] if field != "_id" else ""
@@ -405,7 +560,9 @@ def test_human_labels_a_bom_and_u2028_in_a_cell(tmp_path):
     path = _write_csv(tmp_path / "human.csv", [header, first])
     path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
     labels = read_human_labels(path)
-    assert list(labels.columns[:10]) == header and labels["answer_2"].iloc[0].endswith("\u2028More.")
+    assert list(labels.columns[:10]) == header and labels["answer_2"].iloc[0].endswith(
+        "\u2028More."
+    )
 
 
 def test_the_same_human_comparison_under_two_pair_ids(tmp_path):
@@ -414,17 +571,28 @@ def test_the_same_human_comparison_under_two_pair_ids(tmp_path):
     first_pair = [r for r in rows if r[0] == rows[0][0]]
     again = [["p-again", *r[1:]] for r in first_pair]
     bad = _write_csv(tmp_path / "human.csv", [header, *first_pair, *again])
-    with pytest.raises(RecordError, match=f"the same comparison as pair '{rows[0][0]}' \\(line 2") as info:
+    with pytest.raises(
+        RecordError, match=f"the same comparison as pair '{rows[0][0]}' \\(line 2"
+    ) as info:
         read_human_labels(bad)
-    assert (info.value.record, info.value.field, info.value.line) == ("p-again", "pair_id", len(first_pair) + 2)
+    assert (info.value.record, info.value.field, info.value.line) == (
+        "p-again",
+        "pair_id",
+        len(first_pair) + 2,
+    )
 
 
 # ------------------------------------- human labels checked at conversion, against the queries
 def _embedded_queries():
     from isqaflow.data.lfrqa import convert_lfrqa
 
-    return [q for f in sorted((EMBEDDED / "lfrqa").glob("annotations_*_with_citation.jsonl"))
-            for q in convert_lfrqa([f], f.name.removeprefix("annotations_").removesuffix("_with_citation.jsonl"))]
+    return [
+        q
+        for f in sorted((EMBEDDED / "lfrqa").glob("annotations_*_with_citation.jsonl"))
+        for q in convert_lfrqa(
+            [f], f.name.removeprefix("annotations_").removesuffix("_with_citation.jsonl")
+        )
+    ]
 
 
 def test_the_embedded_human_labels_pass_the_conversion_check(tmp_path):
@@ -437,17 +605,25 @@ def test_the_embedded_human_labels_pass_the_conversion_check(tmp_path):
     assert json.loads((tmp_path / "checked.json").read_text())["pairs"] == 12
 
 
-@pytest.mark.parametrize(("column", "value", "field", "message"), [
-    ("qid", "4999", "qid", r"query id '4999' is not a query of domain 'fiqa'"),
-    ("domain", "cooking", "domain", r"domain 'cooking' is not one of the RAG domains"),
-])
+@pytest.mark.parametrize(
+    ("column", "value", "field", "message"),
+    [
+        ("qid", "4999", "qid", r"query id '4999' is not a query of domain 'fiqa'"),
+        ("domain", "cooking", "domain", r"domain 'cooking' is not one of the RAG domains"),
+    ],
+)
 def test_human_labels_an_unknown_query_or_domain(tmp_path, column, value, field, message):
     from isqaflow.data.human_labels import check_against_queries
 
     header, rows = _human_rows()
     first = [r for r in rows if r[0] == rows[0][0]]
-    bad = _write_csv(tmp_path / "human.csv", [header, *[
-        [value if h == column else c for h, c in zip(header, r, strict=True)] for r in first]])
+    bad = _write_csv(
+        tmp_path / "human.csv",
+        [
+            header,
+            *[[value if h == column else c for h, c in zip(header, r, strict=True)] for r in first],
+        ],
+    )
     with pytest.raises(RecordError, match=message) as info:
         check_against_queries(bad, _embedded_queries())
     assert (info.value.line, info.value.field, info.value.record) == (2, field, rows[0][0])
@@ -463,9 +639,14 @@ def test_human_labels_an_id_paired_with_another_querys_text(tmp_path):
     first = [r for r in rows if r[0] == rows[0][0]]
     qid = first[0][header.index("qid")]
     other = next(q for q in fiqa if q.id != qid)
-    swapped = [[other.question if h == "query" else c for h, c in zip(header, r, strict=True)] for r in first]
+    swapped = [
+        [other.question if h == "query" else c for h, c in zip(header, r, strict=True)]
+        for r in first
+    ]
     bad = _write_csv(tmp_path / "human.csv", [header, *swapped])
-    with pytest.raises(RecordError, match=f"query id '{qid}' is paired with the text of query '{other.id}'") as info:
+    with pytest.raises(
+        RecordError, match=f"query id '{qid}' is paired with the text of query '{other.id}'"
+    ) as info:
         check_against_queries(bad, queries)
     assert (info.value.line, info.value.field) == (2, "query")
 
@@ -479,7 +660,9 @@ def test_human_labels_one_query_id_with_two_texts_in_the_file(tmp_path):
     if first[0][header.index("domain")] != second[0][header.index("domain")]:
         pytest.skip("the first two pairs are of different domains")
     bad = _write_csv(tmp_path / "human.csv", [header, *first, *moved])
-    with pytest.raises(RecordError, match=f"query id '{first[0][q]}' has another query text on line 2") as info:
+    with pytest.raises(
+        RecordError, match=f"query id '{first[0][q]}' has another query text on line 2"
+    ) as info:
         read_human_labels(bad)
     assert (info.value.line, info.value.field) == (len(first) + 2, "query")
 

@@ -175,7 +175,12 @@ def test_text_mode_batches_one_generate_call_per_turn():
         conversation(RESPONSE, "", QUESTIONS[:2], ["YES"]),
     ]
     assert [(r["instruction_id"], r["question_index"]) for r in records] == [
-        ("i1", 0), ("i2", 0), ("i2", 1), ("i2", 2), ("i3", 0), ("i3", 1)
+        ("i1", 0),
+        ("i2", 0),
+        ("i2", 1),
+        ("i2", 2),
+        ("i3", 0),
+        ("i3", 1),
     ]
     shown = [m["content"] for call in model.calls for chat in call for m in chat]
     assert all(INSTRUCTION not in content for content in shown)
@@ -205,8 +210,10 @@ class ScriptedScorer(ScriptedJudge):
     def score_batch(self, items):
         self.calls.append([context for context, _ in items])
         assert all(list(candidates) == ["YES", "NO"] for _, candidates in items)
-        return [[-0.5, -2.0] if RESPONSE in context[0]["content"] else [-3.0, -0.25]
-                for context, _ in items]
+        return [
+            [-0.5, -2.0] if RESPONSE in context[0]["content"] else [-3.0, -0.25]
+            for context, _ in items
+        ]
 
 
 def test_logprob_mode_keeps_the_chosen_word_as_the_assistant_turn():
@@ -214,11 +221,16 @@ def test_logprob_mode_keeps_the_chosen_word_as_the_assistant_turn():
     model = ScriptedScorer()
     records = judge(model, [sea, land], mode="logprob")
     assert [(r["instruction_id"], r["answer"], r["raw"]) for r in records] == [
-        ("sea", "YES", ""), ("sea", "YES", ""),
-        ("land", "NO", ""), ("land", "NO", ""), ("land", "NO", ""),
+        ("sea", "YES", ""),
+        ("sea", "YES", ""),
+        ("land", "NO", ""),
+        ("land", "NO", ""),
+        ("land", "NO", ""),
     ]
     assert [(r["logprob_yes"], r["logprob_no"]) for r in records[:3]] == [
-        (-0.5, -2.0), (-0.5, -2.0), (-3.0, -0.25)
+        (-0.5, -2.0),
+        (-0.5, -2.0),
+        (-3.0, -0.25),
     ]
     # each turn: the two responses, then one content-free conversation: "sea" asks a
     # prefix of "land"'s questions with the same (empty) input, so it reads land's
@@ -226,9 +238,7 @@ def test_logprob_mode_keeps_the_chosen_word_as_the_assistant_turn():
     assert [call[-1] for call in model.calls] == [
         conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS, ["NO", "NO"][:turn]) for turn in range(3)
     ]
-    assert model.calls[2][0] == conversation(
-        "Mountains stand still.", "", QUESTIONS, ["NO", "NO"]
-    )
+    assert model.calls[2][0] == conversation("Mountains stand still.", "", QUESTIONS, ["NO", "NO"])
     assert model.calls[1][0][1] == {"role": "assistant", "content": "YES"}
 
 
@@ -238,8 +248,9 @@ def test_logprob_mode_takes_the_likelier_word_on_the_tiny_model(tiny_causal):
     records = judge(model, items, mode="logprob")
     # the same requests to a freshly loaded model give exactly the same records (a second
     # call to the same model may reuse stored keys and values: equal to ~1e-6 only)
-    assert records == judge(load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1), items,
-                            mode="logprob")
+    assert records == judge(
+        load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1), items, mode="logprob"
+    )
     assert len(records) == 5
     for item_data in items:
         own = [r for r in records if r["instruction_id"] == item_data["instruction_id"]]
@@ -282,13 +293,20 @@ class YesBiasedScorer(ScriptedJudge):
     empty response +0.8.  Raw says YES to all of them; calibrated only to GOOD.
     """
 
-    LOGPROBS = {CONTENT_FREE_RESPONSE: (-0.4, -1.4), RESPONSE: (-0.5, -1.0), GOOD: (-0.1, -2.6), "": (-0.5, -1.3)}
+    LOGPROBS = {
+        CONTENT_FREE_RESPONSE: (-0.4, -1.4),
+        RESPONSE: (-0.5, -1.0),
+        GOOD: (-0.1, -2.6),
+        "": (-0.5, -1.3),
+    }
 
     def score_batch(self, items):
         self.calls.append([context for context, _ in items])
         out = []
         for context, _ in items:
-            shown = context[0]["content"].split("Generated Text:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+            shown = (
+                context[0]["content"].split("Generated Text:\n", 1)[1].split("\n\nQuestion:", 1)[0]
+            )
             out.append(list(self.LOGPROBS[shown]))
         return out
 
@@ -297,9 +315,13 @@ def test_calibrated_rule_answers_from_the_content_free_log_odds():
     items = [item("i1", 2), {**item("i1", 2), "model": "responder-y", "response": GOOD}]
     model = YesBiasedScorer()
     records = judge(model, items, mode="logprob", rule="calibrated")
-    assert [(r["model"], r["answer_raw"], r["answer_calibrated"], r["answer"]) for r in records] == [
-        ("responder-x", "YES", "NO", "NO"), ("responder-x", "YES", "NO", "NO"),
-        ("responder-y", "YES", "YES", "YES"), ("responder-y", "YES", "YES", "YES"),
+    assert [
+        (r["model"], r["answer_raw"], r["answer_calibrated"], r["answer"]) for r in records
+    ] == [
+        ("responder-x", "YES", "NO", "NO"),
+        ("responder-x", "YES", "NO", "NO"),
+        ("responder-y", "YES", "YES", "YES"),
+        ("responder-y", "YES", "YES", "YES"),
     ]
     first = records[0]
     assert first["rule"] == "calibrated"
@@ -311,7 +333,10 @@ def test_calibrated_rule_answers_from_the_content_free_log_odds():
     assert records[2]["calibrated_log_odds"] == pytest.approx(1.5)
     # one content-free conversation for the instruction, whichever responders are judged;
     # its earlier turns are its own raw answers, as the responses' are theirs
-    free = [[chat for chat in call if CONTENT_FREE_RESPONSE in chat[0]["content"]] for call in model.calls]
+    free = [
+        [chat for chat in call if CONTENT_FREE_RESPONSE in chat[0]["content"]]
+        for call in model.calls
+    ]
     assert free == [
         [conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], [])],
         [conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], ["YES"])],
@@ -338,11 +363,16 @@ def test_content_free_conversation_is_keyed_by_input_and_questions():
     model = YesBiasedScorer()
     per_item = judge_items(model, items, mode="logprob")
     assert [len(records) for records in per_item] == [2, 2, 2]
-    first_turn_free = [chat for chat in model.calls[0] if CONTENT_FREE_RESPONSE in chat[0]["content"]]
-    assert sorted(first_turn_free, key=str) == sorted([
-        conversation(CONTENT_FREE_RESPONSE, INPUT, QUESTIONS[:2], []),
-        conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], []),
-    ], key=str)
+    first_turn_free = [
+        chat for chat in model.calls[0] if CONTENT_FREE_RESPONSE in chat[0]["content"]
+    ]
+    assert sorted(first_turn_free, key=str) == sorted(
+        [
+            conversation(CONTENT_FREE_RESPONSE, INPUT, QUESTIONS[:2], []),
+            conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS[:2], []),
+        ],
+        key=str,
+    )
 
 
 def test_text_mode_has_no_calibrated_verdict_and_refuses_the_calibrated_rule():
@@ -363,8 +393,15 @@ def test_an_item_asking_a_prefix_of_the_questions_reads_the_longer_content_free_
     other_input = {**item("i2", 2, INPUT), "response": ""}
     model = YesBiasedScorer()
     per_item = judge_items(model, [short, full, other_input], mode="logprob", rule="calibrated")
-    free = [[chat for chat in call if CONTENT_FREE_RESPONSE in chat[0]["content"]] for call in model.calls]
-    assert [len(chats) for chats in free] == [2, 2, 1]  # (no input, 3 questions) and (INPUT, 2 questions)
+    free = [
+        [chat for chat in call if CONTENT_FREE_RESPONSE in chat[0]["content"]]
+        for call in model.calls
+    ]
+    assert [len(chats) for chats in free] == [
+        2,
+        2,
+        1,
+    ]  # (no input, 3 questions) and (INPUT, 2 questions)
     assert free[0][0] == conversation(CONTENT_FREE_RESPONSE, "", QUESTIONS, [])
     assert [r["content_free_log_odds"] for r in per_item[0]] == pytest.approx([1.0, 1.0])
     assert [r["answer"] for r in per_item[2]] == ["NO", "NO"]  # empty: +0.8 against +1.0

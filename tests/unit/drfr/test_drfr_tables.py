@@ -102,8 +102,10 @@ def test_every_drfr_caption_names_the_rule_and_the_controls(tmp_path):
 def test_caption_of_a_judge_that_passes_its_controls_has_no_warning(tmp_path):
     captions = build(tmp_path, controls(correct=True), rule="calibrated")
     assert "Verdict rule: local calibrated." in captions["drfr_table5"]
-    assert ("empty_response 8/8 correct (100% [63, 100], chance 50%, binomial p = 0.004, Holm 0.008)"
-            in captions["drfr_table5"])
+    assert (
+        "empty_response 8/8 correct (100% [63, 100], chance 50%, binomial p = 0.004, Holm 0.008)"
+        in captions["drfr_table5"]
+    )
     assert "NO EVIDENCE" not in captions["drfr_table5"]
 
 

@@ -85,7 +85,10 @@ def test_parse_feedback_unparsed_keeps_the_raw_text(raw):
 def test_parse_feedback_answer_that_starts_with_unanswerable():
     raw = "1. Answer: Unanswerable questions\n2. Evidence: About 10% of the questions are unanswerable."
     assert parse_feedback(raw) == ParsedFeedback(
-        "ok", answer="Unanswerable questions", evidence="About 10% of the questions are unanswerable.", raw=raw
+        "ok",
+        answer="Unanswerable questions",
+        evidence="About 10% of the questions are unanswerable.",
+        raw=raw,
     )
 
 
@@ -98,7 +101,11 @@ SUMMARY = "The model has 12 layers. It is trained on SQuAD, a QA data set. We re
     [
         ("The model has 12 layers.", (0,), "containment"),
         ('"the model has 12 layers"', (0,), "containment"),  # quotes, case, punctuation
-        ("It is trained on SQuAD", (1,), "containment"),  # a clause covering at least half of its sentence
+        (
+            "It is trained on SQuAD",
+            (1,),
+            "containment",
+        ),  # a clause covering at least half of its sentence
         ("The model has 12 layers. We release the code.", (0, 2), "containment"),  # two sentences
         ("We release our code.", (2,), "overlap"),  # a word changed: token F1 0.86
     ],
@@ -132,12 +139,18 @@ def test_check_feedback_statuses_in_order():
     assert check_feedback(good, None, SUMMARY) == good  # backends that report no finish reason
     # cut at max_new_tokens: truncated, whatever else holds; the parsed parts are kept for the record
     cut = check_feedback(good, "length", SUMMARY)
-    assert (cut.status, cut.answer, cut.evidence) == ("truncated", "12 layers", "The model has 12 layers.")
+    assert (cut.status, cut.answer, cut.evidence) == (
+        "truncated",
+        "12 layers",
+        "The model has 12 layers.",
+    )
     assert check_feedback(parse_feedback("I cannot"), "length", SUMMARY).status == "truncated"
     assert check_feedback(parse_feedback("I cannot tell."), "stop", SUMMARY).status == "unparsed"
     assert check_feedback(parse_feedback("Unanswerable"), "stop", SUMMARY).status == "unanswerable"
-    for raw in ("1. Answer: Unanswerable questions\n2. Evidence: The model has 12 layers.",
-                "1. Answer: 2. unanswerable\n2. Evidence: The model has 12 layers."):
+    for raw in (
+        "1. Answer: Unanswerable questions\n2. Evidence: The model has 12 layers.",
+        "1. Answer: 2. unanswerable\n2. Evidence: The model has 12 layers.",
+    ):
         assert check_feedback(parse_feedback(raw), "stop", SUMMARY).status == "unanswerable_answer"
     for evidence in ("The", "It was released in 2010."):
         reply = parse_feedback(f"1. Answer: 12 layers\n2. Evidence: {evidence}")
@@ -152,22 +165,35 @@ def test_evidence_slot_is_the_reply_format_up_to_the_evidence():
     assert format_target("12 layers", "E.").startswith(evidence_slot("12 layers"))
     assert evidence_slot("12", "gpt35") == "Answer: 12\nEvidence: "
     assert parse_feedback(evidence_slot("12", "gpt35") + "E.") == ParsedFeedback(
-        "ok", answer="12", evidence="E.", raw="Answer: 12\nEvidence: E.")
+        "ok", answer="12", evidence="E.", raw="Answer: 12\nEvidence: E."
+    )
     with pytest.raises(ValueError, match="unknown feedback prompt style"):
         evidence_slot("12", "gpt4")
-
-
 
 
 # Replies of the embedded feedback model (SmolLM2 + LoRA) on real summaries: they echo the
 # prompt's labels instead of the trained format.
 ECHOED_LABELS = [
-    ('1- The answer is: 1.\n2- The evidence sentence is: "The system raises recall."', "ok", "1.",
-     "The system raises recall."),
-    ("The answer to this question is: 2\n\nThe most relevant Evidence Sentence in the Context to the Answer: \n"
-     "The paper uses 2 anchor tokens.", "ok", "2", "The paper uses 2 anchor tokens."),
-    ("The answer to question 1 is: 2\nThe most relevant Evidence in context to answer question 2 is:\n"
-     "- The paper covers coastal towns.\n\nMore text.", "ok", "2", "The paper covers coastal towns."),
+    (
+        '1- The answer is: 1.\n2- The evidence sentence is: "The system raises recall."',
+        "ok",
+        "1.",
+        "The system raises recall.",
+    ),
+    (
+        "The answer to this question is: 2\n\nThe most relevant Evidence Sentence in the Context to the Answer: \n"
+        "The paper uses 2 anchor tokens.",
+        "ok",
+        "2",
+        "The paper uses 2 anchor tokens.",
+    ),
+    (
+        "The answer to question 1 is: 2\nThe most relevant Evidence in context to answer question 2 is:\n"
+        "- The paper covers coastal towns.\n\nMore text.",
+        "ok",
+        "2",
+        "The paper covers coastal towns.",
+    ),
     ("The answer to your question is: The answer is: 2.\n\nEvidence: 3.", "ok", "2.", "3."),
     ("The answer to this question is: The answer is: Unanswerable.", "unanswerable", "", ""),
     ("The answer is: 2. Unanswerable", "unparsed", "", ""),

@@ -13,7 +13,13 @@ import isqaflow.finetune.lora as lora
 from isqaflow.data.schema import UNANSWERABLE, ContextParagraph, QAExample
 from isqaflow.finetune.evaluate import score_outputs
 from isqaflow.finetune.formats import ParsedFeedback, example_request, format_target, parse_feedback
-from isqaflow.finetune.lora import LOG_FIELDS, LoraSettings, canonical_adapter_config, train, training_items
+from isqaflow.finetune.lora import (
+    LOG_FIELDS,
+    LoraSettings,
+    canonical_adapter_config,
+    train,
+    training_items,
+)
 from isqaflow.io import write_jsonl
 from isqaflow.finetune.formats import feedback_request
 from isqaflow.models.base import GenerationParams
@@ -37,9 +43,16 @@ def example(i: int = 0) -> QAExample:
         id=f"ex{i}",
         question=f"Who jumps over dog {i}?",
         context=[
-            ContextParagraph(title="D", sentences=["The model reads a paper.", "It writes a summary."]),
-            ContextParagraph(title="G", sentences=[f"The quick brown fox {i} jumps over the lazy dog.",
-                                                   "The fox is quick."]),
+            ContextParagraph(
+                title="D", sentences=["The model reads a paper.", "It writes a summary."]
+            ),
+            ContextParagraph(
+                title="G",
+                sentences=[
+                    f"The quick brown fox {i} jumps over the lazy dog.",
+                    "The fox is quick.",
+                ],
+            ),
         ],
         answer=f"fox {i}",
         evidence=[f"The quick brown fox {i} jumps over the lazy dog."],
@@ -49,15 +62,22 @@ def example(i: int = 0) -> QAExample:
 def long_example() -> QAExample:
     """Two gold paragraphs among six distractors, gold in the middle and near the end."""
     distractors = [
-        ContextParagraph(title=f"D{i}", sentences=[f"The model {i} reads a paper and writes a summary of it.",
-                                                   "Facts and non-facts help the summarizer."])
+        ContextParagraph(
+            title=f"D{i}",
+            sentences=[
+                f"The model {i} reads a paper and writes a summary of it.",
+                "Facts and non-facts help the summarizer.",
+            ],
+        )
         for i in range(6)
     ]
-    gold1 = ContextParagraph(title="G1", sentences=["The quick brown fox jumps over the lazy dog.",
-                                                    "The fox is quick."])
+    gold1 = ContextParagraph(
+        title="G1", sentences=["The quick brown fox jumps over the lazy dog.", "The fox is quick."]
+    )
     gold2 = ContextParagraph(title="G2", sentences=["The lazy dog sleeps.", "The dog is brown."])
     return QAExample(
-        id="long", question="Who jumps over the dog?",
+        id="long",
+        question="Who jumps over the dog?",
         context=distractors[:2] + [gold1] + distractors[2:4] + [gold2] + distractors[4:],
         answer="The quick brown fox",
         evidence=["The quick brown fox jumps over the lazy dog.", "The dog is brown."],
@@ -95,7 +115,8 @@ def test_training_items_mask_the_prompt(causal):
     reply = causal.tokenizer(target, add_special_tokens=False)["input_ids"] + [eos]
     assert target_part(item)[: len(reply)] == reply
     templated = causal.tokenizer.apply_chat_template(
-        [*prompt, {"role": "assistant", "content": target}], tokenize=False)
+        [*prompt, {"role": "assistant", "content": target}], tokenize=False
+    )
     assert causal.tokenizer.decode(item["input_ids"]).startswith(templated.rstrip())
 
 
@@ -105,20 +126,29 @@ def test_training_target_has_one_end_of_turn_token(causal):
     eos = causal.tokenizer.eos_token_id
     first = target.index(eos)
     assert target.count(eos) == 1
-    assert causal.tokenizer.decode(target[first + 1:]).strip() == ""  # at most the template's whitespace
+    assert (
+        causal.tokenizer.decode(target[first + 1 :]).strip() == ""
+    )  # at most the template's whitespace
 
 
 def test_training_items_truncate_target_to_max_target_tokens(causal):
-    (item,) = training_items(causal, [example(1)], LoraSettings(max_input_tokens=2048, max_target_tokens=5))
+    (item,) = training_items(
+        causal, [example(1)], LoraSettings(max_input_tokens=2048, max_target_tokens=5)
+    )
     assert len(target_part(item)) == 5
-    target = causal.tokenizer(format_target("fox 1", example(1).evidence), add_special_tokens=False)["input_ids"]
+    target = causal.tokenizer(
+        format_target("fox 1", example(1).evidence), add_special_tokens=False
+    )["input_ids"]
     assert target_part(item) == target[:5]
 
 
 def test_long_example_keeps_gold_paragraphs_and_drops_distractors_first(causal):
     ex = long_example()
-    gold_only = causal.encode_request(feedback_request(ex.question, "\n".join(
-        paragraph_text(p) for p in ex.context if p.title.startswith("G"))))
+    gold_only = causal.encode_request(
+        feedback_request(
+            ex.question, "\n".join(paragraph_text(p) for p in ex.context if p.title.startswith("G"))
+        )
+    )
     full = causal.encode_request(feedback_request(ex.question, ex.context_text()))
     budget = len(gold_only) + 60  # room for about two of the six distractors
     assert budget < len(full)
@@ -142,14 +172,23 @@ def test_long_example_keeps_gold_paragraphs_and_drops_distractors_first(causal):
     assert n_prompt <= budget
     prompt_text = causal.tokenizer.decode(item["input_ids"][:n_prompt])
     assert all(sentence in prompt_text for sentence in ex.evidence)
-    assert causal.tokenizer.decode(target_part(item)).startswith(format_target(ex.answer, ex.evidence))
+    assert causal.tokenizer.decode(target_part(item)).startswith(
+        format_target(ex.answer, ex.evidence)
+    )
 
 
 def test_dropped_distractor_contained_in_a_gold_paragraph_stays_dropped(causal):
-    gold = ContextParagraph(title="G", sentences=["The quick brown fox jumps over the lazy dog.", "The fox is quick."])
+    gold = ContextParagraph(
+        title="G", sentences=["The quick brown fox jumps over the lazy dog.", "The fox is quick."]
+    )
     distractor = ContextParagraph(title="D", sentences=["The fox is quick."])
-    ex = QAExample(id="sub", question="Who jumps over the dog?", context=[distractor, gold], answer="fox",
-                   evidence=["The quick brown fox jumps over the lazy dog."])
+    ex = QAExample(
+        id="sub",
+        question="Who jumps over the dog?",
+        context=[distractor, gold],
+        answer="fox",
+        evidence=["The quick brown fox jumps over the lazy dog."],
+    )
     gold_only = feedback_request(ex.question, paragraph_text(gold))
     budget = len(causal.encode_request(gold_only))  # room for the gold paragraph only
     request, cut = example_request(causal, ex, budget)
@@ -166,7 +205,9 @@ def test_without_a_budget_the_whole_context_is_kept(causal):
 
 def test_unanswerable_fraction_removes_the_gold_paragraphs(causal):
     ex = long_example()
-    items = training_items(causal, [ex, example(2)], LoraSettings(max_input_tokens=2048, unanswerable_fraction=1.0))
+    items = training_items(
+        causal, [ex, example(2)], LoraSettings(max_input_tokens=2048, unanswerable_fraction=1.0)
+    )
     eos = causal.tokenizer.eos_token_id
     for item, source in zip(items, [ex, example(2)], strict=True):
         n = sum(1 for t in item["labels"] if t == -100)
@@ -180,7 +221,9 @@ def test_unanswerable_fraction_removes_the_gold_paragraphs(causal):
         assert target_part(item)[: len(reply)] == reply
     # fraction 0 (the default): nothing is made unanswerable
     items = training_items(causal, [ex], LoraSettings(max_input_tokens=2048))
-    assert causal.tokenizer.decode(target_part(items[0])).startswith("1. Answer: The quick brown fox")
+    assert causal.tokenizer.decode(target_part(items[0])).startswith(
+        "1. Answer: The quick brown fox"
+    )
 
 
 def test_seq2seq_training_items(t5):
@@ -196,7 +239,10 @@ def test_seq2seq_training_items(t5):
 @pytest.mark.parametrize(
     ("answer", "evidence"),
     [
-        ("Arthur Ignatius Conan Doyle", ["Sir Arthur Ignatius Conan Doyle KStJ, DL was a British writer."]),
+        (
+            "Arthur Ignatius Conan Doyle",
+            ["Sir Arthur Ignatius Conan Doyle KStJ, DL was a British writer."],
+        ),
         ("2", ["There are 2 layers.", "Each layer has 3 heads."]),
         ("yes", ["It is."]),
         ("1990", ["1. It began in 1990."]),
@@ -206,20 +252,28 @@ def test_seq2seq_training_items(t5):
 )
 def test_format_target_parse_feedback_round_trip(answer, evidence):
     target = format_target(answer, evidence)
-    assert target == f"1. Answer: {answer.strip()}\n2. Evidence: {' '.join(e.strip() for e in evidence)}"
+    assert (
+        target
+        == f"1. Answer: {answer.strip()}\n2. Evidence: {' '.join(e.strip() for e in evidence)}"
+    )
     parsed = parse_feedback(target)
-    assert parsed == ParsedFeedback("ok", answer=answer.strip(), evidence=" ".join(e.strip() for e in evidence),
-                                    raw=target)
+    assert parsed == ParsedFeedback(
+        "ok", answer=answer.strip(), evidence=" ".join(e.strip() for e in evidence), raw=target
+    )
     assert format_target(answer, " ".join(evidence)) == format_target(answer, [" ".join(evidence)])
 
 
 def test_format_target_unanswerable_round_trip():
     assert format_target("anything", ["x"], unanswerable=True) == "Unanswerable"
-    assert parse_feedback(format_target("anything", ["x"], unanswerable=True)).status == "unanswerable"
+    assert (
+        parse_feedback(format_target("anything", ["x"], unanswerable=True)).status == "unanswerable"
+    )
 
 
 def test_round_trip_answer_starting_with_unanswerable():
-    target = format_target("Unanswerable questions", ["About 10% of the questions are unanswerable."])
+    target = format_target(
+        "Unanswerable questions", ["About 10% of the questions are unanswerable."]
+    )
     assert parse_feedback(target).status == "ok"
     assert parse_feedback(target).answer == "Unanswerable questions"
 
@@ -250,7 +304,9 @@ def run_train(tmp_path, base, train_file, tag, **kw):
         "log": tmp_path / tag / "log.csv",
         "ckpt": tmp_path / tag / "ckpt",
     }
-    summary = train(base, train_file, out["adapter"], out["log"], LoraSettings(**values), out["ckpt"], threads=1)
+    summary = train(
+        base, train_file, out["adapter"], out["log"], LoraSettings(**values), out["ckpt"], threads=1
+    )
     return summary, out
 
 
@@ -266,7 +322,9 @@ def test_train_writes_adapter_and_log(tiny_causal, train_file, tmp_path):
     config = json.loads((out["adapter"] / "adapter_config.json").read_text())
     assert config["r"] == 8 and config["lora_alpha"] == 16  # Table 6
     assert config["target_modules"] == ["q_proj", "v_proj"] and config["task_type"] == "CAUSAL_LM"
-    assert json.loads((out["adapter"] / "training_settings.json").read_text())["learning_rate"] == 3e-4
+    assert (
+        json.loads((out["adapter"] / "training_settings.json").read_text())["learning_rate"] == 3e-4
+    )
     assert not out["ckpt"].exists()  # checkpoints are removed once the adapter is written
     assert not (tmp_path / "a" / "adapter.partial").exists()
 
@@ -282,11 +340,15 @@ def test_train_writes_adapter_and_log(tiny_causal, train_file, tmp_path):
 
     tensors = adapter_tensors(out["adapter"])
     assert tensors and all("lora_A" in k or "lora_B" in k for k in tensors)
-    assert any(float(t.abs().max()) > 0 for k, t in tensors.items() if "lora_B" in k)  # B moved from zero
+    assert any(
+        float(t.abs().max()) > 0 for k, t in tensors.items() if "lora_B" in k
+    )  # B moved from zero
 
     # the adapter loads onto the base model and generates
     model = load_model(base_spec(tiny_causal), adapter=str(out["adapter"]), threads=1)
-    (gen,) = model.generate([feedback_request("Who?", "The fox.")], GenerationParams(max_new_tokens=3))
+    (gen,) = model.generate(
+        [feedback_request("Who?", "The fox.")], GenerationParams(max_new_tokens=3)
+    )
     assert gen.n_new_tokens <= 3 and model.identity()["adapter"] is not None
 
 
@@ -298,7 +360,9 @@ def test_adapter_config_is_the_same_file_whatever_the_set_order(tmp_path):
         adapter = tmp_path / name
         adapter.mkdir()
         (adapter / "adapter_model.safetensors").write_bytes(b"same weights")
-        (adapter / "adapter_config.json").write_text(json.dumps({"r": 8, "target_modules": modules}))
+        (adapter / "adapter_config.json").write_text(
+            json.dumps({"r": 8, "target_modules": modules})
+        )
         canonical_adapter_config(adapter / "adapter_config.json")
         dirs.append(adapter)
     a, b = ((d / "adapter_config.json").read_text() for d in dirs)
@@ -307,8 +371,15 @@ def test_adapter_config_is_the_same_file_whatever_the_set_order(tmp_path):
 
 
 def test_train_loss_decreases_with_a_higher_learning_rate(tiny_causal, train_file, tmp_path):
-    summary, out = run_train(tmp_path, base_spec(tiny_causal), train_file, "lr", epochs=4, learning_rate=1e-2,
-                             dropout=0.0)
+    summary, out = run_train(
+        tmp_path,
+        base_spec(tiny_causal),
+        train_file,
+        "lr",
+        epochs=4,
+        learning_rate=1e-2,
+        dropout=0.0,
+    )
     rows = read_log(out["log"])
     assert len(rows) == 20
     losses = [float(r["loss"]) for r in rows]
@@ -318,8 +389,9 @@ def test_train_loss_decreases_with_a_higher_learning_rate(tiny_causal, train_fil
 
 
 def test_train_max_steps_and_grad_accum(tiny_causal, train_file, tmp_path):
-    summary, out = run_train(tmp_path, base_spec(tiny_causal), train_file, "ms", epochs=3, grad_accum=2,
-                             max_steps=4)
+    summary, out = run_train(
+        tmp_path, base_spec(tiny_causal), train_file, "ms", epochs=3, grad_accum=2, max_steps=4
+    )
     # 5 micro-batches per epoch -> 3 optimizer steps per epoch (the last one is short); capped at 4
     assert [int(r["step"]) for r in read_log(out["log"])] == [1, 2, 3, 4]
     assert summary["steps"] == 4
@@ -377,7 +449,9 @@ def test_train_resumes_from_its_checkpoint(tiny_causal, train_file, tmp_path, mo
     base = base_spec(tiny_causal)
     kw = {"epochs": 2, "learning_rate": 1e-2, "dropout": 0.0}
     _, straight = run_train(tmp_path, base, train_file, "straight", **kw)
-    summary, out, collated, messages = interrupted_then_resumed(tmp_path, base, train_file, monkeypatch, caplog, **kw)
+    summary, out, collated, messages = interrupted_then_resumed(
+        tmp_path, base, train_file, monkeypatch, caplog, **kw
+    )
 
     assert any("resumed from checkpoint at step 2/10" in m for m in messages), messages
     assert collated == 8  # steps 3..10 only: no finished step is repeated
@@ -385,7 +459,9 @@ def test_train_resumes_from_its_checkpoint(tiny_causal, train_file, tmp_path, mo
     assert [int(r["step"]) for r in rows] == list(range(1, 11))
     assert summary["steps"] == 10
     ref_rows = read_log(straight["log"])
-    assert [float(r["loss"]) for r in rows] == pytest.approx([float(r["loss"]) for r in ref_rows], rel=1e-5)
+    assert [float(r["loss"]) for r in rows] == pytest.approx(
+        [float(r["loss"]) for r in ref_rows], rel=1e-5
+    )
     a, b = adapter_tensors(straight["adapter"]), adapter_tensors(out["adapter"])
     assert set(a) == set(b)
     for key in a:
@@ -393,19 +469,24 @@ def test_train_resumes_from_its_checkpoint(tiny_causal, train_file, tmp_path, mo
 
 
 def test_train_resume_matches_uninterrupted_run_with_default_dropout(
-        tiny_causal, train_file, tmp_path, monkeypatch, caplog):
+    tiny_causal, train_file, tmp_path, monkeypatch, caplog
+):
     base = base_spec(tiny_causal)
     kw = {"epochs": 2, "learning_rate": 1e-2}
     assert LoraSettings().dropout == 0.05
     _, straight = run_train(tmp_path, base, train_file, "straight", **kw)
-    _, out, _, messages = interrupted_then_resumed(tmp_path, base, train_file, monkeypatch, caplog, **kw)
+    _, out, _, messages = interrupted_then_resumed(
+        tmp_path, base, train_file, monkeypatch, caplog, **kw
+    )
     assert any("resumed from checkpoint" in m for m in messages)
     a, b = adapter_tensors(straight["adapter"]), adapter_tensors(out["adapter"])
     for key in a:
         assert b[key].numpy() == pytest.approx(a[key].numpy(), abs=1e-5), key
 
 
-def test_train_ignores_a_checkpoint_of_other_settings(tiny_causal, train_file, tmp_path, monkeypatch, caplog):
+def test_train_ignores_a_checkpoint_of_other_settings(
+    tiny_causal, train_file, tmp_path, monkeypatch, caplog
+):
     base = base_spec(tiny_causal)
     failing_collate(monkeypatch, fail_on_call=4)
     with pytest.raises(Boom):
@@ -419,8 +500,14 @@ def test_train_ignores_a_checkpoint_of_other_settings(tiny_causal, train_file, t
 
 
 def test_train_seq2seq_lora(tiny_seq2seq, train_file, tmp_path):
-    summary, out = run_train(tmp_path, base_spec(tiny_seq2seq), train_file, "t5", target_modules=("q", "v"),
-                             max_input_tokens=1024)
+    summary, out = run_train(
+        tmp_path,
+        base_spec(tiny_seq2seq),
+        train_file,
+        "t5",
+        target_modules=("q", "v"),
+        max_input_tokens=1024,
+    )
     config = json.loads((out["adapter"] / "adapter_config.json").read_text())
     assert set(config["target_modules"]) == {"q", "v"} and config["task_type"] == "SEQ_2_SEQ_LM"
     tensors = adapter_tensors(out["adapter"])
@@ -435,7 +522,13 @@ def test_lora_settings_from_dict():
     s = LoraSettings.from_dict({"r": 4, "target_modules": ["q", "v"]})
     assert s.r == 4 and s.target_modules == ("q", "v")
     d = LoraSettings()
-    assert (d.r, d.alpha, d.learning_rate, d.epochs, d.max_input_tokens) == (8, 16, 3e-4, 10, 512)  # Table 6
+    assert (d.r, d.alpha, d.learning_rate, d.epochs, d.max_input_tokens) == (
+        8,
+        16,
+        3e-4,
+        10,
+        512,
+    )  # Table 6
     with pytest.raises(ValueError, match="unknown fine-tuning setting"):
         LoraSettings.from_dict({"rank": 4})
 
@@ -444,7 +537,9 @@ def test_lora_settings_from_dict():
 def rouge_mean(pred: str, ref: str) -> float:
     from rouge_score import rouge_scorer
 
-    scores = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True).score(ref, pred)
+    scores = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True).score(
+        ref, pred
+    )
     return (scores["rouge1"].fmeasure + scores["rouge2"].fmeasure + scores["rougeL"].fmeasure) / 3
 
 
@@ -464,12 +559,22 @@ def test_score_outputs():
     # ROUGE numbers as rouge-score computes them (mean of R-1/2/L F, stemmed)
     assert rows[0]["answer_rouge"] == pytest.approx(rouge_mean("the fox 0", "fox 0"))
     assert rows[0]["evidence_rouge"] == pytest.approx(
-        rouge_mean("The quick brown fox 0 jumps over the dog.", "The quick brown fox 0 jumps over the lazy dog."))
+        rouge_mean(
+            "The quick brown fox 0 jumps over the dog.",
+            "The quick brown fox 0 jumps over the lazy dog.",
+        )
+    )
     assert rows[3]["answer_rouge"] == pytest.approx(rouge_mean("brown foxes jumping", "fox 3"))
     assert rows[3]["evidence_rouge"] == pytest.approx(
-        rouge_mean("Foxes are jumping over lazy dogs.", "The quick brown fox 3 jumps over the lazy dog."))
+        rouge_mean(
+            "Foxes are jumping over lazy dogs.", "The quick brown fox 3 jumps over the lazy dog."
+        )
+    )
     assert 0 < rows[3]["evidence_rouge"] < rows[0]["evidence_rouge"] < 1
-    assert rows[0]["answer_f1"] == 1.0 and rows[3]["answer_f1"] == token_f1("brown foxes jumping", "fox 3") == 0.0
+    assert (
+        rows[0]["answer_f1"] == 1.0
+        and rows[3]["answer_f1"] == token_f1("brown foxes jumping", "fox 3") == 0.0
+    )
     # unanswerable and unparsed outputs score 0
     for r in rows[1:3]:
         assert (r["answer_rouge"], r["evidence_rouge"], r["answer_f1"]) == (0.0, 0.0, 0.0)
@@ -477,8 +582,12 @@ def test_score_outputs():
     assert summary["n"] == 4
     assert summary["consistency"] == 0.75  # ok and unanswerable are consistent
     assert summary["unanswerable"] == 1 and summary["unparsed"] == 1
-    assert summary["answer_rouge"] == pytest.approx((rows[0]["answer_rouge"] + rows[3]["answer_rouge"]) / 4)
-    assert summary["evidence_rouge"] == pytest.approx((rows[0]["evidence_rouge"] + rows[3]["evidence_rouge"]) / 4)
+    assert summary["answer_rouge"] == pytest.approx(
+        (rows[0]["answer_rouge"] + rows[3]["answer_rouge"]) / 4
+    )
+    assert summary["evidence_rouge"] == pytest.approx(
+        (rows[0]["evidence_rouge"] + rows[3]["evidence_rouge"]) / 4
+    )
     assert summary["answer_f1"] == 0.25
 
 

@@ -42,7 +42,9 @@ EXPECTED_SUMMARY_PROMPTS = {
 def test_every_summary_prompt_renders_the_paper_template():
     assert set(prompts.SUMMARY_PROMPTS) == set(EXPECTED_SUMMARY_PROMPTS)
     for prompt_id, expected in EXPECTED_SUMMARY_PROMPTS.items():
-        assert prompts.summary_request(prompt_id, PAPER) == [{"role": "user", "content": expected}], prompt_id
+        assert prompts.summary_request(prompt_id, PAPER) == [
+            {"role": "user", "content": expected}
+        ], prompt_id
     assert prompts.BASELINE_PROMPTS == ("baseline_1", "baseline_2")
     assert prompts.PREHOC_PROMPTS == ("prehoc_1", "prehoc_2", "prehoc_3")
     with pytest.raises(ValueError, match="unknown summary prompt"):
@@ -103,11 +105,12 @@ ACT_HEAD = (
 
 def test_act_on_feedback_prompt_numbers_facts_and_non_facts():
     request = prompts.act_on_feedback_request(
-        PAPER, ["The model has 12 layers.", "  It is trained on SQuAD. "], ["It was released in 2010."]
+        PAPER,
+        ["The model has 12 layers.", "  It is trained on SQuAD. "],
+        ["It was released in 2010."],
     )
     expected = (
-        ACT_HEAD
-        + "Facts:\n1. The model has 12 layers.\n2. It is trained on SQuAD.\n"
+        ACT_HEAD + "Facts:\n1. The model has 12 layers.\n2. It is trained on SQuAD.\n"
         "Non-Facts:\n1. It was released in 2010.\n"
         "Paper: BODY OF THE PAPER"
     )
@@ -118,4 +121,6 @@ def test_act_on_feedback_prompt_with_empty_lists():
     expected = ACT_HEAD + "Facts: None\nNon-Facts: None\nPaper: BODY OF THE PAPER"
     assert prompts.act_on_feedback_request(PAPER, [], []) == [{"role": "user", "content": expected}]
     only_non_facts = ACT_HEAD + "Facts: None\nNon-Facts:\n1. A.\nPaper: BODY OF THE PAPER"
-    assert prompts.act_on_feedback_request(PAPER, [], ["A."]) == [{"role": "user", "content": only_non_facts}]
+    assert prompts.act_on_feedback_request(PAPER, [], ["A."]) == [
+        {"role": "user", "content": only_non_facts}
+    ]

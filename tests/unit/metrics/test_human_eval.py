@@ -227,9 +227,15 @@ ANNOTATORS = ["ann1", "ann2", "ann3"]
 
 def test_assign_papers_is_the_papers_protocol_by_default_values():
     ids = [f"p{i:02d}" for i in range(30)]
-    assignment = assign_papers(ids, papers=20, shared=5, annotators=ANNOTATORS, seed=13, key="scimrc")
+    assignment = assign_papers(
+        ids, papers=20, shared=5, annotators=ANNOTATORS, seed=13, key="scimrc"
+    )
     rows = assignment["papers"]
-    assert (assignment["papers_available"], assignment["papers_sampled"], assignment["shared"]) == (30, 20, 5)
+    assert (assignment["papers_available"], assignment["papers_sampled"], assignment["shared"]) == (
+        30,
+        20,
+        5,
+    )
     assert assignment["note"] is None and assignment["annotators"] == ANNOTATORS
     assert len({r["paper_id"] for r in rows}) == 20 and {r["paper_id"] for r in rows} <= set(ids)
     assert [r["shared"] for r in rows] == [True] * 5 + [False] * 15
@@ -244,12 +250,15 @@ def test_assign_papers_is_the_papers_protocol_by_default_values():
 
 
 def test_assign_papers_takes_all_papers_when_there_are_fewer_and_says_so():
-    assignment = assign_papers(["a", "b", "c"], papers=20, shared=5, annotators=ANNOTATORS, seed=13, key="qasper")
+    assignment = assign_papers(
+        ["a", "b", "c"], papers=20, shared=5, annotators=ANNOTATORS, seed=13, key="qasper"
+    )
     assert sorted(r["paper_id"] for r in assignment["papers"]) == ["a", "b", "c"]
     assert assignment["papers_sampled"] == 3 and assignment["shared"] == 3
     assert all(r["shared"] and r["annotators"] == ANNOTATORS for r in assignment["papers"])
-    assert assignment["note"] == ("3 papers available, fewer than the sample size 20: all taken; "
-                                  "3 shared papers instead of 5")
+    assert assignment["note"] == (
+        "3 papers available, fewer than the sample size 20: all taken; 3 shared papers instead of 5"
+    )
 
 
 def test_assign_papers_rejects_impossible_settings():
@@ -262,25 +271,44 @@ def test_assign_papers_rejects_impossible_settings():
 
 
 def write_summaries(path: Path, papers: list[str], systems: list[str]) -> Path:
-    rows = [{"paper_id": p, "system": s, "final": True, "summary": f"{s} says {p} is new. It works."}
-            for p in papers for s in systems]
-    rows.append({"paper_id": papers[0], "system": systems[0], "final": False, "summary": "An earlier step."})
+    rows = [
+        {"paper_id": p, "system": s, "final": True, "summary": f"{s} says {p} is new. It works."}
+        for p in papers
+        for s in systems
+    ]
+    rows.append(
+        {"paper_id": papers[0], "system": systems[0], "final": False, "summary": "An earlier step."}
+    )
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path
 
 
 def test_run_sheets_writes_one_blind_sheet_per_annotator(tmp_path: Path):
     papers = [f"p{i}" for i in range(8)]
-    summaries = write_summaries(tmp_path / "summaries.jsonl", papers, ["baseline_2", "isqa", "other"])
+    summaries = write_summaries(
+        tmp_path / "summaries.jsonl", papers, ["baseline_2", "isqa", "other"]
+    )
     partial = tmp_path / "partial.jsonl"  # p8 lacks the ISQA summary: it cannot be sampled
-    partial.write_text(json.dumps({"paper_id": "p8", "system": "baseline_2", "summary": "Only one."}) + "\n")
+    partial.write_text(
+        json.dumps({"paper_id": "p8", "system": "baseline_2", "summary": "Only one."}) + "\n"
+    )
     outs = {a: tmp_path / f"sheet-{a}.csv" for a in ANNOTATORS}
-    sample = HumanEvalSample(dataset="toy", systems=("baseline_2", "isqa"), papers=6, shared=2, seed=13)
-    n = run_sheets([summaries, partial], sample, sheet_outs=outs, key_out=tmp_path / "key.csv",
-                   assignment_out=tmp_path / "assignment.json")
+    sample = HumanEvalSample(
+        dataset="toy", systems=("baseline_2", "isqa"), papers=6, shared=2, seed=13
+    )
+    n = run_sheets(
+        [summaries, partial],
+        sample,
+        sheet_outs=outs,
+        key_out=tmp_path / "key.csv",
+        assignment_out=tmp_path / "assignment.json",
+    )
     assignment = json.loads((tmp_path / "assignment.json").read_text())
     assert assignment["systems"] == ["baseline_2", "isqa"] and assignment["papers_available"] == 8
-    assert assignment == {**assign_papers(papers, 6, 2, ANNOTATORS, 13, "toy"), "systems": ["baseline_2", "isqa"]}
+    assert assignment == {
+        **assign_papers(papers, 6, 2, ANNOTATORS, 13, "toy"),
+        "systems": ["baseline_2", "isqa"],
+    }
     key = pd.read_csv(tmp_path / "key.csv", dtype=str)
     sampled = {r["paper_id"] for r in assignment["papers"]}
     assert set(key["paper_id"]) == sampled and set(key["system"]) == {"baseline_2", "isqa"}
@@ -300,9 +328,15 @@ def test_the_human_eval_sample_from_the_rules_params():
     """HumanEvalSample (human_eval_sheets' settings object): the config's human_eval values and the seed."""
     from types import SimpleNamespace
 
-    params = SimpleNamespace(systems=["baseline_2", "isqa"], papers=20, shared=5, annotators=ANNOTATORS, seed=13)
-    sample = HumanEvalSample.from_rule(params, SimpleNamespace(dataset="qasper", summarizer="smollm2"))
-    assert sample == HumanEvalSample(dataset="qasper", systems=("baseline_2", "isqa"), papers=20, shared=5, seed=13)
+    params = SimpleNamespace(
+        systems=["baseline_2", "isqa"], papers=20, shared=5, annotators=ANNOTATORS, seed=13
+    )
+    sample = HumanEvalSample.from_rule(
+        params, SimpleNamespace(dataset="qasper", summarizer="smollm2")
+    )
+    assert sample == HumanEvalSample(
+        dataset="qasper", systems=("baseline_2", "isqa"), papers=20, shared=5, seed=13
+    )
 
 
 def fill(sheet_path: Path, out: Path, judge) -> Path:
@@ -316,26 +350,51 @@ def test_run_results_scores_systems_and_kappa_on_the_shared_papers(tmp_path: Pat
     papers = [f"p{i}" for i in range(5)]
     summaries = write_summaries(tmp_path / "summaries.jsonl", papers, ["baseline_2", "isqa"])
     outs = {a: tmp_path / f"sheet-{a}.csv" for a in ANNOTATORS}
-    run_sheets([summaries], HumanEvalSample(dataset="toy", systems=("baseline_2", "isqa"), papers=5, shared=2, seed=13),
-               sheet_outs=outs, key_out=tmp_path / "key.csv", assignment_out=tmp_path / "assignment.json")
+    run_sheets(
+        [summaries],
+        HumanEvalSample(dataset="toy", systems=("baseline_2", "isqa"), papers=5, shared=2, seed=13),
+        sheet_outs=outs,
+        key_out=tmp_path / "key.csv",
+        assignment_out=tmp_path / "assignment.json",
+    )
     key = pd.read_csv(tmp_path / "key.csv", dtype=str)
     system = dict(zip(key["item_id"], key["system"]))
     # ann1 and ann2 judge ISQA's sentences factual and the baseline's not; ann3 flips the second sentences
     filled = {
-        "ann1": fill(outs["ann1"], tmp_path / "f1.csv", lambda r: "yes" if system[r.item_id] == "isqa" else "no"),
-        "ann2": fill(outs["ann2"], tmp_path / "f2.csv", lambda r: "1" if system[r.item_id] == "isqa" else "0"),
-        "ann3": fill(outs["ann3"], tmp_path / "f3.csv",
-                     lambda r: str(int((system[r.item_id] == "isqa") != (r.sentence_index == "2")))),
+        "ann1": fill(
+            outs["ann1"],
+            tmp_path / "f1.csv",
+            lambda r: "yes" if system[r.item_id] == "isqa" else "no",
+        ),
+        "ann2": fill(
+            outs["ann2"], tmp_path / "f2.csv", lambda r: "1" if system[r.item_id] == "isqa" else "0"
+        ),
+        "ann3": fill(
+            outs["ann3"],
+            tmp_path / "f3.csv",
+            lambda r: str(int((system[r.item_id] == "isqa") != (r.sentence_index == "2"))),
+        ),
     }
-    run_results(tmp_path / "key.csv", tmp_path / "assignment.json", filled, seed=0,
-                factuality_out=tmp_path / "factuality.csv", agreement_out=tmp_path / "agreement.csv")
+    run_results(
+        tmp_path / "key.csv",
+        tmp_path / "assignment.json",
+        filled,
+        seed=0,
+        factuality_out=tmp_path / "factuality.csv",
+        agreement_out=tmp_path / "agreement.csv",
+    )
     factuality = pd.read_csv(tmp_path / "factuality.csv", index_col="system")
-    assert factuality.loc["isqa", "n_summaries"] == 5 and factuality.loc["baseline_2", "n_summaries"] == 5
+    assert (
+        factuality.loc["isqa", "n_summaries"] == 5
+        and factuality.loc["baseline_2", "n_summaries"] == 5
+    )
     assert factuality.loc["isqa", "factuality"] > factuality.loc["baseline_2", "factuality"]
     agreement = pd.read_csv(tmp_path / "agreement.csv", keep_default_na=False)
     pairs = agreement.set_index(["annotator_a", "annotator_b"])
     # only the 2 shared papers count: 2 systems x 2 sentences each
-    assert pairs.loc[("ann1", "ann2"), "n"] == 8 and float(pairs.loc[("ann1", "ann2"), "kappa"]) == 1.0
+    assert (
+        pairs.loc[("ann1", "ann2"), "n"] == 8 and float(pairs.loc[("ann1", "ann2"), "kappa"]) == 1.0
+    )
     # ann3 disagrees on every second sentence: p_o = 0.5, p_e = 0.5 -> kappa 0
     assert float(pairs.loc[("ann1", "ann3"), "kappa"]) == pytest.approx(0.0)
     light = agreement.iloc[-1]
@@ -347,20 +406,29 @@ def test_run_results_rejects_a_sheet_that_is_not_the_annotators(tmp_path: Path):
     papers = [f"p{i}" for i in range(5)]
     summaries = write_summaries(tmp_path / "summaries.jsonl", papers, ["baseline_2", "isqa"])
     outs = {a: tmp_path / f"sheet-{a}.csv" for a in ANNOTATORS}
-    run_sheets([summaries], HumanEvalSample(dataset="toy", systems=("baseline_2", "isqa"), papers=5, shared=2, seed=13),
-               sheet_outs=outs, key_out=tmp_path / "key.csv", assignment_out=tmp_path / "assignment.json")
+    run_sheets(
+        [summaries],
+        HumanEvalSample(dataset="toy", systems=("baseline_2", "isqa"), papers=5, shared=2, seed=13),
+        sheet_outs=outs,
+        key_out=tmp_path / "key.csv",
+        assignment_out=tmp_path / "assignment.json",
+    )
     args = (tmp_path / "key.csv", tmp_path / "assignment.json")
     kwargs = {"seed": 0, "factuality_out": tmp_path / "f.csv", "agreement_out": tmp_path / "a.csv"}
     wrong = fill(outs["ann2"], tmp_path / "wrong.csv", lambda r: "1")
     with pytest.raises(RecordError, match="not on ann1's sheet") as caught:
         run_results(*args, {"ann1": wrong}, **kwargs)
     assert caught.value.file == str(wrong) and caught.value.field == "item_id"
-    partial = pd.read_csv(fill(outs["ann1"], tmp_path / "p.csv", lambda r: "1"), dtype=str).iloc[:-1]
+    partial = pd.read_csv(fill(outs["ann1"], tmp_path / "p.csv", lambda r: "1"), dtype=str).iloc[
+        :-1
+    ]
     partial.to_csv(tmp_path / "p.csv", index=False)
     with pytest.raises(RecordError, match="is not judged") as caught:
         run_results(*args, {"ann1": tmp_path / "p.csv"}, **kwargs)
     assert caught.value.field == "factual" and caught.value.record is not None
     with pytest.raises(RecordError, match="annotator 'ann9' is not one of"):
-        run_results(*args, {"ann9": fill(outs["ann1"], tmp_path / "x.csv", lambda r: "1")}, **kwargs)
+        run_results(
+            *args, {"ann9": fill(outs["ann1"], tmp_path / "x.csv", lambda r: "1")}, **kwargs
+        )
     with pytest.raises(ValueError, match="human_eval.filled"):
         run_results(*args, {}, **kwargs)

@@ -30,6 +30,7 @@ def sigmoid(x: float) -> float:
 
 # ----------------------------------------------------------------------------- QAGS
 
+
 def test_filter_questions_marks_invalid_and_duplicates():
     qs = [
         Question("What did Marta train?", "the parser"),
@@ -59,7 +60,9 @@ def _qags_questions():
         _answered("What was trained?", "the parser", "Parser", "the neural parser"),
         # F1("3000 annotated sentences", "3000 sentences") = 0.8 < 1 (kept only with min 0.8);
         # against the source's "3,000 sentences" also 0.8
-        _answered("How many sentences?", "3,000 sentences", "3,000 annotated sentences", "3,000 sentences"),
+        _answered(
+            "How many sentences?", "3,000 sentences", "3,000 annotated sentences", "3,000 sentences"
+        ),
         # invalid, or the same question as one kept before: not kept though the summary answer matches
         _answered("Who", "Marta", "Marta", "Marta", valid=False),
         _answered("What was trained?", "the parser", "the parser", "the parser", duplicate=True),
@@ -90,7 +93,9 @@ def test_of_two_questions_with_one_text_the_one_that_gives_back_its_candidate_is
     from isqaflow.metrics.qags import share_duplicate_answers
 
     first = _answered("What was the study on?", "UCL", "Latch-R", "LatchRank")
-    second = _answered("What was the study on?", "Latch-R", None, None, duplicate=True)  # never asked
+    second = _answered(
+        "What was the study on?", "Latch-R", None, None, duplicate=True
+    )  # never asked
     share_duplicate_answers([first, second])
     assert second.on_summary is first.on_summary and second.on_source is first.on_source
     score, kept = qags_score([first, second], candidate_min_f1=1.0)
@@ -99,8 +104,10 @@ def test_of_two_questions_with_one_text_the_one_that_gives_back_its_candidate_is
 
 
 def test_qags_score_is_nan_when_no_question_is_kept():
-    qs = [_answered("What was trained?", "the parser", "a tokenizer", "the parser"),
-          _answered("Who", "Marta", "Marta", "Marta", valid=False)]
+    qs = [
+        _answered("What was trained?", "the parser", "a tokenizer", "the parser"),
+        _answered("Who", "Marta", "Marta", "Marta", valid=False),
+    ]
     score, kept = qags_score(qs, 1.0)
     assert math.isnan(score) and kept == 0
     assert not any(q.kept for q in qs)
@@ -112,13 +119,22 @@ def test_question_as_dict():
     q = _answered("What was trained?", "the parser", "Parser", None)
     q.kept = True
     assert q.as_dict() == {
-        "question": "What was trained?", "candidate": "the parser", "valid": True, "duplicate": False,
-        "kept": True, "padded": 0, "round": 1, "weight": 1.0, "probability": 0.0,
-        "on_summary": {"answer": "Parser", "answerability": 1.0, "copies_excluded": 0}, "on_source": None,
+        "question": "What was trained?",
+        "candidate": "the parser",
+        "valid": True,
+        "duplicate": False,
+        "kept": True,
+        "padded": 0,
+        "round": 1,
+        "weight": 1.0,
+        "probability": 0.0,
+        "on_summary": {"answer": "Parser", "answerability": 1.0, "copies_excluded": 0},
+        "on_source": None,
     }
 
 
 # ----------------------------------------------------------------------------- QuestEval
+
 
 def _qe_summary_questions():
     # answered on the source; precision = F1(on_source, candidate)
@@ -153,10 +169,14 @@ def test_questeval_scores_by_hand():
 def test_questeval_nan_when_one_side_has_no_questions():
     """Option ``empty_side: drop``: a side without questions is left out (NaN)."""
     no_summary = questeval_scores([], _qe_source_questions(), "drop")
-    assert math.isnan(no_summary["questeval_precision"]) and math.isnan(no_summary["precision_answerability"])
+    assert math.isnan(no_summary["questeval_precision"]) and math.isnan(
+        no_summary["precision_answerability"]
+    )
     assert math.isnan(no_summary["questeval"])
     assert no_summary["questeval_recall"] == pytest.approx(0.5)
-    assert no_summary["questeval_v024"] == pytest.approx((0.5 + 0.5) / 2)  # mean of the parts present
+    assert no_summary["questeval_v024"] == pytest.approx(
+        (0.5 + 0.5) / 2
+    )  # mean of the parts present
 
     no_source = questeval_scores(_qe_summary_questions(), [], "drop")
     assert math.isnan(no_source["questeval_recall"]) and math.isnan(no_source["recall_f1"])
@@ -177,8 +197,10 @@ def test_harmonic():
 
 # ----------------------------------------------------------------------------- the shared pipeline
 
-SOURCE = ("The bridge was opened in 1932 by the mayor of Elmford. It crosses the river Lund. "
-          "The bridge is 300 metres long.")
+SOURCE = (
+    "The bridge was opened in 1932 by the mayor of Elmford. It crosses the river Lund. "
+    "The bridge is 300 metres long."
+)
 SUMMARY_1 = "The mayor opened the bridge in 1932."
 SUMMARY_2 = "Elmford's bridge opened in 1933."
 
@@ -188,7 +210,11 @@ def _cand(text: str, sentence: str) -> Candidate:
 
 
 CANDIDATES = {
-    SUMMARY_1: [_cand("1932", SUMMARY_1), _cand("the mayor", SUMMARY_1), _cand("Elmford", "S1 where")],
+    SUMMARY_1: [
+        _cand("1932", SUMMARY_1),
+        _cand("the mayor", SUMMARY_1),
+        _cand("Elmford", "S1 where"),
+    ],
     SUMMARY_2: [_cand("1933", SUMMARY_2), _cand("Elmford", SUMMARY_2)],
     SOURCE: [_cand("1932", "source year"), _cand("the mayor of Elmford", "source who")],
 }
@@ -250,8 +276,14 @@ class FakeAnswerer:
 
 # the pipeline as it was before QAGS's padding and order and QuestEval v0.2.4's choices became
 # the defaults: the tests below check that behaviour, still available as options
-LEGACY = dict(exclude_question_copies=False, pad_to_k=False, order="candidate",
-              questeval=QuestEvalSettings(candidates="sampled", filters=True, empty_side="drop", answerability="odds"))
+LEGACY = dict(
+    exclude_question_copies=False,
+    pad_to_k=False,
+    order="candidate",
+    questeval=QuestEvalSettings(
+        candidates="sampled", filters=True, empty_side="drop", answerability="odds"
+    ),
+)
 
 
 @pytest.fixture
@@ -281,7 +313,9 @@ def test_score_summaries_by_hand(scripted_candidates):
     assert s1.precision_answerability == pytest.approx((0.8 + 0.6) / 2)
     # recall: the source's questions answered on summary 1 (answerability 0.9 and 0.6)
     assert s1.questeval_recall == pytest.approx(0.75)
-    assert s1.recall_f1 == pytest.approx((1.0 + 0.5) / 2)  # "1932" vs "1932", "the mayor" vs "the mayor of Elmford"
+    assert s1.recall_f1 == pytest.approx(
+        (1.0 + 0.5) / 2
+    )  # "1932" vs "1932", "the mayor" vs "the mayor of Elmford"
     assert s1.questeval == pytest.approx(0.75)
     assert s1.questeval_v024 == pytest.approx((0.75 + 0.7 + 0.75 + 0.75) / 4)
 
@@ -300,13 +334,20 @@ def test_score_summaries_by_hand(scripted_candidates):
 
     # details: every question of the summary with its answers; the source's questions per summary
     d1 = s1.details["summary_questions"]
-    assert [q["question"] for q in d1] == ["When was the bridge opened?", "Who opened the bridge?", "Where?"]
+    assert [q["question"] for q in d1] == [
+        "When was the bridge opened?",
+        "Who opened the bridge?",
+        "Where?",
+    ]
     assert [q["kept"] for q in d1] == [True, True, False]
     assert d1[2]["valid"] is False and d1[2]["on_summary"] is None and d1[2]["on_source"] is None
     src1 = s1.details["source_questions"]
     src2 = s2.details["source_questions"]
-    assert [q["question"] for q in src1] == [q["question"] for q in src2] == [
-        "In which year was the bridge opened?", "Who opened the bridge in 1932?"]
+    assert (
+        [q["question"] for q in src1]
+        == [q["question"] for q in src2]
+        == ["In which year was the bridge opened?", "Who opened the bridge in 1932?"]
+    )
     assert [q["on_summary"]["answerability"] for q in src1] == [0.9, 0.6]
     assert [q["on_summary"]["answerability"] for q in src2] == [0.4, 0.1]
 
@@ -318,11 +359,17 @@ def test_score_summaries_generates_source_questions_once_and_batches_calls(scrip
 
     # candidates: each summary with K = questions_per_summary, the shared source once with source_questions
     assert sorted(scripted_candidates, key=str) == sorted(
-        [(SUMMARY_1, 7), (SUMMARY_2, 7), (SOURCE, 5)], key=str)
+        [(SUMMARY_1, 7), (SUMMARY_2, 7), (SOURCE, 5)], key=str
+    )
     # two QG calls: all summaries' candidates, then the source's candidates once (not once per summary)
     assert len(qg.calls) == 2
-    assert qg.calls[0] == [(SUMMARY_1, "1932"), (SUMMARY_1, "the mayor"), ("S1 where", "Elmford"),
-                           (SUMMARY_2, "1933"), (SUMMARY_2, "Elmford")]
+    assert qg.calls[0] == [
+        (SUMMARY_1, "1932"),
+        (SUMMARY_1, "the mayor"),
+        ("S1 where", "Elmford"),
+        (SUMMARY_2, "1933"),
+        (SUMMARY_2, "Elmford"),
+    ]
     assert qg.calls[1] == [("source year", "1932"), ("source who", "the mayor of Elmford")]
 
     # two answer calls: the summaries' own usable questions without answerability, then the
@@ -330,17 +377,29 @@ def test_score_summaries_generates_source_questions_once_and_batches_calls(scrip
     assert len(qa.answer_calls) == 2
     own, own_flag = qa.answer_calls[0]
     assert own_flag is False
-    assert own == [("When was the bridge opened?", SUMMARY_1), ("Who opened the bridge?", SUMMARY_1),
-                   ("When was the bridge opened?", SUMMARY_2), ("Which town has the bridge?", SUMMARY_2)]
+    assert own == [
+        ("When was the bridge opened?", SUMMARY_1),
+        ("Who opened the bridge?", SUMMARY_1),
+        ("When was the bridge opened?", SUMMARY_2),
+        ("Which town has the bridge?", SUMMARY_2),
+    ]
     recall, recall_flag = qa.answer_calls[1]
     assert recall_flag is None
-    assert recall == [("In which year was the bridge opened?", SUMMARY_1), ("Who opened the bridge in 1932?", SUMMARY_1),
-                      ("In which year was the bridge opened?", SUMMARY_2), ("Who opened the bridge in 1932?", SUMMARY_2)]
+    assert recall == [
+        ("In which year was the bridge opened?", SUMMARY_1),
+        ("Who opened the bridge in 1932?", SUMMARY_1),
+        ("In which year was the bridge opened?", SUMMARY_2),
+        ("Who opened the bridge in 1932?", SUMMARY_2),
+    ]
     # one answer_long call, with the source text (not the summary) for every usable summary question,
     # each distinct question once per source
     assert len(qa.long_calls) == 1
     questions, documents = qa.long_calls[0]
-    assert questions == ["When was the bridge opened?", "Who opened the bridge?", "Which town has the bridge?"]
+    assert questions == [
+        "When was the bridge opened?",
+        "Who opened the bridge?",
+        "Which town has the bridge?",
+    ]
     assert documents == [SOURCE] * 3
 
 
@@ -357,8 +416,10 @@ def test_score_summaries_call_count_does_not_grow_with_summaries(scripted_candid
 
 
 def test_score_summaries_with_no_usable_question(monkeypatch):
-    monkeypatch.setattr("isqaflow.metrics.qa_metrics.candidates_for",
-                        lambda text, k, settings: [_cand("Elmford", "S1 where")] if text == SUMMARY_1 else [])
+    monkeypatch.setattr(
+        "isqaflow.metrics.qa_metrics.candidates_for",
+        lambda text, k, settings: [_cand("Elmford", "S1 where")] if text == SUMMARY_1 else [],
+    )
     qg, qa = FakeGenerator(), FakeAnswerer()
     (score,) = score_summaries([(SUMMARY_1, SOURCE)], qg, qa, QAMetricSettings(**LEGACY))
     assert math.isnan(score.qags) and score.qags_questions == 0
@@ -379,16 +440,23 @@ class EchoQA:
     """Answers "Which item is X?" with X, anywhere."""
 
     def answer(self, items, answerability=None, exclude_question_copies=False):
-        return [QAResult(re.fullmatch(r"Which item is (.*)\?", q).group(1), 0.5, 0.0) for q, _ in items]
+        return [
+            QAResult(re.fullmatch(r"Which item is (.*)\?", q).group(1), 0.5, 0.0) for q, _ in items
+        ]
 
     def answer_long(self, questions, documents, exclude_question_copies=False):
         return self.answer(list(zip(questions, documents)))
 
 
 def test_score_summaries_with_real_candidates():
-    source = ("Marta Lind trained the parser on 3,000 annotated sentences in Oslo. The parser was released "
-              "by the University of Elmford in 2019. It reads German and Norwegian text.")
-    summaries = ["Marta Lind trained a parser in Oslo.", "The University of Elmford released the parser in 2019."]
+    source = (
+        "Marta Lind trained the parser on 3,000 annotated sentences in Oslo. The parser was released "
+        "by the University of Elmford in 2019. It reads German and Norwegian text."
+    )
+    summaries = [
+        "Marta Lind trained a parser in Oslo.",
+        "The University of Elmford released the parser in 2019.",
+    ]
     qg = EchoQG()
     settings = QAMetricSettings(questions_per_summary=2, source_questions=3, **LEGACY)
     scores = score_summaries([(s, source) for s in summaries], qg, EchoQA(), settings)
@@ -398,7 +466,9 @@ def test_score_summaries_with_real_candidates():
         assert answer in sentence
     for s in scores:
         assert s.qags == pytest.approx(1.0) and s.qags_questions == 2
-        assert s.questeval_precision == pytest.approx(1.0) and s.questeval_recall == pytest.approx(0.5)
+        assert s.questeval_precision == pytest.approx(1.0) and s.questeval_recall == pytest.approx(
+            0.5
+        )
         assert s.questeval == pytest.approx(2 / 3)
     # candidates are sampled with a seed derived from the text: the same every run
     again = EchoQG()
@@ -414,6 +484,7 @@ def test_settings_reject_unknown_keys():
 
 # ----------------------------------------------------------------------------- QAGS's candidate pool
 
+
 def test_qags_keeps_at_most_k_passing_questions_in_order():
     qs = [_answered(f"Question {i} here?", "x", "x" if i != 1 else "y", "x") for i in range(5)]
     score, kept = qags_score(qs, 1.0, max_kept=3)
@@ -425,8 +496,10 @@ def test_score_summaries_tries_further_candidates_for_qags(monkeypatch):
     summary = "S"
     first = [_cand("1932", summary), _cand("the mayor", summary)]
     more = [_cand("Elmford", summary), _cand("bridge", summary), _cand("river", summary)]
-    monkeypatch.setattr("isqaflow.metrics.qa_metrics.candidates_for",
-                        lambda text, k, settings: first if text == summary else [])
+    monkeypatch.setattr(
+        "isqaflow.metrics.qa_metrics.candidates_for",
+        lambda text, k, settings: first if text == summary else [],
+    )
     calls = []
 
     def further(text, taken, k, settings):
@@ -441,25 +514,39 @@ def test_score_summaries_tries_further_candidates_for_qags(monkeypatch):
 
         def answer(self, items, answerability=None, exclude_question_copies=False):
             out = super().answer(items, answerability)
-            return [r if r.answer in ("Elmford", "river") else QAResult("something", 1.0, 0.0) for r in out]
+            return [
+                r if r.answer in ("Elmford", "river") else QAResult("something", 1.0, 0.0)
+                for r in out
+            ]
 
         def answer_long(self, questions, documents, exclude_question_copies=False):
             self.asked_on_source = list(questions)
             return super().answer(list(zip(questions, documents)))
 
     qa = PickyQA()
-    settings = QAMetricSettings(questions_per_summary=2, source_questions=1, candidate_pool=5, **LEGACY)
+    settings = QAMetricSettings(
+        questions_per_summary=2, source_questions=1, candidate_pool=5, **LEGACY
+    )
     (score,) = score_summaries([(summary, "SRC")], qg, qa, settings)
     # round 1 (1932, the mayor): nothing passes; round 2 (Elmford, bridge): one; round 3 (river): a second
     assert calls == [(summary, first, 3)]
     assert [it[1] for it in qg.items] == ["1932", "the mayor", "Elmford", "bridge", "river"]
     assert score.qags_questions == 2 and score.qags == 1.0 and score.questions_generated == 5
     rounds = [(q["candidate"], q["round"], q["kept"]) for q in score.details["summary_questions"]]
-    assert rounds == [("1932", 1, False), ("the mayor", 1, False), ("Elmford", 2, True), ("bridge", 2, False),
-                      ("river", 3, True)]
+    assert rounds == [
+        ("1932", 1, False),
+        ("the mayor", 1, False),
+        ("Elmford", 2, True),
+        ("bridge", 2, False),
+        ("river", 3, True),
+    ]
     # on the source: round 1 (QuestEval precision) and the later rounds' passing questions only
-    assert qa.asked_on_source == ["Which item is 1932?", "Which item is the mayor?", "Which item is Elmford?",
-                                  "Which item is river?"]
+    assert qa.asked_on_source == [
+        "Which item is 1932?",
+        "Which item is the mayor?",
+        "Which item is Elmford?",
+        "Which item is river?",
+    ]
     # QuestEval precision uses round 1 only: F1("something"... on the source EchoQA gives the candidate back)
     assert score.questeval_precision == 1.0
     with pytest.raises(ValueError, match="candidate_pool"):
@@ -469,8 +556,10 @@ def test_score_summaries_tries_further_candidates_for_qags(monkeypatch):
 def test_further_candidates_are_seeded_and_disjoint():
     from isqaflow.metrics.qa_metrics import candidates_for, further_candidates_for
 
-    text = ("Marta Lind trained the parser on 3,000 annotated sentences in Oslo. The parser was released "
-            "by the University of Elmford in 2019. It reads German and Norwegian text.")
+    text = (
+        "Marta Lind trained the parser on 3,000 annotated sentences in Oslo. The parser was released "
+        "by the University of Elmford in 2019. It reads German and Norwegian text."
+    )
     settings = QAMetricSettings(questions_per_summary=2, candidate_pool=6)
     first = candidates_for(text, 2, settings)
     more = further_candidates_for(text, first, 4, settings)
@@ -479,6 +568,7 @@ def test_further_candidates_are_seeded_and_disjoint():
 
 
 # ----------------------------------------------------------------------------- QuestEval's query weights
+
 
 def test_questeval_recall_with_query_weights_by_hand():
     summary_qs = _qe_summary_questions()
@@ -491,7 +581,9 @@ def test_questeval_recall_with_query_weights_by_hand():
     precision, recall = 5 / 6, (0.9 * 0.8 + 0.3 * 0.2) / 1.2
     assert got["questeval"] == pytest.approx(2 * precision * recall / (precision + recall))
     # v0.2.4: each recall score times W, averaged without renormalizing
-    assert got["questeval_v024"] == pytest.approx((5 / 6 + 0.7 + (0.72 + 0.06) / 2 + (0.9 + 0.0) / 2) / 4)
+    assert got["questeval_v024"] == pytest.approx(
+        (5 / 6 + 0.7 + (0.72 + 0.06) / 2 + (0.9 + 0.0) / 2) / 4
+    )
     # all weights 0: recall undefined
     s1.weight = s2.weight = 0.0
     assert math.isnan(questeval_scores(summary_qs, [s1, s2])["questeval_recall"])
@@ -518,7 +610,10 @@ class WeighterModel(LanguageModel):
 
     def score_batch(self, items):
         self.items += list(items)
-        return [[math.log(0.25)] if cands == ["true"] else [math.log(0.6), math.log(0.2)] for _, cands in items]
+        return [
+            [math.log(0.25)] if cands == ["true"] else [math.log(0.6), math.log(0.2)]
+            for _, cands in items
+        ]
 
 
 def test_query_weighter_modes():
@@ -532,14 +627,23 @@ def test_query_weighter_modes():
     assert v024.weigh([("When was it opened?", "1932", source)]) == [pytest.approx(0.75)]
     request, candidates = model.items[-1]
     # v0.2.4's input layout, the source cut to the budget
-    assert request.startswith("1932 </s> When was it opened? </s> w0 w1") and len(request.split()) <= 40
+    assert (
+        request.startswith("1932 </s> When was it opened? </s> w0 w1")
+        and len(request.split()) <= 40
+    )
     assert candidates == ["true"]
     v011 = QueryWeighter(model, "questeval_v011", max_input_tokens=40)
-    assert v011.weigh([("When was it opened?", "1932", source)], sentence_indices=[3]) == [pytest.approx(0.25)]
+    assert v011.weigh([("When was it opened?", "1932", source)], sentence_indices=[3]) == [
+        pytest.approx(0.25)
+    ]
     request, candidates = model.items[-1]
-    assert request.startswith("3 </s> 1932 </s> When was it opened? </s> w0 w1") and candidates == ["true"]
+    assert request.startswith("3 </s> 1932 </s> When was it opened? </s> w0 w1") and candidates == [
+        "true"
+    ]
     prompted = QueryWeighter(model, "prompted")
-    assert prompted.weigh([("When was it opened?", "1932", "The bridge opened in 1932.")]) == [pytest.approx(0.75)]
+    assert prompted.weigh([("When was it opened?", "1932", "The bridge opened in 1932.")]) == [
+        pytest.approx(0.75)
+    ]
     request, candidates = model.items[-1]
     assert candidates == ["Yes", "No"] and "Question: When was it opened?" in request[-1]["content"]
     assert prompted.weigh([]) == []
@@ -559,9 +663,16 @@ def test_score_summaries_weights_the_source_questions_once(scripted_candidates):
             return [0.5 if "year" in q else 1.0 for q, _, _ in items]
 
     weighter = FixedWeighter()
-    s1, s2 = score_summaries([(SUMMARY_1, SOURCE), (SUMMARY_2, SOURCE)], FakeGenerator(), FakeAnswerer(),
-                             QAMetricSettings(questions_per_summary=7, source_questions=5, **LEGACY), weighter=weighter)
-    assert len(weighter.calls) == 1 and len(weighter.calls[0]) == 2  # the shared source's questions, once
+    s1, s2 = score_summaries(
+        [(SUMMARY_1, SOURCE), (SUMMARY_2, SOURCE)],
+        FakeGenerator(),
+        FakeAnswerer(),
+        QAMetricSettings(questions_per_summary=7, source_questions=5, **LEGACY),
+        weighter=weighter,
+    )
+    assert (
+        len(weighter.calls) == 1 and len(weighter.calls[0]) == 2
+    )  # the shared source's questions, once
     assert weighter.calls[0][0] == ("In which year was the bridge opened?", "1932", SOURCE)
     # summary 1: answerability 0.9 (weight 0.5) and 0.6 (weight 1)
     assert s1.questeval_recall == pytest.approx((0.5 * 0.9 + 0.6) / 1.5)
@@ -570,11 +681,17 @@ def test_score_summaries_weights_the_source_questions_once(scripted_candidates):
 
 # ----------------------------------------------------------------------------- known-answer controls
 
+
 def _paper(pid: str, abstract: str, body: str = "Body text."):
     from isqaflow.data.schema import Paper
 
-    return Paper(id=pid, dataset="qasper", title=pid, abstract=abstract,
-                 sections=[{"name": "Intro", "paragraphs": [f"{body} ({pid})"]}] if body else [])
+    return Paper(
+        id=pid,
+        dataset="qasper",
+        title=pid,
+        abstract=abstract,
+        sections=[{"name": "Intro", "paragraphs": [f"{body} ({pid})"]}] if body else [],
+    )
 
 
 def test_derangement_has_no_fixed_points_and_is_seeded():
@@ -594,12 +711,20 @@ def test_derangement_has_no_fixed_points_and_is_seeded():
 def test_control_pairs_are_deterministic_and_capped():
     from isqaflow.metrics.controls import control_pairs
 
-    papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(6)] + [_paper("blank", " "), _paper("nobody", "A.", "")]
+    papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(6)] + [
+        _paper("blank", " "),
+        _paper("nobody", "A.", ""),
+    ]
     pairs = control_pairs(papers, seed=13, scope="qasper")
-    assert [p.id for p, _ in pairs] == [f"p{i}" for i in range(6)]  # no abstract or no body: left out
-    assert all(p.id != o.id for p, o in pairs) and sorted(o.id for _, o in pairs) == [f"p{i}" for i in range(6)]
+    assert [p.id for p, _ in pairs] == [
+        f"p{i}" for i in range(6)
+    ]  # no abstract or no body: left out
+    assert all(p.id != o.id for p, o in pairs) and sorted(o.id for _, o in pairs) == [
+        f"p{i}" for i in range(6)
+    ]
     assert [(p.id, o.id) for p, o in control_pairs(papers[::-1], seed=13, scope="qasper")] == [
-        (p.id, o.id) for p, o in pairs]  # same seed, same pairs, whatever the input order
+        (p.id, o.id) for p, o in pairs
+    ]  # same seed, same pairs, whatever the input order
     capped = control_pairs(papers, seed=13, max_papers=3, scope="qasper")
     assert len(capped) == 3 and {o.id for _, o in capped} == {p.id for p, _ in capped}
     with pytest.raises(ValueError, match="at least 2 papers"):
@@ -623,9 +748,19 @@ class WordOverlapMetric:
             words = summary.lower().split()
             share = sum(w in source.lower() for w in words) / len(words)
             qags = NAN if self.undefined and self.undefined in summary else share
-            out.append(SummaryScore(qags=qags, qags_questions=0 if qags != qags else 2, questeval=share,
-                                    questeval_precision=share, questeval_recall=share, questeval_v024=0.5,
-                                    precision_answerability=1.0, recall_f1=share, questions_generated=3))
+            out.append(
+                SummaryScore(
+                    qags=qags,
+                    qags_questions=0 if qags != qags else 2,
+                    questeval=share,
+                    questeval_precision=share,
+                    questeval_recall=share,
+                    questeval_v024=0.5,
+                    precision_answerability=1.0,
+                    recall_f1=share,
+                    questions_generated=3,
+                )
+            )
         return out
 
 
@@ -634,24 +769,45 @@ def test_metric_control_records(monkeypatch):
 
     metric = WordOverlapMetric(undefined="gamma")
     monkeypatch.setattr(controls, "score_summaries", metric)
-    papers = [_paper("a", "alpha words", "alpha words here"), _paper("b", "beta words", "beta words here"),
-              _paper("c", "gamma words", "gamma words here")]
-    records = controls.run_metric_controls(papers, None, None, controls.MetricControls("qasper", seed=13))
+    papers = [
+        _paper("a", "alpha words", "alpha words here"),
+        _paper("b", "beta words", "beta words here"),
+        _paper("c", "gamma words", "gamma words here"),
+    ]
+    records = controls.run_metric_controls(
+        papers, None, None, controls.MetricControls("qasper", seed=13)
+    )
     pairs = controls.control_pairs(papers, 13, scope="qasper")
     # exactly the real scoring path: own and other abstract against the paper's body
     assert metric.items == [(t, p.body()) for p, o in pairs for t in (p.abstract, o.abstract)]
     assert len(records) == 3 * 3  # papers x (QAGS, QuestEval, QuestEval v0.2.4)
-    keys = {"instrument", "name", "scope", "control", "rule", "item", "expected", "outcome", "correct", "chance",
-            "baseline_correct", "detail"}
+    keys = {
+        "instrument",
+        "name",
+        "scope",
+        "control",
+        "rule",
+        "item",
+        "expected",
+        "outcome",
+        "correct",
+        "chance",
+        "baseline_correct",
+        "detail",
+    }
     assert all(set(r) == keys for r in records)
     other_of = {p.id: o.id for p, o in pairs}
     by = {(r["item"].rsplit(":", 1)[0], r["name"]): r for r in records}
     assert {r["item"] for r in records} == {f"qasper:{p}:{o}" for p, o in other_of.items()}
     questeval = by[("qasper:a", "questeval")]
     assert questeval["instrument"] == "QuestEval" and questeval["control"] == "other_abstract"
-    assert questeval["rule"] == "raw" and questeval["chance"] == 0.5 and questeval["expected"] == "own"
+    assert (
+        questeval["rule"] == "raw" and questeval["chance"] == 0.5 and questeval["expected"] == "own"
+    )
     assert questeval["correct"] is True and questeval["outcome"] == "own"
-    assert questeval["detail"]["own"] == 1.0 and questeval["detail"]["other"] == 0.5  # "words" is in every body
+    assert (
+        questeval["detail"]["own"] == 1.0 and questeval["detail"]["other"] == 0.5
+    )  # "words" is in every body
     # equal scores: a tie, not correct
     tie = by[("qasper:a", "questeval_v024")]
     assert tie["outcome"] == "tie" and tie["correct"] is False
@@ -662,7 +818,12 @@ def test_metric_control_records(monkeypatch):
     assert by[("qasper:c", "qags")]["detail"]["own"] is None
     with pytest.raises(ValueError, match="unknown metric control"):
         controls.MetricControls("qasper", 13, controls=["swap"])
-    assert controls.run_metric_controls(papers, None, None, controls.MetricControls("qasper", 13, controls=[])) == []
+    assert (
+        controls.run_metric_controls(
+            papers, None, None, controls.MetricControls("qasper", 13, controls=[])
+        )
+        == []
+    )
 
 
 def test_metric_controls_job_from_the_rules_params():
@@ -673,18 +834,36 @@ def test_metric_controls_job_from_the_rules_params():
     from isqaflow.metrics import controls
     from isqaflow.metrics.scorers import MetricModels
 
-    params = SimpleNamespace(qg={"model": "t5"}, qa={"model": "t5", "mode": "prompted"}, settings={"questions_per_summary": 5},
-                             weighter=None, controls=["other_abstract"], papers=4, others=None, seed=7)
+    params = SimpleNamespace(
+        qg={"model": "t5"},
+        qa={"model": "t5", "mode": "prompted"},
+        settings={"questions_per_summary": 5},
+        weighter=None,
+        controls=["other_abstract"],
+        papers=4,
+        others=None,
+        seed=7,
+    )
     job = controls.MetricControls.from_rule(params, SimpleNamespace(dataset="qasper"))
     assert (job.scope, job.seed, job.controls, job.max_papers, job.others) == (
-        "qasper", 7, ("other_abstract",), 4, None)
+        "qasper",
+        7,
+        ("other_abstract",),
+        4,
+        None,
+    )
     # the metrics' models and settings: the same settings object as rule score_summaries'
-    assert job.models == MetricModels(qg={"model": "t5"}, qa={"model": "t5", "mode": "prompted"},
-                                      settings=QAMetricSettings.from_dict({"questions_per_summary": 5}))
+    assert job.models == MetricModels(
+        qg={"model": "t5"},
+        qa={"model": "t5", "mode": "prompted"},
+        settings=QAMetricSettings.from_dict({"questions_per_summary": 5}),
+    )
     assert job.models == MetricModels.from_rule(params)
     with pytest.raises(ValueError, match="unknown QAGS/QuestEval setting"):
-        controls.MetricControls.from_rule(SimpleNamespace(**{**vars(params), "settings": {"qags": 5}}),
-                                          SimpleNamespace(dataset="qasper"))
+        controls.MetricControls.from_rule(
+            SimpleNamespace(**{**vars(params), "settings": {"qags": 5}}),
+            SimpleNamespace(dataset="qasper"),
+        )
 
 
 def test_every_ordered_pair_scores_each_own_abstract_once(monkeypatch):
@@ -695,12 +874,17 @@ def test_every_ordered_pair_scores_each_own_abstract_once(monkeypatch):
     monkeypatch.setattr(controls, "score_summaries", metric)
     papers = [_paper(x, f"{x}lpha words", f"{x}lpha words here") for x in "abc"]
     pairs = controls.control_pairs(papers, 13, scope="qasper", others=None)
-    assert sorted((p.id, o.id) for p, o in pairs) == [(p, o) for p in "abc" for o in "abc" if p != o]
-    records = controls.run_metric_controls(papers, None, None, controls.MetricControls("qasper", seed=13, others=None))
+    assert sorted((p.id, o.id) for p, o in pairs) == [
+        (p, o) for p in "abc" for o in "abc" if p != o
+    ]
+    records = controls.run_metric_controls(
+        papers, None, None, controls.MetricControls("qasper", seed=13, others=None)
+    )
     assert len(records) == 6 * 3
     assert len(metric.items) == 3 + 6  # own abstracts once each, then every other abstract
-    assert sorted(metric.items) == sorted({(p.abstract, p.body()) for p in papers}
-                                          | {(o.abstract, p.body()) for p, o in pairs})
+    assert sorted(metric.items) == sorted(
+        {(p.abstract, p.body()) for p in papers} | {(o.abstract, p.body()) for p, o in pairs}
+    )
     assert all(r["correct"] is True for r in records if r["name"] != "questeval_v024")
     # k others per paper: k distinct others, each abstract used k times, seeded
     many = [_paper(f"p{i}", f"Abstract {i}.") for i in range(6)]
@@ -724,7 +908,9 @@ def test_metric_controls_score_a_blind_metric_at_or_below_chance(monkeypatch):
 
     monkeypatch.setattr(controls, "score_summaries", blind)
     papers = [_paper(f"p{i}", f"Abstract {i}.") for i in range(5)]
-    records = controls.run_metric_controls(papers, None, None, controls.MetricControls("qasper", seed=1))
+    records = controls.run_metric_controls(
+        papers, None, None, controls.MetricControls("qasper", seed=1)
+    )
     assert records and all(r["correct"] is False for r in records)  # all ties: never credited
 
 
@@ -735,13 +921,21 @@ def test_query_weighter_on_tiny_models(mode, tiny_causal, tiny_seq2seq, tmp_path
     from isqaflow.models.registry import load_model
 
     path = tiny_seq2seq if mode.startswith("questeval") else tiny_causal
-    model = load_model({"backend": "hf", "model": str(path)}, cache=tmp_path / "calls.sqlite", threads=1)
+    model = load_model(
+        {"backend": "hf", "model": str(path)}, cache=tmp_path / "calls.sqlite", threads=1
+    )
     weighter = QueryWeighter(model, mode, max_input_tokens=64)
     source = "The model reads a paper and writes a summary of its results. " * 20
-    weights = weighter.weigh([("What does the model write?", "a summary", source),
-                              ("What does the model read?", "a paper", source)])
+    weights = weighter.weigh(
+        [
+            ("What does the model write?", "a summary", source),
+            ("What does the model read?", "a paper", source),
+        ]
+    )
     assert len(weights) == 2 and all(0.0 < w <= 1.0 for w in weights)
-    assert weighter.weigh([("What does the model write?", "a summary", source)]) == weights[:1]  # cached, stable
+    assert (
+        weighter.weigh([("What does the model write?", "a summary", source)]) == weights[:1]
+    )  # cached, stable
 
 
 def test_released_weighter_readings_on_a_t5_stand_in(tiny_seq2seq, tmp_path):
@@ -753,11 +947,17 @@ def test_released_weighter_readings_on_a_t5_stand_in(tiny_seq2seq, tmp_path):
     from isqaflow.metrics.questeval import QueryWeighter
     from isqaflow.models.registry import load_model
 
-    model = load_model({"backend": "hf", "model": str(tiny_seq2seq)}, cache=tmp_path / "calls.sqlite", threads=1)
+    model = load_model(
+        {"backend": "hf", "model": str(tiny_seq2seq)}, cache=tmp_path / "calls.sqlite", threads=1
+    )
     tok = AutoTokenizer.from_pretrained(tiny_seq2seq)
     net = T5ForConditionalGeneration.from_pretrained(tiny_seq2seq).eval()
     true_ids = torch.tensor([tok("true", add_special_tokens=False)["input_ids"]])
-    item = ("What does the model write?", "a summary", "The model reads a paper and writes a summary.")
+    item = (
+        "What does the model write?",
+        "a summary",
+        "The model reads a paper and writes a summary.",
+    )
 
     def p_true(text):
         enc = tok(text, return_tensors="pt")
@@ -766,7 +966,9 @@ def test_released_weighter_readings_on_a_t5_stand_in(tiny_seq2seq, tmp_path):
         return float(torch.exp(logp.gather(-1, true_ids[0][:, None]).sum()))
 
     (v024,) = QueryWeighter(model, "questeval_v024", max_input_tokens=64).weigh([item])
-    (v011,) = QueryWeighter(model, "questeval_v011", max_input_tokens=64).weigh([item], sentence_indices=[0])
+    (v011,) = QueryWeighter(model, "questeval_v011", max_input_tokens=64).weigh(
+        [item], sentence_indices=[0]
+    )
     q, a, src = item
     expected = p_true(f"{a} </s> {q} </s> {src}")
     assert 0.0 < expected < 1.0

@@ -40,7 +40,13 @@ def instructions(tmp_path, monkeypatch):
 
 
 def spec(url: str, batch: bool) -> dict:
-    entry = {"backend": "openai", "model": "double", "base_url": url, "concurrency": 2, "max_retries": 0}
+    entry = {
+        "backend": "openai",
+        "model": "double",
+        "base_url": url,
+        "concurrency": 2,
+        "max_retries": 0,
+    }
     return {**entry, "batch": {"poll_s": 0.05}} if batch else entry
 
 
@@ -53,11 +59,16 @@ def keys(cache: Path) -> set[str]:
 
 
 def responses(path: Path) -> list[tuple[str, str]]:
-    return [(row["instruction_id"], row["response"]) for row in map(json.loads, path.read_text().splitlines())]
+    return [
+        (row["instruction_id"], row["response"])
+        for row in map(json.loads, path.read_text().splitlines())
+    ]
 
 
 def in_job(out: Path, fn):
-    smk = types.SimpleNamespace(log=[], threads=1, rule="drfr_responses", output=[str(out)], wildcards={})
+    smk = types.SimpleNamespace(
+        log=[], threads=1, rule="drfr_responses", output=[str(out)], wildcards={}
+    )
     with runtime.job(smk):
         return fn()
 
@@ -66,17 +77,35 @@ def test_batch_and_online_runs_share_the_call_cache(instructions, tmp_path):
     n = len(instructions.read_text().splitlines())
     with BatchDouble() as double:
         online, batched = tmp_path / "online.jsonl", tmp_path / "batched.jsonl"
-        run_responses(instructions, online, spec(double.url, False), "r", GENERATION, f"{online}.calls.sqlite")
+        run_responses(
+            instructions, online, spec(double.url, False), "r", GENERATION, f"{online}.calls.sqlite"
+        )
         assert (double.calls, double.batches_created) == (n, 0)
         usage.reset()
-        run_responses(instructions, batched, spec(double.url, True), "r", GENERATION, f"{batched}.calls.sqlite")
+        run_responses(
+            instructions,
+            batched,
+            spec(double.url, True),
+            "r",
+            GENERATION,
+            f"{batched}.calls.sqlite",
+        )
         assert (double.calls, double.batches_created) == (2 * n, 1)  # one batch of n requests
         assert usage.snapshot()[0]["requests"] == n
-        assert keys(Path(f"{online}.calls.sqlite")) == keys(Path(f"{batched}.calls.sqlite"))  # the same keys
+        assert keys(Path(f"{online}.calls.sqlite")) == keys(
+            Path(f"{batched}.calls.sqlite")
+        )  # the same keys
         # each mode answered from the other's cache: no call, no batch, the other's records
         again = tmp_path / "again.jsonl"
         for source, batch in ((online, True), (batched, False)):
-            run_responses(instructions, again, spec(double.url, batch), "r", GENERATION, f"{source}.calls.sqlite")
+            run_responses(
+                instructions,
+                again,
+                spec(double.url, batch),
+                "r",
+                GENERATION,
+                f"{source}.calls.sqlite",
+            )
             assert responses(again) == responses(source)
         assert (double.calls, double.batches_created) == (2 * n, 1)
 
@@ -99,8 +128,10 @@ def test_a_job_killed_while_its_batch_is_pending_resumes_the_same_batch(instruct
     record = tmp_path / "responses.jsonl.batches.json"
     with BatchDouble() as double:
         double.hold = True  # the batch stays in progress
-        proc = subprocess.Popen([sys.executable, "-c", KILLED, str(instructions), double.url, str(out)],
-                                env={**os.environ, "PYTHONPATH": str(ROOT / "src")})
+        proc = subprocess.Popen(
+            [sys.executable, "-c", KILLED, str(instructions), double.url, str(out)],
+            env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
+        )
         deadline = time.monotonic() + 60
         while not record.exists() and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
@@ -112,8 +143,12 @@ def test_a_job_killed_while_its_batch_is_pending_resumes_the_same_batch(instruct
         assert double.batches[batch_id]["status"] == "in_progress" and double.calls == 0
         double.hold = False
         usage.reset()
-        in_job(out, lambda: run_responses(instructions, out, spec(double.url, True), "r", GENERATION,
-                                          f"{out}.calls.sqlite"))
+        in_job(
+            out,
+            lambda: run_responses(
+                instructions, out, spec(double.url, True), "r", GENERATION, f"{out}.calls.sqlite"
+            ),
+        )
         assert double.batches_created == 1  # polled the recorded batch, submitted none
         assert double.calls == n and len(responses(out)) == n
         assert json.loads(record.read_text()) == {}  # done: the record is dropped
@@ -122,7 +157,13 @@ def test_a_job_killed_while_its_batch_is_pending_resumes_the_same_batch(instruct
 def test_a_plan_prices_batch_calls_at_the_batch_price():
     from isqaflow import spend
 
-    entry = {"price": {"input_per_million": 10.0, "output_per_million": 30.0,
-                       "batch_input_per_million": 5.0, "batch_output_per_million": 15.0}}
+    entry = {
+        "price": {
+            "input_per_million": 10.0,
+            "output_per_million": 30.0,
+            "batch_input_per_million": 5.0,
+            "batch_output_per_million": 15.0,
+        }
+    }
     assert spend.dollars(entry, 1_000_000, 1_000_000) == 40.0
     assert spend.dollars({**entry, "batch": {"poll_s": 60}}, 1_000_000, 1_000_000) == 20.0

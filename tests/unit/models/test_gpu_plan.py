@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from isqaflow.models.planning.gpu_plan import GPUPlanError, ModelUse, grid_jobs, plan_grid, plan_job, plan_table
+from isqaflow.models.planning.gpu_plan import (
+    GPUPlanError,
+    ModelUse,
+    grid_jobs,
+    plan_grid,
+    plan_job,
+    plan_table,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 FIXTURE = json.loads((REPO / "tests/fixtures/vllm-0.33.0-interface.json").read_text())
@@ -30,8 +37,11 @@ def test_every_isqa_refine_job_of_the_paper_grid_fits(paper):
     plans = plan_grid(paper)
     refine = {job: plan for job, plan in plans.items() if job.startswith("isqa_refine ")}
     assert len(refine) == 30
-    both_local = [p for p in refine.values() if len(p.servers) + len(p.in_process) == 2 or
-                  any(len(s.uses) == 2 for s in p.servers)]
+    both_local = [
+        p
+        for p in refine.values()
+        if len(p.servers) + len(p.in_process) == 2 or any(len(s.uses) == 2 for s in p.servers)
+    ]
     assert len(both_local) == 18  # the 12 GPT-3.5 feedback runs hold the summarizer only
     for job, plan in refine.items():
         assert plan.gpus == 1, (job, plan.row())
@@ -66,25 +76,42 @@ def test_fractions_per_gpu_never_exceed_the_total(paper):
             for server in plan.servers:
                 assert 0 < server.gpu_memory_utilization <= 0.90
                 need = server.need_per_gpu() / memory
-                assert server.gpu_memory_utilization >= need - 1e-3, (job, "a server got less than it needs")
+                assert server.gpu_memory_utilization >= need - 1e-3, (
+                    job,
+                    "a server got less than it needs",
+                )
 
 
 def test_mixtral_gets_two_gpus_of_80_gb_and_one_of_141(paper):
     for memory, gpus in ((80, 2), (141, 1)):
         plans = plan_grid(with_gpu(paper, memory))
-        mixtral = [p for job, p in plans.items() if job.endswith("/mixtral-8x7b") or job.endswith(" mixtral-8x7b")]
+        mixtral = [
+            p
+            for job, p in plans.items()
+            if job.endswith("/mixtral-8x7b") or job.endswith(" mixtral-8x7b")
+        ]
         assert len(mixtral) == 4  # rag_answers colbert-k5, bm25-k5, dense-k5 and drfr_responses
         for plan in mixtral:
             (server,) = plan.servers
-            assert (plan.gpus, server.tensor_parallel, server.gpus) == (gpus, gpus, tuple(range(gpus))), plan.row()
+            assert (plan.gpus, server.tensor_parallel, server.gpus) == (
+                gpus,
+                gpus,
+                tuple(range(gpus)),
+            ), plan.row()
     drfr = plan_grid(paper)["drfr_responses infobench/mixtral-8x7b"]
     assert drfr.gpus == 2
 
 
 def test_api_jobs_need_no_gpu(paper):
     plans = plan_grid(paper)
-    assert plans["arena_judge colbert-k5/gpt4"].gpus == 0 and plans["drfr_judge infobench/gpt4"].gpus == 0
-    assert plans["drfr_responses infobench/gpt35-1106"].gpus == 0 and plans["drfr_responses infobench/gpt4-1106"].gpus == 0
+    assert (
+        plans["arena_judge colbert-k5/gpt4"].gpus == 0
+        and plans["drfr_judge infobench/gpt4"].gpus == 0
+    )
+    assert (
+        plans["drfr_responses infobench/gpt35-1106"].gpus == 0
+        and plans["drfr_responses infobench/gpt4-1106"].gpus == 0
+    )
 
 
 def test_server_flags_exist_in_vllm(paper):
@@ -98,17 +125,25 @@ def test_a_job_that_cannot_fit_fails_naming_job_models_and_memory(paper):
     config = with_gpu(paper, 24)
     config["gpu_plan"]["max_gpus"] = 2
     uses = grid_jobs(config)["rag_answers bm25-k5/mixtral-8x7b"]
-    with pytest.raises(GPUPlanError, match=r"job rag_answers bm25-k5/mixtral-8x7b: its models need 8 GPUs of 24 GB, "
-                                           r"more than max_gpus 2 \(mistralai/Mixtral-8x7B-Instruct-v0\.1 "
-                                           r"\(mixtral-8x7b\): 93\.4 GB weights \+ 4\.8 GB KV for 8 x 4608 tokens"):
+    with pytest.raises(
+        GPUPlanError,
+        match=r"job rag_answers bm25-k5/mixtral-8x7b: its models need 8 GPUs of 24 GB, "
+        r"more than max_gpus 2 \(mistralai/Mixtral-8x7B-Instruct-v0\.1 "
+        r"\(mixtral-8x7b\): 93\.4 GB weights \+ 4\.8 GB KV for 8 x 4608 tokens",
+    ):
         plan_job("rag_answers bm25-k5/mixtral-8x7b", uses, config)
-    with pytest.raises(GPUPlanError, match=r"model mixtral-8x7b does not fit 8 GPUs of 12 GB at 0\.9 utilization"):
+    with pytest.raises(
+        GPUPlanError, match=r"model mixtral-8x7b does not fit 8 GPUs of 12 GB at 0\.9 utilization"
+    ):
         plan_job("rag_answers bm25-k5/mixtral-8x7b", uses, with_gpu(config, 12))
     config = with_gpu(paper, 80)
     config["gpu_plan"]["max_gpus"] = 1
     # the first job of the grid that needs more than one GPU: InFoBench's Llama-2-70B-chat
-    with pytest.raises(GPUPlanError, match=r"job drfr_responses infobench/llama2-70b-chat: its models need 4 GPUs of 80 GB, "
-                                           r"more than max_gpus 1"):
+    with pytest.raises(
+        GPUPlanError,
+        match=r"job drfr_responses infobench/llama2-70b-chat: its models need 4 GPUs of 80 GB, "
+        r"more than max_gpus 1",
+    ):
         plan_grid(config)
 
 
@@ -116,7 +151,10 @@ def test_two_servers_that_do_not_share_a_gpu_get_their_own(paper):
     entry = dict(paper["models"]["llama3-8b"])
     other = {**entry, "model": "other/llama3-8b-finetune"}
     config = with_gpu(paper, 40)  # 16 GB of weights + 2 + KV each: two do not fit 36 GB
-    uses = [ModelUse("summarizer", "a", entry, 8000, 192), ModelUse("feedback", "b", other, 8000, 192)]
+    uses = [
+        ModelUse("summarizer", "a", entry, 8000, 192),
+        ModelUse("feedback", "b", other, 8000, 192),
+    ]
     plan = plan_job("job", uses, config)
     assert plan.gpus == 2 and [s.gpus for s in plan.servers] == [(0,), (1,)]
     assert [s.cuda_visible_devices("4,6") for s in plan.servers] == ["4", "6"]
@@ -125,7 +163,9 @@ def test_two_servers_that_do_not_share_a_gpu_get_their_own(paper):
 
 def test_a_model_without_sizes_is_named(paper):
     entry = {k: v for k, v in paper["models"]["llama3-8b"].items() if k != "gpu"}
-    with pytest.raises(GPUPlanError, match=r"model x: the GPU plan needs models\.x\.gpu\.parameters"):
+    with pytest.raises(
+        GPUPlanError, match=r"model x: the GPU plan needs models\.x\.gpu\.parameters"
+    ):
         plan_job("job", [ModelUse("answerer", "x", entry, 100, 10)], paper)
 
 
@@ -133,8 +173,10 @@ def test_the_table_lists_every_gpu_job(paper):
     plans = plan_grid(paper)
     table = plan_table(plans)
     assert sum(1 for p in plans.values() if p.gpus) == len(table.splitlines()) - 1
-    assert "isqa_refine qasper/vicuna-7b/lora-human\t1\tvicuna-7b-v1.5+vicuna-7b-hotpotqa [summarizer,feedback]" \
+    assert (
+        "isqa_refine qasper/vicuna-7b/lora-human\t1\tvicuna-7b-v1.5+vicuna-7b-hotpotqa [summarizer,feedback]"
         in table
+    )
 
 
 def test_the_manifest_records_the_plan(paper):
@@ -153,7 +195,11 @@ def test_max_model_len_is_the_stage_bound_or_the_context(paper):
     """A stage that cuts its requests (max_input_tokens) bounds the server; one that does not gets the
     model's context, so vLLM never refuses a long prompt the stage sends."""
     plans = plan_grid(paper)
-    (feedback,) = [s for s in plans["isqa_refine qasper/llama2-7b-chat/lora-human"].servers if "feedback" in s.uses]
+    (feedback,) = [
+        s
+        for s in plans["isqa_refine qasper/llama2-7b-chat/lora-human"].servers
+        if "feedback" in s.uses
+    ]
     assert feedback.max_model_len == 512 + 100
     assert plans["rag_answers bm25-k5/llama3-8b"].servers[0].max_model_len == 8192
     mixtral = plans["drfr_responses infobench/mixtral-8x7b"].servers[0]
@@ -168,7 +214,10 @@ def test_systems_read_from_files_hold_no_model_and_need_no_plan(paper):
 
     config = copy.deepcopy(paper)
     config["arena"]["answerers"]["my-rag"] = {"file": "outputs/my-rag.jsonl"}
-    config["drfr"]["responders"]["my-model"] = {"file": "outputs/model_outputs.json", "format": "alpaca_eval"}
+    config["drfr"]["responders"]["my-model"] = {
+        "file": "outputs/model_outputs.json",
+        "format": "alpaca_eval",
+    }
     jobs = grid_jobs(config)
     assert not [job for job in jobs if "my-rag" in job or "my-model" in job]
     assert set(jobs) == set(grid_jobs(paper))

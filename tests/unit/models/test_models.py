@@ -27,8 +27,16 @@ def seq2seq(tiny_seq2seq):
 REQUESTS = [
     [{"role": "user", "content": "The quick brown fox"}],
     "Question: the lazy dog",
-    [{"role": "system", "content": "Answer YES or NO."}, {"role": "user", "content": "Is the fox quick?"}],
-    [{"role": "user", "content": "A much longer request about the model that reads a paper and writes"}],
+    [
+        {"role": "system", "content": "Answer YES or NO."},
+        {"role": "user", "content": "Is the fox quick?"},
+    ],
+    [
+        {
+            "role": "user",
+            "content": "A much longer request about the model that reads a paper and writes",
+        }
+    ],
 ]
 
 
@@ -47,7 +55,9 @@ def test_chat_template_is_applied(causal):
 
 
 def test_min_new_tokens_and_beams(causal):
-    params = GenerationParams(max_new_tokens=6, min_new_tokens=6, num_beams=2, no_repeat_ngram_size=3)
+    params = GenerationParams(
+        max_new_tokens=6, min_new_tokens=6, num_beams=2, no_repeat_ngram_size=3
+    )
     out = causal.generate(REQUESTS[:2], params)
     assert all(g.n_new_tokens == 6 for g in out)
 
@@ -55,7 +65,9 @@ def test_min_new_tokens_and_beams(causal):
 def test_score_matches_greedy_generation_logprob(causal):
     import torch
 
-    gen = causal.generate([REQUESTS[0]], GenerationParams(max_new_tokens=5, return_logprobs=True))[0]
+    gen = causal.generate([REQUESTS[0]], GenerationParams(max_new_tokens=5, return_logprobs=True))[
+        0
+    ]
     ids = causal.encode_request(REQUESTS[0])
     full = causal.net.generate(input_ids=torch.tensor([ids]), max_new_tokens=5, do_sample=False)
     new_text = causal.tokenizer.decode(full[0, len(ids) :])
@@ -93,10 +105,14 @@ def test_max_input_tokens_safeguard_cuts_from_the_left(causal):
 
 def test_seq2seq_generation_and_score(seq2seq):
     assert seq2seq.is_seq2seq and not seq2seq.has_chat_template
-    out = seq2seq.generate(["The quick brown fox", [{"role": "user", "content": "Is the fox quick?"}]], GREEDY)
+    out = seq2seq.generate(
+        ["The quick brown fox", [{"role": "user", "content": "Is the fox quick?"}]], GREEDY
+    )
     assert len(out) == 2 and all(isinstance(g.text, str) for g in out)
     batched = seq2seq.generate(["The quick brown fox", "Question: lazy dog"], GREEDY)
-    single = [seq2seq.generate([r], GREEDY)[0] for r in ["The quick brown fox", "Question: lazy dog"]]
+    single = [
+        seq2seq.generate([r], GREEDY)[0] for r in ["The quick brown fox", "Question: lazy dog"]
+    ]
     assert [g.text for g in batched] == [g.text for g in single]
     scores = seq2seq.score("Is the fox quick?", ["YES", "NO", "YES NO"])
     assert len(scores) == 3 and all(s < 0 for s in scores)
@@ -159,13 +175,21 @@ def test_killed_job_resumes_from_cache(tmp_path):
 def _collect(reports: list):
     def on_batch(done):
         reports.append(list(done))
+
     return on_batch
 
 
 @pytest.mark.parametrize("prefix_sharing", [True, False])
 def test_generation_reports_every_batch_as_it_finishes(tiny_causal, prefix_sharing):
-    model = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 2,
-                        "prefix_sharing": prefix_sharing}, threads=1)
+    model = load_model(
+        {
+            "backend": "hf",
+            "model": str(tiny_causal),
+            "batch_size": 2,
+            "prefix_sharing": prefix_sharing,
+        },
+        threads=1,
+    )
     requests = _prefix_requests() + REQUESTS
     params = GenerationParams(max_new_tokens=4, max_input_tokens=48)  # the long ones are cut
     reports: list = []
@@ -180,10 +204,19 @@ def test_generation_reports_every_batch_as_it_finishes(tiny_causal, prefix_shari
 
 @pytest.mark.parametrize("prefix_sharing", [True, False])
 def test_scoring_reports_each_item_once_all_its_candidates_are_scored(tiny_causal, prefix_sharing):
-    model = load_model({"backend": "hf", "model": str(tiny_causal), "score_batch_tokens": 64,
-                        "prefix_sharing": prefix_sharing}, threads=1)
+    model = load_model(
+        {
+            "backend": "hf",
+            "model": str(tiny_causal),
+            "score_batch_tokens": 64,
+            "prefix_sharing": prefix_sharing,
+        },
+        threads=1,
+    )
     # multi-token candidates that differ early need one sequence each, spread over batches
-    items = [(r, ["YES", "NO"]) for r in _prefix_requests()] + [(REQUESTS[0], ["lazy dog", "quick brown fox"])]
+    items = [(r, ["YES", "NO"]) for r in _prefix_requests()] + [
+        (REQUESTS[0], ["lazy dog", "quick brown fox"])
+    ]
     reports: list = []
     out = model.score_batch(items, on_batch=_collect(reports))
     assert len(reports) > 1
@@ -193,8 +226,9 @@ def test_scoring_reports_each_item_once_all_its_candidates_are_scored(tiny_causa
 
 def test_seq2seq_scoring_reports_every_item(seq2seq):
     reports: list = []
-    out = seq2seq.score_batch([("Is the fox quick?", ["YES", "NO"]), ("lazy dog", ["YES NO"])],
-                              on_batch=_collect(reports))
+    out = seq2seq.score_batch(
+        [("Is the fox quick?", ["YES", "NO"]), ("lazy dog", ["YES NO"])], on_batch=_collect(reports)
+    )
     assert reports == [[(0, out[0])], [(1, out[1])]]
 
 
@@ -217,7 +251,10 @@ class _ReportsThenDies:
         for b in range(0, len(requests), self.batch_size):
             if b // self.batch_size == self.die_in:
                 raise KeyboardInterrupt("killed")
-            batch = [(b + k, Generation(text=f"answer to {r}")) for k, r in enumerate(requests[b : b + 4])]
+            batch = [
+                (b + k, Generation(text=f"answer to {r}"))
+                for k, r in enumerate(requests[b : b + 4])
+            ]
             self.computed += len(batch)
             out += [g for _, g in batch]
             on_batch(batch)
@@ -228,7 +265,9 @@ def test_every_reported_batch_is_committed_before_the_call_returns(tmp_path):
     path = tmp_path / "calls.sqlite"
     requests = [f"q{i}" for i in range(40)]
     dying = _ReportsThenDies(die_in=3)
-    model = CachedModel(dying, CallCache(path))  # flush_every (16) does not apply: batches are reported
+    model = CachedModel(
+        dying, CallCache(path)
+    )  # flush_every (16) does not apply: batches are reported
     with pytest.raises(KeyboardInterrupt):
         model.generate(requests, GREEDY)
     assert len(CallCache(path)) == 12 == dying.computed  # three batches of four, none lost
@@ -244,7 +283,12 @@ def test_a_reply_of_the_api_backend_is_committed_even_when_another_fails(tmp_pat
     from isqaflow.models.api.openai import OpenAIModel
 
     monkeypatch.setenv("ISQAFLOW_TEST_KEY", "sk-test")
-    api = OpenAIModel("fake-model", base_url="http://127.0.0.1:9/v1", api_key_env="ISQAFLOW_TEST_KEY", concurrency=2)
+    api = OpenAIModel(
+        "fake-model",
+        base_url="http://127.0.0.1:9/v1",
+        api_key_env="ISQAFLOW_TEST_KEY",
+        concurrency=2,
+    )
 
     def call(request, params):
         if request == "q3":
@@ -298,10 +342,24 @@ def test_a_job_killed_mid_stage_recomputes_at_most_one_batch(tiny_causal, tmp_pa
 
     from workflow_utils import REPO
 
-    script, cache, progress = tmp_path / "job.py", tmp_path / "calls.sqlite", tmp_path / "progress.txt"
+    script, cache, progress = (
+        tmp_path / "job.py",
+        tmp_path / "calls.sqlite",
+        tmp_path / "progress.txt",
+    )
     script.write_text(KILL_SCRIPT)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")])}
-    command = [sys.executable, str(script), str(tiny_causal), str(cache), str(progress), prefix_sharing]
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [
+        sys.executable,
+        str(script),
+        str(tiny_causal),
+        str(cache),
+        str(progress),
+        prefix_sharing,
+    ]
 
     def finished() -> int:
         return sum(int(n) for n in progress.read_text().split()) if progress.exists() else 0
@@ -316,7 +374,9 @@ def test_a_job_killed_mid_stage_recomputes_at_most_one_batch(tiny_causal, tmp_pa
     assert 12 <= done_before_kill < 40, done_before_kill  # killed mid-stage
     rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert rerun.returncode == 0, rerun.stderr[-3000:]
-    recomputed = json.loads(rerun.stdout.strip().splitlines()[-1])["calls_made"] - (40 - done_before_kill)
+    recomputed = json.loads(rerun.stdout.strip().splitlines()[-1])["calls_made"] - (
+        40 - done_before_kill
+    )
     assert 0 <= recomputed <= 4, (done_before_kill, recomputed)
 
 
@@ -346,14 +406,18 @@ def test_adapter_changes_identity_and_outputs(tiny_causal, tmp_path):
     from transformers import AutoModelForCausalLM
 
     base = AutoModelForCausalLM.from_pretrained(tiny_causal)
-    peft_model = get_peft_model(base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"]))
+    peft_model = get_peft_model(
+        base, LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"])
+    )
     with torch.no_grad():  # LoRA's B starts at zero; make the adapter do something
         for name, param in peft_model.named_parameters():
             if "lora_B" in name:
                 param.normal_(0, 0.5)
     peft_model.save_pretrained(tmp_path / "adapter")
     plain = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
-    adapted = load_model({"backend": "hf", "model": str(tiny_causal)}, adapter=str(tmp_path / "adapter"), threads=1)
+    adapted = load_model(
+        {"backend": "hf", "model": str(tiny_causal)}, adapter=str(tmp_path / "adapter"), threads=1
+    )
     assert plain.identity()["adapter"] is None
     assert len(adapted.identity()["adapter"]) == 64
     assert plain.identity()["weights"] == adapted.identity()["weights"]
@@ -380,7 +444,9 @@ def _prefix_requests():
 
 def test_shared_prefix_generation_equals_plain_generation(tiny_causal):
     shared = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 2}, threads=1)
-    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    plain = load_model(
+        {"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1
+    )
     from isqaflow.models.inprocess.prefix_groups import prefix_groups
 
     groups, singles = prefix_groups([shared.encode_request(r) for r in _prefix_requests()], 32)
@@ -395,8 +461,12 @@ def test_shared_prefix_generation_equals_plain_generation(tiny_causal):
 
 def test_shared_prefix_scores_equal_plain_scores(tiny_causal):
     shared = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
-    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
-    items = [(r, ["YES", "NO"]) for r in _prefix_requests()] + [(_prefix_requests()[0], ["YES NO", "lazy dog"])]
+    plain = load_model(
+        {"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1
+    )
+    items = [(r, ["YES", "NO"]) for r in _prefix_requests()] + [
+        (_prefix_requests()[0], ["YES NO", "lazy dog"])
+    ]
     a, b = shared.score_batch(items), plain.score_batch(items)
     for x, y in zip(a, b, strict=True):
         assert x == pytest.approx(y, abs=1e-3)
@@ -428,10 +498,13 @@ def test_batches_that_mix_prefix_groups_equal_plain_generation(tiny_causal):
     # two groups with different shared prefixes and a single, all in one batch
     other = "Facts and non-facts help the summarizer. " * 6
     requests = _prefix_requests() + [
-        [{"role": "user", "content": f"Text: {other}\nQuestion: {q}"}] for q in ("YES or NO?", "Unanswerable 1 2 3")
+        [{"role": "user", "content": f"Text: {other}\nQuestion: {q}"}]
+        for q in ("YES or NO?", "Unanswerable 1 2 3")
     ]
     shared = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 8}, threads=1)
-    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    plain = load_model(
+        {"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1
+    )
     from isqaflow.models.inprocess.prefix_groups import prefix_groups
 
     groups, singles = prefix_groups([shared.encode_request(r) for r in requests], 32, group_cost=16)
@@ -450,8 +523,13 @@ def test_beam_search_computes_the_prompt_once_and_decodes_the_same(tiny_causal, 
 
     model = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 4}, threads=1)
     requests = _prefix_requests()
-    params = GenerationParams(max_new_tokens=6, min_new_tokens=3, num_beams=beams, no_repeat_ngram_size=2,
-                              return_logprobs=True)
+    params = GenerationParams(
+        max_new_tokens=6,
+        min_new_tokens=3,
+        num_beams=beams,
+        no_repeat_ngram_size=2,
+        return_logprobs=True,
+    )
     prefilled_rows = []
     original = hf.HFModel._beam_prefill
 
@@ -476,16 +554,29 @@ def test_later_turns_of_a_conversation_reuse_the_earlier_turns(tiny_causal):
     from isqaflow.drfr.judge import judge
 
     items = [
-        {"instruction_id": f"i{n}", "model": "m", "subset": "Easy", "category": "c", "input": "",
-         "response": LONG_CONTEXT + f" Response number {n}.",
-         "requirements": [{"question": q, "labels": ["Content"]}
-                          for q in ("Is the fox quick?", "Does it read a paper?", "Answer YES or NO.")]}
+        {
+            "instruction_id": f"i{n}",
+            "model": "m",
+            "subset": "Easy",
+            "category": "c",
+            "input": "",
+            "response": LONG_CONTEXT + f" Response number {n}.",
+            "requirements": [
+                {"question": q, "labels": ["Content"]}
+                for q in ("Is the fox quick?", "Does it read a paper?", "Answer YES or NO.")
+            ],
+        }
         for n in range(3)
     ]
     stored = load_model({"backend": "hf", "model": str(tiny_causal), "batch_size": 4}, threads=1)
-    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    plain = load_model(
+        {"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1
+    )
     a, b = judge(stored, items, "logprob"), judge(plain, items, "logprob")
-    assert stored.store.hits > 3 * 2 * len(stored.encode_request([{"role": "user", "content": LONG_CONTEXT}])) // 2
+    assert (
+        stored.store.hits
+        > 3 * 2 * len(stored.encode_request([{"role": "user", "content": LONG_CONTEXT}])) // 2
+    )
     assert [r["answer"] for r in a] == [r["answer"] for r in b]
     for x, y in zip(a, b, strict=True):
         assert x["logprob_yes"] == pytest.approx(y["logprob_yes"], abs=1e-4)
@@ -495,7 +586,9 @@ def test_later_turns_of_a_conversation_reuse_the_earlier_turns(tiny_causal):
 def test_generation_after_scoring_reuses_the_stored_context(tiny_causal):
     requests = _prefix_requests()[:1]
     stored = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
-    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    plain = load_model(
+        {"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1
+    )
     stored.score_batch([(requests[0], ["YES", "NO"])])
     hits = stored.store.hits
     params = GenerationParams(max_new_tokens=5, return_logprobs=True)
@@ -515,7 +608,9 @@ def test_the_prefix_store_keeps_the_most_recent_within_its_budget():
     assert store.lookup([1, 2, 3, 4, 5], limit=3) == (3, "a")
     assert store.lookup([1, 2, 9, 9]) == (3, "b")
     assert store.lookup([7]) == (0, None)
-    store.put([5, 5], "c", 30)  # over budget: the least recently used ("a"... was looked up last but one)
+    store.put(
+        [5, 5], "c", 30
+    )  # over budget: the least recently used ("a"... was looked up last but one)
     assert store.size <= 100 and len(store.entries) == 2
     store.put([6], "too big", 101)
     assert store.lookup([6]) == (0, None)
@@ -555,8 +650,10 @@ CONVERSATION = [
     {"role": "assistant", "content": "YES"},
     {"role": "user", "content": "Is the dog lazy?"},
 ]
-VICUNA_SYSTEM = ("A chat between a curious user and an artificial intelligence assistant. The assistant gives "
-                 "helpful, detailed, and polite answers to the user's questions.")
+VICUNA_SYSTEM = (
+    "A chat between a curious user and an artificial intelligence assistant. The assistant gives "
+    "helpful, detailed, and polite answers to the user's questions."
+)
 # Expected texts written out from the formats' definitions: FastChat's "vicuna_v1.1"
 # conversation (ADD_COLON_TWO, sep " ", sep2 "</s>", BOS from the tokenizer) and the
 # template of meta-llama/Llama-2-7b-chat-hf.
@@ -589,7 +686,8 @@ def test_shipped_templates_render_a_fixed_conversation(llama_style_tokenizer, na
     assert template.source == f"named:{name}" and len(template.sha256) == 64
     with_system, without = RENDERED[name]
     render = lambda conv: llama_style_tokenizer.apply_chat_template(  # noqa: E731
-        conv, chat_template=template.text, tokenize=False, add_generation_prompt=True)
+        conv, chat_template=template.text, tokenize=False, add_generation_prompt=True
+    )
     assert render(CONVERSATION) == with_system
     assert render(CONVERSATION[-1:]) == without
     with pytest.raises(Exception, match="alternate"):
@@ -607,7 +705,9 @@ def template_free_copy(src, dst, *, break_weights=False):
     config = json.loads(config_path.read_text())
     config.pop("chat_template", None)
     config_path.write_text(json.dumps(config))
-    if break_weights:  # reading them would fail: an error about the template proves they were not read
+    if (
+        break_weights
+    ):  # reading them would fail: an error about the template proves they were not read
         for weights in dst.glob("*.safetensors"):
             weights.write_bytes(b"not weights")
     return dst
@@ -617,8 +717,11 @@ def test_causal_model_without_template_fails_at_load_naming_it(tiny_causal, tmp_
     from isqaflow.models.templates import MissingChatTemplate
 
     bare = template_free_copy(tiny_causal, tmp_path / "bare", break_weights=True)
-    with pytest.raises(MissingChatTemplate, match=r"model vicuna-ish: a causal model without a chat template.*"
-                                                  r"models\.vicuna-ish\.chat_template"):
+    with pytest.raises(
+        MissingChatTemplate,
+        match=r"model vicuna-ish: a causal model without a chat template.*"
+        r"models\.vicuna-ish\.chat_template",
+    ):
         load_model({"backend": "hf", "model": str(bare)}, name="vicuna-ish", threads=1)
 
 
@@ -637,19 +740,29 @@ def test_chat_template_none_a_shipped_name_and_a_file(tiny_causal, tmp_path):
     assert templated and text == f"<|bos|>{VICUNA_SYSTEM} USER: Is the dog lazy? ASSISTANT:"
     assert vicuna.identity()["chat_template"] == vicuna.chat_template.sha256
     # the same text comes out of the generation path (it encodes what render returns)
-    assert vicuna.encode_request(CONVERSATION[-1:]) == vicuna.tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert (
+        vicuna.encode_request(CONVERSATION[-1:])
+        == vicuna.tokenizer(text, add_special_tokens=False)["input_ids"]
+    )
 
     custom = tmp_path / "qa.jinja"
-    custom.write_text("{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
-                      "{% if add_generation_prompt %}[assistant]{% endif %}")
+    custom.write_text(
+        "{% for m in messages %}[{{ m['role'] }}] {{ m['content'] }}\n{% endfor %}"
+        "{% if add_generation_prompt %}[assistant]{% endif %}"
+    )
     own = load_model({**spec, "chat_template": str(custom)}, name="own", threads=1)
     assert own.render(CONVERSATION[-1:]) == ("[user] Is the dog lazy?\n[assistant]", True)
     assert own.chat_template.source == f"file:{custom}"
     # a configured template changes the cache identity; an unconfigured model keeps its old one
-    assert "chat_template" not in load_model(spec | {"model": str(tiny_causal)}, threads=1).identity()
+    assert (
+        "chat_template" not in load_model(spec | {"model": str(tiny_causal)}, threads=1).identity()
+    )
 
-    with pytest.raises(ValueError, match=r"model typo: chat_template 'vicuna' is neither a shipped template "
-                                         r"\(llama-2, vicuna_v1.1\), 'none', nor an existing Jinja file"):
+    with pytest.raises(
+        ValueError,
+        match=r"model typo: chat_template 'vicuna' is neither a shipped template "
+        r"\(llama-2, vicuna_v1.1\), 'none', nor an existing Jinja file",
+    ):
         load_model({**spec, "chat_template": "vicuna"}, name="typo", threads=1)
 
 
@@ -664,7 +777,9 @@ def test_candidates_read_as_a_prefix_tree_score_as_each_alone(tiny_causal):
     """An item's candidates go into one row as a prefix tree (shared starts read once); each
     candidate's log-probability equals scoring it on its own, without any sharing."""
     tree = load_model({"backend": "hf", "model": str(tiny_causal)}, threads=1)
-    plain = load_model({"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1)
+    plain = load_model(
+        {"backend": "hf", "model": str(tiny_causal), "prefix_sharing": False}, threads=1
+    )
     candidates = ["the lazy dog", "the lazy fox", "the quick brown fox", "YES", "NO NO", "lazy"]
     items = [(r, candidates) for r in _prefix_requests()]
     together = tree.score_batch(items)
@@ -686,6 +801,14 @@ def test_every_model_entry_of_the_configs_loads_with_its_workflow_keys(tiny_caus
             if entry.get("backend", "hf") != "hf" or entry.get("serve"):
                 continue
             spec = {k: v for k, v in entry.items() if k not in ("convert", "price")}
-            model = load_model({**spec, "model": str(tiny_causal), "chat_template": None, "dtype": "float32",
-                                "device": "cpu"}, name=name)
+            model = load_model(
+                {
+                    **spec,
+                    "model": str(tiny_causal),
+                    "chat_template": None,
+                    "dtype": "float32",
+                    "device": "cpu",
+                },
+                name=name,
+            )
             assert model.name == name

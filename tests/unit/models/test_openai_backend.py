@@ -43,7 +43,9 @@ pytestmark = pytest.mark.server
 SENTINEL = "sk-test-SENTINEL-1234"
 KEY_ENV = "ISQAFLOW_TEST_KEY"
 STARTUP_DEADLINE_S = 120.0
-EMBEDDED_MODEL = Path(__file__).resolve().parents[3] / "resources" / "models" / "smollm2-135m-instruct"
+EMBEDDED_MODEL = (
+    Path(__file__).resolve().parents[3] / "resources" / "models" / "smollm2-135m-instruct"
+)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -105,13 +107,35 @@ class Served(types.SimpleNamespace):
 
 def _start_server(cli: str, model_dir: Path, log_path: Path) -> tuple[subprocess.Popen, int]:
     port = free_port()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", PYTHONUNBUFFERED="1",
-               TOKENIZERS_PARALLELISM="false")
-    cmd = [cli, "serve", str(model_dir), "--host", "127.0.0.1", "--port", str(port),
-           "--device", "cpu", "--log-level", "info"]
+    env = dict(
+        os.environ,
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        PYTHONUNBUFFERED="1",
+        TOKENIZERS_PARALLELISM="false",
+    )
+    cmd = [
+        cli,
+        "serve",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--device",
+        "cpu",
+        "--log-level",
+        "info",
+    ]
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                env=env, start_new_session=True)
+        proc = subprocess.Popen(
+            cmd,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
     return proc, port
 
 
@@ -184,13 +208,22 @@ def served(tiny_causal, tmp_path_factory):
         if problem is None:
             break
         _stop_server(proc)
-        failures.append(f"{candidate}: {problem}\n--- server log ---\n{log_path.read_text(errors='replace')[-6000:]}")
+        failures.append(
+            f"{candidate}: {problem}\n--- server log ---\n{log_path.read_text(errors='replace')[-6000:]}"
+        )
     else:
-        pytest.fail("could not start `transformers serve`:\n" + "\n\n".join(failures), pytrace=False)
+        pytest.fail(
+            "could not start `transformers serve`:\n" + "\n\n".join(failures), pytrace=False
+        )
 
     try:
-        yield Served(port=port, base_url=f"http://127.0.0.1:{port}/v1", model_id=str(candidate),
-                     model_dir=candidate, log_path=log_path)
+        yield Served(
+            port=port,
+            base_url=f"http://127.0.0.1:{port}/v1",
+            model_id=str(candidate),
+            model_dir=candidate,
+            log_path=log_path,
+        )
     finally:
         _stop_server(proc)
 
@@ -202,8 +235,14 @@ def key_env(monkeypatch):
 
 
 def openai_spec(model: str, base_url: str | None, **extra) -> dict:
-    spec = {"backend": "openai", "model": model, "base_url": base_url, "api_key_env": KEY_ENV,
-            "timeout": 60, "max_retries": 2}
+    spec = {
+        "backend": "openai",
+        "model": model,
+        "base_url": base_url,
+        "api_key_env": KEY_ENV,
+        "timeout": 60,
+        "max_retries": 2,
+    }
     spec.update(extra)
     return spec
 
@@ -223,7 +262,10 @@ def count_calls(monkeypatch, cached: CachedModel) -> list:
 
 CHATS = [
     [{"role": "user", "content": "What does the model read?"}],
-    [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Is the fox quick?"}],
+    [
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "Is the fox quick?"},
+    ],
     [{"role": "user", "content": "What does the model read?"}],  # duplicate of the first
     [{"role": "user", "content": "Facts and non-facts help the summarizer."}],
 ]
@@ -257,8 +299,11 @@ def test_generate_chat_batch_and_prompt_through_call_cache(served, key_env, tmp_
     # the system turn makes the second conversation's prompt longer than the first
     assert first[1].n_input_tokens > first[0].n_input_tokens
 
-    rows = sqlite3.connect(cache_path).execute(
-        "SELECT kind, model, request, params, response FROM calls").fetchall()
+    rows = (
+        sqlite3.connect(cache_path)
+        .execute("SELECT kind, model, request, params, response FROM calls")
+        .fetchall()
+    )
     assert len(rows) == 4 == len(model.cache)
     assert {r[0] for r in rows} == {"generate"}
     assert {json.loads(r[1])["model"] for r in rows} == {served.model_id}
@@ -297,7 +342,9 @@ def test_greedy_generation_matches_the_local_model(served, key_env, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    model = load_model(openai_spec(served.model_id, served.base_url), cache=tmp_path / "calls.sqlite")
+    model = load_model(
+        openai_spec(served.model_id, served.base_url), cache=tmp_path / "calls.sqlite"
+    )
     params = GenerationParams(max_new_tokens=8)  # do_sample=False -> temperature 0 -> greedy
     out = model.generate([PROMPT, CHATS[1]], params)
 
@@ -306,10 +353,12 @@ def test_greedy_generation_matches_the_local_model(served, key_env, tmp_path):
     config = GenerationConfig.from_pretrained(served.model_dir)
     config.do_sample = False
     for request, gen in zip([[{"role": "user", "content": PROMPT}], CHATS[1]], out, strict=True):
-        enc = tok.apply_chat_template(request, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+        enc = tok.apply_chat_template(
+            request, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )
         with torch.no_grad():
             ids = lm.generate(**enc, generation_config=config, max_new_tokens=8)
-        new = ids[0, enc["input_ids"].shape[1]:]
+        new = ids[0, enc["input_ids"].shape[1] :]
         assert gen.n_input_tokens == enc["input_ids"].shape[1]
         assert gen.n_new_tokens == len(new) == 8
         assert gen.text == tok.decode(new, skip_special_tokens=True).strip()
@@ -346,8 +395,14 @@ CHAT_OK = {
     "object": "chat.completion",
     "created": 0,
     "model": "fake-model",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": "  YES, it is.  \n"},
-                 "finish_reason": "stop", "logprobs": None}],
+    "choices": [
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "  YES, it is.  \n"},
+            "finish_reason": "stop",
+            "logprobs": None,
+        }
+    ],
     "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
 }
 
@@ -372,8 +427,13 @@ class FakeOpenAI:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 with fake.lock:
-                    fake.requests.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                                          "body": json.loads(raw or b"null")})
+                    fake.requests.append(
+                        {
+                            "path": self.path,
+                            "headers": {k.lower(): v for k, v in self.headers.items()},
+                            "body": json.loads(raw or b"null"),
+                        }
+                    )
                     action = fake.script.pop(0) if fake.script else fake.default
                 if action == "hang":
                     fake.release.wait(30)
@@ -382,8 +442,15 @@ class FakeOpenAI:
                     body = fake.respond(fake.requests[-1]["body"]) if fake.respond else fake.body
                     payload = json.dumps(body).encode()
                 else:
-                    payload = json.dumps({"error": {"message": f"scripted {action}", "type": "server_error",
-                                                    "code": None}}).encode()
+                    payload = json.dumps(
+                        {
+                            "error": {
+                                "message": f"scripted {action}",
+                                "type": "server_error",
+                                "code": None,
+                            }
+                        }
+                    ).encode()
                 try:
                     self.send_response(action)
                     self.send_header("Content-Type", "application/json")
@@ -438,10 +505,14 @@ def sleeps(monkeypatch):
 
 
 @pytest.mark.parametrize("failures", [(500, 500), (429, 503)])
-def test_retries_with_growing_backoff_then_succeeds(fake_server, sleeps, key_env, tmp_path, caplog, failures):
+def test_retries_with_growing_backoff_then_succeeds(
+    fake_server, sleeps, key_env, tmp_path, caplog, failures
+):
     caplog.set_level(logging.DEBUG)
     fake = fake_server(script=failures)
-    model = load_model(openai_spec("fake-model", fake.url, backoff=0.5), cache=tmp_path / "calls.sqlite")
+    model = load_model(
+        openai_spec("fake-model", fake.url, backoff=0.5), cache=tmp_path / "calls.sqlite"
+    )
     out = model.generate(["Is the fox quick?"], GenerationParams(max_new_tokens=5))
 
     assert len(fake.requests) == 3  # two failures, success on the 3rd attempt
@@ -450,8 +521,11 @@ def test_retries_with_growing_backoff_then_succeeds(fake_server, sleeps, key_env
     assert len(sleeps) == 2
     assert 0.5 <= sleeps[0] < 1.0 <= sleeps[1] < 2.0  # backoff * 2**attempt * (1 + jitter)
     assert sleeps[1] > sleeps[0]
-    warnings = [r.getMessage() for r in caplog.records
-                if r.name == "isqaflow.models.api.openai" and r.levelno == logging.WARNING]
+    warnings = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "isqaflow.models.api.openai" and r.levelno == logging.WARNING
+    ]
     assert len(warnings) == 2 and "retry 1/2" in warnings[0] and "retry 2/2" in warnings[1]
     # every attempt carried the key from the environment; nothing else holds it
     assert {r["headers"].get("authorization") for r in fake.requests} == {f"Bearer {SENTINEL}"}
@@ -461,11 +535,15 @@ def test_retries_with_growing_backoff_then_succeeds(fake_server, sleeps, key_env
     assert_no_secret_in_files(tmp_path, SENTINEL)
 
 
-def test_always_failing_server_gives_up_after_max_retries(fake_server, sleeps, key_env, tmp_path, caplog):
+def test_always_failing_server_gives_up_after_max_retries(
+    fake_server, sleeps, key_env, tmp_path, caplog
+):
     caplog.set_level(logging.DEBUG)
     fake = fake_server(default=500)
-    model = load_model(openai_spec("fake-model", fake.url, max_retries=3, backoff=0.25),
-                       cache=tmp_path / "calls.sqlite")
+    model = load_model(
+        openai_spec("fake-model", fake.url, max_retries=3, backoff=0.25),
+        cache=tmp_path / "calls.sqlite",
+    )
     with pytest.raises(RuntimeError) as info:
         model.generate(["Is the fox quick?"], GenerationParams(max_new_tokens=5))
 
@@ -481,8 +559,12 @@ def test_always_failing_server_gives_up_after_max_retries(fake_server, sleeps, k
 
 def test_connection_refused_is_retried_and_bounded(sleeps, key_env):
     port = free_port()  # nothing listens there
-    model = load_model(openai_spec("fake-model", f"http://127.0.0.1:{port}/v1", max_retries=2, timeout=5))
-    with pytest.raises(RuntimeError, match=r"model fake-model: request failed after 3 attempts: APIConnectionError"):
+    model = load_model(
+        openai_spec("fake-model", f"http://127.0.0.1:{port}/v1", max_retries=2, timeout=5)
+    )
+    with pytest.raises(
+        RuntimeError, match=r"model fake-model: request failed after 3 attempts: APIConnectionError"
+    ):
         model.generate(["hi"], GenerationParams(max_new_tokens=2))
     assert len(sleeps) == 2
 
@@ -495,13 +577,17 @@ def test_timeout_is_retried(fake_server, sleeps, key_env):
     assert len(fake.requests) == 2 and len(sleeps) == 1
 
 
-@pytest.mark.parametrize(("status", "error"), [(400, "BadRequestError"), (401, "AuthenticationError"),
-                                               (404, "NotFoundError")])
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(400, "BadRequestError"), (401, "AuthenticationError"), (404, "NotFoundError")],
+)
 def test_client_errors_are_not_retried(fake_server, sleeps, key_env, tmp_path, status, error):
     import openai
 
     fake = fake_server(default=status)
-    model = load_model(openai_spec("fake-model", fake.url, max_retries=3), cache=tmp_path / "calls.sqlite")
+    model = load_model(
+        openai_spec("fake-model", fake.url, max_retries=3), cache=tmp_path / "calls.sqlite"
+    )
     with pytest.raises(openai.APIStatusError) as info:
         model.generate(["hi"], GenerationParams(max_new_tokens=2))
     assert type(info.value).__name__ == error
@@ -513,33 +599,51 @@ def test_client_errors_are_not_retried(fake_server, sleeps, key_env, tmp_path, s
 
 def test_request_format(fake_server, key_env):
     body = json.loads(json.dumps(CHAT_OK))
-    body["choices"][0]["logprobs"] = {"content": [
-        {"token": "YES", "logprob": -0.5, "bytes": None, "top_logprobs": []},
-        {"token": ",", "logprob": -0.25, "bytes": None, "top_logprobs": []},
-    ]}
+    body["choices"][0]["logprobs"] = {
+        "content": [
+            {"token": "YES", "logprob": -0.5, "bytes": None, "top_logprobs": []},
+            {"token": ",", "logprob": -0.25, "bytes": None, "top_logprobs": []},
+        ]
+    }
     fake = fake_server(body=body)
     model = load_model(openai_spec("fake-model", fake.url))
 
-    greedy = GenerationParams(max_new_tokens=9, temperature=0.7, top_p=0.8, stop=("\n\n",), seed=5,
-                              return_logprobs=True)
+    greedy = GenerationParams(
+        max_new_tokens=9, temperature=0.7, top_p=0.8, stop=("\n\n",), seed=5, return_logprobs=True
+    )
     out = model.generate(["A plain prompt."], greedy)
     assert out[0].logprob == pytest.approx(-0.75)
     sent = fake.requests[0]
     assert sent["path"] == "/v1/chat/completions"
-    assert sent["body"] == {"model": "fake-model", "messages": [{"role": "user", "content": "A plain prompt."}],
-                            "max_tokens": 9, "temperature": 0.0, "top_p": 1.0, "seed": 5, "stop": ["\n\n"],
-                            "logprobs": True}
+    assert sent["body"] == {
+        "model": "fake-model",
+        "messages": [{"role": "user", "content": "A plain prompt."}],
+        "max_tokens": 9,
+        "temperature": 0.0,
+        "top_p": 1.0,
+        "seed": 5,
+        "stop": ["\n\n"],
+        "logprobs": True,
+    }
 
     sampled = GenerationParams(max_new_tokens=4, do_sample=True, temperature=0.7, top_p=0.8)
     out = model.generate([CHATS[1]], sampled)
     assert out[0].logprob is None
-    assert fake.requests[1]["body"] == {"model": "fake-model", "messages": CHATS[1], "max_tokens": 4,
-                                        "temperature": 0.7, "top_p": 0.8, "seed": 0}
+    assert fake.requests[1]["body"] == {
+        "model": "fake-model",
+        "messages": CHATS[1],
+        "max_tokens": 4,
+        "temperature": 0.7,
+        "top_p": 0.8,
+        "seed": 0,
+    }
 
 
 def test_missing_key_without_base_url_is_a_clear_error(monkeypatch):
     monkeypatch.delenv(KEY_ENV, raising=False)
-    with pytest.raises(RuntimeError, match=rf"model gpt-test: environment variable {KEY_ENV} holds no API key"):
+    with pytest.raises(
+        RuntimeError, match=rf"model gpt-test: environment variable {KEY_ENV} holds no API key"
+    ):
         load_model(openai_spec("gpt-test", None))
 
 
@@ -583,7 +687,9 @@ def test_beam_search_falls_back_to_greedy_with_a_warning(fake_server, key_env, c
     warnings = [r.getMessage() for r in caplog.records if "cannot apply" in r.getMessage()]
     assert warnings == ["fake-model: the API cannot apply num_beams=4; decoding without it"]
     assert model.usage.dropped_decoding == ["num_beams=4"]
-    model.generate(["hu"], GenerationParams(max_new_tokens=3, num_beams=4))  # warned once per setting
+    model.generate(
+        ["hu"], GenerationParams(max_new_tokens=3, num_beams=4)
+    )  # warned once per setting
     assert len([r for r in caplog.records if "cannot apply" in r.getMessage()]) == 1
 
 
@@ -596,9 +702,16 @@ def test_beam_search_falls_back_to_greedy_with_a_warning(fake_server, key_env, c
 def logprob_response(top, content="YES"):
     body = json.loads(json.dumps(CHAT_OK))
     body["choices"][0]["message"]["content"] = content
-    body["choices"][0]["logprobs"] = {"content": [{
-        "token": content, "logprob": top[0][1] if top else 0.0, "bytes": None,
-        "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top]}]}
+    body["choices"][0]["logprobs"] = {
+        "content": [
+            {
+                "token": content,
+                "logprob": top[0][1] if top else 0.0,
+                "bytes": None,
+                "top_logprobs": [{"token": t, "logprob": lp, "bytes": None} for t, lp in top],
+            }
+        ]
+    }
     body["usage"] = {"prompt_tokens": 30, "completion_tokens": 1, "total_tokens": 31}
     return body
 
@@ -612,17 +725,33 @@ def test_top_logprobs_scoring_reads_each_candidate(fake_server, key_env, tmp_pat
     usage.reset()
     top = [("NO", -0.2), ("YES", -1.9), ("Yes", -2.5), ("No", -3.0)]
     fake = fake_server(body=logprob_response(top, "NO"))
-    model = load_model(openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite", name="judge")
+    model = load_model(
+        openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite", name="judge"
+    )
     scores = model.score_batch([(JUDGE_CHAT, ["YES", "NO"]), ("A plain prompt.", ["NO", "Yes"])])
     assert scores == [[-1.9, -0.2], [-0.2, -2.5]]
     assert model.score(JUDGE_CHAT, ["YES", "NO"]) == [-1.9, -0.2]  # from the call cache
     assert len(fake.requests) == 2
-    sent = sorted((r["body"] for r in fake.requests), key=lambda body: body["messages"][0]["content"])
-    assert sent[1] == {"model": "fake-model", "messages": JUDGE_CHAT, "max_tokens": 1, "temperature": 0.0,
-                       "seed": 0, "logprobs": True, "top_logprobs": 20}
+    sent = sorted(
+        (r["body"] for r in fake.requests), key=lambda body: body["messages"][0]["content"]
+    )
+    assert sent[1] == {
+        "model": "fake-model",
+        "messages": JUDGE_CHAT,
+        "max_tokens": 1,
+        "temperature": 0.0,
+        "seed": 0,
+        "logprobs": True,
+        "top_logprobs": 20,
+    }
     assert sent[0]["messages"] == [{"role": "user", "content": "A plain prompt."}]
     (entry,) = usage.snapshot()
-    assert (entry["name"], entry["requests"], entry["input_tokens"], entry["output_tokens"]) == ("judge", 2, 60, 2)
+    assert (entry["name"], entry["requests"], entry["input_tokens"], entry["output_tokens"]) == (
+        "judge",
+        2,
+        60,
+        2,
+    )
     assert entry["scoring"] == {"items": 2, "absent_candidates": 0, "items_without_candidates": 0}
 
 
@@ -634,8 +763,15 @@ def test_absent_candidates_get_the_floor_and_are_counted(fake_server, key_env, c
     model = load_model(openai_spec("fake-model", fake.url, top_logprobs=3), name="judge")
     assert model.score(JUDGE_CHAT, ["YES", "NO"]) == [-2.0, -4.5]  # NO is not listed: the floor
     assert fake.requests[0]["body"]["top_logprobs"] == 3
-    assert model.score(JUDGE_CHAT, ["1", "2"]) == [-4.5, -4.5]  # neither listed: both at the floor, counted
-    assert usage.snapshot()[0]["scoring"] == {"items": 2, "absent_candidates": 3, "items_without_candidates": 1}
+    assert model.score(JUDGE_CHAT, ["1", "2"]) == [
+        -4.5,
+        -4.5,
+    ]  # neither listed: both at the floor, counted
+    assert usage.snapshot()[0]["scoring"] == {
+        "items": 2,
+        "absent_candidates": 3,
+        "items_without_candidates": 1,
+    }
     assert any("none of the candidates ['1', '2']" in r.getMessage() for r in caplog.records)
 
 
@@ -643,9 +779,14 @@ def test_server_without_logprobs_fails_naming_model_and_mode(fake_server, key_en
     from isqaflow.models.api.openai import LogprobsUnavailable
 
     fake = fake_server()  # CHAT_OK: "logprobs": null, as `transformers serve` answers
-    model = load_model(openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite", name="judge")
-    with pytest.raises(LogprobsUnavailable, match=r"model judge: the server returned no log-probabilities .*"
-                                                  r"\(logprobs: top_logprobs\)"):
+    model = load_model(
+        openai_spec("fake-model", fake.url), cache=tmp_path / "calls.sqlite", name="judge"
+    )
+    with pytest.raises(
+        LogprobsUnavailable,
+        match=r"model judge: the server returned no log-probabilities .*"
+        r"\(logprobs: top_logprobs\)",
+    ):
         model.score_batch([(JUDGE_CHAT, ["YES", "NO"])])
     assert len(model.cache) == 0
 
@@ -656,16 +797,26 @@ def test_unsupported_logprob_settings_fail_before_any_request(fake_server, key_e
     fake = fake_server(body=logprob_response([("1", -0.1)]))
     model = load_model(openai_spec("fake-model", fake.url), name="gpt4")
     # "<rating>1" vs "<rating>2": the shared prefix needs an assistant prefill the API lacks
-    with pytest.raises(LogprobsUnavailable, match=r"model gpt4: the candidates share the prefix '<rating>'"):
+    with pytest.raises(
+        LogprobsUnavailable, match=r"model gpt4: the candidates share the prefix '<rating>'"
+    ):
         model.score_batch([(JUDGE_CHAT, ["<rating>1", "<rating>2", "<rating>0"])])
     off = load_model(openai_spec("fake-model", fake.url, logprobs="none"), name="gpt4")
-    with pytest.raises(LogprobsUnavailable, match=r"model gpt4: log-probability scoring is switched off "
-                                                  r"\(logprobs: none\)"):
+    with pytest.raises(
+        LogprobsUnavailable,
+        match=r"model gpt4: log-probability scoring is switched off "
+        r"\(logprobs: none\)",
+    ):
         off.score(JUDGE_CHAT, ["YES", "NO"])
-    with pytest.raises(LogprobsUnavailable, match=r"model gpt4: logprobs: prompt_logprobs needs the model's "
-                                                  r"tokenizer"):
+    with pytest.raises(
+        LogprobsUnavailable,
+        match=r"model gpt4: logprobs: prompt_logprobs needs the model's "
+        r"tokenizer",
+    ):
         load_model(openai_spec("fake-model", fake.url, logprobs="prompt_logprobs"), name="gpt4")
-    with pytest.raises(ValueError, match="logprobs must be one of top_logprobs, prompt_logprobs, none"):
+    with pytest.raises(
+        ValueError, match="logprobs must be one of top_logprobs, prompt_logprobs, none"
+    ):
         load_model(openai_spec("fake-model", fake.url, logprobs="yes"), name="gpt4")
     assert fake.requests == []
 
@@ -673,9 +824,15 @@ def test_unsupported_logprob_settings_fail_before_any_request(fake_server, key_e
 def test_split_candidates():
     from isqaflow.models.api.openai import split_candidates
 
-    assert split_candidates(["<rating>1", "<rating>2", "<rating>0"]) == ("<rating>", ["1", "2", "0"])
+    assert split_candidates(["<rating>1", "<rating>2", "<rating>0"]) == (
+        "<rating>",
+        ["1", "2", "0"],
+    )
     assert split_candidates(["YES", "NO"]) == ("", ["YES", "NO"])
-    assert split_candidates(["YES", "YES NO"]) == ("YE", ["S", "S NO"])  # every rest keeps a character
+    assert split_candidates(["YES", "YES NO"]) == (
+        "YE",
+        ["S", "S NO"],
+    )  # every rest keeps a character
     assert split_candidates(["YES"]) == ("", ["YES"])
     with pytest.raises(ValueError, match="empty candidate"):
         split_candidates(["YES", ""])
@@ -691,7 +848,9 @@ def test_rate_limiter_holds_requests_and_tokens_per_minute():
         slept.append(seconds)
         now[0] += seconds
 
-    limiter = RateLimiter(requests_per_minute=2, tokens_per_minute=100, clock=lambda: now[0], sleep=sleep)
+    limiter = RateLimiter(
+        requests_per_minute=2, tokens_per_minute=100, clock=lambda: now[0], sleep=sleep
+    )
     first = limiter.acquire(30)
     now[0] = 10.0
     limiter.acquire(30)
@@ -700,7 +859,9 @@ def test_rate_limiter_holds_requests_and_tokens_per_minute():
     assert slept == [pytest.approx(50.0)] and now[0] == pytest.approx(60.0)
     limiter.settle(first, 5)  # (already out of the window)
     now[0] = 75.0
-    limiter.acquire(95)  # 10 tokens booked at 60 s: 95 more exceed 100 until that booking leaves at 120 s
+    limiter.acquire(
+        95
+    )  # 10 tokens booked at 60 s: 95 more exceed 100 until that booking leaves at 120 s
     assert slept[-1] == pytest.approx(45.0) and now[0] == pytest.approx(120.0)
     assert [b[1] for b in limiter._booked] == [95.0]
     alone = RateLimiter(tokens_per_minute=50, clock=lambda: now[0], sleep=sleep)
@@ -711,9 +872,14 @@ def test_rate_limiter_holds_requests_and_tokens_per_minute():
 
 def test_rate_limit_books_reported_tokens(fake_server, key_env):
     fake = fake_server()
-    model = load_model(openai_spec("fake-model", fake.url, requests_per_minute=100, tokens_per_minute=10_000))
+    model = load_model(
+        openai_spec("fake-model", fake.url, requests_per_minute=100, tokens_per_minute=10_000)
+    )
     model.generate(["one two three", "four"], GenerationParams(max_new_tokens=50))
-    assert sorted(b[1] for b in model.limiter._booked) == [10.0, 10.0]  # usage 7 + 3, not the estimate
+    assert sorted(b[1] for b in model.limiter._booked) == [
+        10.0,
+        10.0,
+    ]  # usage 7 + 3, not the estimate
 
 
 def test_usage_is_written_beside_the_job_outputs(fake_server, key_env, tmp_path):
@@ -723,18 +889,34 @@ def test_usage_is_written_beside_the_job_outputs(fake_server, key_env, tmp_path)
     usage.reset()
     fake = fake_server()
     out = tmp_path / "results" / "judged.jsonl"
-    smk = types.SimpleNamespace(log=[str(tmp_path / "job.log")], threads=1, rule="arena_judge",
-                                wildcards={"judge": "gpt4"}, output=[str(out)])
+    smk = types.SimpleNamespace(
+        log=[str(tmp_path / "job.log")],
+        threads=1,
+        rule="arena_judge",
+        wildcards={"judge": "gpt4"},
+        output=[str(out)],
+    )
     with runtime.job(smk):
-        model = load_model(openai_spec("gpt-4-test", fake.url), cache=runtime.current_job().cache_path(),
-                           name="gpt4")
+        model = load_model(
+            openai_spec("gpt-4-test", fake.url),
+            cache=runtime.current_job().cache_path(),
+            name="gpt4",
+        )
         model.generate(["a", "b", "a"], GenerationParams(max_new_tokens=4))
     record = json.loads((tmp_path / "results" / "judged.jsonl.usage.json").read_text())
     assert record["rule"] == "arena_judge" and record["wildcards"] == {"judge": "gpt4"}
     (entry,) = record["models"]
-    assert {k: entry[k] for k in ("name", "backend", "model", "requests", "input_tokens", "output_tokens")} == {
-        "name": "gpt4", "backend": "openai", "model": "gpt-4-test", "requests": 2, "input_tokens": 14,
-        "output_tokens": 6}
+    assert {
+        k: entry[k]
+        for k in ("name", "backend", "model", "requests", "input_tokens", "output_tokens")
+    } == {
+        "name": "gpt4",
+        "backend": "openai",
+        "model": "gpt-4-test",
+        "requests": 2,
+        "input_tokens": 14,
+        "output_tokens": 6,
+    }
     assert SENTINEL not in json.dumps(record)
 
 

@@ -39,11 +39,20 @@ print(json.dumps(len(outs)))
 
 def run_clients(url: str, environ: dict[str, str]) -> list[subprocess.CompletedProcess]:
     env = {**os.environ, **environ, "PYTHONPATH": f"{ROOT / 'src'}"}
-    procs = [subprocess.Popen([sys.executable, "-c", CLIENT, url, str(WINDOW_S), str(LIMIT), str(PER_PROCESS)],
-                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(PROCESSES)]
-    return [subprocess.CompletedProcess(p.args, p.wait(timeout=120), p.stdout.read(), p.stderr.read())
-            for p in procs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLIENT, url, str(WINDOW_S), str(LIMIT), str(PER_PROCESS)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(PROCESSES)
+    ]
+    return [
+        subprocess.CompletedProcess(p.args, p.wait(timeout=120), p.stdout.read(), p.stderr.read())
+        for p in procs
+    ]
 
 
 def test_concurrent_jobs_hold_the_account_limit_together(tmp_path):
@@ -82,11 +91,21 @@ def test_a_429_is_retried_after_its_retry_after(monkeypatch):
     monkeypatch.delenv(budget.ENV, raising=False)
     with ApiDouble(requests_per_minute=2, window_s=1.5) as double:
         # no client-side limit; a backoff of 60 s would show if Retry-After were not used
-        model = OpenAIModel("double", base_url=double.url, concurrency=4, max_retries=3, backoff=60.0,
-                            check_model=False)
+        model = OpenAIModel(
+            "double",
+            base_url=double.url,
+            concurrency=4,
+            max_retries=3,
+            backoff=60.0,
+            check_model=False,
+        )
         started = time.monotonic()
-        outs = model.generate([f"question {i}" for i in range(4)], GenerationParams(max_new_tokens=4))
+        outs = model.generate(
+            [f"question {i}" for i in range(4)], GenerationParams(max_new_tokens=4)
+        )
         elapsed = time.monotonic() - started
     assert len(outs) == 4 and double.calls == 4
     assert double.rejected >= 2
-    assert 1.0 <= elapsed < 20.0  # waited about the 1.5 s the server asked for, not the 60 s backoff
+    assert (
+        1.0 <= elapsed < 20.0
+    )  # waited about the 1.5 s the server asked for, not the 60 s backoff

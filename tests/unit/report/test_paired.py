@@ -41,8 +41,15 @@ def drfr_records():
     rows = []
     for model, yes in (("alpha", 12), ("beta", 2), ("gamma", 11)):
         for k in range(12):
-            rows.append({"judge": "local", "model": model, "instruction_id": f"i{k // 3}",
-                         "question_index": k % 3, "answer": "YES" if k < yes else ("INVALID" if k == 11 else "NO")})
+            rows.append(
+                {
+                    "judge": "local",
+                    "model": model,
+                    "instruction_id": f"i{k // 3}",
+                    "question_index": k % 3,
+                    "answer": "YES" if k < yes else ("INVALID" if k == 11 else "NO"),
+                }
+            )
     return rows
 
 
@@ -51,12 +58,40 @@ def arena_records():
     rows = []
     for q in range(8):
         for system, verdict in (("smollm2", "1"), ("nocot", "2" if q else "tie")):
-            rows.append({"kind": "reference", "judge": "local", "domain": "fiqa", "qid": f"q{q}", "system_a": system,
-                         "system_b": "lfrqa", "verdict": verdict})
-    rows += [{"kind": "reference", "judge": "local", "domain": "fiqa", "qid": f"q{q}", "system_a": "handwritten",
-              "system_b": "lfrqa", "verdict": None if q else "1"} for q in range(2)]
-    rows.append({"kind": "all_pairs", "judge": "local", "domain": "fiqa", "qid": "q0", "system_a": "nocot",
-                 "system_b": "smollm2", "verdict": "1"})  # not a reference pair: not counted
+            rows.append(
+                {
+                    "kind": "reference",
+                    "judge": "local",
+                    "domain": "fiqa",
+                    "qid": f"q{q}",
+                    "system_a": system,
+                    "system_b": "lfrqa",
+                    "verdict": verdict,
+                }
+            )
+    rows += [
+        {
+            "kind": "reference",
+            "judge": "local",
+            "domain": "fiqa",
+            "qid": f"q{q}",
+            "system_a": "handwritten",
+            "system_b": "lfrqa",
+            "verdict": None if q else "1",
+        }
+        for q in range(2)
+    ]
+    rows.append(
+        {
+            "kind": "all_pairs",
+            "judge": "local",
+            "domain": "fiqa",
+            "qid": "q0",
+            "system_a": "nocot",
+            "system_b": "smollm2",
+            "verdict": "1",
+        }
+    )  # not a reference pair: not counted
     return rows
 
 
@@ -65,7 +100,9 @@ def test_paired_table_of_both_suites(tmp_path):
     write_jsonl(drfr, drfr_records())
     write_jsonl(arena, arena_records())
     paths = [tmp_path / f"paired_tests.{ext}" for ext in ("csv", "md", "tex")]
-    table = write_paired_tests({"bm25-k5.local": str(arena)}, {"infobench": str(drfr)}, paths, rounds=2000, seed=3)
+    table = write_paired_tests(
+        {"bm25-k5.local": str(arena)}, {"infobench": str(drfr)}, paths, rounds=2000, seed=3
+    )
     assert all(p.stat().st_size > 0 for p in paths)
     rows = {(r.suite, r.system_a, r.system_b): r for r in table.itertuples()}
     alpha_beta = rows[("drfr", "alpha", "beta")]
@@ -89,7 +126,9 @@ def test_duplicate_or_malformed_records_fail_naming_them(tmp_path):
     with pytest.raises(ValueError, match="two outcomes of 'alpha' on item 'i0#0'"):
         paired_tests({"drfr": duplicated})
     bad = tmp_path / "bad.jsonl"
-    write_jsonl(bad, [{"kind": "reference", "judge": "local", "system_a": "x", "domain": "d", "qid": "q"}])
+    write_jsonl(
+        bad, [{"kind": "reference", "judge": "local", "system_a": "x", "domain": "d", "qid": "q"}]
+    )
     with pytest.raises(ValueError, match=r"bad\.jsonl, line 1: judged pair lacks 'verdict'"):
         arena_outcomes({"s": str(bad)})
 
@@ -116,18 +155,32 @@ def test_matrix_and_heatmap_of_the_paired_tests(tmp_path):
     tables = [tmp_path / f"paired_tests.{ext}" for ext in ("csv", "md", "tex")]
     matrix = [tmp_path / f"paired_matrix.{ext}" for ext in ("csv", "md", "tex")]
     figures = [tmp_path / "paired_tests.png", tmp_path / "paired_tests.svg"]
-    table = write_paired_tests({"bm25-k5.local": str(arena)}, {"infobench": str(drfr)}, tables, rounds=2000,
-                               seed=3, matrix_paths=matrix, figure_paths=figures)
+    table = write_paired_tests(
+        {"bm25-k5.local": str(arena)},
+        {"infobench": str(drfr)},
+        tables,
+        rounds=2000,
+        seed=3,
+        matrix_paths=matrix,
+        figure_paths=figures,
+    )
     wide = paired_matrix(table)
     assert list(wide.index.names) == ["suite", "setting", "judge", "system"]
     alpha_beta = table[(table.system_a == "alpha") & (table.system_b == "beta")].iloc[0]
     # row alpha, column beta: mean_alpha - mean_beta = -diff, in points, with its Holm p and a star
     assert wide.loc[("drfr", "infobench", "local", "alpha"), "beta"] == (
-        f"{-100 * alpha_beta['diff']:+.1f}* (p={alpha_beta.p_holm:.3f})")
-    assert wide.loc[("drfr", "infobench", "local", "beta"), "alpha"].startswith(f"{100 * alpha_beta['diff']:+.1f}*")
+        f"{-100 * alpha_beta['diff']:+.1f}* (p={alpha_beta.p_holm:.3f})"
+    )
+    assert wide.loc[("drfr", "infobench", "local", "beta"), "alpha"].startswith(
+        f"{100 * alpha_beta['diff']:+.1f}*"
+    )
     assert wide.loc[("drfr", "infobench", "local", "beta"), "beta"] == "."
-    assert wide.loc[("arena", "bm25-k5", "local", "handwritten"), "smollm2"].endswith("(n=1, no test)")
-    assert wide.loc[("arena", "bm25-k5", "local", "smollm2"), "alpha"] == ""  # another family's system
+    assert wide.loc[("arena", "bm25-k5", "local", "handwritten"), "smollm2"].endswith(
+        "(n=1, no test)"
+    )
+    assert (
+        wide.loc[("arena", "bm25-k5", "local", "smollm2"), "alpha"] == ""
+    )  # another family's system
     text = matrix[1].read_text()
     assert "row system minus column system" in text.split("\n\n")[0] and "| alpha" in text
     assert figures[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -143,11 +196,32 @@ def test_matrix_and_heatmap_of_the_paired_tests(tmp_path):
 def test_a_zero_difference_reads_plus_zero_in_both_directions():
     from isqaflow.report.paired import paired_matrix
 
-    table = pd.DataFrame([{"suite": "arena", "setting": "s", "judge": "j", "system_a": "a", "system_b": "b", "n": 2,
-                           "mean_a": 0.5, "mean_b": 0.5, "diff": 0.0, "only_a": np.nan, "only_b": np.nan,
-                           "test": "sign-flip (too few pairs)", "p": np.nan, "p_holm": np.nan}])
+    table = pd.DataFrame(
+        [
+            {
+                "suite": "arena",
+                "setting": "s",
+                "judge": "j",
+                "system_a": "a",
+                "system_b": "b",
+                "n": 2,
+                "mean_a": 0.5,
+                "mean_b": 0.5,
+                "diff": 0.0,
+                "only_a": np.nan,
+                "only_b": np.nan,
+                "test": "sign-flip (too few pairs)",
+                "p": np.nan,
+                "p_holm": np.nan,
+            }
+        ]
+    )
     wide = paired_matrix(table)
-    assert wide.loc[("arena", "s", "j", "a"), "b"] == wide.loc[("arena", "s", "j", "b"), "a"] == "+0.0 (n=2, no test)"
+    assert (
+        wide.loc[("arena", "s", "j", "a"), "b"]
+        == wide.loc[("arena", "s", "j", "b"), "a"]
+        == "+0.0 (n=2, no test)"
+    )
 
 
 def test_the_captions_end_with_each_judges_known_answer_controls(tmp_path):
@@ -159,7 +233,9 @@ def test_the_captions_end_with_each_judges_known_answer_controls(tmp_path):
 
     summary = tmp_path / "summary.json"
     summary.write_text(json.dumps({"groups": []}))
-    write_paired_tests({}, {}, [tmp_path / "t.md"], matrix_paths=[tmp_path / "m.md"], validity_summary_path=summary)
+    write_paired_tests(
+        {}, {}, [tmp_path / "t.md"], matrix_paths=[tmp_path / "m.md"], validity_summary_path=summary
+    )
     for name in ("t.md", "m.md"):
         text = (tmp_path / name).read_text()
         assert "Controls: none recorded for DRFR judge." in text

@@ -100,8 +100,19 @@ def test_interval_is_clopper_pearson_and_the_test_the_one_sided_exact_binomial()
 
 @pytest.mark.parametrize(
     ("n_correct", "n", "separates"),
-    [(1, 1, False), (2, 2, False), (3, 3, False), (4, 4, False), (5, 5, False), (6, 6, True),
-     (6, 7, False), (7, 8, False), (8, 8, True), (8, 10, False), (9, 10, True)],
+    [
+        (1, 1, False),
+        (2, 2, False),
+        (3, 3, False),
+        (4, 4, False),
+        (5, 5, False),
+        (6, 6, True),
+        (6, 7, False),
+        (7, 8, False),
+        (8, 8, True),
+        (8, 10, False),
+        (9, 10, True),
+    ],
 )
 def test_separates_only_when_the_exact_test_passes(n_correct, n, separates):
     """An all-correct group of 3 had a bootstrap interval of [100, 100] and "separated"."""
@@ -131,14 +142,21 @@ def test_verdicts_carry_holm_per_judge():
     judge is its own family; the unadjusted p stays beside the adjusted one."""
     from isqaflow.report.validity import verdict_text
 
-    records = [record(f"i{k}", True, control=c) for c in ("empty_response", "other_response") for k in range(6)]
+    records = [
+        record(f"i{k}", True, control=c)
+        for c in ("empty_response", "other_response")
+        for k in range(6)
+    ]
     records += [record(f"i{k}", True, name="other") for k in range(6)]
     groups = validity_summary(records)["groups"]
     local = [g for g in groups if g["name"] == "local"]
     assert [g["p_value"] for g in local] == pytest.approx([0.5**6] * 2)
     assert [g["p_holm"] for g in local] == pytest.approx([2 * 0.5**6] * 2)
     assert all(g["verdict"] == "separates" for g in local)
-    assert verdict_text(local[0]) == "separates (exact binomial p = 0.016, Holm 0.031; not alone after Holm)"
+    assert (
+        verdict_text(local[0])
+        == "separates (exact binomial p = 0.016, Holm 0.031; not alone after Holm)"
+    )
     other = next(g for g in groups if g["name"] == "other")
     assert other["p_holm"] == pytest.approx(0.5**6)
     assert verdict_text(other) == "separates (exact binomial p = 0.016, Holm 0.016)"
@@ -148,8 +166,15 @@ def test_paired_control_is_tested_by_exact_mcnemar_against_its_baseline():
     # 8 items: 6 gained (wrong without the evidence, right with it), 1 lost, 1 right both times
     pairs = [(True, False)] * 6 + [(False, True)] + [(True, True)]
     records = [
-        record(f"q{k}", after, instrument="feedback model", name="lora", control="gold_evidence",
-               chance=float(before), baseline=before)
+        record(
+            f"q{k}",
+            after,
+            instrument="feedback model",
+            name="lora",
+            control="gold_evidence",
+            chance=float(before),
+            baseline=before,
+        )
         for k, (after, before) in enumerate(pairs)
     ]
     group = validity_summary(records)["groups"][0]
@@ -172,7 +197,9 @@ def test_a_control_that_cannot_test_its_rule_is_shown_and_counts_neither_way():
 
     reason = "the empty text is content-free like the calibration's 'N/A'"
     records = [{**record(f"i{k}", True, rule="calibrated"), "untestable": reason} for k in range(8)]
-    records += [record(f"i{k}", False, control="other_response", rule="calibrated") for k in range(8)]
+    records += [
+        record(f"i{k}", False, control="other_response", rule="calibrated") for k in range(8)
+    ]
     summary = validity_summary(records)
     rows = {g["control"]: g for g in summary["groups"]}
     empty = rows["empty_response"]
@@ -181,7 +208,9 @@ def test_a_control_that_cannot_test_its_rule_is_shown_and_counts_neither_way():
     assert verdict_text(empty) == f"cannot test this rule ({reason}): counts neither way"
     note = validity_note(summary, "DRFR judge")
     assert "empty_response 8/8 correct (100% [63, 100], chance 50%, cannot test this rule)" in note
-    assert note.endswith(NO_EVIDENCE.upper() + ".")  # from other_response, not from the untestable one
+    assert note.endswith(
+        NO_EVIDENCE.upper() + "."
+    )  # from other_response, not from the untestable one
     only_untestable = validity_note(validity_summary(records[:8]), "DRFR judge")
     assert NO_EVIDENCE.upper() not in only_untestable
 
@@ -300,9 +329,7 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
     (control_dir / "drfr/b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records[8:]))
     (control_dir / "empty.jsonl").write_text("")  # a stage whose controls are switched off
     tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md", "tex")]
-    build_validity_table(
-        sorted(control_dir.rglob("*.jsonl")), tables, tmp_path / "summary.json"
-    )
+    build_validity_table(sorted(control_dir.rglob("*.jsonl")), tables, tmp_path / "summary.json")
     csv = pd.read_csv(tables[0])
     assert list(csv["name"]) == ["blind", "good", "mumbler"]
     assert list(csv["correct"]) == [0.0, 1.0, 0.5]
@@ -337,9 +364,7 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
 def test_empty_run_writes_an_empty_table(tmp_path):
     (tmp_path / "none.jsonl").write_text("")
     tables = [tmp_path / f"validity.{ext}" for ext in ("csv", "md", "tex")]
-    summary = build_validity_table(
-        [tmp_path / "none.jsonl"], tables, tmp_path / "summary.json"
-    )
+    summary = build_validity_table([tmp_path / "none.jsonl"], tables, tmp_path / "summary.json")
     assert summary["groups"] == []
     assert pd.read_csv(tables[0]).empty
     assert validity_note(summary, "arena judge") == "Controls: none recorded for arena judge."
@@ -416,13 +441,31 @@ def test_a_control_with_chance_100_percent_is_a_consistency_check():
     from isqaflow.report.validity import validity_note
 
     selfish = [
-        {"instrument": "arena judge", "name": "local", "scope": "d", "control": "self", "rule": "raw",
-         "item": f"s{k}", "expected": "tie", "outcome": "tie", "correct": True, "chance": 1.0,
-         "baseline_correct": None, "detail": {}}
+        {
+            "instrument": "arena judge",
+            "name": "local",
+            "scope": "d",
+            "control": "self",
+            "rule": "raw",
+            "item": f"s{k}",
+            "expected": "tie",
+            "outcome": "tie",
+            "correct": True,
+            "chance": 1.0,
+            "baseline_correct": None,
+            "detail": {},
+        }
         for k in range(4)
     ]
     winning = [
-        {**r, "control": "no_answer", "item": f"n{k}", "expected": "a", "outcome": "a", "chance": 0.5}
+        {
+            **r,
+            "control": "no_answer",
+            "item": f"n{k}",
+            "expected": "a",
+            "outcome": "a",
+            "chance": 0.5,
+        }
         for k, r in enumerate(selfish * 2)
     ]
     summary = validity_summary(selfish + winning)
@@ -434,8 +477,15 @@ def test_a_control_with_chance_100_percent_is_a_consistency_check():
 def test_table_shows_the_mcnemar_counts_as_integers(tmp_path):
     pairs = [(True, False)] * 6 + [(False, False)]
     records = [
-        record(f"q{k}", after, instrument="feedback model", name="lora", control="gold_evidence",
-               chance=float(before), baseline=before)
+        record(
+            f"q{k}",
+            after,
+            instrument="feedback model",
+            name="lora",
+            control="gold_evidence",
+            chance=float(before),
+            baseline=before,
+        )
         for k, (after, before) in enumerate(pairs)
     ]
     records += [record(f"i{k}", True) for k in range(3)]  # a group without McNemar counts

@@ -36,7 +36,9 @@ def test_gpu_jobs_equal_the_dry_runs(tmp_path, monkeypatch, paper):
     stub = workdir / "resources/local/scimrc/scimrc_train_dev.json"
     stub.parent.mkdir(parents=True)
     stub.write_text("[]\n")
-    result = snakemake(workdir, "-n", "--cores", "2", "--configfile", "config/paper.yaml", timeout=300)
+    result = snakemake(
+        workdir, "-n", "--cores", "2", "--configfile", "config/paper.yaml", timeout=300
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     dry = defaultdict(list)
     for block in (result.stdout + result.stderr).split("\nrule ")[1:]:
@@ -44,7 +46,10 @@ def test_gpu_jobs_equal_the_dry_runs(tmp_path, monkeypatch, paper):
         gpus = re.search(r"^\s*resources:.*\bgpu=(\d+)", block, re.MULTILINE)
         if gpus and int(gpus.group(1)):
             dry[rule].append(int(gpus.group(1)))
-    script = {rule: sorted(job.gpus for job in jobs) for rule, jobs in load_script().gpu_jobs(paper).items()}
+    script = {
+        rule: sorted(job.gpus for job in jobs)
+        for rule, jobs in load_script().gpu_jobs(paper).items()
+    }
     assert script == {rule: sorted(gpus) for rule, gpus in dry.items()}
     assert sum(map(len, script.values())) == 93 and sum(map(sum, script.values())) == 127
 
@@ -72,6 +77,12 @@ def test_totals_add_up_the_rows(paper):
     # GPU hours are GPUs x hours per job; a job's start-up counts on every GPU it holds
     assert totals["startup"] == pytest.approx(sum(j.gpus * j.startup_min / 60 for j in jobs))
     mixtral = next(j for j in rules["rag_answers"] if j.name.endswith("/mixtral-8x22b"))
-    assert mixtral.gpus == 8 and mixtral.gpu_hours == pytest.approx(8 * (mixtral.hours + mixtral.startup_min / 60))
-    assert mixtral.tokens == rag_queries(paper) * paper["arena"]["generation"]["max_new_tokens"] == 14020 * 512
+    assert mixtral.gpus == 8 and mixtral.gpu_hours == pytest.approx(
+        8 * (mixtral.hours + mixtral.startup_min / 60)
+    )
+    assert (
+        mixtral.tokens
+        == rag_queries(paper) * paper["arena"]["generation"]["max_new_tokens"]
+        == 14020 * 512
+    )
     assert "**total** | 93 | 127 GPUs" in text

@@ -19,19 +19,33 @@ try:
     import bpe_openai
 except ImportError:
     bpe_openai = None
-needs_bpe = pytest.mark.skipif(bpe_openai is None, reason="bpe-openai is not installed (pinned in pyproject.toml); "
-                                                         "the plan counts chars/4 (fallback)")
+needs_bpe = pytest.mark.skipif(
+    bpe_openai is None,
+    reason="bpe-openai is not installed (pinned in pyproject.toml); "
+    "the plan counts chars/4 (fallback)",
+)
 
 
 def test_the_paper_configs_models_have_their_encodings_and_others_the_fallback():
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
-    names = {entry["model"]: tokens.encoding_name(entry["model"]) for entry in paper["models"].values()
-             if entry.get("backend") == "openai" and not entry.get("serve")}
-    assert names == {"gpt-4-0314": "cl100k_base", "gpt-4-0125-preview": "cl100k_base",
-                     "gpt-4-1106-preview": "cl100k_base", "gpt-3.5-turbo-1106": "cl100k_base",
-                     "gpt-3.5-turbo-0125": "cl100k_base", "gpt-4-turbo-2024-04-09": "cl100k_base",
-                     "gpt-4o-2024-05-13": "o200k_base"}
-    assert tokens.encoding_name("gpt-4o-mini") == "o200k_base" and tokens.encoding_name("o3-mini") == "o200k_base"
+    names = {
+        entry["model"]: tokens.encoding_name(entry["model"])
+        for entry in paper["models"].values()
+        if entry.get("backend") == "openai" and not entry.get("serve")
+    }
+    assert names == {
+        "gpt-4-0314": "cl100k_base",
+        "gpt-4-0125-preview": "cl100k_base",
+        "gpt-4-1106-preview": "cl100k_base",
+        "gpt-3.5-turbo-1106": "cl100k_base",
+        "gpt-3.5-turbo-0125": "cl100k_base",
+        "gpt-4-turbo-2024-04-09": "cl100k_base",
+        "gpt-4o-2024-05-13": "o200k_base",
+    }
+    assert (
+        tokens.encoding_name("gpt-4o-mini") == "o200k_base"
+        and tokens.encoding_name("o3-mini") == "o200k_base"
+    )
     assert tokens.encoding_name("gpt-4") == "cl100k_base"
     assert tokens.encoding_name("double") is None and tokens.encoding_name("llama3-8b") is None
     assert tokens.counter_for({"model": "double"}) is tokens.ESTIMATE
@@ -68,8 +82,9 @@ def test_the_exact_counter_is_the_encoding_and_a_placeholder_its_bound(name):
     assert counter.text(tokens.filler(4000)) == 1000  # not encoded: its characters / 4
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": text}]
     # OpenAI's cookbook: 3 per message + the role's and the content's tokens, 3 priming the reply
-    assert counter(messages) == 3 + sum(3 + len(encoding.encode(m["role"])) + len(encoding.encode(m["content"]))
-                                        for m in messages)
+    assert counter(messages) == 3 + sum(
+        3 + len(encoding.encode(m["role"])) + len(encoding.encode(m["content"])) for m in messages
+    )
 
 
 @needs_bpe
@@ -80,9 +95,20 @@ def test_the_plans_prompt_tokens_equal_the_sent_requests_tokens_exactly(embedded
     counter = tokens.Encoded("o200k_base")
     rows = [row for row in spend.plan(config, root) if row.calls is not None]
     assert {row.tokenizer for row in rows} == {"o200k_base"}
-    exact = [row for row in rows if row.basis == "data" and row.rule != "rag_answers"]  # rag: passages estimated
-    assert {row.rule for row in exact} >= {"drfr_responses", "drfr_judge", "arena_judge", "arena_judge_checks",
-                                           "drfr_summaries", "arena_summaries"}
+    exact = [
+        row for row in rows if row.basis == "data" and row.rule != "rag_answers"
+    ]  # rag: passages estimated
+    assert {row.rule for row in exact} >= {
+        "drfr_responses",
+        "drfr_judge",
+        "arena_judge",
+        "arena_judge_checks",
+        "drfr_summaries",
+        "arena_summaries",
+    }
     for row in exact:
         sent = double.jobs[row.job]
-        assert (row.calls, row.input_tokens) == (len(sent), sum(counter(messages) for messages in sent)), row.job
+        assert (row.calls, row.input_tokens) == (
+            len(sent),
+            sum(counter(messages) for messages in sent),
+        ), row.job

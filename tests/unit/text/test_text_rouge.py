@@ -20,7 +20,10 @@ def sigmoid(x: float) -> float:
 ROUGE_PAIRS = [
     ("the cat sat on the mat", "the cat lay on the mat"),
     ("running dogs", "dogs run"),
-    ("The model writes a summary of the paper's results.", "A summary of results is written by the model."),
+    (
+        "The model writes a summary of the paper's results.",
+        "A summary of results is written by the model.",
+    ),
     ("Facts and non-facts help the summarizer.", "The summarizer is helped by facts."),
     ("completely unrelated words", "nothing in common here"),
 ]
@@ -30,7 +33,9 @@ ROUGE_PAIRS = [
 def test_rouge_equals_rouge_score_with_stemming(prediction, reference):
     from rouge_score import rouge_scorer
 
-    expected = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True).score(reference, prediction)
+    expected = rouge_scorer.RougeScorer(["rouge1", "rouge2", "rougeL"], use_stemmer=True).score(
+        reference, prediction
+    )
     got = rouge(prediction, reference)
     assert set(got) == {"rouge1", "rouge2", "rougeL", "rouge"}
     for name in ("rouge1", "rouge2", "rougeL"):
@@ -51,12 +56,19 @@ def test_rouge_by_hand():
     # stemming: "running dogs" -> run dog; "dogs run" -> dog run; both unigrams shared,
     # no bigram shared, LCS of length 1 over 2 tokens
     stemmed = rouge("running dogs", "dogs run")
-    assert (stemmed["rouge1"], stemmed["rouge2"], stemmed["rougeL"]) == pytest.approx((1.0, 0.0, 0.5))
+    assert (stemmed["rouge1"], stemmed["rouge2"], stemmed["rougeL"]) == pytest.approx(
+        (1.0, 0.0, 0.5)
+    )
     assert stemmed["rouge"] == pytest.approx(0.5)
 
 
 def test_rouge_of_empty_prediction_is_zero():
-    assert rouge("", "the cat lay on the mat") == {"rouge1": 0.0, "rouge2": 0.0, "rougeL": 0.0, "rouge": 0.0}
+    assert rouge("", "the cat lay on the mat") == {
+        "rouge1": 0.0,
+        "rouge2": 0.0,
+        "rougeL": 0.0,
+        "rouge": 0.0,
+    }
 
 
 def test_mean_rouge():

@@ -30,20 +30,35 @@ from isqaflow.seeds import keyed_rng
 log = logging.getLogger(__name__)
 
 
-def reference_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], RagQuery]) -> list[dict]:
+def reference_pairs(
+    answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], RagQuery]
+) -> list[dict]:
     """Every answer vs its query's LFRQA reference (system_b; lines joined by spaces), once each."""
     pairs = []
     for a in answers:
         q = queries[(a["domain"], a["qid"])]
-        pairs.append({"pair_id": f"{a['domain']}:{a['qid']}:{a['answerer']}|{REFERENCE}", "kind": "reference",
-                      "domain": a["domain"], "qid": a["qid"], "query": q.question,
-                      "system_a": a["answerer"], "answer_a": a["answer"],
-                      "system_b": REFERENCE, "answer_b": q.reference.replace("\n", " ")})
+        pairs.append(
+            {
+                "pair_id": f"{a['domain']}:{a['qid']}:{a['answerer']}|{REFERENCE}",
+                "kind": "reference",
+                "domain": a["domain"],
+                "qid": a["qid"],
+                "query": q.question,
+                "system_a": a["answerer"],
+                "answer_a": a["answer"],
+                "system_b": REFERENCE,
+                "answer_b": q.reference.replace("\n", " "),
+            }
+        )
     return pairs
 
 
-def all_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], RagQuery], per_domain: int,
-              seed: int) -> list[dict]:
+def all_pairs(
+    answers: Sequence[dict[str, Any]],
+    queries: dict[tuple[str, str], RagQuery],
+    per_domain: int,
+    seed: int,
+) -> list[dict]:
     """Every pair of models on ``per_domain`` sampled queries of each domain (no reference).
 
     The queries are drawn per domain with ``keyed_rng(seed, "all-pairs:<domain>")``
@@ -57,14 +72,28 @@ def all_pairs(answers: Sequence[dict[str, Any]], queries: dict[tuple[str, str], 
     for domain in sorted({d for d, _ in by_query}):
         qids = sorted(q for d, q in by_query if d == domain)
         rng = keyed_rng(seed, f"all-pairs:{domain}")
-        chosen = sorted(rng.choice(qids, size=min(per_domain, len(qids)), replace=False).tolist()) if qids else []
+        chosen = (
+            sorted(rng.choice(qids, size=min(per_domain, len(qids)), replace=False).tolist())
+            if qids
+            else []
+        )
         for qid in chosen:
             q = queries[(domain, qid)]
             players = dict(sorted(by_query[(domain, qid)].items()))
             for a, b in itertools.combinations(players, 2):
-                pairs.append({"pair_id": f"{domain}:{qid}:{a}|{b}", "kind": "all_pairs", "domain": domain,
-                              "qid": qid, "query": q.question, "system_a": a, "answer_a": players[a],
-                              "system_b": b, "answer_b": players[b]})
+                pairs.append(
+                    {
+                        "pair_id": f"{domain}:{qid}:{a}|{b}",
+                        "kind": "all_pairs",
+                        "domain": domain,
+                        "qid": qid,
+                        "query": q.question,
+                        "system_a": a,
+                        "answer_a": players[a],
+                        "system_b": b,
+                        "answer_b": players[b],
+                    }
+                )
     return pairs
 
 
@@ -81,12 +110,22 @@ class ArenaJudgeJob:
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any) -> ArenaJudgeJob:
         """From the rule's params (the judge's, all_pairs, repeats) and the wildcard ``judge``."""
-        return cls(judge=ArenaJudge.from_rule(params, wildcards), all_pairs_per_domain=params.all_pairs,
-                   repeats=params.repeats)
+        return cls(
+            judge=ArenaJudge.from_rule(params, wildcards),
+            all_pairs_per_domain=params.all_pairs,
+            repeats=params.repeats,
+        )
 
 
-def run_arena_judge(query_paths, answer_paths, out_path, job: ArenaJudgeJob, cache_path,
-                    threads: int | None = None, prompt_files: Sequence[str] = ()) -> int:
+def run_arena_judge(
+    query_paths,
+    answer_paths,
+    out_path,
+    job: ArenaJudgeJob,
+    cache_path,
+    threads: int | None = None,
+    prompt_files: Sequence[str] = (),
+) -> int:
     """Entry point of rule arena_judge: every answer vs the reference, plus the all-pairs subsample.
 
     The judge's verdict rule (``job.judge.rule``, ``tie_band``) is read by
@@ -98,6 +137,12 @@ def run_arena_judge(query_paths, answer_paths, out_path, job: ArenaJudgeJob, cac
     pairs = reference_pairs(answers, queries)
     if job.all_pairs_per_domain:
         pairs += all_pairs(answers, queries, job.all_pairs_per_domain, job.judge.seed)
-    records = judge_with_model(pairs, cache_path=cache_path, threads=threads, prompt_files=prompt_files,
-                               repeats=job.repeats, **job.judge.judge_kwargs())
+    records = judge_with_model(
+        pairs,
+        cache_path=cache_path,
+        threads=threads,
+        prompt_files=prompt_files,
+        repeats=job.repeats,
+        **job.judge.judge_kwargs(),
+    )
     return write_jsonl(out_path, records)

@@ -64,7 +64,11 @@ log = logging.getLogger(__name__)
 INSTRUMENT = "arena judge"
 CONTROLS = ("other_reference", "no_answer", "self")
 # The name of the answer a control sets against the reference (system_a / system_b).
-_CONTRAST = {"other_reference": "other_reference", "no_answer": "no_answer", "self": "reference_copy"}
+_CONTRAST = {
+    "other_reference": "other_reference",
+    "no_answer": "no_answer",
+    "self": "reference_copy",
+}
 _REFERENCE = "reference"
 _OUTCOME = {"1": "a", "2": "b", "tie": "tie", None: "invalid"}
 
@@ -72,17 +76,29 @@ _OUTCOME = {"1": "a", "2": "b", "tie": "tie", None: "invalid"}
 def human_pairs(human_csv) -> list[dict[str, Any]]:
     """One pair per pair id of the human preference file (its first row's texts)."""
     first = read_human_labels(human_csv).drop_duplicates("pair_id")
-    return [{"pair_id": r.pair_id, "kind": "human", "domain": r.domain, "qid": str(r.qid), "query": r.query,
-             "system_a": r.system_1, "answer_a": r.answer_1, "system_b": r.system_2, "answer_b": r.answer_2}
-            for r in first.itertuples()]
+    return [
+        {
+            "pair_id": r.pair_id,
+            "kind": "human",
+            "domain": r.domain,
+            "qid": str(r.qid),
+            "query": r.query,
+            "system_a": r.system_1,
+            "answer_a": r.answer_1,
+            "system_b": r.system_2,
+            "answer_b": r.answer_2,
+        }
+        for r in first.itertuples()
+    ]
 
 
 def _reference_text(query: RagQuery) -> str:
     return query.reference.replace("\n", " ")  # as in the real reference pairs
 
 
-def build_controls(queries: Sequence[RagQuery], controls: Sequence[str], per_domain: int,
-                   seed: int) -> list[dict[str, Any]]:
+def build_controls(
+    queries: Sequence[RagQuery], controls: Sequence[str], per_domain: int, seed: int
+) -> list[dict[str, Any]]:
     """The control pairs of the given controls, ``per_domain`` queries per domain and control.
 
     Deterministic: the same queries, controls, ``per_domain`` and ``seed`` give the same
@@ -113,8 +129,14 @@ def build_controls(queries: Sequence[RagQuery], controls: Sequence[str], per_dom
             chosen = sorted(rng.choice(len(domain_queries), size=size, replace=False).tolist())
             for index in chosen:
                 query = domain_queries[index]
-                pair = {"pair_id": f"control:{control}:{domain}:{query.id}", "kind": "control",
-                        "control": control, "domain": domain, "qid": query.id, "query": query.question}
+                pair = {
+                    "pair_id": f"control:{control}:{domain}:{query.id}",
+                    "kind": "control",
+                    "control": control,
+                    "domain": domain,
+                    "qid": query.id,
+                    "query": query.question,
+                }
                 if control == "other_reference":
                     others = [q for q in domain_queries if q.id != query.id]
                     other = others[int(rng.integers(len(others)))]
@@ -125,11 +147,18 @@ def build_controls(queries: Sequence[RagQuery], controls: Sequence[str], per_dom
                 else:
                     contrast = _reference_text(query)
                 reference_side = "a" if rng.random() < 0.5 else "b"
-                sides = {reference_side: (_REFERENCE, _reference_text(query)),
-                         "b" if reference_side == "a" else "a": (_CONTRAST[control], contrast)}
-                pair.update(system_a=sides["a"][0], answer_a=sides["a"][1], system_b=sides["b"][0],
-                            answer_b=sides["b"][1], reference_side=reference_side,
-                            expected="tie" if control == "self" else reference_side)
+                sides = {
+                    reference_side: (_REFERENCE, _reference_text(query)),
+                    "b" if reference_side == "a" else "a": (_CONTRAST[control], contrast),
+                }
+                pair.update(
+                    system_a=sides["a"][0],
+                    answer_a=sides["a"][1],
+                    system_b=sides["b"][0],
+                    answer_b=sides["b"][1],
+                    reference_side=reference_side,
+                    expected="tie" if control == "self" else reference_side,
+                )
                 pairs.append(pair)
     return pairs
 
@@ -143,12 +172,27 @@ def control_chance(control: str, orders: str) -> float:
     return 0.5
 
 
-_DETAIL_KEYS = ("domain", "qid", "other_qid", "reference_side", "order", "verdict_ab", "verdict_ba", "raw_ab",
-                "raw_ba", "logprobs_ab", "logprobs_ba", "margin_ab", "margin_ba", "tie_band")
+_DETAIL_KEYS = (
+    "domain",
+    "qid",
+    "other_qid",
+    "reference_side",
+    "order",
+    "verdict_ab",
+    "verdict_ba",
+    "raw_ab",
+    "raw_ba",
+    "logprobs_ab",
+    "logprobs_ba",
+    "margin_ab",
+    "margin_ba",
+    "tie_band",
+)
 
 
-def control_records(judged: Sequence[Mapping[str, Any]], judge_name: str, scope: str,
-                    orders: str) -> list[dict[str, Any]]:
+def control_records(
+    judged: Sequence[Mapping[str, Any]], judge_name: str, scope: str, orders: str
+) -> list[dict[str, Any]]:
     """Validity records (the shared contract) of judged control pairs: one per pair and rule.
 
     "raw" is written for every pair; "calibrated" where the pair has the margin of both
@@ -164,20 +208,34 @@ def control_records(judged: Sequence[Mapping[str, Any]], judge_name: str, scope:
             detail = {key: pair[key] for key in _DETAIL_KEYS if pair.get(key) not in (None, "")}
             if rule == "calibrated":
                 detail["margin"] = pair["margin"]
-            records.append({
-                "instrument": INSTRUMENT, "name": judge_name, "scope": scope, "control": pair["control"],
-                "rule": rule, "item": f"{pair['domain']}:{pair['qid']}", "expected": pair["expected"],
-                "outcome": outcome, "correct": None if verdict is None else outcome == pair["expected"],
-                "chance": control_chance(pair["control"], orders), "baseline_correct": None, "detail": detail,
-            })
+            records.append(
+                {
+                    "instrument": INSTRUMENT,
+                    "name": judge_name,
+                    "scope": scope,
+                    "control": pair["control"],
+                    "rule": rule,
+                    "item": f"{pair['domain']}:{pair['qid']}",
+                    "expected": pair["expected"],
+                    "outcome": outcome,
+                    "correct": None if verdict is None else outcome == pair["expected"],
+                    "chance": control_chance(pair["control"], orders),
+                    "baseline_correct": None,
+                    "detail": detail,
+                }
+            )
     return records
 
 
-def summarize_controls(records: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dict[str, int]]:
+def summarize_controls(
+    records: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str], dict[str, int]]:
     """(control, rule) -> {"n", "n_correct", "n_invalid"}: for the job's log."""
     summary: dict[tuple[str, str], dict[str, int]] = {}
     for record in records:
-        counts = summary.setdefault((record["control"], record["rule"]), {"n": 0, "n_correct": 0, "n_invalid": 0})
+        counts = summary.setdefault(
+            (record["control"], record["rule"]), {"n": 0, "n_correct": 0, "n_invalid": 0}
+        )
         counts["n"] += 1
         counts["n_correct"] += record["correct"] is True
         counts["n_invalid"] += record["correct"] is None
@@ -196,13 +254,23 @@ class JudgeChecksJob:
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any) -> JudgeChecksJob:
         """From the rule's params (the judge's, controls, per_domain) and the wildcard ``judge``."""
-        return cls(judge=ArenaJudge.from_rule(params, wildcards), controls=tuple(params.controls),
-                   per_domain=params.per_domain)
+        return cls(
+            judge=ArenaJudge.from_rule(params, wildcards),
+            controls=tuple(params.controls),
+            per_domain=params.per_domain,
+        )
 
 
-def run_judge_checks(query_paths: Sequence, human_csv, validity_path, agreement_path, job: JudgeChecksJob,
-                     cache_path, threads: int | None = None,
-                     prompt_files: Sequence[str] = ()) -> dict[tuple[str, str], dict[str, int]]:
+def run_judge_checks(
+    query_paths: Sequence,
+    human_csv,
+    validity_path,
+    agreement_path,
+    job: JudgeChecksJob,
+    cache_path,
+    threads: int | None = None,
+    prompt_files: Sequence[str] = (),
+) -> dict[tuple[str, str], dict[str, int]]:
     """Entry point of rule arena_judge_checks: the judge on the human-labelled pairs and the controls.
 
     Writes the judged human pairs to ``agreement_path`` when ``human_csv`` is given
@@ -215,10 +283,17 @@ def run_judge_checks(query_paths: Sequence, human_csv, validity_path, agreement_
         raise ValueError("human_csv and agreement_path go together: give both or neither")
     queries = [q for path in query_paths for q in read_records(path, RagQuery)]
     judge = job.judge
-    groups = {"human": human_pairs(human_csv) if human_csv else [],
-              "control": build_controls(queries, job.controls, job.per_domain, judge.seed)}
-    judged = judge_groups(groups, cache_path=cache_path, threads=threads, prompt_files=prompt_files,
-                          **judge.judge_kwargs())
+    groups = {
+        "human": human_pairs(human_csv) if human_csv else [],
+        "control": build_controls(queries, job.controls, job.per_domain, judge.seed),
+    }
+    judged = judge_groups(
+        groups,
+        cache_path=cache_path,
+        threads=threads,
+        prompt_files=prompt_files,
+        **judge.judge_kwargs(),
+    )
     if agreement_path is not None:
         write_jsonl(agreement_path, judged["human"])
     scope = "+".join(sorted({q.domain for q in queries}))
@@ -226,6 +301,13 @@ def run_judge_checks(query_paths: Sequence, human_csv, validity_path, agreement_
     write_jsonl(validity_path, records)
     summary = summarize_controls(records)
     for (control, verdict_rule), counts in sorted(summary.items()):
-        log.info("%s control %s, rule %s: %d of %d correct, %d invalid", judge.name, control, verdict_rule,
-                 counts["n_correct"], counts["n"], counts["n_invalid"])
+        log.info(
+            "%s control %s, rule %s: %d of %d correct, %d invalid",
+            judge.name,
+            control,
+            verdict_rule,
+            counts["n_correct"],
+            counts["n"],
+            counts["n_invalid"],
+        )
     return summary

@@ -151,9 +151,23 @@ _SIDE_TO_VERDICT = {"a": "1", "b": "2", "tie": "tie", None: None}
 #: what each repetition of a repeated judgment keeps (``repetitions`` of the record)
 REPEATED_KEYS = ("verdict", "verdict_raw", "verdict_calibrated", "margin", "raw_ab", "raw_ba")
 _OUTPUT_KEYS = (
-    "verdict", "rule", "verdict_raw", "verdict_calibrated", "order", "raw_ab", "raw_ba",
-    "verdict_ab", "verdict_ba", "logprobs_ab", "logprobs_ba", "margin", "margin_ab",
-    "margin_ba", "tie_band", "position_consistent", "position_consistent_calibrated",
+    "verdict",
+    "rule",
+    "verdict_raw",
+    "verdict_calibrated",
+    "order",
+    "raw_ab",
+    "raw_ba",
+    "verdict_ab",
+    "verdict_ba",
+    "logprobs_ab",
+    "logprobs_ba",
+    "margin",
+    "margin_ab",
+    "margin_ba",
+    "tie_band",
+    "position_consistent",
+    "position_consistent_calibrated",
 )
 
 
@@ -167,7 +181,11 @@ def _user_message(query: str, answer_1: str, answer_2: str, with_thinking: bool)
 
 
 def pair_request(
-    query: str, answer_1: str, answer_2: str, few_shot: bool = True, with_thinking: bool = True,
+    query: str,
+    answer_1: str,
+    answer_2: str,
+    few_shot: bool = True,
+    with_thinking: bool = True,
     prompt: ArenaPrompt | None = None,
 ) -> list[Message]:
     """The chat request that asks the judge to rate one ordered pair of answers.
@@ -206,7 +224,10 @@ def _judge_requests(
         chats = [pair_request(*request, few_shot=few_shot, prompt=prompt) for request in requests]
         replies = [g.text for g in model.generate(chats, params)]
         return [(reply, parse_verdict(reply), None) for reply in replies]
-    chats = [pair_request(*req, few_shot=few_shot, with_thinking=False, prompt=prompt) for req in requests]
+    chats = [
+        pair_request(*req, few_shot=few_shot, with_thinking=False, prompt=prompt)
+        for req in requests
+    ]
     scores = model.score_batch([(chat, list(_CANDIDATES)) for chat in chats])
     labels = list(RATING_LABELS)
     results = []
@@ -363,19 +384,39 @@ def judge_groups(
         runs = []
         for repetition in range(repeats):
             model.repetition = repetition if repeats > 1 else None
-            runs.append(judge_pairs(model, pairs, mode=mode, orders=orders, seed=seed,
-                                    params=_repetition_params(params, repetition), rule=rule, tie_band=tie_band,
-                                    prompt=prompt))
+            runs.append(
+                judge_pairs(
+                    model,
+                    pairs,
+                    mode=mode,
+                    orders=orders,
+                    seed=seed,
+                    params=_repetition_params(params, repetition),
+                    rule=rule,
+                    tie_band=tie_band,
+                    prompt=prompt,
+                )
+            )
         model.repetition = None
         records = runs[0]
         for i, record in enumerate(records):
             record["judge"] = judge_name
             if repeats > 1:
-                record["repetitions"] = [{key: run[i][key] for key in REPEATED_KEYS} for run in runs]
+                record["repetitions"] = [
+                    {key: run[i][key] for key in REPEATED_KEYS} for run in runs
+                ]
         invalid = sum(record["verdict"] is None for record in records)
-        log.info("%s judged %d pairs%s (rule %s): %d without a valid verdict; position consistency raw %s, "
-                 "calibrated %s", judge_name, len(records), f" ({name})" if name else "", rule, invalid,
-                 position_consistency(records), position_consistency(records, "position_consistent_calibrated"))
+        log.info(
+            "%s judged %d pairs%s (rule %s): %d without a valid verdict; position consistency raw %s, "
+            "calibrated %s",
+            judge_name,
+            len(records),
+            f" ({name})" if name else "",
+            rule,
+            invalid,
+            position_consistency(records),
+            position_consistency(records, "position_consistent_calibrated"),
+        )
         judged[name] = records
     return judged
 
@@ -401,5 +442,18 @@ def judge_with_model(
     repeats: int = 1,
 ) -> list[dict[str, Any]]:
     """Load the judge and judge ``pairs``: :func:`judge_groups` with one group."""
-    return judge_groups({"": pairs}, judge_spec, judge_name, mode, orders, seed, generation, cache_path,
-                        threads, rule=rule, tie_band=tie_band, prompt_files=prompt_files, repeats=repeats)[""]
+    return judge_groups(
+        {"": pairs},
+        judge_spec,
+        judge_name,
+        mode,
+        orders,
+        seed,
+        generation,
+        cache_path,
+        threads,
+        rule=rule,
+        tie_band=tie_band,
+        prompt_files=prompt_files,
+        repeats=repeats,
+    )[""]

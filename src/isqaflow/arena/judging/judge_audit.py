@@ -54,8 +54,18 @@ from isqaflow.seeds import keyed_rng
 
 log = logging.getLogger(__name__)
 
-__all__ = ["TABLES", "JudgeAudit", "canary_table", "flip_rates", "noise_table", "noise_win_rates", "panel_tables",
-           "run_judge_audit", "self_preference_table", "win_rate_intervals"]
+__all__ = [
+    "TABLES",
+    "JudgeAudit",
+    "canary_table",
+    "flip_rates",
+    "noise_table",
+    "noise_win_rates",
+    "panel_tables",
+    "run_judge_audit",
+    "self_preference_table",
+    "win_rate_intervals",
+]
 
 TABLES = ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "panel_loo")
 ONE_JUDGE = "one judge: no panel (add a second arena judge)"
@@ -67,8 +77,12 @@ def flip_rates(records: Sequence[Mapping[str, Any]], key: str = "verdict") -> di
     repeated = [r["repetitions"] for r in records if r.get("repetitions")]
     repeats = max((len(reps) for reps in repeated), default=1)
     flipped = sum(len({rep[key] for rep in reps}) > 1 for reps in repeated)
-    return {"repeats": repeats, "items": len(records), "items_flipped": flipped if repeated else np.nan,
-            "flip_rate": flipped / len(repeated) if repeated else np.nan}
+    return {
+        "repeats": repeats,
+        "items": len(records),
+        "items_flipped": flipped if repeated else np.nan,
+        "flip_rate": flipped / len(repeated) if repeated else np.nan,
+    }
 
 
 def flip_rate_kind(repeats: int, judge: Mapping[str, Any]) -> str:
@@ -81,12 +95,20 @@ def flip_rate_kind(repeats: int, judge: Mapping[str, Any]) -> str:
     if repeats <= 1:
         return "not measured (judged once; set repeats)"
     sampling = (judge.get("generation") or {}).get("do_sample")
-    return f"measured ({repeats} repetitions, " + ("sampling, seed + repetition)" if sampling else
-                                                   "greedy decoding: an API's own variation only)")
+    return f"measured ({repeats} repetitions, " + (
+        "sampling, seed + repetition)"
+        if sampling
+        else "greedy decoding: an API's own variation only)"
+    )
 
 
-def win_rate_intervals(records: Sequence[Mapping[str, Any]], rounds: int = 1000, seed: int = 0,
-                       alpha: float = 0.05, key: str = "") -> pd.DataFrame:
+def win_rate_intervals(
+    records: Sequence[Mapping[str, Any]],
+    rounds: int = 1000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    key: str = "",
+) -> pd.DataFrame:
     """Each system's win rate against the reference from a repeated judge, with two intervals.
 
     Per system (its reference pairs that carry ``repetitions``): the win rate of the first
@@ -99,7 +121,11 @@ def win_rate_intervals(records: Sequence[Mapping[str, Any]], rounds: int = 1000,
     for record in records:
         if record.get("kind") == "reference" and record.get("repetitions"):
             wins.setdefault(record["system_a"], []).append(
-                [np.nan if rep["verdict"] is None else float(rep["verdict"] == "1") for rep in record["repetitions"]])
+                [
+                    np.nan if rep["verdict"] is None else float(rep["verdict"] == "1")
+                    for rep in record["repetitions"]
+                ]
+            )
     rows = []
     for system, values in sorted(wins.items()):
         matrix = np.array(values, dtype=float)
@@ -113,30 +139,68 @@ def win_rate_intervals(records: Sequence[Mapping[str, Any]], rounds: int = 1000,
             with_judge = np.nanmean(matrix[pairs, repetition], axis=1)
             first, mean = np.nanmean(matrix[:, 0]), np.nanmean(matrix)
         bounds = [alpha / 2, 1 - alpha / 2]
-        lower, upper = np.nanquantile(only_pairs, bounds) if np.isfinite(only_pairs).any() else (np.nan, np.nan)
-        lower_j, upper_j = np.nanquantile(with_judge, bounds) if np.isfinite(with_judge).any() else (np.nan, np.nan)
-        rows.append({"system": system, "repeats": k, "n": n, "win_rate": first, "win_rate_mean": mean,
-                     "lower_pairs": lower, "upper_pairs": upper, "lower_with_judge": lower_j,
-                     "upper_with_judge": upper_j})
-    return pd.DataFrame(rows, columns=["system", "repeats", "n", "win_rate", "win_rate_mean", "lower_pairs",
-                                       "upper_pairs", "lower_with_judge", "upper_with_judge"])
+        lower, upper = (
+            np.nanquantile(only_pairs, bounds)
+            if np.isfinite(only_pairs).any()
+            else (np.nan, np.nan)
+        )
+        lower_j, upper_j = (
+            np.nanquantile(with_judge, bounds)
+            if np.isfinite(with_judge).any()
+            else (np.nan, np.nan)
+        )
+        rows.append(
+            {
+                "system": system,
+                "repeats": k,
+                "n": n,
+                "win_rate": first,
+                "win_rate_mean": mean,
+                "lower_pairs": lower,
+                "upper_pairs": upper,
+                "lower_with_judge": lower_j,
+                "upper_with_judge": upper_j,
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "system",
+            "repeats",
+            "n",
+            "win_rate",
+            "win_rate_mean",
+            "lower_pairs",
+            "upper_pairs",
+            "lower_with_judge",
+            "upper_with_judge",
+        ],
+    )
 
 
-def noise_win_rates(judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], rounds: int,
-                    seed: int) -> pd.DataFrame:
+def noise_win_rates(
+    judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], rounds: int, seed: int
+) -> pd.DataFrame:
     """:func:`win_rate_intervals` of every repeated arena judge and run."""
-    frames = [win_rate_intervals(records, rounds, seed, key=f"{run}.{judge}").assign(run=run, judge=judge)
-              for run, judges in judged.items() for judge, records in judges.items()]
+    frames = [
+        win_rate_intervals(records, rounds, seed, key=f"{run}.{judge}").assign(run=run, judge=judge)
+        for run, judges in judged.items()
+        for judge, records in judges.items()
+    ]
     table = pd.concat(frames, ignore_index=True) if frames else win_rate_intervals([])
     table = table.reindex(columns=["run", "judge", *win_rate_intervals([]).columns])
     return table
 
 
-def _canary_of_judge(instrument: str, judge: str, status: Mapping[str, str],
-                     summary: Mapping[str, Mapping[str, Any]]) -> str:
+def _canary_of_judge(
+    instrument: str, judge: str, status: Mapping[str, str], summary: Mapping[str, Mapping[str, Any]]
+) -> str:
     """One judge's canary over its controls (``instrument``: "arena judge" or "DRFR judge")."""
-    mine = [status[key] for key, entry in summary.items()
-            if entry["judge"] == judge and entry["instrument"] == instrument]
+    mine = [
+        status[key]
+        for key, entry in summary.items()
+        if entry["judge"] == judge and entry["instrument"] == instrument
+    ]
     if not mine:
         return "no controls"
     if "changed" in mine:
@@ -144,44 +208,94 @@ def _canary_of_judge(instrument: str, judge: str, status: Mapping[str, str],
     return "unchanged" if all(s == "unchanged" for s in mine) else NO_PREVIOUS
 
 
-NOISE_COLUMNS = ["suite", "run", "judge", "repeats", "items", "items_flipped", "flip_rate", "flip_rate_is", "canary"]
+NOISE_COLUMNS = [
+    "suite",
+    "run",
+    "judge",
+    "repeats",
+    "items",
+    "items_flipped",
+    "flip_rate",
+    "flip_rate_is",
+    "canary",
+]
 
 
-def noise_table(judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], status: Mapping[str, str],
-                summary: Mapping[str, Mapping[str, Any]],
-                drfr: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]] | None = None,
-                judges: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None) -> pd.DataFrame:
+def noise_table(
+    judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
+    status: Mapping[str, str],
+    summary: Mapping[str, Mapping[str, Any]],
+    drfr: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]] | None = None,
+    judges: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+) -> pd.DataFrame:
     """Per judge and run (arena: retrieval run, pairs; DRFR: dataset, judgments): repetitions,
     flips, flip rate, what that rate is (:func:`flip_rate_kind`; ``judges``: suite -> judge ->
     its config entry) and the canary (``summary``: the controls of both suites)."""
     judges = judges or {}
     rows = []
-    for suite, runs, key, instrument in (("arena", judged, "verdict", "arena judge"),
-                                         ("drfr", drfr or {}, "answer", "DRFR judge")):
+    for suite, runs, key, instrument in (
+        ("arena", judged, "verdict", "arena judge"),
+        ("drfr", drfr or {}, "answer", "DRFR judge"),
+    ):
         for run, by_judge in runs.items():
             for judge, records in by_judge.items():
                 rates = flip_rates(records, key)
-                rows.append({"suite": suite, "run": run, "judge": judge, **rates,
-                             "flip_rate_is": flip_rate_kind(rates["repeats"], judges.get(suite, {}).get(judge, {})),
-                             "canary": _canary_of_judge(instrument, judge, status, summary)})
+                rows.append(
+                    {
+                        "suite": suite,
+                        "run": run,
+                        "judge": judge,
+                        **rates,
+                        "flip_rate_is": flip_rate_kind(
+                            rates["repeats"], judges.get(suite, {}).get(judge, {})
+                        ),
+                        "canary": _canary_of_judge(instrument, judge, status, summary),
+                    }
+                )
     return pd.DataFrame(rows, columns=NOISE_COLUMNS)
 
 
-def canary_table(summary: Mapping[str, Mapping[str, Any]], status: Mapping[str, str],
-                 previous: Mapping[str, Mapping[str, Any]] | None) -> pd.DataFrame:
+def canary_table(
+    summary: Mapping[str, Mapping[str, Any]],
+    status: Mapping[str, str],
+    previous: Mapping[str, Mapping[str, Any]] | None,
+) -> pd.DataFrame:
     rows = []
     for key, entry in summary.items():
         before = (previous or {}).get(key) or {}
-        rows.append({"instrument": entry["instrument"], "judge": entry["judge"], "control": entry["control"],
-                     "rule": entry["rule"], "n": entry["n"], "correct": entry["n_correct"],
-                     "invalid": entry["n_invalid"], "correct_before": before.get("n_correct"),
-                     "canary": status[key]})
-    return pd.DataFrame(rows, columns=["instrument", "judge", "control", "rule", "n", "correct", "invalid",
-                                       "correct_before", "canary"])
+        rows.append(
+            {
+                "instrument": entry["instrument"],
+                "judge": entry["judge"],
+                "control": entry["control"],
+                "rule": entry["rule"],
+                "n": entry["n"],
+                "correct": entry["n_correct"],
+                "invalid": entry["n_invalid"],
+                "correct_before": before.get("n_correct"),
+                "canary": status[key],
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "instrument",
+            "judge",
+            "control",
+            "rule",
+            "n",
+            "correct",
+            "invalid",
+            "correct_before",
+            "canary",
+        ],
+    )
 
 
-def self_preference_table(pairs: Sequence[Mapping[str, Any]],
-                          judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]]) -> pd.DataFrame:
+def self_preference_table(
+    pairs: Sequence[Mapping[str, Any]],
+    judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
+) -> pd.DataFrame:
     """``pairs``: :meth:`JudgedSystem.as_dict` rows; the arena's gain a row per run with the win rate."""
     rows = []
     for pair in pairs:
@@ -190,79 +304,132 @@ def self_preference_table(pairs: Sequence[Mapping[str, Any]],
             continue
         for run, judges in judged.items():
             records = judges.get(pair["judge"], [])
-            mine = [r for r in records if r.get("kind") == "reference" and r["system_a"] == pair["system"]]
+            mine = [
+                r
+                for r in records
+                if r.get("kind") == "reference" and r["system_a"] == pair["system"]
+            ]
             valid = [r for r in mine if r["verdict"] is not None]
             rate = sum(r["verdict"] == "1" for r in valid) / len(valid) if valid else np.nan
             rows.append({"run": run, **pair, "win_rate": rate, "n": len(valid)})
-    columns = ["suite", "run", "judge", "judge_family", "system", "system_family", "self_family", "win_rate", "n"]
+    columns = [
+        "suite",
+        "run",
+        "judge",
+        "judge_family",
+        "system",
+        "system_family",
+        "self_family",
+        "win_rate",
+        "n",
+    ]
     return pd.DataFrame(rows)[columns] if rows else pd.DataFrame(columns=columns)
 
 
 def _side_by_side(table: pd.DataFrame) -> pd.DataFrame:
     """The Markdown view: one row per suite, run and system, one column per judge and its family
     ("SELF" flags; a family not given reads "unknown")."""
-    cell = table.apply(lambda r: ("n/a" if pd.isna(r["win_rate"]) else f"{100 * r['win_rate']:.1f}% (n={r['n']:.0f})")
-                       + (" SELF" if r["self_family"] else ""), axis=1)
+    cell = table.apply(
+        lambda r: (
+            ("n/a" if pd.isna(r["win_rate"]) else f"{100 * r['win_rate']:.1f}% (n={r['n']:.0f})")
+            + (" SELF" if r["self_family"] else "")
+        ),
+        axis=1,
+    )
     judge = table["judge"] + " (" + table["judge_family"].fillna("unknown") + ")"
-    wide = table.assign(cell=cell, judge=judge, system_family=table["system_family"].fillna("unknown"))
-    wide = wide.set_index(["suite", "run", "system", "system_family", "judge"])["cell"].unstack("judge")
+    wide = table.assign(
+        cell=cell, judge=judge, system_family=table["system_family"].fillna("unknown")
+    )
+    wide = wide.set_index(["suite", "run", "system", "system_family", "judge"])["cell"].unstack(
+        "judge"
+    )
     return wide.reset_index().fillna("")
 
 
 def reuse_note(names: Sequence[str], reuse: Mapping[str, str]) -> str:
     """The panel's note on judges that reuse another judge's calls (``reuse``: judge -> the judge
     whose calls it reuses): their agreement measures two verdict rules on the same calls."""
-    shared = [f"{judge} reads {source}'s model calls (reuse_calls: the same model and prompt, another "
-              "verdict rule)" for judge, source in reuse.items() if judge in names and source in names]
+    shared = [
+        f"{judge} reads {source}'s model calls (reuse_calls: the same model and prompt, another "
+        "verdict rule)"
+        for judge, source in reuse.items()
+        if judge in names and source in names
+    ]
     if not shared:
         return ""
-    return "; ".join(shared) + ": not independent judges -- their agreement is that of two rules on one judge"
+    return (
+        "; ".join(shared)
+        + ": not independent judges -- their agreement is that of two rules on one judge"
+    )
 
 
-def panel_tables(judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]], rule: str, rounds: int,
-                 seed: int, reuse: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def panel_tables(
+    judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
+    rule: str,
+    rounds: int,
+    seed: int,
+    reuse: Mapping[str, str] | None = None,
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(agreement per run, leave-one-out per run and judge); ``reuse``: :func:`reuse_note`."""
     agreement, loo = [], []
     for run, judges in judged.items():
         names = list(judges)
         if len(names) < 2:
-            agreement.append({"run": run, "judges": ", ".join(names), "panel_verdict": rule, "note": ONE_JUDGE})
+            agreement.append(
+                {"run": run, "judges": ", ".join(names), "panel_verdict": rule, "note": ONE_JUDGE}
+            )
             loo.append({"run": run, "left_out": "", "note": ONE_JUDGE})
             continue
         table = verdict_table(judges)
         note = reuse_note(names, reuse or {})
-        agreement.append({"run": run, **panel_agreement(table, names, rounds, seed), "panel_verdict": rule,
-                          "note": note})
+        agreement.append(
+            {
+                "run": run,
+                **panel_agreement(table, names, rounds, seed),
+                "panel_verdict": rule,
+                "note": note,
+            }
+        )
         rates = win_rates_of(table, names, rule)
         log.info("%s: panel win rates %s", run, rates.round(3).to_dict())
-        loo += [{"run": run, **row, "note": note} for row in leave_one_out(table, names, rule).to_dict("records")]
+        loo += [
+            {"run": run, **row, "note": note}
+            for row in leave_one_out(table, names, rule).to_dict("records")
+        ]
     return pd.DataFrame(agreement), pd.DataFrame(loo)
 
 
-def _write(df: pd.DataFrame, stem: Path, caption: str, markdown: pd.DataFrame | None = None) -> None:
+def _write(
+    df: pd.DataFrame, stem: Path, caption: str, markdown: pd.DataFrame | None = None
+) -> None:
     write_table(df, [f"{stem}.csv"], digits=3)
     write_table(df if markdown is None else markdown, [f"{stem}.md"], digits=3, caption=caption)
 
 
 CAPTIONS = {
     "self_preference": "Judge x system with model families; SELF: the judge judges its own family (or model), "
-                       "whose verdicts may favour it. Win rate vs the reference per arena judge.",
+    "whose verdicts may favour it. Win rate vs the reference per arena judge.",
     "noise": "Judge noise per judge: share of items (arena pairs, DRFR judgments) whose verdict changed across "
-             "the judge's repetitions (NaN: judged once); flip_rate_is: measured, or 0 by construction (a "
-             "log-prob judge is deterministic); canary: its known-answer controls vs the previous run's manifest.",
+    "the judge's repetitions (NaN: judged once); flip_rate_is: measured, or 0 by construction (a "
+    "log-prob judge is deterministic); canary: its known-answer controls vs the previous run's manifest.",
     "noise_win_rates": "Win rate vs the reference of a repeated arena judge's systems: first repetition, mean over "
-                       "repetitions, 95% bootstrap interval over pairs only and with the judge's variance (a "
-                       "repetition drawn per pair). Empty: no arena judge repeats its judgments.",
+    "repetitions, 95% bootstrap interval over pairs only and with the judge's variance (a "
+    "repetition drawn per pair). Empty: no arena judge repeats its judgments.",
     "canaries": "Known-answer controls now vs the previous run's manifest (changed / unchanged / no previous run).",
     "panel": "Agreement of the arena judges on the pairs all judged validly (Cohen's kappa for 2, Fleiss' for "
-             "more; 95% bootstrap interval over pairs).",
+    "more; 95% bootstrap interval over pairs).",
     "panel_loo": "The ranking by win rate vs the reference (panel verdict) with each judge left out: Kendall's "
-                 "tau against the whole panel, top system, largest rank change.",
+    "tau against the whole panel, top system, largest rank change.",
 }
 #: the instruments each table is built on (its caption ends with their known-answer controls)
-INSTRUMENTS = {"self_preference": ("DRFR judge", "arena judge"), "noise": ("DRFR judge", "arena judge"),
-               "noise_win_rates": ("arena judge",), "canaries": ("DRFR judge", "arena judge"),
-               "panel": ("arena judge",), "panel_loo": ("arena judge",)}
+INSTRUMENTS = {
+    "self_preference": ("DRFR judge", "arena judge"),
+    "noise": ("DRFR judge", "arena judge"),
+    "noise_win_rates": ("arena judge",),
+    "canaries": ("DRFR judge", "arena judge"),
+    "panel": ("arena judge",),
+    "panel_loo": ("arena judge",),
+}
 
 
 def captions(validity_summary: Mapping[str, Any] | None) -> dict[str, str]:
@@ -270,8 +437,10 @@ def captions(validity_summary: Mapping[str, Any] | None) -> dict[str, str]:
     (:func:`isqaflow.report.validity.validity_note`) as every table built on a judge does."""
     if validity_summary is None:
         return dict(CAPTIONS)
-    return {table: " ".join([text, *(validity_note(validity_summary, i) for i in INSTRUMENTS[table])])
-            for table, text in CAPTIONS.items()}
+    return {
+        table: " ".join([text, *(validity_note(validity_summary, i) for i in INSTRUMENTS[table])])
+        for table, text in CAPTIONS.items()
+    }
 
 
 @dataclass(frozen=True)
@@ -290,40 +459,67 @@ class JudgeAudit:
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any = None) -> JudgeAudit:
         """From the rule's params (pairs, judges, panel_rule, rounds, seed); the rule has no wildcards."""
-        return cls(judge_pairs=tuple(params.pairs), judges=params.judges, panel_rule=params.panel_rule,
-                   rounds=params.rounds, seed=params.seed)
+        return cls(
+            judge_pairs=tuple(params.pairs),
+            judges=params.judges,
+            panel_rule=params.panel_rule,
+            rounds=params.rounds,
+            seed=params.seed,
+        )
 
 
-def run_judge_audit(judged_paths: Mapping[str, Mapping[str, str]], validity_paths: Mapping[str, Sequence[str]],
-                    previous_manifest: str | Path, tables_dir: str | Path, canaries_path: str | Path,
-                    audit: JudgeAudit, drfr_paths: Mapping[str, Mapping[str, str]] | None = None,
-                    validity_summary_path: str | Path | None = None) -> None:
+def run_judge_audit(
+    judged_paths: Mapping[str, Mapping[str, str]],
+    validity_paths: Mapping[str, Sequence[str]],
+    previous_manifest: str | Path,
+    tables_dir: str | Path,
+    canaries_path: str | Path,
+    audit: JudgeAudit,
+    drfr_paths: Mapping[str, Mapping[str, str]] | None = None,
+    validity_summary_path: str | Path | None = None,
+) -> None:
     """Entry point of rule judge_audit: ``judged_paths`` run -> arena judge -> judged pairs file;
     ``drfr_paths`` dataset -> DRFR judge -> judgments file; ``validity_paths`` suite ("arena",
     "drfr") -> its judges' control records; ``validity_summary_path``: results/validity/summary.json,
     whose controls end every caption; ``audit``: the settings (:class:`JudgeAudit`)."""
-    judged = {run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges_.items()}
-              for run, judges_ in judged_paths.items()}
-    drfr = {run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges_.items()}
-            for run, judges_ in (drfr_paths or {}).items()}
+    judged = {
+        run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges_.items()}
+        for run, judges_ in judged_paths.items()
+    }
+    drfr = {
+        run: {judge: [rec for _, rec in read_jsonl(path)] for judge, path in judges_.items()}
+        for run, judges_ in (drfr_paths or {}).items()
+    }
     judges = audit.judges
     rounds, seed = audit.rounds, audit.seed
     arena = summarize_canaries(validity_paths.get("arena", ()))
     summary = {**arena, **summarize_canaries(validity_paths.get("drfr", ()))}
     previous = previous_canaries(previous_manifest)
     status = compare_canaries(summary, previous)
-    log.info("canaries vs %s: %s", previous_manifest, dict(sorted(pd.Series(status).value_counts().items()))
-             if status else "none")
+    log.info(
+        "canaries vs %s: %s",
+        previous_manifest,
+        dict(sorted(pd.Series(status).value_counts().items())) if status else "none",
+    )
     write_json(canaries_path, summary)
     text = captions(read_json(validity_summary_path) if validity_summary_path else None)
     out = Path(tables_dir)
     selfpref = self_preference_table(audit.judge_pairs, judged)
-    _write(selfpref, out / "judges_self_preference", text["self_preference"], _side_by_side(selfpref))
+    _write(
+        selfpref, out / "judges_self_preference", text["self_preference"], _side_by_side(selfpref)
+    )
     _write(noise_table(judged, status, summary, drfr, judges), out / "judges_noise", text["noise"])
-    _write(noise_win_rates(judged, rounds, seed), out / "judges_noise_win_rates", text["noise_win_rates"])
+    _write(
+        noise_win_rates(judged, rounds, seed),
+        out / "judges_noise_win_rates",
+        text["noise_win_rates"],
+    )
     _write(canary_table(summary, status, previous), out / "judges_canaries", text["canaries"])
-    reuse = {judge: entry["reuse_calls"] for judge, entry in judges.get("arena", {}).items()
-             if entry.get("reuse_calls")}
+    reuse = {
+        judge: entry["reuse_calls"]
+        for judge, entry in judges.get("arena", {}).items()
+        if entry.get("reuse_calls")
+    }
     agreement, loo = panel_tables(judged, audit.panel_rule, rounds, seed, reuse)
     _write(agreement, out / "judges_panel", text["panel"])
     _write(loo, out / "judges_panel_loo", text["panel_loo"])

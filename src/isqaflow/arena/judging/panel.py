@@ -31,8 +31,16 @@ from scipy.stats import kendalltau
 from isqaflow.arena.judging.agreement import cohen_kappa
 from isqaflow.stats import bootstrap_ci
 
-__all__ = ["LABELS", "PANEL_RULES", "fleiss_kappa", "leave_one_out", "panel_agreement", "panel_verdict",
-           "verdict_table", "win_rates_of"]
+__all__ = [
+    "LABELS",
+    "PANEL_RULES",
+    "fleiss_kappa",
+    "leave_one_out",
+    "panel_agreement",
+    "panel_verdict",
+    "verdict_table",
+    "win_rates_of",
+]
 
 LABELS = ("1", "2", "tie")
 PANEL_RULES = ("majority", "unanimous")
@@ -43,11 +51,22 @@ def verdict_table(judged: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataF
     rows: dict[str, dict[str, Any]] = {}
     for judge, records in judged.items():
         for record in records:
-            row = rows.setdefault(record["pair_id"], {"pair_id": record["pair_id"], "kind": record.get("kind"),
-                                                      "system_a": record["system_a"], "system_b": record["system_b"]})
+            row = rows.setdefault(
+                record["pair_id"],
+                {
+                    "pair_id": record["pair_id"],
+                    "kind": record.get("kind"),
+                    "system_a": record["system_a"],
+                    "system_b": record["system_b"],
+                },
+            )
             row[judge] = record["verdict"]
-    table = pd.DataFrame(list(rows.values()), columns=["pair_id", "kind", "system_a", "system_b", *judged])
-    table[list(judged)] = table[list(judged)].astype(object).where(table[list(judged)].notna(), None)
+    table = pd.DataFrame(
+        list(rows.values()), columns=["pair_id", "kind", "system_a", "system_b", *judged]
+    )
+    table[list(judged)] = (
+        table[list(judged)].astype(object).where(table[list(judged)].notna(), None)
+    )
     return table.set_index("pair_id").sort_index()
 
 
@@ -76,28 +95,45 @@ def _kappa(labels: np.ndarray) -> float:
     return fleiss_kappa(counts)
 
 
-def panel_agreement(table: pd.DataFrame, judges: Sequence[str], rounds: int = 1000, seed: int = 0) -> dict[str, Any]:
+def panel_agreement(
+    table: pd.DataFrame, judges: Sequence[str], rounds: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """Kappa of ``judges`` on the pairs they all judged validly, with a bootstrap interval."""
     if len(judges) < 2:
         raise ValueError(f"agreement needs at least two judges, got {list(judges)}")
     complete = table[list(judges)].notna().all(axis=1)
     labels = table.loc[complete, list(judges)].to_numpy(dtype=object)
     kind = "Cohen" if len(judges) == 2 else "Fleiss"
-    result = {"judges": ", ".join(judges), "kappa_kind": kind, "n": int(complete.sum()),
-              "n_incomplete": int((~complete).sum()), "raw_agreement": np.nan,
-              "kappa": np.nan, "lower": np.nan, "upper": np.nan}
+    result = {
+        "judges": ", ".join(judges),
+        "kappa_kind": kind,
+        "n": int(complete.sum()),
+        "n_incomplete": int((~complete).sum()),
+        "raw_agreement": np.nan,
+        "kappa": np.nan,
+        "lower": np.nan,
+        "upper": np.nan,
+    }
     if not len(labels):
         return result
     result["raw_agreement"] = float((labels == labels[:, :1]).all(axis=1).mean())
     # A judge that gives one verdict to every pair has no variance: kappa is 0 (or undefined)
     # whatever the other judges do, and every bootstrap resample repeats it -- a degenerate
     # [0, 0] interval that reads like a measurement.  Report it as not identified instead.
-    constant = [(j, labels[0, i]) for i, j in enumerate(judges) if (labels[:, i] == labels[0, i]).all()]
+    constant = [
+        (j, labels[0, i]) for i, j in enumerate(judges) if (labels[:, i] == labels[0, i]).all()
+    ]
     if constant:
-        result["not_identified"] = "; ".join(f"{j} gives '{v}' to all {len(labels)} pairs" for j, v in constant)
+        result["not_identified"] = "; ".join(
+            f"{j} gives '{v}' to all {len(labels)} pairs" for j, v in constant
+        )
         return result
-    boot = bootstrap_ci(np.arange(len(labels)), lambda idx: _kappa(labels[idx.astype(int)]), rounds=rounds,
-                        seed=seed)
+    boot = bootstrap_ci(
+        np.arange(len(labels)),
+        lambda idx: _kappa(labels[idx.astype(int)]),
+        rounds=rounds,
+        seed=seed,
+    )
     result.update(kappa=boot["estimate"], lower=boot["lower"], upper=boot["upper"])
     return result
 
@@ -137,7 +173,9 @@ def _ranks(rates: pd.Series) -> pd.Series:
     return rates.rank(ascending=False, method="min")
 
 
-def leave_one_out(table: pd.DataFrame, judges: Sequence[str], rule: str = "majority") -> pd.DataFrame:
+def leave_one_out(
+    table: pd.DataFrame, judges: Sequence[str], rule: str = "majority"
+) -> pd.DataFrame:
     """Per judge left out: the ranking's agreement with the whole panel's (see the module docstring)."""
     full = win_rates_of(table, judges, rule)
     rows = []
@@ -148,7 +186,16 @@ def leave_one_out(table: pd.DataFrame, judges: Sequence[str], rule: str = "major
         tau = float(kendalltau(full[both], rates[both]).statistic) if both.sum() >= 2 else np.nan
         shift = (_ranks(full[both]) - _ranks(rates[both])).abs()
         top_full, top = _top(full), _top(rates)
-        rows.append({"left_out": left_out, "judges_kept": ", ".join(kept), "systems": int(both.sum()),
-                     "kendall_tau": tau, "top_system": top, "top_system_panel": top_full,
-                     "top_same": None if top is None or top_full is None else top == top_full, "max_rank_shift": float(shift.max()) if len(shift) else np.nan})
+        rows.append(
+            {
+                "left_out": left_out,
+                "judges_kept": ", ".join(kept),
+                "systems": int(both.sum()),
+                "kendall_tau": tau,
+                "top_system": top,
+                "top_system_panel": top_full,
+                "top_same": None if top is None or top_full is None else top == top_full,
+                "max_rank_shift": float(shift.max()) if len(shift) else np.nan,
+            }
+        )
     return pd.DataFrame(rows)

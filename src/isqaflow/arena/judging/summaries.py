@@ -19,8 +19,12 @@ from isqaflow.data.schema import Paper
 from isqaflow.io import read_jsonl, read_records, write_jsonl
 
 
-def summary_pairs(papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], systems: Sequence[str],
-                  baseline: str) -> list[dict[str, Any]]:
+def summary_pairs(
+    papers: Mapping[str, Any],
+    rows: Iterable[Mapping[str, Any]],
+    systems: Sequence[str],
+    baseline: str,
+) -> list[dict[str, Any]]:
     """The judged pairs: each final summary of a chosen system vs its paper's abstract, and each one
     but the baseline's vs the baseline summary of the same paper.  ``papers``: id -> :class:`Paper`
     (or any object with ``title`` and ``abstract``); ``rows``: the summaries files' records.  The
@@ -33,14 +37,35 @@ def summary_pairs(papers: Mapping[str, Any], rows: Iterable[Mapping[str, Any]], 
     for (pid, system), row in sorted(finals.items()):
         paper = papers[pid]
         query = f'Summarize the scientific paper "{paper.title}".'
-        common = {"domain": row["dataset"], "qid": pid, "query": query, "summarizer": row["summarizer"]}
-        pairs.append({"pair_id": f"{pid}:{system}|{ABSTRACT}", "kind": "reference", **common,
-                      "system_a": system, "answer_a": row["summary"], "system_b": ABSTRACT,
-                      "answer_b": paper.abstract})
+        common = {
+            "domain": row["dataset"],
+            "qid": pid,
+            "query": query,
+            "summarizer": row["summarizer"],
+        }
+        pairs.append(
+            {
+                "pair_id": f"{pid}:{system}|{ABSTRACT}",
+                "kind": "reference",
+                **common,
+                "system_a": system,
+                "answer_a": row["summary"],
+                "system_b": ABSTRACT,
+                "answer_b": paper.abstract,
+            }
+        )
         if system != baseline and (pid, baseline) in finals:
-            pairs.append({"pair_id": f"{pid}:{system}|{baseline}", "kind": "head_to_head", **common,
-                          "system_a": system, "answer_a": row["summary"], "system_b": baseline,
-                          "answer_b": finals[(pid, baseline)]["summary"]})
+            pairs.append(
+                {
+                    "pair_id": f"{pid}:{system}|{baseline}",
+                    "kind": "head_to_head",
+                    **common,
+                    "system_a": system,
+                    "answer_a": row["summary"],
+                    "system_b": baseline,
+                    "answer_b": finals[(pid, baseline)]["summary"],
+                }
+            )
     return pairs
 
 
@@ -57,12 +82,22 @@ class SummaryArenaJob:
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any) -> SummaryArenaJob:
         """From the rule's params (the judge's, systems, baseline) and the wildcard ``judge``."""
-        return cls(judge=ArenaJudge.from_rule(params, wildcards), systems=tuple(params.systems),
-                   baseline=params.baseline)
+        return cls(
+            judge=ArenaJudge.from_rule(params, wildcards),
+            systems=tuple(params.systems),
+            baseline=params.baseline,
+        )
 
 
-def run_summary_arena(papers_path, summary_paths, out_path, job: SummaryArenaJob, cache_path,
-                      threads: int | None = None, prompt_files: Sequence[str] = ()) -> int:
+def run_summary_arena(
+    papers_path,
+    summary_paths,
+    out_path,
+    job: SummaryArenaJob,
+    cache_path,
+    threads: int | None = None,
+    prompt_files: Sequence[str] = (),
+) -> int:
     """Entry point of rule arena_summaries: summaries vs the abstract, and ISQA vs the baseline.
 
     The judge's verdict rule (``job.judge.rule``, ``tie_band``) is read by
@@ -72,6 +107,11 @@ def run_summary_arena(papers_path, summary_paths, out_path, job: SummaryArenaJob
     papers = {p.id: p for p in read_records(papers_path, Paper)}
     rows = (row for path in summary_paths for _, row in read_jsonl(path))
     pairs = summary_pairs(papers, rows, list(job.systems), job.baseline)
-    records = judge_with_model(pairs, cache_path=cache_path, threads=threads, prompt_files=prompt_files,
-                               **job.judge.judge_kwargs())
+    records = judge_with_model(
+        pairs,
+        cache_path=cache_path,
+        threads=threads,
+        prompt_files=prompt_files,
+        **job.judge.judge_kwargs(),
+    )
     return write_jsonl(out_path, records)

@@ -117,7 +117,7 @@ def preference_margin(
 
 
 def calibrated_side(margin: float, tie_band: float = 0.0) -> Side | None:
-    """"a" if ``margin > tie_band``, "b" if ``margin < -tie_band``, else "tie"; None for NaN.
+    """ "a" if ``margin > tie_band``, "b" if ``margin < -tie_band``, else "tie"; None for NaN.
 
     A NaN margin (log-probabilities of -inf for both labels) is invalid: counted, never
     a tie.
@@ -165,8 +165,12 @@ def fit_tie_band(margins: Iterable[float], human: Iterable[int]) -> dict[str, An
         # the midpoint below the (k+1)-th smallest |margin| and the largest one under it
         below = [m for m in size[:ties] if m < size[ties]]
         band = (below[-1] + size[ties]) / 2 if below else 0.0
-    return {"tie_band": float(band), "n": n, "n_human_ties": ties,
-            "n_judge_ties": sum(m <= band for m in size)}
+    return {
+        "tie_band": float(band),
+        "n": n,
+        "n_human_ties": ties,
+        "n_judge_ties": sum(m <= band for m in size),
+    }
 
 
 def loo_tie_band_sides(margins: Sequence[float], human: Sequence[int]) -> list[Side | None]:
@@ -176,7 +180,7 @@ def loo_tie_band_sides(margins: Sequence[float], human: Sequence[int]) -> list[S
     margins, human = list(margins), list(human)
     sides = []
     for i, margin in enumerate(margins):
-        band = fit_tie_band(margins[:i] + margins[i + 1:], human[:i] + human[i + 1:])["tie_band"]
+        band = fit_tie_band(margins[:i] + margins[i + 1 :], human[:i] + human[i + 1 :])["tie_band"]
         sides.append(calibrated_side(float(margin), band))
     return sides
 

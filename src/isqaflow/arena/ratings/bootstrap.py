@@ -60,7 +60,9 @@ _ELO_BLOCK = 512
 ELO_CONVERGED = (0.8, 1.25)  # Elo spread / Bradley-Terry spread counted as converged
 
 
-def _query_draws(groups: np.ndarray, rounds: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _query_draws(
+    groups: np.ndarray, rounds: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """(query index of each battle, multiplicities (rounds, queries) of a resample of the queries)."""
     _, query_of = np.unique(np.asarray(groups).astype(str), return_inverse=True)
     n_queries = int(query_of.max()) + 1
@@ -110,13 +112,17 @@ def _resampled_orders(
         yield rng.integers(0, n_battles, size=(min(_ELO_BLOCK, n_battles - start), rounds))
 
 
-def _resampled_query_orders(groups: np.ndarray, rounds: int, rng: np.random.Generator) -> np.ndarray:
+def _resampled_query_orders(
+    groups: np.ndarray, rounds: int, rng: np.random.Generator
+) -> np.ndarray:
     """(positions, rounds) battle indices: each round the battles of resampled queries in a random
     order, padded with the index ``len(groups)`` (a battle that changes nothing)."""
     query_of, draws = _query_draws(groups, rounds, rng)
     members = [np.flatnonzero(query_of == q) for q in range(draws.shape[1])]
-    sequences = [rng.permutation(np.concatenate([members[q] for q in np.repeat(np.arange(len(members)), d)]))
-                 for d in draws]
+    sequences = [
+        rng.permutation(np.concatenate([members[q] for q in np.repeat(np.arange(len(members)), d)]))
+        for d in draws
+    ]
     longest = max(len(seq) for seq in sequences)
     orders = np.full((longest, rounds), len(groups))
     for r, seq in enumerate(sequences):
@@ -178,8 +184,15 @@ def bootstrap_ratings(
         else:  # the padding battle: an extra model against itself, a tie (no change)
             orders = iter([_resampled_query_orders(groups, rounds, np.random.default_rng(seed))])
             pad = len(models)
-            ratings = run_elo(np.r_[index_a, pad], np.r_[index_b, pad], np.r_[SCORE_A[winner_code], 0.5],
-                              orders, len(models) + 1, rounds, **options)[:, :-1]
+            ratings = run_elo(
+                np.r_[index_a, pad],
+                np.r_[index_b, pad],
+                np.r_[SCORE_A[winner_code], 0.5],
+                orders,
+                len(models) + 1,
+                rounds,
+                **options,
+            )[:, :-1]
     else:
         raise ValueError(f"method must be 'elo' or 'bt', got {method!r}")
     return pd.DataFrame(ratings, index=pd.RangeIndex(rounds, name="round"), columns=models)
@@ -190,7 +203,9 @@ def _not_connected(wins: np.ndarray) -> np.ndarray:
     (no finite maximum-likelihood fit; a player without battles counts as cut off)."""
     from scipy.sparse.csgraph import connected_components
 
-    return np.array([connected_components(w > 0, directed=True, connection="strong")[0] > 1 for w in wins])
+    return np.array(
+        [connected_components(w > 0, directed=True, connection="strong")[0] > 1 for w in wins]
+    )
 
 
 def bt_separation(
@@ -212,7 +227,9 @@ def bt_separation(
     depends on the prior), indexed by model.
     """
     models, index_a, index_b, winner_code = encode_battles(battles)
-    point = win_matrices(index_a, index_b, SCORE_A[winner_code], np.ones((1, len(battles))), len(models))
+    point = win_matrices(
+        index_a, index_b, SCORE_A[winner_code], np.ones((1, len(battles))), len(models)
+    )
     cells, counts = bootstrap_cell_counts(battles, rounds, seed, groups)
     cell_a = models.get_indexer(cells["model_a"])
     cell_b = models.get_indexer(cells["model_b"])
@@ -225,8 +242,11 @@ def bt_separation(
         return played & ((won == 0) | (lost == 0))
 
     return pd.DataFrame(
-        {"separated": separated(point)[0], "separated_share": separated(resampled).mean(axis=0),
-         "prior_share": np.full(len(models), _not_connected(resampled).mean())},
+        {
+            "separated": separated(point)[0],
+            "separated_share": separated(resampled).mean(axis=0),
+            "prior_share": np.full(len(models), _not_connected(resampled).mean()),
+        },
         index=models,
     )
 

@@ -63,11 +63,18 @@ from isqaflow.seeds import keyed_rng
 
 PREFERENCE = {"1": 1.0, "tie": 0.5, "2": 0.0}  # verdict of system_a -> its preference
 QUERY_RIDGE = 1.0  # penalty of the query effects (a query met by few systems stays near 0)
-CS = np.logspace(-4, 4, 10)  # the penalties alpaca_eval's cross-validation chooses among (scikit-learn's Cs=10)
+CS = np.logspace(
+    -4, 4, 10
+)  # the penalties alpaca_eval's cross-validation chooses among (scikit-learn's Cs=10)
 FOLDS = 5  # alpaca_eval's n_splits
 MIN_PAIRS = 2 * FOLDS  # fewer pairs: no LC win rate, no interval (5 folds of at least 2 pairs)
-MIN_SIDE = 3  # pairs with the system not shorter, and not longer, for the intercept to be an interpolation
-MODEL_PAIRS = ("all_pairs", "head_to_head")  # kinds of pairs of two model answers: the length-bias pairs
+MIN_SIDE = (
+    3  # pairs with the system not shorter, and not longer, for the intercept to be an interpolation
+)
+MODEL_PAIRS = (
+    "all_pairs",
+    "head_to_head",
+)  # kinds of pairs of two model answers: the length-bias pairs
 PERMUTATIONS = 10000
 
 
@@ -75,8 +82,13 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -x))
 
 
-def fit_logistic(X: np.ndarray, y: np.ndarray, penalty: np.ndarray | float = 1e-2,
-                 iterations: int = 100, start: np.ndarray | None = None) -> np.ndarray:
+def fit_logistic(
+    X: np.ndarray,
+    y: np.ndarray,
+    penalty: np.ndarray | float = 1e-2,
+    iterations: int = 100,
+    start: np.ndarray | None = None,
+) -> np.ndarray:
     """Coefficients of a logistic regression with soft labels ``y`` in [0, 1] and an L2 ``penalty``
     (per coefficient, or one for all), by Newton's method from ``start`` (zeros); no intercept
     is added."""
@@ -113,14 +125,16 @@ def query_difficulty(pairs: pd.DataFrame) -> pd.Series:
         mine = (pairs["system"] == s).to_numpy(dtype=float)
         columns.append(mine)
         feature = np.zeros(len(pairs))
-        feature[mine == 1] = length_feature(pairs.loc[mine == 1, "len_system"], pairs.loc[mine == 1, "len_baseline"])
+        feature[mine == 1] = length_feature(
+            pairs.loc[mine == 1, "len_system"], pairs.loc[mine == 1, "len_baseline"]
+        )
         columns.append(feature)
     for q in queries:
         columns.append((pairs["query"] == q).to_numpy(dtype=float))
     X = np.column_stack(columns)
     penalty = np.array([1e-2] * (2 * len(systems)) + [QUERY_RIDGE] * len(queries))
     beta = fit_logistic(X, pairs["preference"].to_numpy(), penalty)
-    gamma = beta[2 * len(systems):]
+    gamma = beta[2 * len(systems) :]
     gamma = gamma - gamma.mean()
     sd = gamma.std(ddof=1) if len(gamma) > 1 else 0.0
     return pd.Series(gamma / sd if sd > 1e-12 else np.zeros_like(gamma), index=queries)
@@ -128,15 +142,22 @@ def query_difficulty(pairs: pd.DataFrame) -> pd.Series:
 
 def _design(pairs: pd.DataFrame, gamma: pd.Series) -> np.ndarray:
     """Columns intercept, length term, difficulty (0 for a query ``gamma`` does not know)."""
-    return np.column_stack([np.ones(len(pairs)), length_feature(pairs["len_system"], pairs["len_baseline"]),
-                            pairs["query"].map(gamma).fillna(0.0).to_numpy(dtype=float)])
+    return np.column_stack(
+        [
+            np.ones(len(pairs)),
+            length_feature(pairs["len_system"], pairs["len_baseline"]),
+            pairs["query"].map(gamma).fillna(0.0).to_numpy(dtype=float),
+        ]
+    )
 
 
 def _l1(C: float):
     from sklearn.linear_model import LogisticRegression
 
     # alpaca_eval's penalty="l1" (scikit-learn >= 1.8 spells it l1_ratio=1)
-    return LogisticRegression(C=C, l1_ratio=1.0, solver="liblinear", fit_intercept=False, random_state=123)
+    return LogisticRegression(
+        C=C, l1_ratio=1.0, solver="liblinear", fit_intercept=False, random_state=123
+    )
 
 
 def _soft(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -155,7 +176,10 @@ def _fit_at(X: np.ndarray, y: np.ndarray, C: float, quiet: bool = False) -> np.n
     from sklearn.exceptions import ConvergenceWarning
 
     Xd, yd, wd = _soft(X, y)
-    for label in (0, 1):  # all wins (or all losses): liblinear drops a class of zero weight; keep it, negligibly
+    for label in (
+        0,
+        1,
+    ):  # all wins (or all losses): liblinear drops a class of zero weight; keep it, negligibly
         if wd[yd == label].sum() == 0:
             wd[yd == label] = 1e-12
     with warnings.catch_warnings():
@@ -173,13 +197,19 @@ def choose_penalty(X: np.ndarray, y: np.ndarray) -> float:
     losses = np.zeros(len(CS))
     for train, test in GroupKFold(n_splits=FOLDS).split(X, y, groups=np.arange(len(y))):
         for i, C in enumerate(CS):
-            p = np.clip(_sigmoid(X[test] @ _fit_at(X[train], y[train], C, quiet=True)), 1e-15, 1 - 1e-15)
+            p = np.clip(
+                _sigmoid(X[test] @ _fit_at(X[train], y[train], C, quiet=True)), 1e-15, 1 - 1e-15
+            )
             losses[i] += -np.mean(y[test] * np.log(p) + (1 - y[test]) * np.log(1 - p)) / FOLDS
     return float(CS[int(np.argmin(losses))])
 
 
-def fit_lc(X: np.ndarray, y: np.ndarray, C: float | None = None, quiet: bool = False,
-           ) -> tuple[float, np.ndarray, float]:
+def fit_lc(
+    X: np.ndarray,
+    y: np.ndarray,
+    C: float | None = None,
+    quiet: bool = False,
+) -> tuple[float, np.ndarray, float]:
     """(LC win rate in %, coefficients [theta, phi, psi], C) of alpaca_eval's default fit on the
     design ``X`` (columns intercept, length term, difficulty) and preferences ``y``; ``C``
     chosen by cross-validation unless given; ``quiet`` as :func:`_fit_at`."""
@@ -204,8 +234,10 @@ def identification(len_system: np.ndarray, len_baseline: np.ndarray) -> str:
     if n < MIN_PAIRS:
         return f"not identified: {n} pairs, the cross-validated fit needs at least {MIN_PAIRS}"
     if longer < MIN_SIDE or shorter < MIN_SIDE:
-        return (f"not identified: the system is not shorter in {longer} and not longer in {shorter} of {n} "
-                f"pairs (at least {MIN_SIDE} of each needed: else a length difference of 0 is an extrapolation)")
+        return (
+            f"not identified: the system is not shorter in {longer} and not longer in {shorter} of {n} "
+            f"pairs (at least {MIN_SIDE} of each needed: else a length difference of 0 is an extrapolation)"
+        )
     return "identified"
 
 
@@ -213,12 +245,16 @@ def preferences(records: pd.DataFrame) -> pd.DataFrame:
     """One row per judged pair with a valid verdict: system (system_a), baseline (system_b),
     query, preference of the system (1 win, 0.5 tie, 0 loss) and both answers' lengths."""
     valid = records[records["verdict"].isin(list(PREFERENCE))]
-    return pd.DataFrame({
-        "system": valid["system_a"].to_numpy(), "baseline": valid["system_b"].to_numpy(),
-        "query": (valid["domain"].astype(str) + ":" + valid["qid"].astype(str)).to_numpy(),
-        "preference": valid["verdict"].map(PREFERENCE).to_numpy(dtype=float),
-        "len_system": valid["answer_a"].str.len().to_numpy(), "len_baseline": valid["answer_b"].str.len().to_numpy(),
-    })
+    return pd.DataFrame(
+        {
+            "system": valid["system_a"].to_numpy(),
+            "baseline": valid["system_b"].to_numpy(),
+            "query": (valid["domain"].astype(str) + ":" + valid["qid"].astype(str)).to_numpy(),
+            "preference": valid["verdict"].map(PREFERENCE).to_numpy(dtype=float),
+            "len_system": valid["answer_a"].str.len().to_numpy(),
+            "len_baseline": valid["answer_b"].str.len().to_numpy(),
+        }
+    )
 
 
 def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.DataFrame:
@@ -234,19 +270,37 @@ def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.D
             # own outcomes never enter its difficulty term; no other system: no difficulty term
             gamma = query_difficulty(others) if len(others) else pd.Series(dtype=float)
             mine = mine.reset_index(drop=True)
-            delta = mine["len_system"].to_numpy(dtype=float) - mine["len_baseline"].to_numpy(dtype=float)
-            row = {"system": system, "baseline": baseline, "n": len(mine), "longer": int((delta > 0).sum()),
-                   "shorter": int((delta < 0).sum()), "win rate (ties half) %": 100 * mine["preference"].mean(),
-                   "LC win rate %": np.nan, "LC lower": np.nan, "LC upper": np.nan,
-                   "length coefficient": np.nan, "C": np.nan,
-                   "LC status": identification(mine["len_system"], mine["len_baseline"])}
+            delta = mine["len_system"].to_numpy(dtype=float) - mine["len_baseline"].to_numpy(
+                dtype=float
+            )
+            row = {
+                "system": system,
+                "baseline": baseline,
+                "n": len(mine),
+                "longer": int((delta > 0).sum()),
+                "shorter": int((delta < 0).sum()),
+                "win rate (ties half) %": 100 * mine["preference"].mean(),
+                "LC win rate %": np.nan,
+                "LC lower": np.nan,
+                "LC upper": np.nan,
+                "length coefficient": np.nan,
+                "C": np.nan,
+                "LC status": identification(mine["len_system"], mine["len_baseline"]),
+            }
             if row["LC status"] == "identified":
                 X, y = _design(mine, gamma), mine["preference"].to_numpy(dtype=float)
                 lc, beta, C = fit_lc(X, y)
-                if not np.any(beta):  # the chosen penalty, not the data, sets it: 50 by construction
-                    row.update({"C": C, "LC status": f"not identified: the cross-validated L1 penalty (C = {C:.2g}) "
-                                                     "sets every coefficient to 0 (an LC win rate of 50 whatever "
-                                                     "the preferences)"})
+                if not np.any(
+                    beta
+                ):  # the chosen penalty, not the data, sets it: 50 by construction
+                    row.update(
+                        {
+                            "C": C,
+                            "LC status": f"not identified: the cross-validated L1 penalty (C = {C:.2g}) "
+                            "sets every coefficient to 0 (an LC win rate of 50 whatever "
+                            "the preferences)",
+                        }
+                    )
                     rows.append(row)
                     continue
                 rng = keyed_rng(seed, f"lc:{key}:{system}|{baseline}")
@@ -256,9 +310,16 @@ def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.D
                     chosen = rng.integers(0, len(rows_of), size=len(rows_of))
                     idx = np.concatenate([rows_of[q] for q in chosen])
                     draws.append(fit_lc(X[idx], y[idx], C, quiet=True)[0])
-                lower, upper = (np.percentile(draws, [2.5, 97.5]) if draws else (np.nan, np.nan))
-                row.update({"LC win rate %": lc, "LC lower": float(lower), "LC upper": float(upper),
-                            "length coefficient": float(beta[1]), "C": C})
+                lower, upper = np.percentile(draws, [2.5, 97.5]) if draws else (np.nan, np.nan)
+                row.update(
+                    {
+                        "LC win rate %": lc,
+                        "LC lower": float(lower),
+                        "LC upper": float(upper),
+                        "length coefficient": float(beta[1]),
+                        "C": C,
+                    }
+                )
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -284,35 +345,66 @@ def length_bias(records: pd.DataFrame, seed: int = 0, key: str = "") -> dict[str
     decided = records[records["verdict"].isin(["1", "2"])]
     len_a, len_b = decided["answer_a"].str.len(), decided["answer_b"].str.len()
     unequal = len_a != len_b
-    longer_wins = ((decided["verdict"] == "1") & (len_a > len_b)) | ((decided["verdict"] == "2") & (len_b > len_a))
+    longer_wins = ((decided["verdict"] == "1") & (len_a > len_b)) | (
+        (decided["verdict"] == "2") & (len_b > len_a)
+    )
     n, k = int(unequal.sum()), int((longer_wins & unequal).sum())
     queries = (decided["domain"].astype(str) + ":" + decided["qid"].astype(str))[unequal]
     if n == 0:
-        return {"pairs": 0, "queries": 0, "longer wins": 0, "longer wins %": np.nan, "lower": np.nan,
-                "upper": np.nan, "p": np.nan, "p by query": np.nan}
+        return {
+            "pairs": 0,
+            "queries": 0,
+            "longer wins": 0,
+            "longer wins %": np.nan,
+            "lower": np.nan,
+            "upper": np.nan,
+            "p": np.nan,
+            "p by query": np.nan,
+        }
     test = binomtest(k, n, 0.5)
     interval = test.proportion_ci(confidence_level=0.95, method="exact")
-    per_query = pd.DataFrame({"query": queries, "win": longer_wins[unequal].astype(int)}).groupby("query")["win"]
-    p_query = _sign_flip_p(per_query.sum().to_numpy(), per_query.size().to_numpy(), keyed_rng(seed, f"bias:{key}"))
-    return {"pairs": n, "queries": int(queries.nunique()), "longer wins": k, "longer wins %": 100 * k / n,
-            "lower": 100 * interval.low, "upper": 100 * interval.high, "p": float(test.pvalue),
-            "p by query": p_query}
+    per_query = pd.DataFrame({"query": queries, "win": longer_wins[unequal].astype(int)}).groupby(
+        "query"
+    )["win"]
+    p_query = _sign_flip_p(
+        per_query.sum().to_numpy(), per_query.size().to_numpy(), keyed_rng(seed, f"bias:{key}")
+    )
+    return {
+        "pairs": n,
+        "queries": int(queries.nunique()),
+        "longer wins": k,
+        "longer wins %": 100 * k / n,
+        "lower": 100 * interval.low,
+        "upper": 100 * interval.high,
+        "p": float(test.pvalue),
+        "p by query": p_query,
+    }
 
 
-def length_tables(judged: pd.DataFrame, rounds: int, seed: int,
-                  kinds: Sequence[str] = ("reference", "all_pairs", "head_to_head"),
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def length_tables(
+    judged: pd.DataFrame,
+    rounds: int,
+    seed: int,
+    kinds: Sequence[str] = ("reference", "all_pairs", "head_to_head"),
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """LC win rates per setting and kind of pair, and the length bias per setting and kind of
     pair of two model answers (:data:`MODEL_PAIRS`), from judged records (columns setting,
     kind, domain, qid, system_a/b, answer_a/b, verdict)."""
     lc_parts, bias_rows = [], []
-    for (setting, kind), df in judged[judged["kind"].isin(list(kinds))].groupby(["setting", "kind"], sort=True):
+    for (setting, kind), df in judged[judged["kind"].isin(list(kinds))].groupby(
+        ["setting", "kind"], sort=True
+    ):
         table = lc_table(preferences(df), rounds, seed, key=f"{setting}:{kind}")
         if not table.empty:
             lc_parts.append(table.assign(setting=setting, kind=kind))
         if kind in MODEL_PAIRS:
-            bias_rows.append({"setting": setting, "kind": kind, **length_bias(df, seed, key=f"{setting}:{kind}")})
-    lc = (pd.concat(lc_parts, ignore_index=True).set_index(["setting", "kind", "system", "baseline"])
-          if lc_parts else pd.DataFrame())
+            bias_rows.append(
+                {"setting": setting, "kind": kind, **length_bias(df, seed, key=f"{setting}:{kind}")}
+            )
+    lc = (
+        pd.concat(lc_parts, ignore_index=True).set_index(["setting", "kind", "system", "baseline"])
+        if lc_parts
+        else pd.DataFrame()
+    )
     bias = pd.DataFrame(bias_rows).set_index(["setting", "kind"]) if bias_rows else pd.DataFrame()
     return lc, bias

@@ -111,7 +111,12 @@ def _results(
         for rank, i in enumerate(top_k(scores, k, id_rank), start=1):
             passage = passages[i]
             hits.append(
-                {"id": passage.id, "doc_id": passage.doc_id, "rank": rank, "score": float(scores[i])}
+                {
+                    "id": passage.id,
+                    "doc_id": passage.doc_id,
+                    "rank": rank,
+                    "score": float(scores[i]),
+                }
             )
         results.append({"query_id": query_id, "backend": backend, "k": k, "passages": hits})
     return results
@@ -312,12 +317,20 @@ def retrieve(
 
 
 # ------------------------------------------------------------------------ the job
-def run_retrieval(query_path, passage_path, out_path, recall_path, backend: str, ks: list[int],
-                  options: dict[str, Any], cache_dir, domain: str) -> dict[str, dict[str, float]]:
+def run_retrieval(
+    query_path,
+    passage_path,
+    out_path,
+    recall_path,
+    backend: str,
+    ks: list[int],
+    options: dict[str, Any],
+    cache_dir,
+    domain: str,
+) -> dict[str, dict[str, float]]:
     """Entry point of rule retrieve: the top max(ks) passages per query of one domain, and the
     recall of the gold documents at every k."""
     queries = read_records(query_path, RagQuery)
     passages = read_records(passage_path, Passage)
     results = retrieve(queries, passages, backend, max(ks), cache_dir, **options)
     return write_retrieval(results, queries, out_path, recall_path, ks, domain, backend)
-

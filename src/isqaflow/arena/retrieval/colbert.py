@@ -63,24 +63,34 @@ class LateInteraction(Protocol):
         """What the index depends on besides the corpus: model, library versions, options."""
 
 
-def pylate_engine(model: str = DEFAULT_MODEL, device: str | None = None, **options) -> LateInteraction:
+def pylate_engine(
+    model: str = DEFAULT_MODEL, device: str | None = None, **options
+) -> LateInteraction:
     """The PyLate implementation (importable only where ``envs/colbert.yaml`` is installed)."""
     try:
         from isqaflow.arena.retrieval.colbert_pylate import PylateEngine
     except ImportError as err:
-        raise ImportError(f"the colbert backend needs PyLate ({err}): its jobs run in envs/colbert.yaml "
-                          "(Snakemake --sdm conda; without conda: bash benchmarks/colbert_env.sh VENV)") from err
+        raise ImportError(
+            f"the colbert backend needs PyLate ({err}): its jobs run in envs/colbert.yaml "
+            "(Snakemake --sdm conda; without conda: bash benchmarks/colbert_env.sh VENV)"
+        ) from err
     return PylateEngine(model, device=device, **options)
 
 
-def _engine(engine: LateInteraction | None, model: str, device: str | None, options: dict) -> LateInteraction:
+def _engine(
+    engine: LateInteraction | None, model: str, device: str | None, options: dict
+) -> LateInteraction:
     unknown = sorted(set(options) - set(INDEX_OPTIONS))
     if unknown:
-        raise ValueError(f"unknown colbert option(s) {unknown}; known: {', '.join(INDEX_OPTIONS)}, model, device")
+        raise ValueError(
+            f"unknown colbert option(s) {unknown}; known: {', '.join(INDEX_OPTIONS)}, model, device"
+        )
     if engine is not None:
         return engine
     # the device explicitly: auto is CUDA when present; a job given GPUs that sees none fails (runtime.job_device)
-    return pylate_engine(model, job_device(device, model=model, key="arena.retrievers.<name>.device"), **options)
+    return pylate_engine(
+        model, job_device(device, model=model, key="arena.retrievers.<name>.device"), **options
+    )
 
 
 def _meta(engine: LateInteraction, passages: Sequence[Passage]) -> dict[str, Any]:
@@ -143,12 +153,18 @@ def retrieve_colbert(
     engine = _engine(engine, model, device, options)
     folder = _index_folder(index_dir)
     if not (folder / META).is_file():
-        raise ValueError(f"{folder}: no finished ColBERT index (no {META}); rule colbert_index builds it")
+        raise ValueError(
+            f"{folder}: no finished ColBERT index (no {META}); rule colbert_index builds it"
+        )
     stored, expected = read_json(folder / META), _meta(engine, passages)
-    differs = sorted(key for key in set(stored) | set(expected) if stored.get(key) != expected.get(key))
+    differs = sorted(
+        key for key in set(stored) | set(expected) if stored.get(key) != expected.get(key)
+    )
     if differs:
-        raise ValueError(f"{folder / META}: the index was built from another corpus or model "
-                         f"(differs in {', '.join(differs)}); rebuild it with rule colbert_index")
+        raise ValueError(
+            f"{folder / META}: the index was built from another corpus or model "
+            f"(differs in {', '.join(differs)}); rebuild it with rule colbert_index"
+        )
     by_id = {p.id: p for p in passages}
     pairs = query_pairs(queries)
     rows = engine.search(folder, [text for _, text in pairs], min(k, len(passages)))
@@ -158,10 +174,14 @@ def retrieve_colbert(
     for (query_id, _), row in zip(pairs, rows, strict=True):
         unknown = sorted({pid for pid, _ in row} - set(by_id))
         if unknown:
-            raise ValueError(f"{folder}: the index returned passage ids not in the corpus: {unknown[:5]}")
+            raise ValueError(
+                f"{folder}: the index returned passage ids not in the corpus: {unknown[:5]}"
+            )
         ranked = sorted(row, key=lambda hit: (-hit[1], hit[0]))[:k]
-        hits = [{"id": pid, "doc_id": by_id[pid].doc_id, "rank": rank, "score": float(score)}
-                for rank, (pid, score) in enumerate(ranked, start=1)]
+        hits = [
+            {"id": pid, "doc_id": by_id[pid].doc_id, "rank": rank, "score": float(score)}
+            for rank, (pid, score) in enumerate(ranked, start=1)
+        ]
         results.append({"query_id": query_id, "backend": "colbert", "k": k, "passages": hits})
     return results
 
@@ -173,11 +193,20 @@ def run_colbert_index(passage_path, index_dir, options: dict[str, Any], *, engin
     return build_colbert_index(passages, index_dir, engine=engine, **options)
 
 
-def run_colbert_retrieval(query_path, passage_path, index_dir, out_path, recall_path, ks: list[int],
-                          options: dict[str, Any], domain: str, *, engine=None) -> dict[str, dict[str, float]]:
+def run_colbert_retrieval(
+    query_path,
+    passage_path,
+    index_dir,
+    out_path,
+    recall_path,
+    ks: list[int],
+    options: dict[str, Any],
+    domain: str,
+    *,
+    engine=None,
+) -> dict[str, dict[str, float]]:
     """Entry point of rule retrieve_colbert: as rule retrieve's, from a PLAID index."""
     queries = read_records(query_path, RagQuery)
     passages = read_records(passage_path, Passage)
     results = retrieve_colbert(queries, passages, max(ks), index_dir, engine=engine, **options)
     return write_retrieval(results, queries, out_path, recall_path, ks, domain, "colbert")
-

@@ -29,9 +29,17 @@ SEED = 42
 class PylateEngine:
     """ColBERT encoding with PyLate's ``models.ColBERT``, PLAID indexing with ``indexes.PLAID``."""
 
-    def __init__(self, model: str, *, device: str | None = None, nbits: int = 2,
-                 kmeans_niters: int = 4, document_length: int | None = None,
-                 query_length: int | None = None, batch_size: int = 32) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str | None = None,
+        nbits: int = 2,
+        kmeans_niters: int = 4,
+        document_length: int | None = None,
+        query_length: int | None = None,
+        batch_size: int = 32,
+    ) -> None:
         self.model_name = model
         self.device = device
         self.nbits = nbits
@@ -45,28 +53,50 @@ class PylateEngine:
             "model": self.model_name,
             "pylate": version("pylate"),
             "fast_plaid": version("fast-plaid"),
-            "params": {"nbits": self.nbits, "kmeans_niters": self.kmeans_niters, "seed": SEED,
-                       "document_length": self.document_length, "query_length": self.query_length},
+            "params": {
+                "nbits": self.nbits,
+                "kmeans_niters": self.kmeans_niters,
+                "seed": SEED,
+                "document_length": self.document_length,
+                "query_length": self.query_length,
+            },
         }
 
     @functools.cached_property
     def model(self):
-        lengths = {key: value for key, value in (("document_length", self.document_length),
-                                                 ("query_length", self.query_length)) if value}
+        lengths = {
+            key: value
+            for key, value in (
+                ("document_length", self.document_length),
+                ("query_length", self.query_length),
+            )
+            if value
+        }
         return models.ColBERT(model_name_or_path=self.model_name, device=self.device, **lengths)
 
     def _index(self, folder: Path, *, override: bool):
-        return indexes.PLAID(index_folder=str(folder), index_name=INDEX_NAME, override=override,
-                             nbits=self.nbits, kmeans_niters=self.kmeans_niters, seed=SEED,
-                             use_triton=False, show_progress=False, device=self.device)
+        return indexes.PLAID(
+            index_folder=str(folder),
+            index_name=INDEX_NAME,
+            override=override,
+            nbits=self.nbits,
+            kmeans_niters=self.kmeans_niters,
+            seed=SEED,
+            use_triton=False,
+            show_progress=False,
+            device=self.device,
+        )
 
     def _encode(self, texts: Sequence[str], *, is_query: bool):
-        return self.model.encode(list(texts), is_query=is_query, batch_size=self.batch_size,
-                                 show_progress_bar=False)
+        return self.model.encode(
+            list(texts), is_query=is_query, batch_size=self.batch_size, show_progress_bar=False
+        )
 
     def build(self, folder: Path, ids: Sequence[str], texts: Sequence[str]) -> None:
         index = self._index(folder, override=True)
-        index.add_documents(documents_ids=list(ids), documents_embeddings=self._encode(texts, is_query=False))
+        index.add_documents(
+            documents_ids=list(ids), documents_embeddings=self._encode(texts, is_query=False)
+        )
 
     def search(self, folder: Path, texts: Sequence[str], k: int) -> list[list[tuple[str, float]]]:
         index = self._index(folder, override=False)

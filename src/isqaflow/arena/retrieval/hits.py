@@ -75,8 +75,15 @@ def recall_at_k(results: Sequence[dict], gold: Mapping[str, Iterable[str]]) -> d
     }
 
 
-def write_retrieval(results: list[dict], queries: Sequence[RagQuery], out_path, recall_path,
-                    ks: list[int], domain: str, backend: str) -> dict[str, dict[str, float]]:
+def write_retrieval(
+    results: list[dict],
+    queries: Sequence[RagQuery],
+    out_path,
+    recall_path,
+    ks: list[int],
+    domain: str,
+    backend: str,
+) -> dict[str, dict[str, float]]:
     """The hits of every query (tagged with the domain) and the recall at every k, as files."""
     for r in results:
         r["domain"] = domain

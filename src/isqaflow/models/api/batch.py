@@ -46,9 +46,13 @@ FAILED = ("failed", "expired", "cancelled", "cancelling")
 
 def batch_file(bodies: Sequence[dict[str, Any]]) -> bytes:
     """The JSON Lines batch file of request bodies (``custom_id`` = ``request-<position>``)."""
-    lines = [{"custom_id": f"request-{i}", "method": "POST", "url": ENDPOINT, "body": body}
-             for i, body in enumerate(bodies)]
-    return "".join(json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n" for line in lines).encode()
+    lines = [
+        {"custom_id": f"request-{i}", "method": "POST", "url": ENDPOINT, "body": body}
+        for i, body in enumerate(bodies)
+    ]
+    return "".join(
+        json.dumps(line, sort_keys=True, ensure_ascii=False) + "\n" for line in lines
+    ).encode()
 
 
 def record_path() -> Path | None:
@@ -61,7 +65,9 @@ def record_path() -> Path | None:
 
 
 def _records(path: Path | None) -> dict[str, str]:
-    return json.loads(path.read_text(encoding="utf-8")) if path is not None and path.exists() else {}
+    return (
+        json.loads(path.read_text(encoding="utf-8")) if path is not None and path.exists() else {}
+    )
 
 
 def _write_records(path: Path | None, records: dict[str, str]) -> None:
@@ -75,12 +81,18 @@ def _write_records(path: Path | None, records: dict[str, str]) -> None:
 
 def _body(model: Any, request: Request, params: GenerationParams) -> dict[str, Any]:
     body = model._chat_kwargs(request, params)
-    body.update(body.pop("extra_body", None) or {})  # the client sends extra_body's fields in the body
+    body.update(
+        body.pop("extra_body", None) or {}
+    )  # the client sends extra_body's fields in the body
     return body
 
 
-def generate_in_batch(model: Any, requests: Sequence[Request], params: GenerationParams,
-                      on_batch: BatchCallback | None = None) -> list[Generation]:
+def generate_in_batch(
+    model: Any,
+    requests: Sequence[Request],
+    params: GenerationParams,
+    on_batch: BatchCallback | None = None,
+) -> list[Generation]:
     """``model.generate`` through one batch (``model``: an :class:`.openai.OpenAIModel` with ``batch``)."""
     from openai.types.chat import ChatCompletion
 
@@ -98,14 +110,21 @@ def generate_in_batch(model: Any, requests: Sequence[Request], params: Generatio
     if batch_id is None:
         ticket = budget.reserve(model.model, bound)  # BudgetExceeded before anything is submitted
         uploaded = model.client.files.create(file=("batch.jsonl", data), purpose="batch")
-        batch = model.client.batches.create(input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window="24h")
+        batch = model.client.batches.create(
+            input_file_id=uploaded.id, endpoint=ENDPOINT, completion_window="24h"
+        )
         batch_id = batch.id
         records[key] = batch_id
         _write_records(path, records)
         log.info("%s: %d requests submitted as batch %s", model.name, len(bodies), batch_id)
     else:
         ticket = budget.reserve(model.model, 0)  # the killed job's reservation is gone: settle here
-        log.info("%s: resuming batch %s (%d requests), submitted before", model.name, batch_id, len(bodies))
+        log.info(
+            "%s: resuming batch %s (%d requests), submitted before",
+            model.name,
+            batch_id,
+            len(bodies),
+        )
     poll_s = float((model.batch or {}).get("poll_s", 60))
     while True:
         batch = model.client.batches.retrieve(batch_id)
@@ -115,7 +134,9 @@ def generate_in_batch(model: Any, requests: Sequence[Request], params: Generatio
             records.pop(key, None)
             _write_records(path, records)
             budget.settle(ticket, model.model, 0, 0)
-            raise RuntimeError(f"model {model.name}: batch {batch_id} ended {batch.status}: {batch.errors}")
+            raise RuntimeError(
+                f"model {model.name}: batch {batch_id} ended {batch.status}: {batch.errors}"
+            )
         time.sleep(poll_s)
     rows = {}
     for line in model.client.files.content(batch.output_file_id).text.splitlines():
@@ -128,8 +149,10 @@ def generate_in_batch(model: Any, requests: Sequence[Request], params: Generatio
         response = (row or {}).get("response") or {}
         if row is None or row.get("error") or response.get("status_code") != 200:
             budget.settle(ticket, model.model, n_in, n_out)
-            raise RuntimeError(f"model {model.name}: request {i} of batch {batch_id} did not succeed: "
-                               f"{(row or {}).get('error') or response.get('status_code', 'missing')}")
+            raise RuntimeError(
+                f"model {model.name}: request {i} of batch {batch_id} did not succeed: "
+                f"{(row or {}).get('error') or response.get('status_code', 'missing')}"
+            )
         completion = ChatCompletion.model_validate(response["body"])
         generation = model._chat_generation(completion, params)
         model.usage.add(1, generation.n_input_tokens, generation.n_new_tokens)

@@ -47,10 +47,20 @@ def settings() -> dict[str, Any] | None:
 def environment(ledger: str | Path, budget: dict[str, Any] | None, models: dict[str, Any]) -> str:
     """The value of :data:`ENV` for a config: its budget, its API models' prices by model id, and
     the directory of the accounts' shared rate-limit windows (:mod:`.rate_limit`), beside the ledger."""
-    prices = {entry["model"]: entry["price"] for entry in models.values()
-              if entry.get("backend") == "openai" and not entry.get("serve") and entry.get("price")}
-    return json.dumps({"ledger": str(Path(ledger).resolve()), "budget": budget or {}, "prices": prices,
-                       "rate_limits": str(Path(ledger).resolve().parent / "rate_limits")}, sort_keys=True)
+    prices = {
+        entry["model"]: entry["price"]
+        for entry in models.values()
+        if entry.get("backend") == "openai" and not entry.get("serve") and entry.get("price")
+    }
+    return json.dumps(
+        {
+            "ledger": str(Path(ledger).resolve()),
+            "budget": budget or {},
+            "prices": prices,
+            "rate_limits": str(Path(ledger).resolve().parent / "rate_limits"),
+        },
+        sort_keys=True,
+    )
 
 
 def _alive(entry: dict[str, Any]) -> bool:
@@ -74,7 +84,9 @@ def _ledger(path: Path) -> Iterator[dict[str, Any]]:
         try:
             state = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
             state.setdefault("spent", {})
-            state["reserved"] = {k: v for k, v in (state.get("reserved") or {}).items() if _alive(v)}
+            state["reserved"] = {
+                k: v for k, v in (state.get("reserved") or {}).items() if _alive(v)
+            }
             yield state
             tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
             tmp.write_text(json.dumps(state, indent=1, sort_keys=True) + "\n", encoding="utf-8")
@@ -88,11 +100,16 @@ def spent(path: str | Path) -> dict[str, float]:
     path = Path(path)
     if not path.exists():
         return {}
-    return {k: float(v) for k, v in (json.loads(path.read_text(encoding="utf-8")).get("spent") or {}).items()}
+    return {
+        k: float(v)
+        for k, v in (json.loads(path.read_text(encoding="utf-8")).get("spent") or {}).items()
+    }
 
 
 def _cost(price: dict[str, float], input_tokens: int, output_tokens: int) -> float:
-    return (input_tokens * price["input_per_million"] + output_tokens * price["output_per_million"]) / 1e6
+    return (
+        input_tokens * price["input_per_million"] + output_tokens * price["output_per_million"]
+    ) / 1e6
 
 
 def reserve(model_id: str, tokens: int) -> str | None:
@@ -110,7 +127,9 @@ def reserve(model_id: str, tokens: int) -> str | None:
     with _ledger(Path(conf["ledger"])) as state:
         reserved = state["reserved"].values()
         total = sum(state["spent"].values()) + sum(r["dollars"] for r in reserved)
-        stage = state["spent"].get(rule, 0.0) + sum(r["dollars"] for r in reserved if r["rule"] == rule)
+        stage = state["spent"].get(rule, 0.0) + sum(
+            r["dollars"] for r in reserved if r["rule"] == rule
+        )
         limits = [("budget.dollars", budget.get("dollars"), total)]
         limits.append((f"budget.stages.{rule}", (budget.get("stages") or {}).get(rule), stage))
         for key, limit, used in limits:
@@ -118,10 +137,16 @@ def reserve(model_id: str, tokens: int) -> str | None:
                 raise BudgetExceeded(
                     f"{key}: the next call of {model_id} in {rule} (up to ${bound:.4f}) would cross ${limit:,.2f} "
                     f"(spent and in flight: ${used:,.4f}); no request was sent.  Raise {key} in the config and "
-                    "rerun: the call cache keeps every call made, the ledger what they cost")
+                    "rerun: the call cache keeps every call made, the ledger what they cost"
+                )
         ticket = uuid.uuid4().hex
-        state["reserved"][ticket] = {"rule": rule, "dollars": bound, "pid": os.getpid(),
-                                     "host": socket.gethostname(), "time": time.time()}
+        state["reserved"][ticket] = {
+            "rule": rule,
+            "dollars": bound,
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "time": time.time(),
+        }
     return ticket
 
 
@@ -133,5 +158,11 @@ def settle(ticket: str | None, model_id: str, input_tokens: int, output_tokens: 
     price = conf["prices"][model_id]
     with _ledger(Path(conf["ledger"])) as state:
         entry = state["reserved"].pop(ticket, None)
-        rule = entry["rule"] if entry else (runtime.current_job().rule if runtime.current_job() else "?")
-        state["spent"][rule] = state["spent"].get(rule, 0.0) + _cost(price, input_tokens, output_tokens)
+        rule = (
+            entry["rule"]
+            if entry
+            else (runtime.current_job().rule if runtime.current_job() else "?")
+        )
+        state["spent"][rule] = state["spent"].get(rule, 0.0) + _cost(
+            price, input_tokens, output_tokens
+        )

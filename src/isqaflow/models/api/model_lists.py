@@ -14,6 +14,7 @@ import urllib.request
 from typing import Any
 
 from isqaflow.settings import api_key_variable, mask_secrets
+
 OPENAI_ENDPOINT = "https://api.openai.com/v1"
 ATTEMPTS = 3  # the openai client's max_retries=2, as the jobs use it for the same listing
 
@@ -22,11 +23,15 @@ class ListingError(Exception):
     """An endpoint's model list could not be read (the message names no key)."""
 
 
-def list_models(base_url: str, api_key: str, timeout: float = 60, attempts: int = ATTEMPTS) -> set[str]:
+def list_models(
+    base_url: str, api_key: str, timeout: float = 60, attempts: int = ATTEMPTS
+) -> set[str]:
     """The model ids ``GET <base_url>/models`` lists (OpenAI's API and vLLM's answer alike);
     connection errors, timeouts, rate limits and server errors are retried with backoff."""
-    request = urllib.request.Request(base_url.rstrip("/") + "/models",
-                                     headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json"})
+    request = urllib.request.Request(
+        base_url.rstrip("/") + "/models",
+        headers={"Authorization": f"Bearer {api_key}", "Accept": "application/json"},
+    )
     for attempt in range(attempts):
         retry = attempt + 1 < attempts
         try:
@@ -41,7 +46,7 @@ def list_models(base_url: str, api_key: str, timeout: float = 60, attempts: int 
                 raise ListingError(f"{type(err).__name__}: {getattr(err, 'reason', err)}") from None
         except (ValueError, KeyError, TypeError) as err:
             raise ListingError(f"not a model list: {type(err).__name__}: {err}") from None
-        time.sleep(0.5 * 2 ** attempt)
+        time.sleep(0.5 * 2**attempt)
     raise AssertionError("unreachable")
 
 
@@ -58,7 +63,8 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
         if not (check if check is not None else entry.get("base_url") is None):
             continue
         by_endpoint.setdefault((entry.get("base_url"), api_key_variable(entry)), []).append(
-            (key, entry["model"]))
+            (key, entry["model"])
+        )
     problems = []
     for (base_url, key_env), entries in sorted(by_endpoint.items(), key=str):
         # the openai client's own default: $OPENAI_BASE_URL, else OpenAI's endpoint
@@ -68,11 +74,17 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
         except ListingError as err:
             # an endpoint's error may quote the key it was sent (401: "Incorrect API key provided: ..."):
             # masked as every config-check message is
-            problems.append(mask_secrets(f"cannot list the models of {endpoint} (key from {key_env}) to check "
-                                         f"{', '.join(m for _, m in entries)}: {err}"))
+            problems.append(
+                mask_secrets(
+                    f"cannot list the models of {endpoint} (key from {key_env}) to check "
+                    f"{', '.join(m for _, m in entries)}: {err}"
+                )
+            )
             continue
         for key, model in entries:
             if model not in listed:
-                problems.append(f"models.{key}.model: the endpoint {endpoint} does not serve {model!r}; set a model "
-                                "it lists (a substitute judge: check it against the validity table, docs/validity.md)")
+                problems.append(
+                    f"models.{key}.model: the endpoint {endpoint} does not serve {model!r}; set a model "
+                    "it lists (a substitute judge: check it against the validity table, docs/validity.md)"
+                )
     return problems

@@ -89,7 +89,12 @@ from isqaflow.models.base import (
     Request,
     canonical_request,
 )
-from isqaflow.models.api.rate_limit import SharedRateLimiter, account_limiter, estimate_tokens, retry_after
+from isqaflow.models.api.rate_limit import (
+    SharedRateLimiter,
+    account_limiter,
+    estimate_tokens,
+    retry_after,
+)
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +120,7 @@ def split_candidates(candidates: Sequence[str]) -> tuple[str, list[str]]:
         return "", list(candidates)
     prefix = os.path.commonprefix(list(candidates))
     prefix = prefix[: min(len(prefix), min(len(c) for c in candidates) - 1)]
-    return prefix, [c[len(prefix):] for c in candidates]
+    return prefix, [c[len(prefix) :] for c in candidates]
 
 
 class OpenAIModel(LanguageModel):
@@ -147,9 +152,13 @@ class OpenAIModel(LanguageModel):
         if concurrency < 1 or timeout <= 0:
             raise ValueError(f"model {self.name}: concurrency must be >= 1 and timeout > 0")
         if logprobs not in LOGPROB_MODES:
-            raise ValueError(f"model {self.name}: logprobs must be one of {', '.join(LOGPROB_MODES)}, got {logprobs!r}")
+            raise ValueError(
+                f"model {self.name}: logprobs must be one of {', '.join(LOGPROB_MODES)}, got {logprobs!r}"
+            )
         if not 1 <= top_logprobs <= MAX_TOP_LOGPROBS:
-            raise ValueError(f"model {self.name}: top_logprobs must lie between 1 and {MAX_TOP_LOGPROBS}")
+            raise ValueError(
+                f"model {self.name}: top_logprobs must lie between 1 and {MAX_TOP_LOGPROBS}"
+            )
         self._check_logprob_mode(logprobs)
         self.model = model
         self.base_url = base_url
@@ -160,8 +169,14 @@ class OpenAIModel(LanguageModel):
         self.top_logprobs = top_logprobs
         self.batch = batch
         # the account's limits shared by every job of the run (the workflow names their directory)
-        self.limiter = account_limiter(requests_per_minute, tokens_per_minute, base_url, api_key_env, model,
-                                       (budget.settings() or {}).get("rate_limits"))
+        self.limiter = account_limiter(
+            requests_per_minute,
+            tokens_per_minute,
+            base_url,
+            api_key_env,
+            model,
+            (budget.settings() or {}).get("rate_limits"),
+        )
         key = os.environ.get(api_key_env) or None  # set but empty is missing too
         if key is None:
             if base_url is None:
@@ -188,15 +203,18 @@ class OpenAIModel(LanguageModel):
         try:
             listed = sorted(m.id for m in self.client.models.list())
         except self._retryable as err:
-            raise RuntimeError(f"model {self.name}: cannot list the models of {endpoint} to check that it serves "
-                               f"{self.model!r}: {type(err).__name__}") from err
+            raise RuntimeError(
+                f"model {self.name}: cannot list the models of {endpoint} to check that it serves "
+                f"{self.model!r}: {type(err).__name__}"
+            ) from err
         if self.model not in listed:
             near = [m for m in listed if m.split("-")[:2] == self.model.split("-")[:2]][:8]
             raise RuntimeError(
                 f"model {self.name}: the endpoint {endpoint} does not serve {self.model!r} (the `model` of its "
                 f"config entry under models:, used here as {self.name}); set that key to a model the endpoint "
                 f"lists{' such as ' + ', '.join(near) if near else ''} -- a substitute judge is checked against "
-                "the validity table (docs/validity.md) before its verdicts are read as the paper's")
+                "the validity table (docs/validity.md) before its verdicts are read as the paper's"
+            )
         log.info("%s: %s lists %s", self.name, endpoint, self.model)
 
     # ------------------------------------------------------------ hooks for served models
@@ -213,15 +231,25 @@ class OpenAIModel(LanguageModel):
 
     def _decoding_extras(self, params: GenerationParams) -> dict[str, Any]:
         """Extra request fields for decoding settings beyond the standard API (none here: dropped)."""
-        dropped = [f"{key}={value}" for key, value, default in (
-            ("num_beams", params.num_beams, 1), ("min_new_tokens", params.min_new_tokens, 0),
-            ("no_repeat_ngram_size", params.no_repeat_ngram_size, 0),
-            ("repetition_penalty", params.repetition_penalty, 1.0),
-            ("max_input_tokens", params.max_input_tokens, None)) if value != default]
+        dropped = [
+            f"{key}={value}"
+            for key, value, default in (
+                ("num_beams", params.num_beams, 1),
+                ("min_new_tokens", params.min_new_tokens, 0),
+                ("no_repeat_ngram_size", params.no_repeat_ngram_size, 0),
+                ("repetition_penalty", params.repetition_penalty, 1.0),
+                ("max_input_tokens", params.max_input_tokens, None),
+            )
+            if value != default
+        ]
         new = self.usage.note_dropped(dropped)
         if new:
-            log.warning("%s: the API cannot apply %s; decoding without %s", self.name, ", ".join(new),
-                        "them" if len(new) > 1 else "it")
+            log.warning(
+                "%s: the API cannot apply %s; decoding without %s",
+                self.name,
+                ", ".join(new),
+                "them" if len(new) > 1 else "it",
+            )
         return {}
 
     def _prefill_fields(self) -> dict[str, Any] | None:
@@ -251,7 +279,9 @@ class OpenAIModel(LanguageModel):
             except BaseException as err:
                 budget.settle(ticket, self.model, 0, 0)
                 if isinstance(self.limiter, SharedRateLimiter):
-                    self.limiter.settle(booking, 0)  # the attempt left the account's window busy until now
+                    self.limiter.settle(
+                        booking, 0
+                    )  # the attempt left the account's window busy until now
                 if not isinstance(err, self._retryable):
                     raise
                 if attempt == self.max_retries:
@@ -259,10 +289,18 @@ class OpenAIModel(LanguageModel):
                         f"model {self.name}: request failed after {attempt + 1} attempts: {type(err).__name__}"
                     ) from err
                 asked = retry_after(err)  # a 429's Retry-After: wait what the server asks, no less
-                delay = asked + random.random() * 0.1 if asked is not None else \
-                    self.backoff * 2**attempt * (1 + random.random())
+                delay = (
+                    asked + random.random() * 0.1
+                    if asked is not None
+                    else self.backoff * 2**attempt * (1 + random.random())
+                )
                 log.warning(
-                    "%s: %s, retry %d/%d in %.1fs", self.name, type(err).__name__, attempt + 1, self.max_retries, delay
+                    "%s: %s, retry %d/%d in %.1fs",
+                    self.name,
+                    type(err).__name__,
+                    attempt + 1,
+                    self.max_retries,
+                    delay,
                 )
                 time.sleep(delay)
         used = response.usage
@@ -274,7 +312,9 @@ class OpenAIModel(LanguageModel):
         self.usage.add(1, n_in, n_out)
         return response
 
-    def _named_refusal(self, request: Request, call: Callable[[], Any], tokens: int | None = None) -> Any:
+    def _named_refusal(
+        self, request: Request, call: Callable[[], Any], tokens: int | None = None
+    ) -> Any:
         """``call()``, with the server's context-length refusal of ``request`` raised as
         :class:`~isqaflow.models.refusals.PromptTooLong` (any other error as it is)."""
         import openai
@@ -285,8 +325,9 @@ class OpenAIModel(LanguageModel):
             text = str(getattr(err, "message", "") or err)
             if tokens is None and refusals.context_limit(text) is not None:
                 tokens = self._prompt_tokens(request)
-            refusals.raise_if_too_long(text, err, request, f"{self.name} ({self.model})", tokens,
-                                       self._length_advice())
+            refusals.raise_if_too_long(
+                text, err, request, f"{self.name} ({self.model})", tokens, self._length_advice()
+            )
             raise
 
     def _prompt_tokens(self, request: Request) -> int | None:
@@ -295,8 +336,10 @@ class OpenAIModel(LanguageModel):
 
     def _length_advice(self) -> str:
         """What to change when a prompt is too long for the model (:class:`PromptTooLong`)."""
-        return (f"shorten the stage's inputs (its input settings), or set models.{self.name}.model to one "
-                "with a longer context")
+        return (
+            f"shorten the stage's inputs (its input settings), or set models.{self.name}.model to one "
+            "with a longer context"
+        )
 
     def _output_tokens(self, response: Any) -> int:
         """New tokens of the answer the job keeps (a served model with beams overrides this)."""
@@ -317,8 +360,12 @@ class OpenAIModel(LanguageModel):
         if params not in self._noted_decoding:
             self._noted_decoding.add(params)
             settings = {k: v for k, v in params.as_dict().items() if k != "return_logprobs"}
-            self.usage.note_decoding(settings, capabilities.applied(settings, self._capability_backend(),
-                                                                    self.usage.dropped_decoding))
+            self.usage.note_decoding(
+                settings,
+                capabilities.applied(
+                    settings, self._capability_backend(), self.usage.dropped_decoding
+                ),
+            )
         return kwargs
 
     def _capability_backend(self) -> str:
@@ -336,8 +383,11 @@ class OpenAIModel(LanguageModel):
         if text is not None:
             return self._complete(text, params)
         kwargs = self._chat_kwargs(request, params)
-        response = self._send(self.client.chat.completions.create,
-                              estimate_tokens(kwargs["messages"]) + params.max_new_tokens, **kwargs)
+        response = self._send(
+            self.client.chat.completions.create,
+            estimate_tokens(kwargs["messages"]) + params.max_new_tokens,
+            **kwargs,
+        )
         return self._chat_generation(response, params)
 
     def _chat_generation(self, response: Any, params: GenerationParams) -> Generation:
@@ -358,8 +408,11 @@ class OpenAIModel(LanguageModel):
         kwargs = dict(model=self.model, prompt=prompt, **self._sampling(params))
         if params.return_logprobs:
             kwargs["logprobs"] = 1
-        response = self._send(self.client.completions.create, estimate_tokens(prompt) + params.max_new_tokens,
-                              **kwargs)
+        response = self._send(
+            self.client.completions.create,
+            estimate_tokens(prompt) + params.max_new_tokens,
+            **kwargs,
+        )
         choice = response.choices[0]
         logprob = None
         if params.return_logprobs and choice.logprobs and choice.logprobs.token_logprobs:
@@ -372,7 +425,9 @@ class OpenAIModel(LanguageModel):
             finish_reason=choice.finish_reason,
         )
 
-    def _map(self, fn: Callable[[Any], Any], items: Sequence[Any], on_batch: BatchCallback | None = None) -> list[Any]:
+    def _map(
+        self, fn: Callable[[Any], Any], items: Sequence[Any], on_batch: BatchCallback | None = None
+    ) -> list[Any]:
         """``fn`` over ``items`` in ``concurrency`` threads; ``on_batch`` hears of each result
         as it arrives (each reply is its own batch).  On an exception (SIGTERM's JobTerminated
         included) it returns at once, without waiting for requests in flight, so the job's
@@ -394,38 +449,57 @@ class OpenAIModel(LanguageModel):
             # cache keeps them), start no other
             pool.shutdown(wait=True, cancel_futures=True)
             for future, i in futures.items():
-                if i not in reported and future.done() and not future.cancelled() and future.exception() is None:
+                if (
+                    i not in reported
+                    and future.done()
+                    and not future.cancelled()
+                    and future.exception() is None
+                ):
                     if on_batch is not None:
                         on_batch([(i, future.result())])
             raise
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
 
-    def generate(self, requests: Sequence[Request], params: GenerationParams,
-                 on_batch: BatchCallback | None = None) -> list[Generation]:
+    def generate(
+        self,
+        requests: Sequence[Request],
+        params: GenerationParams,
+        on_batch: BatchCallback | None = None,
+    ) -> list[Generation]:
         started = time.monotonic()
         if self.batch is not None:  # the Batch API (.openai_batch): one batch for all requests
             from isqaflow.models.api.batch import generate_in_batch
 
             return generate_in_batch(self, requests, params, on_batch)
-        results = self._map(lambda r: self._named_refusal(r, lambda: self._call(r, params)), requests, on_batch)
+        results = self._map(
+            lambda r: self._named_refusal(r, lambda: self._call(r, params)), requests, on_batch
+        )
         log.info("%s: %d requests in %.1fs", self.name, len(requests), time.monotonic() - started)
         return results
 
     # ------------------------------------------------------------------ scoring
-    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
-                    on_batch: BatchCallback | None = None) -> list[list[float]]:
+    def score_batch(
+        self, items: Sequence[tuple[Request, Sequence[str]]], on_batch: BatchCallback | None = None
+    ) -> list[list[float]]:
         """Log-probabilities of each item's candidates; see the module docstring for the modes."""
         if self.logprobs == "none":
             raise LogprobsUnavailable(
                 f"model {self.name}: log-probability scoring is switched off (logprobs: none); "
                 "use a text-mode judge with this model"
             )
-        plans = [(context, self._plan_scoring(context, candidates)) for context, candidates in items]
-        return self._map(lambda plan: self._named_refusal(plan[0], lambda: self._score_planned(*plan[1])), plans,
-                         on_batch)
+        plans = [
+            (context, self._plan_scoring(context, candidates)) for context, candidates in items
+        ]
+        return self._map(
+            lambda plan: self._named_refusal(plan[0], lambda: self._score_planned(*plan[1])),
+            plans,
+            on_batch,
+        )
 
-    def _plan_scoring(self, context: Request, candidates: Sequence[str]) -> tuple[Any, str, list[str]]:
+    def _plan_scoring(
+        self, context: Request, candidates: Sequence[str]
+    ) -> tuple[Any, str, list[str]]:
         """Checks made for every item before any request: the payload (messages), prefix and rests."""
         prefix, rests = split_candidates(list(candidates))
         self._check_prefill(prefix)
@@ -440,14 +514,26 @@ class OpenAIModel(LanguageModel):
                 "text-mode judge with this model"
             )
 
-    def _score_planned(self, messages: list[dict[str, str]], prefix: str, rests: list[str]) -> list[float]:
-        kwargs: dict[str, Any] = dict(model=self.model, max_tokens=1, temperature=0.0, seed=0,
-                                      logprobs=True, top_logprobs=self.top_logprobs)
+    def _score_planned(
+        self, messages: list[dict[str, str]], prefix: str, rests: list[str]
+    ) -> list[float]:
+        kwargs: dict[str, Any] = dict(
+            model=self.model,
+            max_tokens=1,
+            temperature=0.0,
+            seed=0,
+            logprobs=True,
+            top_logprobs=self.top_logprobs,
+        )
         if prefix:
             messages = [*messages, {"role": "assistant", "content": prefix}]
             kwargs["extra_body"] = self._prefill_fields()
-        response = self._send(self.client.chat.completions.create, estimate_tokens(messages) + 1,
-                              messages=messages, **kwargs)
+        response = self._send(
+            self.client.chat.completions.create,
+            estimate_tokens(messages) + 1,
+            messages=messages,
+            **kwargs,
+        )
         choice = response.choices[0]
         content = getattr(choice.logprobs, "content", None) if choice.logprobs else None
         if not content or not content[0].top_logprobs:
@@ -457,23 +543,39 @@ class OpenAIModel(LanguageModel):
                 "cannot serve a logprob-mode judge; use mode text, or a server that returns them "
                 "(vLLM, SGLang, the OpenAI API)"
             )
-        return self._read_top([(entry.token, entry.logprob) for entry in content[0].top_logprobs], rests, prefix)
+        return self._read_top(
+            [(entry.token, entry.logprob) for entry in content[0].top_logprobs], rests, prefix
+        )
 
-    def _read_top(self, top: Sequence[tuple[str, float]], rests: list[str], prefix: str) -> list[float]:
+    def _read_top(
+        self, top: Sequence[tuple[str, float]], rests: list[str], prefix: str
+    ) -> list[float]:
         """Each rest's log-probability from the returned (token, log-probability) list."""
         best: dict[str, float] = {}
         for token, logprob in top:  # several token ids may spell the same text: keep the likeliest
-            value = float(logprob) if float(logprob) > -9999.0 else -math.inf  # vLLM's floor for -inf
+            value = (
+                float(logprob) if float(logprob) > -9999.0 else -math.inf
+            )  # vLLM's floor for -inf
             best[token] = max(best.get(token, -math.inf), value)
         floor = min(best.values())
         scores = [best.get(rest, floor) for rest in rests]
         absent = [rest for rest in rests if rest not in best]
-        self.usage.add_scoring(items=1, absent_candidates=len(absent),
-                               items_without_candidates=int(len(absent) == len(rests)))
+        self.usage.add_scoring(
+            items=1,
+            absent_candidates=len(absent),
+            items_without_candidates=int(len(absent) == len(rests)),
+        )
         if len(absent) == len(rests):
-            log.warning("%s: none of the candidates %s after %r is among the top %d tokens %s; all get the "
-                        "floor %.2f", self.name, rests, prefix, len(best), sorted(best, key=best.get)[::-1][:5],
-                        floor)
+            log.warning(
+                "%s: none of the candidates %s after %r is among the top %d tokens %s; all get the "
+                "floor %.2f",
+                self.name,
+                rests,
+                prefix,
+                len(best),
+                sorted(best, key=best.get)[::-1][:5],
+                floor,
+            )
         return scores
 
     def close(self) -> None:

@@ -34,9 +34,17 @@ class RateLimiter:
 
     WINDOW_S = 60.0
 
-    def __init__(self, requests_per_minute: int | None = None, tokens_per_minute: int | None = None,
-                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep) -> None:
-        for label, value in (("requests_per_minute", requests_per_minute), ("tokens_per_minute", tokens_per_minute)):
+    def __init__(
+        self,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        for label, value in (
+            ("requests_per_minute", requests_per_minute),
+            ("tokens_per_minute", tokens_per_minute),
+        ):
             if value is not None and value < 1:
                 raise ValueError(f"{label} must be at least 1, got {value}")
         self.requests_per_minute = requests_per_minute
@@ -53,14 +61,21 @@ class RateLimiter:
                 while self._booked and self._booked[0][0] <= now - self.WINDOW_S:
                     self._booked.popleft()
                 used = sum(booking[1] for booking in self._booked)
-                fits_requests = self.requests_per_minute is None or len(self._booked) < self.requests_per_minute
-                fits_tokens = (self.tokens_per_minute is None or not self._booked
-                               or used + tokens <= self.tokens_per_minute)
+                fits_requests = (
+                    self.requests_per_minute is None or len(self._booked) < self.requests_per_minute
+                )
+                fits_tokens = (
+                    self.tokens_per_minute is None
+                    or not self._booked
+                    or used + tokens <= self.tokens_per_minute
+                )
                 if fits_requests and fits_tokens:
                     booking = [now, float(tokens)]
                     self._booked.append(booking)
                     return booking
-                wait = max(self._booked[0][0] + self.WINDOW_S - now, 0.01)  # the oldest booking leaves
+                wait = max(
+                    self._booked[0][0] + self.WINDOW_S - now, 0.01
+                )  # the oldest booking leaves
             self.waited_s += wait
             self.sleep(wait)
 
@@ -80,8 +95,12 @@ class SharedRateLimiter:
 
     WINDOW_S = 60.0
 
-    def __init__(self, path: str | Path, requests_per_minute: int | None = None,
-                 tokens_per_minute: int | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        requests_per_minute: int | None = None,
+        tokens_per_minute: int | None = None,
+    ) -> None:
         RateLimiter(requests_per_minute, tokens_per_minute)  # the same checks of the limits
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -95,7 +114,9 @@ class SharedRateLimiter:
         with self._lock, open(self.path.with_name(self.path.name + ".lock"), "a") as lock:
             fcntl.lockf(lock, fcntl.LOCK_EX)
             try:
-                booked = json.loads(self.path.read_text(encoding="utf-8")) if self.path.exists() else []
+                booked = (
+                    json.loads(self.path.read_text(encoding="utf-8")) if self.path.exists() else []
+                )
                 now = time.time()
                 booked = [b for b in booked if b[0] > now - self.WINDOW_S]
                 yield booked
@@ -110,8 +131,14 @@ class SharedRateLimiter:
             with self._window() as booked:
                 now = time.time()
                 used = sum(b[1] for b in booked)
-                fits_requests = self.requests_per_minute is None or len(booked) < self.requests_per_minute
-                fits_tokens = self.tokens_per_minute is None or not booked or used + tokens <= self.tokens_per_minute
+                fits_requests = (
+                    self.requests_per_minute is None or len(booked) < self.requests_per_minute
+                )
+                fits_tokens = (
+                    self.tokens_per_minute is None
+                    or not booked
+                    or used + tokens <= self.tokens_per_minute
+                )
                 if fits_requests and fits_tokens:
                     ticket = uuid.uuid4().hex
                     booked.append([now, float(tokens), ticket])
@@ -138,16 +165,24 @@ def account_file(directory: str | Path, base_url: str | None, key_env: str, mode
     return Path(directory) / f"{hashlib.sha256(key.encode()).hexdigest()[:16]}.json"
 
 
-def account_limiter(requests_per_minute: int | None, tokens_per_minute: int | None, base_url: str | None,
-                    key_env: str, model: str, directory: str | Path | None
-                    ) -> RateLimiter | SharedRateLimiter | None:
+def account_limiter(
+    requests_per_minute: int | None,
+    tokens_per_minute: int | None,
+    base_url: str | None,
+    key_env: str,
+    model: str,
+    directory: str | Path | None,
+) -> RateLimiter | SharedRateLimiter | None:
     """The limiter of an API model: none without limits; the account's window shared through
     ``directory`` (the workflow's, :mod:`.budget`); else this process's own."""
     if not (requests_per_minute or tokens_per_minute):
         return None
     if directory:
-        return SharedRateLimiter(account_file(directory, base_url, key_env, model), requests_per_minute,
-                                 tokens_per_minute)
+        return SharedRateLimiter(
+            account_file(directory, base_url, key_env, model),
+            requests_per_minute,
+            tokens_per_minute,
+        )
     return RateLimiter(requests_per_minute, tokens_per_minute)
 
 

@@ -8,7 +8,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Request
-from isqaflow.models.inprocess.shared_prefixes import DECODE_STEP_TOKENS, SharedPrefixes, length_batches
+from isqaflow.models.inprocess.shared_prefixes import (
+    DECODE_STEP_TOKENS,
+    SharedPrefixes,
+    length_batches,
+)
 
 # the backend's logger, as before the split
 log = logging.getLogger("isqaflow.models.inprocess.hf")
@@ -26,8 +30,14 @@ class Progress:
         self.tokens += sum(o.n_new_tokens for o in outs)
         elapsed = time.monotonic() - self.started
         eta = elapsed / max(self.done, 1) * (self.total - self.done)
-        log.info("%s generate: %d/%d requests, %.1f new tok/s, ETA %.0fs",
-                 self.name, self.done, self.total, self.tokens / max(elapsed, 1e-9), eta)
+        log.info(
+            "%s generate: %d/%d requests, %.1f new tok/s, ETA %.0fs",
+            self.name,
+            self.done,
+            self.total,
+            self.tokens / max(elapsed, 1e-9),
+            eta,
+        )
 
 
 def sample_top_p(scores, temperature: float, top_p: float, generator):
@@ -47,8 +57,12 @@ class Generating:
     """``generate`` of :class:`~.hf.HFModel` (greedy, sampled or beam search, batched)."""
 
     # ------------------------------------------------------------------ generate
-    def generate(self, requests: Sequence[Request], params: GenerationParams,
-                 on_batch: BatchCallback | None = None) -> list[Generation]:
+    def generate(
+        self,
+        requests: Sequence[Request],
+        params: GenerationParams,
+        on_batch: BatchCallback | None = None,
+    ) -> list[Generation]:
         import torch
 
         encoded = [self.encode_request(r) for r in requests]
@@ -64,7 +78,10 @@ class Generating:
             if any(truncated):
                 log.warning(
                     "%s: %d request(s) longer than max_input_tokens=%d were cut from the left (%d tokens in all)",
-                    self.name, sum(1 for t in truncated if t), params.max_input_tokens, sum(truncated),
+                    self.name,
+                    sum(1 for t in truncated if t),
+                    params.max_input_tokens,
+                    sum(truncated),
                 )
         results: list[Generation | None] = [None] * len(encoded)
         progress = Progress(self.name, len(encoded))
@@ -81,14 +98,21 @@ class Generating:
             self._generate_rows(encoded, params, finished)
         else:
             order = sorted(range(len(encoded)), key=lambda i: -len(encoded[i]))
-            batches = length_batches(order, [len(x) for x in encoded], max_rows=self.batch_size,
-                                     max_waste=DECODE_STEP_TOKENS * params.max_new_tokens)
+            batches = length_batches(
+                order,
+                [len(x) for x in encoded],
+                max_rows=self.batch_size,
+                max_waste=DECODE_STEP_TOKENS * params.max_new_tokens,
+            )
             for b, idx in enumerate(batches):
                 if params.do_sample:
                     torch.manual_seed(params.seed + b)
                 finished(idx, self._generate_batch([encoded[i] for i in idx], params))
-        self.usage.add(len(results), sum(o.n_input_tokens for o in results),  # type: ignore[union-attr]
-                       sum(o.n_new_tokens for o in results))  # type: ignore[union-attr]
+        self.usage.add(
+            len(results),
+            sum(o.n_input_tokens for o in results),  # type: ignore[union-attr]
+            sum(o.n_new_tokens for o in results),
+        )  # type: ignore[union-attr]
         return results  # type: ignore[return-value]
 
     def _can_share_prefix(self, params: GenerationParams) -> bool:
@@ -103,8 +127,12 @@ class Generating:
             and params.repetition_penalty == 1.0
         )
 
-    def _generate_rows(self, encoded: list[list[int]], params: GenerationParams,
-                       finished: Callable[[Sequence[int], list[Generation]], None]) -> None:
+    def _generate_rows(
+        self,
+        encoded: list[list[int]],
+        params: GenerationParams,
+        finished: Callable[[Sequence[int], list[Generation]], None],
+    ) -> None:
         """Decode every request token by token in full batches; a prefix shared by several
         requests is run through the model once and its keys and values are reused.
 
@@ -121,17 +149,36 @@ class Generating:
         prefixes = SharedPrefixes(self, encoded, [len(x) - 1 for x in encoded])
         # longest remainder first, groups mixed: a batch's rows may continue different prefixes
         order = sorted(range(len(encoded)), key=lambda i: -prefixes.remainder(i))
-        generator = torch.Generator(device=self.device).manual_seed(params.seed) if params.do_sample else None
-        for rows in length_batches(order, [prefixes.remainder(i) for i in range(len(encoded))],
-                                   max_rows=self.batch_size, max_waste=DECODE_STEP_TOKENS * params.max_new_tokens):
+        generator = (
+            torch.Generator(device=self.device).manual_seed(params.seed)
+            if params.do_sample
+            else None
+        )
+        for rows in length_batches(
+            order,
+            [prefixes.remainder(i) for i in range(len(encoded))],
+            max_rows=self.batch_size,
+            max_waste=DECODE_STEP_TOKENS * params.max_new_tokens,
+        ):
             lengths = [prefixes.length[i] for i in rows]
-            outs = self._decode_rows([encoded[i][p:] for i, p in zip(rows, lengths, strict=True)], lengths,
-                                     prefixes.keys_values(rows), params, generator)
+            outs = self._decode_rows(
+                [encoded[i][p:] for i, p in zip(rows, lengths, strict=True)],
+                lengths,
+                prefixes.keys_values(rows),
+                params,
+                generator,
+            )
             prefixes.release(rows)
             finished(rows, outs)
 
-    def _decode_rows(self, suffixes: list[list[int]], prefix_lengths: list[int], prefix_caches: list[Any],
-                     params: GenerationParams, generator) -> list[Generation]:
+    def _decode_rows(
+        self,
+        suffixes: list[list[int]],
+        prefix_lengths: list[int],
+        prefix_caches: list[Any],
+        params: GenerationParams,
+        generator,
+    ) -> list[Generation]:
         """Greedy or sampled decoding of one batch of ``prefix + suffix`` rows (see
         :meth:`_generate_rows`)."""
         import torch
@@ -143,21 +190,35 @@ class Generating:
         cache = self._batch_cache(prefix_caches, prefix_lengths) if p_max else None
         ids = torch.tensor([[pad] * (width - len(x)) + x for x in suffixes], device=self.device)
         mask = torch.tensor(
-            [[0] * (p_max - p) + [1] * p + [0] * (width - len(x)) + [1] * len(x)
-             for x, p in zip(suffixes, prefix_lengths, strict=True)],
+            [
+                [0] * (p_max - p) + [1] * p + [0] * (width - len(x)) + [1] * len(x)
+                for x, p in zip(suffixes, prefix_lengths, strict=True)
+            ],
             device=self.device,
         )
         pos = torch.tensor(
-            [[p] * (width - len(x)) + list(range(p, p + len(x))) for x, p in zip(suffixes, prefix_lengths, strict=True)],
+            [
+                [p] * (width - len(x)) + list(range(p, p + len(x)))
+                for x, p in zip(suffixes, prefix_lengths, strict=True)
+            ],
             device=self.device,
         )
-        last = torch.tensor([p + len(x) - 1 for x, p in zip(suffixes, prefix_lengths, strict=True)], device=self.device)
+        last = torch.tensor(
+            [p + len(x) - 1 for x, p in zip(suffixes, prefix_lengths, strict=True)],
+            device=self.device,
+        )
         tokens = torch.empty((n, 0), dtype=torch.long, device=self.device)
         logprob = torch.zeros(n, device=self.device)
         done = torch.zeros(n, dtype=torch.bool, device=self.device)
         with torch.inference_mode():
-            out = self.net(input_ids=ids, attention_mask=mask, position_ids=pos, cache=cache, use_cache=True,
-                           logits_to_keep=1)
+            out = self.net(
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=pos,
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
+            )
             cache, logits = out.cache, out.logits[:, -1].float()
             for step in range(params.max_new_tokens):
                 scores = torch.log_softmax(logits, dim=-1)
@@ -168,29 +229,44 @@ class Generating:
                 else:
                     choice = scores.argmax(-1)
                 choice = torch.where(done, torch.full_like(choice, pad), choice)
-                logprob += torch.where(done, torch.zeros_like(logprob), scores.gather(1, choice[:, None])[:, 0])
+                logprob += torch.where(
+                    done, torch.zeros_like(logprob), scores.gather(1, choice[:, None])[:, 0]
+                )
                 tokens = torch.cat([tokens, choice[:, None]], dim=1)
                 done |= torch.isin(choice, eos)
                 if params.stop:
                     done |= torch.tensor(
-                        [any(stop in self.tokenizer.decode(row) for stop in params.stop) for row in tokens.tolist()],
+                        [
+                            any(stop in self.tokenizer.decode(row) for stop in params.stop)
+                            for row in tokens.tolist()
+                        ],
                         device=self.device,
                     )
                 if bool(done.all()):
                     break
                 mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
                 last = last + 1
-                out = self.net(input_ids=choice[:, None], attention_mask=mask, position_ids=last[:, None],
-                               cache=cache, use_cache=True)
+                out = self.net(
+                    input_ids=choice[:, None],
+                    attention_mask=mask,
+                    position_ids=last[:, None],
+                    cache=cache,
+                    use_cache=True,
+                )
                 cache, logits = out.cache, out.logits[:, -1].float()
         return [
-            self._decoded(p + len(suffix), tokens[row].tolist(), params,
-                          logprob=float(logprob[row]) if params.return_logprobs else None)
+            self._decoded(
+                p + len(suffix),
+                tokens[row].tolist(),
+                params,
+                logprob=float(logprob[row]) if params.return_logprobs else None,
+            )
             for row, (suffix, p) in enumerate(zip(suffixes, prefix_lengths, strict=True))
         ]
 
-    def _decoded(self, input_len: int, new_ids: list[int], params: GenerationParams,
-                 logprob: float | None) -> Generation:
+    def _decoded(
+        self, input_len: int, new_ids: list[int], params: GenerationParams, logprob: float | None
+    ) -> Generation:
         """Text of generated ids: up to the first end-of-sequence or padding token, then any stop string.
 
         ``finish_reason`` is "stop" when the model ended the text (or a stop string
@@ -209,8 +285,13 @@ class Generating:
             cut = text.find(stop)
             if cut >= 0:
                 text, finish = text[:cut], "stop"
-        return Generation(text=text.strip(), n_input_tokens=input_len, n_new_tokens=len(tokens),
-                          logprob=logprob, finish_reason=finish)
+        return Generation(
+            text=text.strip(),
+            n_input_tokens=input_len,
+            n_new_tokens=len(tokens),
+            logprob=logprob,
+            finish_reason=finish,
+        )
 
     def _generate_batch(self, batch: list[list[int]], params: GenerationParams) -> list[Generation]:
         import torch
@@ -231,7 +312,9 @@ class Generating:
             num_beams=params.num_beams,
             do_sample=params.do_sample,
             no_repeat_ngram_size=params.no_repeat_ngram_size or None,
-            repetition_penalty=params.repetition_penalty if params.repetition_penalty != 1.0 else None,
+            repetition_penalty=params.repetition_penalty
+            if params.repetition_penalty != 1.0
+            else None,
             pad_token_id=pad,
             eos_token_id=self._eos_ids(),
             return_dict_in_generate=True,
@@ -256,7 +339,9 @@ class Generating:
             )
             gen_part = new[:, -scores.shape[1] :] if not self.is_seq2seq else new[:, 1:]
             valid = gen_part != pad
-            logprobs = [float(s[v].sum()) for s, v in zip(scores.float().cpu(), valid.cpu(), strict=True)]
+            logprobs = [
+                float(s[v].sum()) for s, v in zip(scores.float().cpu(), valid.cpu(), strict=True)
+            ]
         results = []
         for row, ids in enumerate(new.tolist()):
             if self.is_seq2seq and ids and ids[0] == self.net.config.decoder_start_token_id:
@@ -273,8 +358,13 @@ class Generating:
         mask, as ``generate`` counts them); ``generate`` then reads only the last token.
         """
         pos = (mask.long().cumsum(-1) - 1).masked_fill(mask == 0, 0)
-        out = self.net(input_ids=input_ids[:, :-1], attention_mask=mask[:, :-1], position_ids=pos[:, :-1],
-                       use_cache=True, logits_to_keep=1)
+        out = self.net(
+            input_ids=input_ids[:, :-1],
+            attention_mask=mask[:, :-1],
+            position_ids=pos[:, :-1],
+            use_cache=True,
+            logits_to_keep=1,
+        )
         cache = out.cache
         cache.batch_repeat_interleave(num_beams)
         return cache

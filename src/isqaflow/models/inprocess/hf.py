@@ -33,7 +33,12 @@ from typing import Any
 from isqaflow.models import usage
 from isqaflow.models.base import LanguageModel
 from isqaflow.models.inprocess.generation import Generating
-from isqaflow.models.inprocess.loading import chat_template_for, load_pretrained, resolve_device, resolve_dtype
+from isqaflow.models.inprocess.loading import (
+    chat_template_for,
+    load_pretrained,
+    resolve_device,
+    resolve_dtype,
+)
 from isqaflow.models.inprocess.shared_prefixes import (
     DECODE_STEP_TOKENS,
     MIN_SHARED_PREFIX,
@@ -49,8 +54,16 @@ from isqaflow.models.inprocess.prefix_groups import PrefixStore
 from isqaflow.models.tokenized import TokenizedText
 
 __all__ = [
-    "DECODE_STEP_TOKENS", "MIN_SHARED_PREFIX", "PAD_FILL", "HFModel", "SharedPrefixes",
-    "chat_template_for", "common_prefix_of", "length_batches", "resolve_device", "resolve_dtype",
+    "DECODE_STEP_TOKENS",
+    "MIN_SHARED_PREFIX",
+    "PAD_FILL",
+    "HFModel",
+    "SharedPrefixes",
+    "chat_template_for",
+    "common_prefix_of",
+    "length_batches",
+    "resolve_device",
+    "resolve_dtype",
 ]
 
 log = logging.getLogger(__name__)
@@ -88,13 +101,21 @@ class HFModel(Generating, Scoring, PrefixKV, TokenizedText, LanguageModel):
         self.score_batch_tokens = score_batch_tokens
         self.prefix_sharing = prefix_sharing
         # keys and values of sequences already read, reused by later requests that start alike
-        self.store = PrefixStore(prefix_cache_mb * 2**20) if prefix_sharing and prefix_cache_mb else None
+        self.store = (
+            PrefixStore(prefix_cache_mb * 2**20) if prefix_sharing and prefix_cache_mb else None
+        )
         self.device = resolve_device(device, self.name)
         self.torch_dtype = resolve_dtype(dtype, self.device)
         started = time.monotonic()
         config, self.tokenizer, self.chat_template, self.net = load_pretrained(
-            model, revision=revision, adapter=adapter, torch_dtype=self.torch_dtype, device=self.device,
-            trust_remote_code=trust_remote_code, chat_template=chat_template, name=self.name,
+            model,
+            revision=revision,
+            adapter=adapter,
+            torch_dtype=self.torch_dtype,
+            device=self.device,
+            trust_remote_code=trust_remote_code,
+            chat_template=chat_template,
+            name=self.name,
         )
         self.is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
         self.has_chat_template = not self.chat_template.plain_text
@@ -109,8 +130,12 @@ class HFModel(Generating, Scoring, PrefixKV, TokenizedText, LanguageModel):
         }
         if chat_template is not None:  # only when configured: unconfigured keys stay as they were
             self._identity["chat_template"] = self.chat_template.sha256 or self.chat_template.source
-        self.usage = usage.register(self.name, self.backend, self._identity["model"],
-                                    chat_template=self.chat_template.record())
+        self.usage = usage.register(
+            self.name,
+            self.backend,
+            self._identity["model"],
+            chat_template=self.chat_template.record(),
+        )
         log.info(
             "loaded %s (%s, %s, %s%s) in %.1fs",
             self.name,

@@ -28,12 +28,18 @@ def resolve_dtype(dtype: str, device: str):
             return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         return torch.float32
     try:
-        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[
+            dtype
+        ]
     except KeyError:
-        raise ValueError(f"unknown dtype {dtype!r}; expected auto, float32, bfloat16 or float16") from None
+        raise ValueError(
+            f"unknown dtype {dtype!r}; expected auto, float32, bfloat16 or float16"
+        ) from None
 
 
-def chat_template_for(tokenizer: Any, configured: str | None, name: str, is_seq2seq: bool) -> ChatTemplate:
+def chat_template_for(
+    tokenizer: Any, configured: str | None, name: str, is_seq2seq: bool
+) -> ChatTemplate:
     """The template chat requests of this model use (see :mod:`.templates`).
 
     A configured template replaces the tokenizer's (``tokenizer.chat_template`` is set
@@ -54,17 +60,28 @@ def chat_template_for(tokenizer: Any, configured: str | None, name: str, is_seq2
 
 
 def load_pretrained(
-    model: str, *, revision: str | None, adapter: str | None, torch_dtype: Any, device: str,
-    trust_remote_code: bool, chat_template: str | None, name: str,
+    model: str,
+    *,
+    revision: str | None,
+    adapter: str | None,
+    torch_dtype: Any,
+    device: str,
+    trust_remote_code: bool,
+    chat_template: str | None,
+    name: str,
 ) -> tuple[Any, Any, ChatTemplate, Any]:
     """``(config, tokenizer, chat template, network)`` of a causal or seq2seq model: the
     tokenizer padded for its kind, the template checked before the weights are read, a LoRA
     adapter merged, the network on ``device`` in eval mode."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-    config = AutoConfig.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
+    config = AutoConfig.from_pretrained(
+        model, revision=revision, trust_remote_code=trust_remote_code
+    )
     is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
-    tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
+    tokenizer = AutoTokenizer.from_pretrained(
+        model, revision=revision, trust_remote_code=trust_remote_code
+    )
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "right" if is_seq2seq else "left"

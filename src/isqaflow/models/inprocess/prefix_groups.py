@@ -138,8 +138,11 @@ class PrefixStore:
             return
         np = self._np
         arr = np.asarray(tokens)
-        for key in [k for k, (stored, _, _) in self.entries.items()
-                    if len(stored) <= len(arr) and np.array_equal(stored, arr[: len(stored)])]:
+        for key in [
+            k
+            for k, (stored, _, _) in self.entries.items()
+            if len(stored) <= len(arr) and np.array_equal(stored, arr[: len(stored)])
+        ]:
             self.size -= self.entries.pop(key)[2]
         key, self._next = self._next, self._next + 1
         self.entries[key] = (arr, payload, nbytes)

@@ -6,15 +6,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from isqaflow.models.base import BatchCallback, Request
-from isqaflow.models.inprocess.shared_prefixes import MIN_SHARED_PREFIX, SharedPrefixes, length_batches
+from isqaflow.models.inprocess.shared_prefixes import (
+    MIN_SHARED_PREFIX,
+    SharedPrefixes,
+    length_batches,
+)
 
 
 class Scoring:
     """``score_batch`` of :class:`~.hf.HFModel` (causal: prefix tree; seq2seq: labels)."""
 
     # ------------------------------------------------------------------ score
-    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
-                    on_batch: BatchCallback | None = None) -> list[list[float]]:
+    def score_batch(
+        self, items: Sequence[tuple[Request, Sequence[str]]], on_batch: BatchCallback | None = None
+    ) -> list[list[float]]:
         self.usage.add(len(items))
         if self.is_seq2seq:
             return self._score_seq2seq(items, on_batch)
@@ -31,19 +36,26 @@ class Scoring:
         # Tokens merged across the boundary: tokenize the candidate on its own.
         return self.tokenizer(candidate, add_special_tokens=False)["input_ids"]
 
-    def _score_causal(self, items: Sequence[tuple[Request, Sequence[str]]],
-                      on_batch: BatchCallback | None = None) -> list[list[float]]:
+    def _score_causal(
+        self, items: Sequence[tuple[Request, Sequence[str]]], on_batch: BatchCallback | None = None
+    ) -> list[list[float]]:
         # One sequence per item: its prompt, then its candidates as a prefix tree -- each
         # distinct candidate prefix is one token that attends to the prompt and its own
         # ancestors (a 4D attention mask), so shared starts ("<rating>" of "<rating>1" and
         # "<rating>2", "the" of two spans) are read once and no candidate copies the prompt.
-        sequences: list[tuple[list[int], int, tuple[int, ...]]] = []  # (ids, start, parent of each node)
-        plan: list[list[tuple[int, list[int], list[int]]]] = []  # per item: (sequence, candidate, read at)
+        sequences: list[
+            tuple[list[int], int, tuple[int, ...]]
+        ] = []  # (ids, start, parent of each node)
+        plan: list[
+            list[tuple[int, list[int], list[int]]]
+        ] = []  # per item: (sequence, candidate, read at)
         for context, candidates in items:
             text, templated = self.render(context)
             prompt_ids = self._encode(text, templated)
             if prompt_ids and prompt_ids[-1] == self.tokenizer.eos_token_id and not templated:
-                prompt_ids = prompt_ids[:-1]  # a plain prompt's EOS would end the text before the candidate
+                prompt_ids = prompt_ids[
+                    :-1
+                ]  # a plain prompt's EOS would end the text before the candidate
             cand_ids = [self._split_candidate(prompt_ids, text, templated, c) for c in candidates]
             if any(not ids for ids in cand_ids):
                 raise ValueError("cannot score an empty candidate")
@@ -57,8 +69,16 @@ class Scoring:
                         parents.append(node_of[tuple(ids[:k])] if k else -1)
             sequences.append((prompt_ids + nodes, len(prompt_ids), tuple(parents)))
             # the logits after the prompt (table row 0) or after node j (row 1 + j) predict the next token
-            plan.append([(len(sequences) - 1, ids, [0] + [1 + node_of[tuple(ids[:k])] for k in range(1, len(ids))])
-                         for ids in cand_ids])
+            plan.append(
+                [
+                    (
+                        len(sequences) - 1,
+                        ids,
+                        [0] + [1 + node_of[tuple(ids[:k])] for k in range(1, len(ids))],
+                    )
+                    for ids in cand_ids
+                ]
+            )
         logps: list[Any] = [None] * len(sequences)
         results: list[list[float] | None] = [None] * len(plan)
         # an item is scored once all its sequences are: they may fall into different batches
@@ -72,8 +92,10 @@ class Scoring:
                 item = owner[seq_index]
                 waiting[item] -= 1
                 if waiting[item] == 0:
-                    results[item] = [float(sum(logps[i][at, tok] for at, tok in zip(read, cand, strict=True)))
-                                     for i, cand, read in plan[item]]
+                    results[item] = [
+                        float(sum(logps[i][at, tok] for at, tok in zip(read, cand, strict=True)))
+                        for i, cand, read in plan[item]
+                    ]
                     ready.append((item, results[item]))
             if ready and on_batch is not None:
                 on_batch(ready)
@@ -81,8 +103,11 @@ class Scoring:
         self._score_sequences(sequences, computed)
         return results  # type: ignore[return-value]
 
-    def _score_sequences(self, sequences: list[tuple[list[int], int, tuple[int, ...]]],
-                         computed: Callable[[Sequence[int], list[Any]], None]) -> None:
+    def _score_sequences(
+        self,
+        sequences: list[tuple[list[int], int, tuple[int, ...]]],
+        computed: Callable[[Sequence[int], list[Any]], None],
+    ) -> None:
         """Log-probability tables at position ``start-1`` and at every candidate-tree node of each
         ``(ids, start, parents)`` (see :meth:`_score_rows`), handed to ``computed(indices,
         tables)`` after every batch.
@@ -94,9 +119,13 @@ class Scoring:
         ``score_batch_tokens``, and each row's context is stored for the requests that follow.
         """
         if self.prefix_sharing:
-            prefixes = SharedPrefixes(self, [ids for ids, _, _ in sequences], [start - 1 for _, start, _ in sequences])
+            prefixes = SharedPrefixes(
+                self, [ids for ids, _, _ in sequences], [start - 1 for _, start, _ in sequences]
+            )
             # rows of a group together (its prefix is freed after them), longest remainder first
-            order = sorted(range(len(sequences)), key=lambda i: (prefixes.group_of[i], -prefixes.remainder(i)))
+            order = sorted(
+                range(len(sequences)), key=lambda i: (prefixes.group_of[i], -prefixes.remainder(i))
+            )
             remainder = [prefixes.remainder(i) for i in range(len(sequences))]
         else:
             prefixes = None
@@ -104,15 +133,24 @@ class Scoring:
             remainder = [len(ids) for ids, _, _ in sequences]
         for idx in length_batches(order, remainder, max_tokens=self.score_batch_tokens):
             if prefixes is None:
-                tables = self._score_rows([sequences[i] for i in idx], [0] * len(idx), [None] * len(idx))
+                tables = self._score_rows(
+                    [sequences[i] for i in idx], [0] * len(idx), [None] * len(idx)
+                )
             else:
-                tables = self._score_rows([sequences[i] for i in idx], [prefixes.length[i] for i in idx],
-                                          prefixes.keys_values(idx))
+                tables = self._score_rows(
+                    [sequences[i] for i in idx],
+                    [prefixes.length[i] for i in idx],
+                    prefixes.keys_values(idx),
+                )
                 prefixes.release(idx)
             computed(idx, tables)
 
-    def _score_rows(self, rows: list[tuple[list[int], int, tuple[int, ...]]], prefix_lengths: list[int],
-                    prefixes: list[Any]) -> list[Any]:
+    def _score_rows(
+        self,
+        rows: list[tuple[list[int], int, tuple[int, ...]]],
+        prefix_lengths: list[int],
+        prefixes: list[Any],
+    ) -> list[Any]:
         """Log-probability tables of each row ``(ids, start, parents)``: at position ``start-1``
         (the prompt's last token), then at every candidate-tree node ``ids[start + j]``, whose
         parent is node ``parents[j]`` (-1: the prompt).  Row ``r`` continues a prefix of
@@ -134,7 +172,9 @@ class Scoring:
         keep = max(len(ids) - start + 1 for ids, start, _ in rows)
         allowed = torch.zeros(len(rows), width, p_max + width, dtype=torch.bool)
         positions, valid = [], []
-        for r, ((_full, start, parents), p, suffix) in enumerate(zip(rows, prefix_lengths, suffixes, strict=True)):
+        for r, ((_full, start, parents), p, suffix) in enumerate(
+            zip(rows, prefix_lengths, suffixes, strict=True)
+        ):
             pad_s, a, m = width - len(suffix), start - p, len(parents)
             s0 = p_max + pad_s  # where the row's own tokens begin among the keys
             allowed[r, pad_s:, p_max - p : p_max] = True  # its prefix
@@ -154,14 +194,21 @@ class Scoring:
             positions.append([p] * pad_s + list(range(p, start)) + [start + d for d in depth])
             valid.append(list(range(p_max - p, p_max)) + list(range(s0, s0 + a)))
         ids = torch.tensor([[pad] * (width - len(x)) + x for x in suffixes], device=self.device)
-        mask = torch.zeros(allowed.shape, dtype=self.net.dtype).masked_fill_(
-            ~allowed, torch.finfo(self.net.dtype).min)[:, None].to(self.device)
+        mask = (
+            torch.zeros(allowed.shape, dtype=self.net.dtype)
+            .masked_fill_(~allowed, torch.finfo(self.net.dtype).min)[:, None]
+            .to(self.device)
+        )
         pos = torch.tensor(positions, device=self.device)
         cache = self._batch_cache(prefixes, prefix_lengths) if p_max else None
         remember = self.store is not None
         with torch.inference_mode():
             out = self.net(
-                input_ids=ids, attention_mask=mask, position_ids=pos, logits_to_keep=keep, cache=cache,
+                input_ids=ids,
+                attention_mask=mask,
+                position_ids=pos,
+                logits_to_keep=keep,
+                cache=cache,
                 use_cache=remember,
             )
         tables = []
@@ -179,12 +226,15 @@ class Scoring:
                     continue
                 kept.add(context)
                 where = torch.tensor(valid[row], device=self.device)
-                self._remember(full[:start], [(k[row : row + 1, :, where], v[row : row + 1, :, where])
-                                              for k, v in layers])
+                self._remember(
+                    full[:start],
+                    [(k[row : row + 1, :, where], v[row : row + 1, :, where]) for k, v in layers],
+                )
         return tables
 
-    def _score_seq2seq(self, items: Sequence[tuple[Request, Sequence[str]]],
-                       on_batch: BatchCallback | None = None) -> list[list[float]]:
+    def _score_seq2seq(
+        self, items: Sequence[tuple[Request, Sequence[str]]], on_batch: BatchCallback | None = None
+    ) -> list[list[float]]:
         import torch
 
         results = []
@@ -195,7 +245,9 @@ class Scoring:
                 raise ValueError("cannot score an empty candidate")
             width = max(len(c) for c in cands)
             # -100 marks padding: the model shifts the labels into decoder inputs itself
-            labels = torch.tensor([c + [-100] * (width - len(c)) for c in cands], device=self.device)
+            labels = torch.tensor(
+                [c + [-100] * (width - len(c)) for c in cands], device=self.device
+            )
             input_ids = torch.tensor([enc] * len(cands), device=self.device)
             with torch.inference_mode():
                 logits = self.net(input_ids=input_ids, labels=labels).logits.float()

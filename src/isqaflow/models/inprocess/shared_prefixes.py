@@ -22,8 +22,13 @@ def common_prefix_of(sequences: list[list[int]]) -> int:
     return min((common_prefix(sequences[0], s) for s in sequences[1:]), default=len(sequences[0]))
 
 
-def length_batches(order: Sequence[int], lengths: Sequence[int], max_rows: int | None = None,
-                   max_tokens: int | None = None, max_waste: int | None = None) -> list[list[int]]:
+def length_batches(
+    order: Sequence[int],
+    lengths: Sequence[int],
+    max_rows: int | None = None,
+    max_tokens: int | None = None,
+    max_waste: int | None = None,
+) -> list[list[int]]:
     """Consecutive batches of ``order`` (rows sorted longest first) for left-padded forward passes.
 
     A batch holds at most ``max_rows`` rows and ``max_tokens`` padded tokens, and no row
@@ -68,11 +73,17 @@ class SharedPrefixes:
     after its last row (:meth:`release`).
     """
 
-    def __init__(self, model: PrefixKV, sequences: Sequence[Sequence[int]], limits: Sequence[int]) -> None:
+    def __init__(
+        self, model: PrefixKV, sequences: Sequence[Sequence[int]], limits: Sequence[int]
+    ) -> None:
         self.model, self.sequences = model, sequences
         # a group costs one extra forward pass over its prefix (~16 tokens of overhead)
-        self.groups, _ = prefix_groups(sequences, MIN_SHARED_PREFIX, group_cost=16,
-                                       keep_last=[len(s) - limit for s, limit in zip(sequences, limits, strict=True)])
+        self.groups, _ = prefix_groups(
+            sequences,
+            MIN_SHARED_PREFIX,
+            group_cost=16,
+            keep_last=[len(s) - limit for s, limit in zip(sequences, limits, strict=True)],
+        )
         self.length = [0] * len(sequences)
         self.group_of = [-1] * len(sequences)
         for g, (length, members) in enumerate(self.groups):
@@ -83,7 +94,10 @@ class SharedPrefixes:
             n, kv = model._stored_prefix(list(ids), limit)
             if n > self.length[i]:  # the store holds more of this row than its group shares
                 self.length[i], self.stored[i], self.group_of[i] = n, kv, -1
-        self.remaining = [sum(self.group_of[i] == g for i in members) for g, (_, members) in enumerate(self.groups)]
+        self.remaining = [
+            sum(self.group_of[i] == g for i in members)
+            for g, (_, members) in enumerate(self.groups)
+        ]
         self.computed: dict[int, Any] = {}
 
     def remainder(self, i: int) -> int:
@@ -131,12 +145,18 @@ class PrefixKV:
         n, stored = self.store.lookup(tokens) if self.store is not None else (0, None)
         if n == len(tokens):
             return [(k[:, :, :n], v[:, :, :n]) for k, v in stored]
-        cache = DynamicCache([(k[:, :, :n], v[:, :, :n]) for k, v in stored], config=self.net.config) if n else None
+        cache = (
+            DynamicCache([(k[:, :, :n], v[:, :, :n]) for k, v in stored], config=self.net.config)
+            if n
+            else None
+        )
         with torch.inference_mode():
             out = self.net(
                 input_ids=torch.tensor([tokens[n:]], device=self.device),
                 position_ids=torch.arange(n, len(tokens), device=self.device)[None],
-                cache=cache, use_cache=True, logits_to_keep=1,
+                cache=cache,
+                use_cache=True,
+                logits_to_keep=1,
             )
         layers = self._layers(out.cache)
         self._remember(tokens, layers)
@@ -144,10 +164,14 @@ class PrefixKV:
 
     def _remember(self, tokens: list[int], layers: list[tuple[Any, Any]]) -> None:
         if self.store is not None and len(tokens) >= MIN_SHARED_PREFIX:
-            nbytes = sum(k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in layers)
+            nbytes = sum(
+                k.numel() * k.element_size() + v.numel() * v.element_size() for k, v in layers
+            )
             self.store.put(tokens, layers, nbytes)
 
-    def _stored_prefix(self, tokens: list[int], limit: int) -> tuple[int, list[tuple[Any, Any]] | None]:
+    def _stored_prefix(
+        self, tokens: list[int], limit: int
+    ) -> tuple[int, list[tuple[Any, Any]] | None]:
         """The longest start of ``tokens`` (at most ``limit`` tokens) the prefix store holds."""
         if self.store is None:
             return 0, None

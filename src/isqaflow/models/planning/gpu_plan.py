@@ -55,8 +55,15 @@ from typing import Any
 from isqaflow import grid
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
-DEFAULTS = {"gpu_memory_gb": 80.0, "max_utilization": 0.90, "max_gpus": 8, "server_overhead_gb": 2.0,
-            "in_process_overhead_gb": 6.0, "kv_sequences": 8, "input_tokens": {"default": 2048}}
+DEFAULTS = {
+    "gpu_memory_gb": 80.0,
+    "max_utilization": 0.90,
+    "max_gpus": 8,
+    "server_overhead_gb": 2.0,
+    "in_process_overhead_gb": 6.0,
+    "kv_sequences": 8,
+    "input_tokens": {"default": 2048},
+}
 TP_SIZES = (1, 2, 4, 8)
 
 
@@ -80,7 +87,11 @@ class ModelUse:
     @property
     def served(self) -> bool:
         serve = self.entry.get("serve") or {}
-        return self.entry.get("backend", "hf") == "hf" and bool(serve) and serve.get("engine") == "vllm"
+        return (
+            self.entry.get("backend", "hf") == "hf"
+            and bool(serve)
+            and serve.get("engine") == "vllm"
+        )
 
     @property
     def local(self) -> bool:
@@ -109,9 +120,14 @@ class Server:
 
     def args(self) -> list[str]:
         """The flags of ``vllm serve`` the plan decides (checked against the vLLM fixture)."""
-        return ["--tensor-parallel-size", str(self.tensor_parallel),
-                "--gpu-memory-utilization", f"{self.gpu_memory_utilization:.3f}",
-                "--max-model-len", str(self.max_model_len)]
+        return [
+            "--tensor-parallel-size",
+            str(self.tensor_parallel),
+            "--gpu-memory-utilization",
+            f"{self.gpu_memory_utilization:.3f}",
+            "--max-model-len",
+            str(self.max_model_len),
+        ]
 
     def cuda_visible_devices(self, job_devices: str | None = None) -> str:
         """This server's GPUs, as ``CUDA_VISIBLE_DEVICES``: entries of the job's own list when
@@ -122,10 +138,19 @@ class Server:
         return ",".join(str(i) for i in self.gpus)
 
     def record(self) -> dict[str, Any]:
-        return {"model": self.model, "uses": self.uses, "names": self.names, "adapters": self.adapters,
-                "dtype": self.dtype, "gpus": list(self.gpus), "tensor_parallel_size": self.tensor_parallel,
-                "gpu_memory_utilization": round(self.gpu_memory_utilization, 3), "max_model_len": self.max_model_len,
-                "weights_gb": round(self.weights_gb, 1), "kv_reserve_gb": round(self.kv_gb, 1)}
+        return {
+            "model": self.model,
+            "uses": self.uses,
+            "names": self.names,
+            "adapters": self.adapters,
+            "dtype": self.dtype,
+            "gpus": list(self.gpus),
+            "tensor_parallel_size": self.tensor_parallel,
+            "gpu_memory_utilization": round(self.gpu_memory_utilization, 3),
+            "max_model_len": self.max_model_len,
+            "weights_gb": round(self.weights_gb, 1),
+            "kv_reserve_gb": round(self.kv_gb, 1),
+        }
 
 
 @dataclass
@@ -136,7 +161,12 @@ class InProcess:
     gpu: int = 0
 
     def record(self) -> dict[str, Any]:
-        return {"name": self.name, "role": self.role, "gpu": self.gpu, "memory_gb": round(self.memory_gb, 1)}
+        return {
+            "name": self.name,
+            "role": self.role,
+            "gpu": self.gpu,
+            "memory_gb": round(self.memory_gb, 1),
+        }
 
 
 @dataclass
@@ -161,15 +191,26 @@ class JobPlan:
         return next((s for s in self.servers if name in s.names), None)
 
     def record(self) -> dict[str, Any]:
-        return {"job": self.job, "gpus": self.gpus, "gpu_memory_gb": self.gpu_memory_gb,
-                "servers": [s.record() for s in self.servers], "in_process": [m.record() for m in self.in_process]}
+        return {
+            "job": self.job,
+            "gpus": self.gpus,
+            "gpu_memory_gb": self.gpu_memory_gb,
+            "servers": [s.record() for s in self.servers],
+            "in_process": [m.record() for m in self.in_process],
+        }
 
     def row(self) -> str:
         """One line of the plan table."""
-        parts = [f"{s.model.split('/')[-1]}{'+' + '+'.join(s.adapters) if s.adapters else ''} "
-                 f"[{','.join(s.uses)}] gpus={','.join(map(str, s.gpus))} tp={s.tensor_parallel} "
-                 f"util={s.gpu_memory_utilization:.3f} len={s.max_model_len}" for s in self.servers]
-        parts += [f"{m.name} [{m.role}] in-process gpu={m.gpu} {m.memory_gb:.0f} GB" for m in self.in_process]
+        parts = [
+            f"{s.model.split('/')[-1]}{'+' + '+'.join(s.adapters) if s.adapters else ''} "
+            f"[{','.join(s.uses)}] gpus={','.join(map(str, s.gpus))} tp={s.tensor_parallel} "
+            f"util={s.gpu_memory_utilization:.3f} len={s.max_model_len}"
+            for s in self.servers
+        ]
+        parts += [
+            f"{m.name} [{m.role}] in-process gpu={m.gpu} {m.memory_gb:.0f} GB"
+            for m in self.in_process
+        ]
         return f"{self.job}\t{self.gpus}\t" + "; ".join(parts)
 
 
@@ -191,8 +232,10 @@ def weights_gb(use: ModelUse) -> float:
     if "memory_gb" in gpu:
         return float(gpu["memory_gb"])
     if "parameters" not in gpu:
-        raise GPUPlanError(f"model {use.name}: the GPU plan needs models.{use.name}.gpu.parameters (the parameter "
-                           "count) or gpu.memory_gb (its weight memory in GB)")
+        raise GPUPlanError(
+            f"model {use.name}: the GPU plan needs models.{use.name}.gpu.parameters (the parameter "
+            "count) or gpu.memory_gb (its weight memory in GB)"
+        )
     return float(gpu["parameters"]) * DTYPE_BYTES[resolved_dtype(use.entry)] / 1e9
 
 
@@ -202,9 +245,18 @@ def kv_gb_per_token(use: ModelUse) -> float:
         return 0.0  # declared as a whole
     missing = [key for key in ("layers", "kv_heads", "head_dim") if key not in gpu]
     if missing:
-        raise GPUPlanError(f"model {use.name}: a served model's KV cache needs models.{use.name}.gpu."
-                           f"{', gpu.'.join(missing)}")
-    return 2 * gpu["layers"] * gpu["kv_heads"] * gpu["head_dim"] * DTYPE_BYTES[resolved_dtype(use.entry)] / 1e9
+        raise GPUPlanError(
+            f"model {use.name}: a served model's KV cache needs models.{use.name}.gpu."
+            f"{', gpu.'.join(missing)}"
+        )
+    return (
+        2
+        * gpu["layers"]
+        * gpu["kv_heads"]
+        * gpu["head_dim"]
+        * DTYPE_BYTES[resolved_dtype(use.entry)]
+        / 1e9
+    )
 
 
 def _servers(job: str, uses: Sequence[ModelUse], settings: Mapping[str, Any]) -> list[Server]:
@@ -222,10 +274,18 @@ def _servers(job: str, uses: Sequence[ModelUse], settings: Mapping[str, Any]) ->
         length = typical if use.bounded or not context else context
         server = servers.get(key)
         if server is None:
-            server = servers[key] = Server(model=use.entry["model"], uses=[], names=[], adapters=[],
-                                           dtype=resolved_dtype(use.entry), max_model_len=0, typical_len=0,
-                                           weights_gb=weights_gb(use), kv_gb=0.0,
-                                           overhead_gb=float(settings["server_overhead_gb"]))
+            server = servers[key] = Server(
+                model=use.entry["model"],
+                uses=[],
+                names=[],
+                adapters=[],
+                dtype=resolved_dtype(use.entry),
+                max_model_len=0,
+                typical_len=0,
+                weights_gb=weights_gb(use),
+                kv_gb=0.0,
+                overhead_gb=float(settings["server_overhead_gb"]),
+            )
         server.uses.append(use.role)
         if use.name not in server.names:
             server.names.append(use.name)
@@ -234,8 +294,9 @@ def _servers(job: str, uses: Sequence[ModelUse], settings: Mapping[str, Any]) ->
         server.max_model_len = max(server.max_model_len, length)
         server.typical_len = max(server.typical_len, typical)
         # room for kv_sequences sequences of the typical length, and at least one of the longest
-        server.kv_gb = kv_gb_per_token(use) * max(server.typical_len * int(settings["kv_sequences"]),
-                                                  server.max_model_len)
+        server.kv_gb = kv_gb_per_token(use) * max(
+            server.typical_len * int(settings["kv_sequences"]), server.max_model_len
+        )
     return list(servers.values())
 
 
@@ -249,33 +310,47 @@ def plan_job(job: str, uses: Sequence[ModelUse], config: Mapping[str, Any]) -> J
     if not local:
         return JobPlan(job, 0, memory)
     servers = _servers(job, uses, settings)
-    in_process = [InProcess(u.name, u.role, weights_gb(u) + float(settings["in_process_overhead_gb"]))
-                  for u in local if not u.served]
+    in_process = [
+        InProcess(u.name, u.role, weights_gb(u) + float(settings["in_process_overhead_gb"]))
+        for u in local
+        if not u.served
+    ]
 
     def describe() -> str:
-        return "; ".join([f"{s.model} ({'+'.join(s.names)}): {s.weights_gb:.1f} GB weights + {s.kv_gb:.1f} GB KV "
-                          f"for {settings['kv_sequences']} x {s.typical_len} tokens + {s.overhead_gb:.0f} GB"
-                          for s in servers] + [f"{m.name} in-process: {m.memory_gb:.1f} GB" for m in in_process])
+        return "; ".join(
+            [
+                f"{s.model} ({'+'.join(s.names)}): {s.weights_gb:.1f} GB weights + {s.kv_gb:.1f} GB KV "
+                f"for {settings['kv_sequences']} x {s.typical_len} tokens + {s.overhead_gb:.0f} GB"
+                for s in servers
+            ]
+            + [f"{m.name} in-process: {m.memory_gb:.1f} GB" for m in in_process]
+        )
 
     for server in servers:
         sizes = next(u for u in uses if u.name == server.names[0]).entry.get("gpu") or {}
         heads = int(sizes.get("kv_heads") or 8)  # tensor parallelism splits the KV heads
         fits = [tp for tp in TP_SIZES if heads % tp == 0 and server.need_per_gpu(tp) <= cap]
         if not fits:
-            raise GPUPlanError(f"job {job}: model {'+'.join(server.names)} does not fit {max(TP_SIZES)} GPUs of "
-                               f"{memory:g} GB at {share:g} utilization ({describe()})")
+            raise GPUPlanError(
+                f"job {job}: model {'+'.join(server.names)} does not fit {max(TP_SIZES)} GPUs of "
+                f"{memory:g} GB at {share:g} utilization ({describe()})"
+            )
         server.tensor_parallel = fits[0]
     for model in in_process:
         if model.memory_gb > cap:
-            raise GPUPlanError(f"job {job}: in-process model {model.name} needs {model.memory_gb:.1f} GB, more than "
-                               f"one GPU of {memory:g} GB at {share:g} utilization ({describe()})")
+            raise GPUPlanError(
+                f"job {job}: in-process model {model.name} needs {model.memory_gb:.1f} GB, more than "
+                f"one GPU of {memory:g} GB at {share:g} utilization ({describe()})"
+            )
     # in-process models on GPU 0, then tensor-parallel servers on GPUs of their own, then first fit
     loads: list[float] = []
     if in_process:
         loads.append(sum(m.memory_gb for m in in_process))
         if loads[0] > cap:
-            raise GPUPlanError(f"job {job}: the in-process models need {loads[0]:.1f} GB on one GPU, more than "
-                               f"{memory:g} GB at {share:g} utilization ({describe()})")
+            raise GPUPlanError(
+                f"job {job}: the in-process models need {loads[0]:.1f} GB on one GPU, more than "
+                f"{memory:g} GB at {share:g} utilization ({describe()})"
+            )
     for server in sorted(servers, key=lambda s: (-s.tensor_parallel, -s.need_per_gpu())):
         if server.tensor_parallel > 1:
             start = len(loads)
@@ -284,7 +359,9 @@ def plan_job(job: str, uses: Sequence[ModelUse], config: Mapping[str, Any]) -> J
             continue
         need = server.need_per_gpu()
         for gpu, load in enumerate(loads):
-            if load + need <= cap and not any(gpu in s.gpus and s.tensor_parallel > 1 for s in servers):
+            if load + need <= cap and not any(
+                gpu in s.gpus and s.tensor_parallel > 1 for s in servers
+            ):
                 loads[gpu] += need
                 server.gpus = (gpu,)
                 break
@@ -293,8 +370,10 @@ def plan_job(job: str, uses: Sequence[ModelUse], config: Mapping[str, Any]) -> J
             server.gpus = (len(loads) - 1,)
     gpus = len(loads)
     if gpus > int(settings["max_gpus"]):
-        raise GPUPlanError(f"job {job}: its models need {gpus} GPUs of {memory:g} GB, more than max_gpus "
-                           f"{settings['max_gpus']} ({describe()})")
+        raise GPUPlanError(
+            f"job {job}: its models need {gpus} GPUs of {memory:g} GB, more than max_gpus "
+            f"{settings['max_gpus']} ({describe()})"
+        )
     # each GPU's share, after the in-process models, split in proportion to the servers' needs
     for gpu in range(gpus):
         on_gpu = [s for s in servers if gpu in s.gpus]
@@ -305,7 +384,9 @@ def plan_job(job: str, uses: Sequence[ModelUse], config: Mapping[str, Any]) -> J
         total = sum(s.need_per_gpu() for s in on_gpu)
         for server in on_gpu:
             fraction = math.floor(left * server.need_per_gpu() / total * 1000) / 1000
-            previous = server.gpu_memory_utilization  # a tensor-parallel server: the same on each of its GPUs
+            previous = (
+                server.gpu_memory_utilization
+            )  # a tensor-parallel server: the same on each of its GPUs
             server.gpu_memory_utilization = min(previous, fraction) if previous else fraction
     return JobPlan(job, gpus, memory, servers, in_process)
 
@@ -313,11 +394,14 @@ def plan_job(job: str, uses: Sequence[ModelUse], config: Mapping[str, Any]) -> J
 # ----------------------------------------------------------------------------- the grid's jobs
 
 
-def _tokens(config: Mapping[str, Any], stage: str, generation: Mapping[str, Any] | None) -> tuple[int, int]:
+def _tokens(
+    config: Mapping[str, Any], stage: str, generation: Mapping[str, Any] | None
+) -> tuple[int, int]:
     settings = settings_from_config(config)
     generation = generation or {}
-    inputs = generation.get("max_input_tokens") or settings["input_tokens"].get(stage,
-                                                                              settings["input_tokens"]["default"])
+    inputs = generation.get("max_input_tokens") or settings["input_tokens"].get(
+        stage, settings["input_tokens"]["default"]
+    )
     return int(inputs), int(generation.get("max_new_tokens", 128))
 
 

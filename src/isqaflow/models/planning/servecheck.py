@@ -33,8 +33,12 @@ def _grid_generations(config: Mapping[str, Any]) -> list[tuple[str, str, Mapping
         jobs = grid.jobs(config)
     except KeyError:
         return []
-    return [(model.generation, model.name, grid.setting(config, model.generation) or {})
-            for job in jobs for model in job.models if model.generation is not None]
+    return [
+        (model.generation, model.name, grid.setting(config, model.generation) or {})
+        for job in jobs
+        for model in job.models
+        if model.generation is not None
+    ]
 
 
 def stage_generations(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Mapping[str, Any]]]:
@@ -46,7 +50,11 @@ def stage_generations(config: Mapping[str, Any]) -> Iterator[tuple[str, str, Map
     isqa = config.get("isqa") or {}
     generated = (isqa.get("questions") or {}).get("generated")
     if generated:
-        yield "isqa.questions.generated.generation", generated["model"], generated.get("generation") or {}
+        yield (
+            "isqa.questions.generated.generation",
+            generated["model"],
+            generated.get("generation") or {},
+        )
     qg = (config.get("metrics") or {}).get("qg")
     if qg and qg.get("model"):
         yield "metrics.qg.generation", qg["model"], qg.get("generation") or {}
@@ -85,15 +93,23 @@ def check_serving(config: Mapping[str, Any]) -> list[tuple[str, str]]:
         dtype = entry.get("dtype", "auto")
         command = str((entry.get("serve") or {}).get("command", ""))
         if dtype == "auto":
-            problems.append((f"models.{name}.dtype",
-                             f"model {name} is served by vLLM with dtype auto: vLLM takes auto as float16 for a "
-                             "float16 checkpoint, the hf backend and fine-tuning as bfloat16 on a GPU, so an "
-                             "adapter would be trained and served in different dtypes; set dtype: bfloat16 (or "
-                             "float16) and pass --dtype {dtype}"))
+            problems.append(
+                (
+                    f"models.{name}.dtype",
+                    f"model {name} is served by vLLM with dtype auto: vLLM takes auto as float16 for a "
+                    "float16 checkpoint, the hf backend and fine-tuning as bfloat16 on a GPU, so an "
+                    "adapter would be trained and served in different dtypes; set dtype: bfloat16 (or "
+                    "float16) and pass --dtype {dtype}",
+                )
+            )
         elif "{dtype}" not in command:
-            problems.append((f"models.{name}.serve.command",
-                             f"model {name} has dtype {dtype}, but its serve command does not pass it: add "
-                             "--dtype {dtype}"))
+            problems.append(
+                (
+                    f"models.{name}.serve.command",
+                    f"model {name} has dtype {dtype}, but its serve command does not pass it: add "
+                    "--dtype {dtype}",
+                )
+            )
     if config.get("gpu_plan") is not None:
         try:
             plan_grid(config)

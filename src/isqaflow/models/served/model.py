@@ -45,10 +45,21 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.models import usage
-from isqaflow.models.base import BatchCallback, Generation, GenerationParams, Request, flatten_messages
+from isqaflow.models.base import (
+    BatchCallback,
+    Generation,
+    GenerationParams,
+    Request,
+    flatten_messages,
+)
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
 from isqaflow.models.api.openai import LogprobsUnavailable, OpenAIModel, split_candidates
-from isqaflow.models.served.process import ManagedServer, ServerStartError, group_alive, group_members
+from isqaflow.models.served.process import (
+    ManagedServer,
+    ServerStartError,
+    group_alive,
+    group_members,
+)
 from isqaflow.models.served.settings import (
     ENGINES,
     LOCALHOST,
@@ -61,8 +72,18 @@ from isqaflow.models.served.settings import (
 from isqaflow.models.tokenized import TokenizedText
 
 __all__ = [
-    "ENGINES", "LOCALHOST", "PLACEHOLDERS", "SERVED_KEY_ENV", "ManagedServer", "ServeSettings", "ServedModel",
-    "ServerStartError", "free_port", "group_alive", "group_members", "with_adapter_server",
+    "ENGINES",
+    "LOCALHOST",
+    "PLACEHOLDERS",
+    "SERVED_KEY_ENV",
+    "ManagedServer",
+    "ServeSettings",
+    "ServedModel",
+    "ServerStartError",
+    "free_port",
+    "group_alive",
+    "group_members",
+    "with_adapter_server",
 ]
 
 log = logging.getLogger(__name__)
@@ -109,47 +130,68 @@ class ServedModel(TokenizedText, OpenAIModel):
         self.adapter_path = adapter
         where = f"models.{self.name}"
         if logprobs == "prompt_logprobs" and self.settings.engine != "vllm":
-            raise LogprobsUnavailable(f"model {self.name}: logprobs: prompt_logprobs is a vLLM extension; "
-                                      f"{where}.serve.engine is {self.settings.engine}")
+            raise LogprobsUnavailable(
+                f"model {self.name}: logprobs: prompt_logprobs is a vLLM extension; "
+                f"{where}.serve.engine is {self.settings.engine}"
+            )
         # The tokenizer, not the weights: the template is checked before any server starts.
-        config = AutoConfig.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
+        config = AutoConfig.from_pretrained(
+            model, revision=revision, trust_remote_code=trust_remote_code
+        )
         self.is_seq2seq = bool(getattr(config, "is_encoder_decoder", False))
-        self.tokenizer = AutoTokenizer.from_pretrained(model, revision=revision, trust_remote_code=trust_remote_code)
-        self.chat_template = chat_template_for(self.tokenizer, chat_template, self.name, self.is_seq2seq)
+        self.tokenizer = AutoTokenizer.from_pretrained(
+            model, revision=revision, trust_remote_code=trust_remote_code
+        )
+        self.chat_template = chat_template_for(
+            self.tokenizer, chat_template, self.name, self.is_seq2seq
+        )
         self.has_chat_template = not self.chat_template.plain_text
         # The job's GPU plan (isqaflow.models.planning.gpu_plan, passed by the rule): the server's flags and
         # GPUs, and the adapter a shared server serves next to its base model.
         plan = dict(server_plan or {})
         plan_adapters = dict(plan.get("adapters") or {})
         if len(plan_adapters) > 1:
-            raise ValueError(f"model {self.name}: the GPU plan serves {len(plan_adapters)} adapters on one server; "
-                             "lora_args takes one")
+            raise ValueError(
+                f"model {self.name}: the GPU plan serves {len(plan_adapters)} adapters on one server; "
+                "lora_args takes one"
+            )
         adapter_name = f"{self.name}-adapter"
         served_adapter = adapter
         if plan_adapters:
             ((adapter_name, served_adapter),) = plan_adapters.items()
             if adapter and os.path.abspath(adapter) != os.path.abspath(served_adapter):
-                raise ValueError(f"model {self.name}: the job uses the adapter {adapter}, the GPU plan serves "
-                                 f"{served_adapter}")
+                raise ValueError(
+                    f"model {self.name}: the job uses the adapter {adapter}, the GPU plan serves "
+                    f"{served_adapter}"
+                )
         with_lora = served_adapter is not None
         fields = self.settings.placeholders(with_lora=with_lora)
         configured_template = chat_template is not None and self.chat_template.text is not None
         if configured_template != ("chat_template" in fields):
             raise ValueError(
                 f"model {self.name}: {where}.serve.command "
-                + ("must pass the configured chat_template to the server: add {chat_template} (vLLM: "
-                   "--chat-template {chat_template})" if configured_template else
-                   "has {chat_template}, but the entry configures no chat template file or name")
+                + (
+                    "must pass the configured chat_template to the server: add {chat_template} (vLLM: "
+                    "--chat-template {chat_template})"
+                    if configured_template
+                    else "has {chat_template}, but the entry configures no chat template file or name"
+                )
             )
         if revision and "revision" not in fields:
-            raise ValueError(f"model {self.name}: revision {revision} is pinned, but {where}.serve.command "
-                             "does not pass it: add {revision} (vLLM: --revision {revision})")
+            raise ValueError(
+                f"model {self.name}: revision {revision} is pinned, but {where}.serve.command "
+                "does not pass it: add {revision} (vLLM: --revision {revision})"
+            )
         if dtype != "auto" and "dtype" not in fields:
-            raise ValueError(f"model {self.name}: dtype {dtype} is set, but {where}.serve.command does not "
-                             "pass it: add {dtype} (vLLM: --dtype {dtype})")
+            raise ValueError(
+                f"model {self.name}: dtype {dtype} is set, but {where}.serve.command does not "
+                "pass it: add {dtype} (vLLM: --dtype {dtype})"
+            )
         if served_adapter is not None and not self.settings.lora_args:
-            raise ValueError(f"model {self.name}: the job uses the LoRA adapter {served_adapter}, but {where}.serve "
-                             "has no lora_args (vLLM: --enable-lora --lora-modules {adapter_name}={adapter})")
+            raise ValueError(
+                f"model {self.name}: the job uses the LoRA adapter {served_adapter}, but {where}.serve "
+                "has no lora_args (vLLM: --enable-lora --lora-modules {adapter_name}={adapter})"
+            )
         local = Path(model).exists()
         self._identity = {
             "backend": self.backend,
@@ -167,27 +209,60 @@ class ServedModel(TokenizedText, OpenAIModel):
             shared = None
         port = shared[0].port if shared else free_port()
         template_file = self._template_file() if configured_template else None
-        values = {"model": model, "port": port, "host": LOCALHOST, "revision": revision or "", "dtype": dtype,
-                  "chat_template": template_file or "", "threads": threads or 1,
-                  "adapter": os.path.abspath(served_adapter) if served_adapter else "", "adapter_name": adapter_name}
+        values = {
+            "model": model,
+            "port": port,
+            "host": LOCALHOST,
+            "revision": revision or "",
+            "dtype": dtype,
+            "chat_template": template_file or "",
+            "threads": threads or 1,
+            "adapter": os.path.abspath(served_adapter) if served_adapter else "",
+            "adapter_name": adapter_name,
+        }
         request_name = adapter_name if adapter else model
-        super().__init__(request_name, base_url=f"http://{LOCALHOST}:{port}/v1", api_key_env=SERVED_KEY_ENV,
-                         timeout=timeout, max_retries=max_retries, backoff=backoff, concurrency=concurrency,
-                         logprobs=logprobs, top_logprobs=top_logprobs, name=self.name)
-        if shared is not None:  # the plan's one server for this base model: started by an earlier model
+        super().__init__(
+            request_name,
+            base_url=f"http://{LOCALHOST}:{port}/v1",
+            api_key_env=SERVED_KEY_ENV,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            concurrency=concurrency,
+            logprobs=logprobs,
+            top_logprobs=top_logprobs,
+            name=self.name,
+        )
+        if (
+            shared is not None
+        ):  # the plan's one server for this base model: started by an earlier model
             self.server = shared[0]
             shared[1].append(self)
-            log.info("%s: shares the server of %s at %s (GPU plan)", self.name, self.server.name,
-                     self.server.base_url)
+            log.info(
+                "%s: shares the server of %s at %s (GPU plan)",
+                self.name,
+                self.server.name,
+                self.server.base_url,
+            )
             return
         env = self.settings.server_env(os.environ)
         if plan.get("gpus") is not None:
             devices = [d for d in env.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-            env["CUDA_VISIBLE_DEVICES"] = ",".join(devices[i] if devices else str(i) for i in plan["gpus"])
-        argv = self.settings.argv(values, with_lora=with_lora) + [str(a) for a in plan.get("args", ())]
-        self.server = ManagedServer(argv, name=self.name, port=port, probe_model=request_name,
-                                    ready_timeout=self.settings.ready_timeout, stop_timeout=self.settings.stop_timeout,
-                                    env=env)
+            env["CUDA_VISIBLE_DEVICES"] = ",".join(
+                devices[i] if devices else str(i) for i in plan["gpus"]
+            )
+        argv = self.settings.argv(values, with_lora=with_lora) + [
+            str(a) for a in plan.get("args", ())
+        ]
+        self.server = ManagedServer(
+            argv,
+            name=self.name,
+            port=port,
+            probe_model=request_name,
+            ready_timeout=self.settings.ready_timeout,
+            stop_timeout=self.settings.stop_timeout,
+            env=env,
+        )
         if shared_key:
             _SHARED[shared_key] = (self.server, [self])
         self.server.start().wait_ready()
@@ -209,20 +284,30 @@ class ServedModel(TokenizedText, OpenAIModel):
         server = self.settings.record(self.adapter_path is not None)
         if self.server_plan:
             server["gpu_plan"] = {k: v for k, v in self.server_plan.items() if k != "adapters"}
-        return usage.register(self.name, self.backend, self._identity["model"],
-                              chat_template=self.chat_template.record(), server=server)
+        return usage.register(
+            self.name,
+            self.backend,
+            self._identity["model"],
+            chat_template=self.chat_template.record(),
+            server=server,
+        )
 
     def _prompt_tokens(self, request: Request) -> int | None:
         return len(self.encode_request(request))
 
     def _length_advice(self) -> str:
         where = f"models.{self.name}"
-        limit = (f"the GPU plan's --max-model-len (from the stage's generation max_input_tokens, or "
-                 f"{where}.gpu.context)" if "--max-model-len" in self.server_plan.get("args", ()) else
-                 f"the server's --max-model-len ({where}.serve.extra_args: [--max-model-len, N], up to the "
-                 "model's own context)")
-        return (f"raise {limit}, or cut the prompts to fit: the stage's generation max_input_tokens (vLLM "
-                "keeps the prompt's end)")
+        limit = (
+            f"the GPU plan's --max-model-len (from the stage's generation max_input_tokens, or "
+            f"{where}.gpu.context)"
+            if "--max-model-len" in self.server_plan.get("args", ())
+            else f"the server's --max-model-len ({where}.serve.extra_args: [--max-model-len, N], up to the "
+            "model's own context)"
+        )
+        return (
+            f"raise {limit}, or cut the prompts to fit: the stage's generation max_input_tokens (vLLM "
+            "keeps the prompt's end)"
+        )
 
     def _capability_backend(self) -> str:
         return {"vllm": "vllm", "transformers": "hf"}.get(self.settings.engine, "openai")
@@ -230,7 +315,9 @@ class ServedModel(TokenizedText, OpenAIModel):
     def _sampling(self, params: GenerationParams) -> dict[str, Any]:
         kwargs = super()._sampling(params)
         if self.settings.engine == "vllm" and params.num_beams > 1:
-            kwargs.pop("stop", None)  # vLLM's beam search ignores it (refused or dropped in _decoding_extras)
+            kwargs.pop(
+                "stop", None
+            )  # vLLM's beam search ignores it (refused or dropped in _decoding_extras)
         return kwargs
 
     def _output_tokens(self, response: Any) -> int:
@@ -256,11 +343,18 @@ class ServedModel(TokenizedText, OpenAIModel):
     def _decoding_extras(self, params: GenerationParams) -> dict[str, Any]:
         engine = self.settings.engine
         if engine == "transformers":  # every setting, as the in-process backend would use it
-            config: dict[str, Any] = {"max_new_tokens": params.max_new_tokens, "num_beams": params.num_beams,
-                                      "do_sample": params.do_sample}
+            config: dict[str, Any] = {
+                "max_new_tokens": params.max_new_tokens,
+                "num_beams": params.num_beams,
+                "do_sample": params.do_sample,
+            }
             if params.do_sample:
                 config.update(temperature=params.temperature, top_p=params.top_p)
-            for key, default in (("min_new_tokens", 0), ("no_repeat_ngram_size", 0), ("repetition_penalty", 1.0)):
+            for key, default in (
+                ("min_new_tokens", 0),
+                ("no_repeat_ngram_size", 0),
+                ("repetition_penalty", 1.0),
+            ):
                 if getattr(params, key) != default:
                     config[key] = getattr(params, key)
             return {"generation_config": json.dumps(config, sort_keys=True)}
@@ -271,24 +365,41 @@ class ServedModel(TokenizedText, OpenAIModel):
             if beams:
                 # vLLM runs beam search in its API layer with BeamSearchParams only: min_tokens, stop and
                 # repetition_penalty sent with it are accepted and ignored, so they are refused here
-                extras.update(use_beam_search=True, n=params.num_beams, return_token_ids=True)  # best first
-                unsupported += [f"{key}={value} (ignored by vLLM's beam search)" for key, value, default in (
-                    ("min_new_tokens", params.min_new_tokens, 0), ("repetition_penalty", params.repetition_penalty, 1.0),
-                    ("stop", list(params.stop), [])) if value != default]
+                extras.update(
+                    use_beam_search=True, n=params.num_beams, return_token_ids=True
+                )  # best first
+                unsupported += [
+                    f"{key}={value} (ignored by vLLM's beam search)"
+                    for key, value, default in (
+                        ("min_new_tokens", params.min_new_tokens, 0),
+                        ("repetition_penalty", params.repetition_penalty, 1.0),
+                        ("stop", list(params.stop), []),
+                    )
+                    if value != default
+                ]
             else:
                 # every field vLLM would otherwise take from the checkpoint's generation_config.json
                 # (get_diff_sampling_param, vllm/config/model.py), sent even at its neutral value;
                 # temperature, top_p and max_tokens come with every request (OpenAIModel._sampling)
-                extras.update(min_tokens=params.min_new_tokens, repetition_penalty=params.repetition_penalty,
-                              **VLLM_NEUTRAL)
+                extras.update(
+                    min_tokens=params.min_new_tokens,
+                    repetition_penalty=params.repetition_penalty,
+                    **VLLM_NEUTRAL,
+                )
             if params.max_input_tokens:
                 # keeps the end, as the hf backend: vLLM loads a generating model's tokenizer with
                 # truncation_side left (0.33.0: vllm/tokenizers/registry.py; 0.11.0: transformers_utils/tokenizer.py)
                 extras["truncate_prompt_tokens"] = params.max_input_tokens
         else:
-            unsupported += [f"{key}={value}" for key, value, default in (
-                ("min_new_tokens", params.min_new_tokens, 0), ("repetition_penalty", params.repetition_penalty, 1.0),
-                ("num_beams", params.num_beams, 1)) if value != default]
+            unsupported += [
+                f"{key}={value}"
+                for key, value, default in (
+                    ("min_new_tokens", params.min_new_tokens, 0),
+                    ("repetition_penalty", params.repetition_penalty, 1.0),
+                    ("num_beams", params.num_beams, 1),
+                )
+                if value != default
+            ]
         if params.no_repeat_ngram_size:
             unsupported.append(f"no_repeat_ngram_size={params.no_repeat_ngram_size}")
         self._unsupported(unsupported)
@@ -308,12 +419,17 @@ class ServedModel(TokenizedText, OpenAIModel):
             )
         new = self.usage.note_dropped(list(settings))
         if new:
-            log.warning("%s: the %s server cannot apply %s; decoding without (unsupported_decoding: drop)",
-                        self.name, engine, ", ".join(new))
+            log.warning(
+                "%s: the %s server cannot apply %s; decoding without (unsupported_decoding: drop)",
+                self.name,
+                engine,
+                ", ".join(new),
+            )
 
     # ------------------------------------------------------------------ scoring
-    def score_batch(self, items: Sequence[tuple[Request, Sequence[str]]],
-                    on_batch: BatchCallback | None = None) -> list[list[float]]:
+    def score_batch(
+        self, items: Sequence[tuple[Request, Sequence[str]]], on_batch: BatchCallback | None = None
+    ) -> list[list[float]]:
         if self.settings.engine == "transformers" and self.logprobs != "none":
             raise LogprobsUnavailable(
                 f"model {self.name}: `transformers serve` returns no log-probabilities (it ignores "
@@ -322,10 +438,19 @@ class ServedModel(TokenizedText, OpenAIModel):
             )
         if self.logprobs != "prompt_logprobs":
             return super().score_batch(items, on_batch)
-        rows = [(i, ids, cand) for i, (context, candidates) in enumerate(items)
-                for ids, cand in self._candidate_rows(context, candidates)]
-        scores = self._map(lambda row: self._named_refusal(items[row[0]][0], lambda: self._prompt_logprob(row[1], row[2]),
-                                                           len(row[1]) + len(row[2])), rows)
+        rows = [
+            (i, ids, cand)
+            for i, (context, candidates) in enumerate(items)
+            for ids, cand in self._candidate_rows(context, candidates)
+        ]
+        scores = self._map(
+            lambda row: self._named_refusal(
+                items[row[0]][0],
+                lambda: self._prompt_logprob(row[1], row[2]),
+                len(row[1]) + len(row[2]),
+            ),
+            rows,
+        )
         out: list[list[float]] = [[] for _ in items]
         for (i, _, _), score in zip(rows, scores, strict=True):
             out[i].append(score)
@@ -334,7 +459,9 @@ class ServedModel(TokenizedText, OpenAIModel):
             on_batch(list(enumerate(out)))
         return out
 
-    def _plan_scoring(self, context: Request, candidates: Sequence[str]) -> tuple[Any, str, list[str]]:
+    def _plan_scoring(
+        self, context: Request, candidates: Sequence[str]
+    ) -> tuple[Any, str, list[str]]:
         """As the API's, plus: a plain-text model continues the raw text (no prefill needed), and each
         candidate's rest must be one token after the prefix for this tokenizer.  On vLLM a chat request
         is rendered here and sent as token ids to the completions endpoint: the server then continues
@@ -351,8 +478,13 @@ class ServedModel(TokenizedText, OpenAIModel):
         else:
             head, templated = text + prefix, False
         base = self._encode(head, templated)
-        payload: Any = text if text is not None else base if self.settings.engine == "vllm" else \
-            self._messages(context)
+        payload: Any = (
+            text
+            if text is not None
+            else base
+            if self.settings.engine == "vllm"
+            else self._messages(context)
+        )
         for rest in rests:
             ids = self._encode(head + rest, templated)
             if ids[: len(base)] != base or len(ids) != len(base) + 1:
@@ -363,15 +495,24 @@ class ServedModel(TokenizedText, OpenAIModel):
         return payload, prefix, rests
 
     def _score_planned(self, payload: Any, prefix: str, rests: list[str]) -> list[float]:
-        if isinstance(payload, list) and payload and isinstance(payload[0], int):  # vLLM: the rendered ids
+        if (
+            isinstance(payload, list) and payload and isinstance(payload[0], int)
+        ):  # vLLM: the rendered ids
             prompt: Any = payload
             estimate = len(payload) + 1
         elif isinstance(payload, str):
             prompt, estimate = payload + prefix, self.count_tokens(payload) + 1
         else:
             return super()._score_planned(payload, prefix, rests)
-        response = self._send(self.client.completions.create, estimate, model=self.model,
-                              prompt=prompt, max_tokens=1, temperature=0.0, logprobs=self.top_logprobs)
+        response = self._send(
+            self.client.completions.create,
+            estimate,
+            model=self.model,
+            prompt=prompt,
+            max_tokens=1,
+            temperature=0.0,
+            logprobs=self.top_logprobs,
+        )
         choice = response.choices[0]
         tops = getattr(choice.logprobs, "top_logprobs", None) if choice.logprobs else None
         if not tops or not tops[0]:
@@ -382,7 +523,9 @@ class ServedModel(TokenizedText, OpenAIModel):
             )
         return self._read_top(list(tops[0].items()), rests, prefix)
 
-    def _candidate_rows(self, context: Request, candidates: Sequence[str]) -> list[tuple[list[int], list[int]]]:
+    def _candidate_rows(
+        self, context: Request, candidates: Sequence[str]
+    ) -> list[tuple[list[int], list[int]]]:
         """(prompt ids, candidate ids) per candidate, split exactly as the hf backend splits them."""
         text, templated = self.render(context)
         prompt_ids = self._encode(text, templated)
@@ -396,7 +539,7 @@ class ServedModel(TokenizedText, OpenAIModel):
             if not templated and full and full[-1] == self.tokenizer.eos_token_id:
                 full = full[:-1]
             if full[: len(prompt_ids)] == prompt_ids and len(full) > len(prompt_ids):
-                cand_ids = full[len(prompt_ids):]
+                cand_ids = full[len(prompt_ids) :]
             else:
                 cand_ids = self.tokenizer(candidate, add_special_tokens=False)["input_ids"]
             rows.append((prompt_ids, cand_ids))
@@ -404,8 +547,15 @@ class ServedModel(TokenizedText, OpenAIModel):
 
     def _prompt_logprob(self, prompt_ids: list[int], cand_ids: list[int]) -> float:
         ids = prompt_ids + cand_ids
-        response = self._send(self.client.completions.create, len(ids) + 1, model=self.model, prompt=ids,
-                              max_tokens=1, temperature=0.0, extra_body={"prompt_logprobs": 0})
+        response = self._send(
+            self.client.completions.create,
+            len(ids) + 1,
+            model=self.model,
+            prompt=ids,
+            max_tokens=1,
+            temperature=0.0,
+            extra_body={"prompt_logprobs": 0},
+        )
         choice = response.choices[0]
         table = getattr(choice, "prompt_logprobs", None)
         if table is None and getattr(choice, "model_extra", None):
@@ -419,21 +569,31 @@ class ServedModel(TokenizedText, OpenAIModel):
         for position, token in zip(range(len(prompt_ids), len(ids)), cand_ids, strict=True):
             entry = (table[position] or {}).get(str(token))
             if entry is None:
-                raise LogprobsUnavailable(f"model {self.name}: prompt log-probabilities lack token {token} at "
-                                          f"position {position}")
+                raise LogprobsUnavailable(
+                    f"model {self.name}: prompt log-probabilities lack token {token} at "
+                    f"position {position}"
+                )
             value = float(entry["logprob"] if isinstance(entry, Mapping) else entry)
             if value <= LOGPROB_FLOOR:  # vLLM returns -inf as -9999.0
                 return -math.inf
             total += value
         return total if math.isfinite(total) else -math.inf
 
-    def generate(self, requests: Sequence[Request], params: GenerationParams,
-                 on_batch: BatchCallback | None = None) -> list[Generation]:
+    def generate(
+        self,
+        requests: Sequence[Request],
+        params: GenerationParams,
+        on_batch: BatchCallback | None = None,
+    ) -> list[Generation]:
         over: list[int] = []
         if params.max_input_tokens:
             over = [max(0, len(self.encode_request(r)) - params.max_input_tokens) for r in requests]
-            if any(over) and self.settings.engine != "vllm":  # vLLM cuts them (truncate_prompt_tokens)
-                self._unsupported([f"max_input_tokens={params.max_input_tokens} (a longer request)"])
+            if (
+                any(over) and self.settings.engine != "vllm"
+            ):  # vLLM cuts them (truncate_prompt_tokens)
+                self._unsupported(
+                    [f"max_input_tokens={params.max_input_tokens} (a longer request)"]
+                )
         cuts = over if any(over) and self.settings.engine == "vllm" else []
 
         def report(done: list[tuple[int, Generation]]) -> None:

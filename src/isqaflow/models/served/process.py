@@ -112,9 +112,19 @@ def group_alive(pgid: int) -> bool:
 class ManagedServer:
     """One server process group: start, wait until ready, stop (idempotent)."""
 
-    def __init__(self, argv: list[str], *, name: str, port: int, probe_model: str, host: str = LOCALHOST,
-                 ready_timeout: float = 900.0, stop_timeout: float = 20.0, env: Mapping[str, str] | None = None,
-                 log_lines: int = 60) -> None:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        name: str,
+        port: int,
+        probe_model: str,
+        host: str = LOCALHOST,
+        ready_timeout: float = 900.0,
+        stop_timeout: float = 20.0,
+        env: Mapping[str, str] | None = None,
+        log_lines: int = 60,
+    ) -> None:
         self.argv, self.name, self.host, self.port = argv, name, host, port
         self.probe_model = probe_model
         self.ready_timeout, self.stop_timeout = ready_timeout, stop_timeout
@@ -138,20 +148,41 @@ class ManagedServer:
     def start(self) -> ManagedServer:
         log.info("%s: starting %s", self.name, shlex.join(self.argv))
         try:
-            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                         stdin=subprocess.DEVNULL, env=self.env, start_new_session=True)
+            self.proc = subprocess.Popen(
+                self.argv,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=self.env,
+                start_new_session=True,
+            )
         except OSError as err:
-            raise ServerStartError(f"model {self.name}: cannot start the server {self.argv[0]!r}: {err}") from err
+            raise ServerStartError(
+                f"model {self.name}: cannot start the server {self.argv[0]!r}: {err}"
+            ) from err
         runtime.at_job_exit(self.stop)
-        self._reader = threading.Thread(target=self._read_output, name=f"server-log-{self.name}", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read_output, name=f"server-log-{self.name}", daemon=True
+        )
         self._reader.start()
         # the watchdog holds the job's device locks too (isqaflow.devices): after kill -9 of the job
         # its devices stay taken until the orphaned server is gone
         job = runtime.current_job()
         self.watchdog = subprocess.Popen(
-            [sys.executable, "-c", WATCHDOG, str(os.getpid()), str(self.proc.pid), str(self.stop_timeout)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-            pass_fds=job.device_locks if job is not None else ())
+            [
+                sys.executable,
+                "-c",
+                WATCHDOG,
+                str(os.getpid()),
+                str(self.proc.pid),
+                str(self.stop_timeout),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            pass_fds=job.device_locks if job is not None else (),
+        )
         return self
 
     def _read_output(self) -> None:
@@ -169,23 +200,44 @@ class ManagedServer:
         problem = "no answer"
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
-                self._fail(f"the server exited with status {self.proc.returncode if self.proc else None} "
-                           "before it was ready")
+                self._fail(
+                    f"the server exited with status {self.proc.returncode if self.proc else None} "
+                    "before it was ready"
+                )
             try:
                 if not listed:
                     _http_json("GET", f"{self.base_url}/models", timeout=5)
                     listed = True
                 remaining = max(deadline - time.monotonic(), 1.0)
-                _http_json("POST", f"{self.base_url}/completions", timeout=remaining,
-                           body={"model": self.probe_model, "prompt": "Hello", "max_tokens": 1, "temperature": 0})
-                log.info("%s: server ready at %s after %.1fs", self.name, self.base_url, time.monotonic() - started)
+                _http_json(
+                    "POST",
+                    f"{self.base_url}/completions",
+                    timeout=remaining,
+                    body={
+                        "model": self.probe_model,
+                        "prompt": "Hello",
+                        "max_tokens": 1,
+                        "temperature": 0,
+                    },
+                )
+                log.info(
+                    "%s: server ready at %s after %.1fs",
+                    self.name,
+                    self.base_url,
+                    time.monotonic() - started,
+                )
                 return self
             except urllib.error.HTTPError as err:
                 detail = err.read().decode("utf-8", errors="replace")[:500]
-                if 400 <= err.code < 500 and err.code not in (404, 408, 425, 429) or (err.code == 404 and listed
-                                                                                         and "model" in detail):
-                    self._fail(f"the server refused the first request for {self.probe_model!r}: "
-                               f"HTTP {err.code} {detail}")
+                if (
+                    400 <= err.code < 500
+                    and err.code not in (404, 408, 425, 429)
+                    or (err.code == 404 and listed and "model" in detail)
+                ):
+                    self._fail(
+                        f"the server refused the first request for {self.probe_model!r}: "
+                        f"HTTP {err.code} {detail}"
+                    )
                 problem = f"HTTP {err.code} {detail}"
             except (OSError, ValueError) as err:  # not listening yet, reset while loading
                 problem = f"{type(err).__name__}: {err}"
@@ -196,8 +248,10 @@ class ManagedServer:
     def _fail(self, reason: str) -> None:
         self.stop()
         tail = "\n".join(self.last_lines) or "(no output)"
-        raise ServerStartError(f"model {self.name}: {reason}\ncommand: {shlex.join(self.argv)}\n"
-                               f"--- last lines of the server's output ---\n{tail}")
+        raise ServerStartError(
+            f"model {self.name}: {reason}\ncommand: {shlex.join(self.argv)}\n"
+            f"--- last lines of the server's output ---\n{tail}"
+        )
 
     def stop(self) -> None:
         """SIGTERM to the process group, SIGKILL after ``stop_timeout``; safe to call twice."""
@@ -220,7 +274,11 @@ class ManagedServer:
                     time.sleep(0.1)
                 else:
                     if sig == signal.SIGTERM:
-                        log.warning("%s: server still running %.0f s after SIGTERM; killing it", self.name, wait)
+                        log.warning(
+                            "%s: server still running %.0f s after SIGTERM; killing it",
+                            self.name,
+                            wait,
+                        )
                     continue
                 break
             self.proc.wait(timeout=10)
@@ -234,7 +292,8 @@ class ManagedServer:
 
 def _http_json(method: str, url: str, timeout: float, body: Mapping[str, Any] | None = None) -> Any:
     data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(url, data=data, method=method,
-                                     headers={"Content-Type": "application/json"} if data else {})
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"Content-Type": "application/json"} if data else {}
+    )
     with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (the job's own server)
         return json.loads(response.read().decode("utf-8") or "null")

@@ -53,7 +53,17 @@ from dataclasses import dataclass
 from typing import Any
 
 ENGINES = ("vllm", "transformers", "other")
-PLACEHOLDERS = {"model", "port", "host", "revision", "dtype", "chat_template", "threads", "adapter", "adapter_name"}
+PLACEHOLDERS = {
+    "model",
+    "port",
+    "host",
+    "revision",
+    "dtype",
+    "chat_template",
+    "threads",
+    "adapter",
+    "adapter_name",
+}
 LOCALHOST = "127.0.0.1"
 # an environment variable nobody sets: a served model never sends a real API key
 SERVED_KEY_ENV = "ISQAFLOW_SERVED_MODEL_KEY"
@@ -80,8 +90,15 @@ class ServeSettings:
         where = f"models.{model_name}.serve"
         if not isinstance(values, Mapping):
             raise ValueError(f"{where} must be a mapping with at least a command, got {values!r}")
-        unknown = set(values) - {"command", "engine", "ready_timeout", "stop_timeout", "extra_args", "lora_args",
-                                 "unsupported_decoding"}
+        unknown = set(values) - {
+            "command",
+            "engine",
+            "ready_timeout",
+            "stop_timeout",
+            "extra_args",
+            "lora_args",
+            "unsupported_decoding",
+        }
         if unknown:
             raise ValueError(f"{where}: unknown key(s) {sorted(unknown)}")
         command = values.get("command")
@@ -97,7 +114,9 @@ class ServeSettings:
         for key, default in (("ready_timeout", 900.0), ("stop_timeout", 20.0)):
             value = values.get(key, default)
             if not isinstance(value, (int, float)) or value <= 0:
-                raise ValueError(f"{where}.{key} must be a positive number of seconds, got {value!r}")
+                raise ValueError(
+                    f"{where}.{key} must be a positive number of seconds, got {value!r}"
+                )
             timeouts[key] = float(value)
         extra = values.get("extra_args", ())
         if isinstance(extra, str) or not all(isinstance(a, str) for a in extra):
@@ -105,17 +124,27 @@ class ServeSettings:
         lora = values.get("lora_args")
         if lora is not None and not isinstance(lora, str):
             raise ValueError(f"{where}.lora_args must be a string, got {lora!r}")
-        settings = cls(command=command, engine=engine, extra_args=tuple(extra), lora_args=lora,
-                       unsupported_decoding=policy, **timeouts)
+        settings = cls(
+            command=command,
+            engine=engine,
+            extra_args=tuple(extra),
+            lora_args=lora,
+            unsupported_decoding=policy,
+            **timeouts,
+        )
         fields = settings.placeholders()
         unknown_fields = fields - PLACEHOLDERS
         if unknown_fields:
-            raise ValueError(f"{where}: unknown placeholder(s) {sorted(unknown_fields)} "
-                             f"(known: {', '.join(sorted(PLACEHOLDERS))})")
+            raise ValueError(
+                f"{where}: unknown placeholder(s) {sorted(unknown_fields)} "
+                f"(known: {', '.join(sorted(PLACEHOLDERS))})"
+            )
         missing = {"model", "port"} - _fields(shlex.split(command))
         if missing:
-            raise ValueError(f"{where}.command must contain {{model}} and {{port}}; it lacks "
-                             f"{', '.join('{' + m + '}' for m in sorted(missing))}")
+            raise ValueError(
+                f"{where}.command must contain {{model}} and {{port}}; it lacks "
+                f"{', '.join('{' + m + '}' for m in sorted(missing))}"
+            )
         return settings
 
     def placeholders(self, with_lora: bool = True) -> set[str]:
@@ -123,7 +152,9 @@ class ServeSettings:
 
     def argv_template(self, with_lora: bool) -> list[str]:
         argv = shlex.split(self.command) + list(self.extra_args)
-        if self.engine == "vllm" and not any(a.split("=", 1)[0] == VLLM_GENERATION_CONFIG[0] for a in argv):
+        if self.engine == "vllm" and not any(
+            a.split("=", 1)[0] == VLLM_GENERATION_CONFIG[0] for a in argv
+        ):
             argv += list(VLLM_GENERATION_CONFIG)
         if with_lora and self.lora_args:
             argv += shlex.split(self.lora_args)
@@ -146,7 +177,12 @@ class ServeSettings:
 
 
 def _fields(args: Sequence[str]) -> set[str]:
-    return {field for arg in args for _, field, _, _ in string.Formatter().parse(arg) if field is not None}
+    return {
+        field
+        for arg in args
+        for _, field, _, _ in string.Formatter().parse(arg)
+        if field is not None
+    }
 
 
 def free_port(host: str = LOCALHOST) -> int:
@@ -170,8 +206,10 @@ def with_adapter_server(spec: Mapping[str, Any], adapter: str, adapter_name: str
     plan = dict(out.get("server_plan") or {})
     adapters = dict(plan.get("adapters") or {})
     if adapters and set(adapters) != {adapter_name}:
-        raise ValueError(f"model {out.get('model')}: the job's server already serves the adapter(s) "
-                         f"{sorted(adapters)}; lora_args takes one")
+        raise ValueError(
+            f"model {out.get('model')}: the job's server already serves the adapter(s) "
+            f"{sorted(adapters)}; lora_args takes one"
+        )
     plan["adapters"] = {adapter_name: str(adapter)}
     plan.setdefault("server", f"{out['model']}@{out.get('dtype', 'auto')}+{adapter_name}")
     out["server_plan"] = plan

@@ -41,7 +41,9 @@ def package_file(package: str, filename: str) -> Path:
     return path
 
 
-def convert_gguf_package(package: str, gguf_file: str, out_dir: str | os.PathLike, dtype: str = "bfloat16") -> Path:
+def convert_gguf_package(
+    package: str, gguf_file: str, out_dir: str | os.PathLike, dtype: str = "bfloat16"
+) -> Path:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -50,9 +52,13 @@ def convert_gguf_package(package: str, gguf_file: str, out_dir: str | os.PathLik
     tmp = out_dir.with_name(out_dir.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
     started = time.monotonic()
-    torch_dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}[dtype]
+    torch_dtype = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}[
+        dtype
+    ]
     tokenizer = AutoTokenizer.from_pretrained(source.parent, gguf_file=source.name)
-    model = AutoModelForCausalLM.from_pretrained(source.parent, gguf_file=source.name, dtype=torch_dtype)
+    model = AutoModelForCausalLM.from_pretrained(
+        source.parent, gguf_file=source.name, dtype=torch_dtype
+    )
     log.info("dequantized %s in %.1fs", source, time.monotonic() - started)
     # The checkpoint is saved dequantized: drop the GGUF quantizer state so that
     # save_pretrained writes plain weights and from_pretrained reads them back as such.
@@ -78,5 +84,10 @@ def convert_gguf_package(package: str, gguf_file: str, out_dir: str | os.PathLik
         shutil.rmtree(out_dir)
     os.replace(tmp, out_dir)
     fingerprint = model_fingerprint(out_dir)  # memoized beside the weights for later jobs
-    log.info("saved %s (weights sha256 %s) in %.1fs", out_dir, fingerprint[:12], time.monotonic() - started)
+    log.info(
+        "saved %s (weights sha256 %s) in %.1fs",
+        out_dir,
+        fingerprint[:12],
+        time.monotonic() - started,
+    )
     return out_dir

@@ -58,15 +58,20 @@ def is_hub_id(model: str, workdir: str | os.PathLike = ".") -> bool:
     """``owner/name`` on the Hub, not a path on disk (as the config check reads it: a path
     that exists, or whose first folder exists here, such as ``resources/x``, is local)."""
     root = Path(workdir)
-    return (bool(_HUB_ID.match(model)) and not (root / model).exists()
-            and not (root / model.split("/", 1)[0]).is_dir())
+    return (
+        bool(_HUB_ID.match(model))
+        and not (root / model).exists()
+        and not (root / model.split("/", 1)[0]).is_dir()
+    )
 
 
 RETRIEVER_PREFIX = "retriever-"
 
 
-def hub_models(models: Mapping[str, Mapping[str, Any]],
-               retrievers: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+def hub_models(
+    models: Mapping[str, Mapping[str, Any]],
+    retrievers: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """What rule fetch_weights fetches, by name: the ``models:`` entries whose weights come
     from the Hub (local backends, not converted from a package, ``model`` a Hub id), and the
     arena retrievers whose encoder is an ``owner/name`` Hub repository (ColBERTv2), as
@@ -74,19 +79,39 @@ def hub_models(models: Mapping[str, Mapping[str, Any]],
     found = {
         name: {"repo": spec["model"], "revision": spec.get("revision")}
         for name, spec in models.items()
-        if spec.get("backend", "hf") != "openai" and "convert" not in spec
-        and isinstance(spec.get("model"), str) and is_hub_id(spec["model"])
+        if spec.get("backend", "hf") != "openai"
+        and "convert" not in spec
+        and isinstance(spec.get("model"), str)
+        and is_hub_id(spec["model"])
     }
     for name, spec in (retrievers or {}).items():
         model = spec.get("model")
-        if spec.get("backend") != "bm25" and isinstance(model, str) and "/" in model and is_hub_id(model):
+        if (
+            spec.get("backend") != "bm25"
+            and isinstance(model, str)
+            and "/" in model
+            and is_hub_id(model)
+        ):
             found[RETRIEVER_PREFIX + name] = {"repo": model, "revision": spec.get("revision")}
     return found
 
 
 # weight formats no backend here loads (vLLM and transformers read .safetensors, else .bin)
-OTHER_WEIGHTS = (".pth", ".pt", ".ckpt", ".h5", ".msgpack", ".onnx", ".onnx_data", ".gguf", ".tflite", ".ot",
-                 ".mlmodel", ".pb", ".nemo")
+OTHER_WEIGHTS = (
+    ".pth",
+    ".pt",
+    ".ckpt",
+    ".h5",
+    ".msgpack",
+    ".onnx",
+    ".onnx_data",
+    ".gguf",
+    ".tflite",
+    ".ot",
+    ".mlmodel",
+    ".pb",
+    ".nemo",
+)
 SKIPPED_FOLDERS = ("original",)
 
 
@@ -109,13 +134,21 @@ def select_files(files: list[str]) -> list[str]:
 def fingerprint(snapshot: Path, files: list[str] | None = None) -> tuple[str, list[dict[str, Any]]]:
     """sha256 over the sorted (path, size, blob name) triples of the snapshot's ``files`` (default:
     every file in it), and the triples."""
-    paths = sorted(p for p in snapshot.rglob("*") if p.is_file()) if files is None else sorted(
-        snapshot / f for f in files)
+    paths = (
+        sorted(p for p in snapshot.rglob("*") if p.is_file())
+        if files is None
+        else sorted(snapshot / f for f in files)
+    )
     triples = []
     for path in paths:
         blob = path.resolve()
-        triples.append({"path": path.relative_to(snapshot).as_posix(), "size": blob.stat().st_size,
-                        "blob": blob.name})
+        triples.append(
+            {
+                "path": path.relative_to(snapshot).as_posix(),
+                "size": blob.stat().st_size,
+                "blob": blob.name,
+            }
+        )
     digest = hashlib.sha256(json.dumps(triples, sort_keys=True).encode()).hexdigest()
     return f"sha256:{digest}", triples
 
@@ -132,21 +165,29 @@ def _advice(repo: str, error: Exception) -> str:
     page = f"https://huggingface.co/{repo}"
     if isinstance(error, GatedRepoError):
         if has_token:
-            return (f"{repo} is a gated repository and the account of $HF_TOKEN has no access: "
-                    f"accept its licence at {page} with that account, then rerun")
-        return (f"{repo} is a gated repository: accept its licence at {page} with your Hugging Face "
-                f"account, create a read token (https://huggingface.co/settings/tokens) and "
-                f"export {TOKEN_ENV}=<token> before the run")
+            return (
+                f"{repo} is a gated repository and the account of $HF_TOKEN has no access: "
+                f"accept its licence at {page} with that account, then rerun"
+            )
+        return (
+            f"{repo} is a gated repository: accept its licence at {page} with your Hugging Face "
+            f"account, create a read token (https://huggingface.co/settings/tokens) and "
+            f"export {TOKEN_ENV}=<token> before the run"
+        )
     if isinstance(error, RevisionNotFoundError):
         return f"{repo} has no revision like this one: check the model's revision in the config"
     if isinstance(error, RepositoryNotFoundError):
-        return (f"{repo} was not found on the Hub (or is private"
-                + ("" if has_token else f" and {TOKEN_ENV} is not set")
-                + "): check the model's name in the config"
-                + ("" if has_token else f", or export {TOKEN_ENV}=<token> of an account with access"))
+        return (
+            f"{repo} was not found on the Hub (or is private"
+            + ("" if has_token else f" and {TOKEN_ENV} is not set")
+            + "): check the model's name in the config"
+            + ("" if has_token else f", or export {TOKEN_ENV}=<token> of an account with access")
+        )
     if isinstance(error, LocalEntryNotFoundError):
-        return (f"{repo} is not in the cache and the Hub cannot be reached (HF_HUB_OFFLINE=1 or no "
-                f"network): run the fetch where the network is, or fill the cache")
+        return (
+            f"{repo} is not in the cache and the Hub cannot be reached (HF_HUB_OFFLINE=1 or no "
+            f"network): run the fetch where the network is, or fill the cache"
+        )
     return f"{repo}: {type(error).__name__}"
 
 
@@ -172,20 +213,31 @@ def _listing(repo: str, revision: str | None, token: str | None) -> list[str] | 
         return None
 
 
-def fetch(repo: str, revision: str | None, record: str | os.PathLike, cache_dir: str | None = None,
-          name: str | None = None) -> dict[str, Any]:
+def fetch(
+    repo: str,
+    revision: str | None,
+    record: str | os.PathLike,
+    cache_dir: str | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
     """Download ``repo`` at ``revision`` (default: the main branch) and write its record."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
 
     token = os.environ.get(TOKEN_ENV) or None  # never logged
-    log.info("fetching %s at %s into %s (token: %s)", repo, revision or "main", cache_dir or "the HF cache",
-             "set" if token else "none")
+    log.info(
+        "fetching %s at %s into %s (token: %s)",
+        repo,
+        revision or "main",
+        cache_dir or "the HF cache",
+        "set" if token else "none",
+    )
     try:
         listing = _listing(repo, revision, token)
         patterns = None if listing is None else [glob.escape(f) for f in select_files(listing)]
-        path = snapshot_download(repo, revision=revision, cache_dir=cache_dir, token=token,
-                                 allow_patterns=patterns)
+        path = snapshot_download(
+            repo, revision=revision, cache_dir=cache_dir, token=token, allow_patterns=patterns
+        )
     except (HfHubHTTPError, LocalEntryNotFoundError) as error:
         where = f"model {name!r} ({repo})" if name else repo
         raise WeightsError(f"{where}: {_advice(repo, error)}") from None
@@ -193,8 +245,13 @@ def fetch(repo: str, revision: str | None, record: str | os.PathLike, cache_dir:
     present = [p.relative_to(snapshot).as_posix() for p in snapshot.rglob("*") if p.is_file()]
     digest, files = fingerprint(snapshot, select_files(present))
     result = {
-        "model": name, "repo": repo, "revision": revision, "commit": snapshot.name,
-        "fingerprint": digest, "files": files, "bytes": sum(f["size"] for f in files),
+        "model": name,
+        "repo": repo,
+        "revision": revision,
+        "commit": snapshot.name,
+        "fingerprint": digest,
+        "files": files,
+        "bytes": sum(f["size"] for f in files),
         "cache_dir": str(cache_dir) if cache_dir else None,
     }
     out = Path(record)
@@ -202,6 +259,12 @@ def fetch(repo: str, revision: str | None, record: str | os.PathLike, cache_dir:
     tmp = out.with_suffix(out.suffix + ".tmp")
     tmp.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     tmp.replace(out)
-    log.info("%s at commit %s: %d files, %.1f GB, %s", repo, snapshot.name, len(files), result["bytes"] / 1e9,
-             digest)
+    log.info(
+        "%s at commit %s: %d files, %.1f GB, %s",
+        repo,
+        snapshot.name,
+        len(files),
+        result["bytes"] / 1e9,
+        digest,
+    )
     return result
