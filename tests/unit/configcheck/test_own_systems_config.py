@@ -192,7 +192,8 @@ def test_the_dag_treats_file_systems_like_models(tmp_path):
     assert (
         jobs["score_summaries"] == 2
         and jobs["drfr_summaries"] == 2
-        and jobs["arena_summaries"] == 2
+        # one per dataset and arena judge: the default's panel has two (local, local-raw)
+        and jobs["arena_summaries"] == 2 * len(EMBEDDED["arena"]["judges"]) == 4
     )
     config = copy.deepcopy(EMBEDDED)
     del config["arena"]["answerers"]["handwritten"], config["drfr"]["responders"]["handwritten"]
