@@ -537,12 +537,12 @@ def test_the_leaderboard_lists_file_based_systems_beside_the_models(run):
     # each partial cell says which items it covers: "arena (3/15, partial: fiqa 1 science 1 ...)"
     assert "arena (3/15, partial: " in source and "drfr (4/12, partial: " in source
     assert "isqa (2/3, partial: " in source
-    assert "(n=3)" in board.loc["handwritten", "arena win % vs LFRQA"]
+    assert "(n=3)" in board.loc["handwritten", "arena win % vs LFRQA [bm25-k5.local]"]
     assert (
         "(n=4)" in board.loc["handwritten", "DRFR overall"]
         and "(n=2)" in board.loc["handwritten", "QAGS"]
     )
-    assert "(n=15)" in board.loc["smollm2", "arena win % vs LFRQA"]
+    assert "(n=15)" in board.loc["smollm2", "arena win % vs LFRQA [bm25-k5.local]"]
     assert "(n=12)" in board.loc["smollm2", "DRFR overall"]
     caption = (run / "results/tables/leaderboard.md").read_text().split("\n\n")[0]
     for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval"):
