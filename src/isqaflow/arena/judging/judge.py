@@ -427,33 +427,8 @@ def _repetition_params(params: GenerationParams | None, repetition: int) -> Gene
 
 
 def judge_with_model(
-    pairs: Sequence[Mapping[str, Any]],
-    judge_spec: Mapping[str, Any],
-    judge_name: str,
-    mode: Literal["text", "logprob"],
-    orders: Literal["both", "random"],
-    seed: int,
-    generation: Mapping[str, Any] | None,
-    cache_path,
-    threads: int | None = None,
-    rule: Literal["raw", "calibrated"] = "raw",
-    tie_band: float = 0.0,
-    prompt_files: Sequence[str] = (),
-    repeats: int = 1,
+    pairs: Sequence[Mapping[str, Any]], *args: Any, **kwargs: Any
 ) -> list[dict[str, Any]]:
-    """Load the judge and judge ``pairs``: :func:`judge_groups` with one group."""
-    return judge_groups(
-        {"": pairs},
-        judge_spec,
-        judge_name,
-        mode,
-        orders,
-        seed,
-        generation,
-        cache_path,
-        threads,
-        rule=rule,
-        tie_band=tie_band,
-        prompt_files=prompt_files,
-        repeats=repeats,
-    )[""]
+    """Load the judge and judge ``pairs``: :func:`judge_groups` with one group (the same
+    parameters after ``pairs``)."""
+    return judge_groups({"": pairs}, *args, **kwargs)[""]
