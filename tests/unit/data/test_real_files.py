@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
 from isqaflow.data import convert
 from isqaflow.data.lfrqa import convert_lfrqa, read_lfrqa
@@ -62,7 +63,8 @@ CITATION_CHARACTERS = set(" \t\n[](){},.*0123456789")
 CITATION = re.compile(r"(?<![\w\])}$])\[\s*[1-9]\d*(?:\s*,\s*[1-9]\d*)*\s*\]")
 
 
-SHARED_LFRQA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "lfrqa"
+REPO = Path(__file__).resolve().parents[3]
+SHARED_LFRQA = REPO.parent / "shared" / "data" / "lfrqa"
 LFRQA_FILES = {d: SHARED_LFRQA / f"annotations_{d}_with_citation.jsonl" for d in LFRQA_COUNTS}
 
 
@@ -90,6 +92,12 @@ def test_lfrqa_every_row_converts_with_the_publishers_counts(lfrqa):
         assert {q.domain for q in conversion.queries} == {domain}
     assert sum(len(c.queries) for _, c in lfrqa.values()) == 14020
     assert sum(o - w for o, w in LFRQA_COUNTS.values()) == 194  # the release's, before us
+
+
+def test_the_spend_plan_counts_are_the_converted_rows(lfrqa):
+    paper = yaml.safe_load((REPO / "config" / "paper.yaml").read_text(encoding="utf-8"))
+    planned = {d: v["queries"] for d, v in paper["spend"]["items"]["rag"].items()}
+    assert planned == {d: len(c.queries) for d, (_, c) in lfrqa.items()}
 
 
 def test_lfrqa_every_repair_is_a_known_quirk_named_by_file_line_record_field(lfrqa):
