@@ -40,7 +40,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.ratings.length import CS, FOLDS, _l1, _sigmoid
+from isqaflow.arena.ratings.length import CS, _l1, _sigmoid, query_difficulty
+from isqaflow.arena.ratings.length_inputs import FOLDS, check_preferences, identification
+from isqaflow.seeds import keyed_rng
 
 LAMBDA = 0.2  # alpaca_eval's regularize_to_baseline_lambda of length_controlled_v1
 
@@ -168,3 +170,78 @@ def predict_from_weights(theta: float, psi: float, difficulty: np.ndarray) -> fl
     """LC win rate (%) from published coefficients (alpaca_eval's ``predict_winrate`` against
     the baseline whose coefficients are 0): the mean of ``sigmoid(theta + psi * gamma)``."""
     return float(100 * _sigmoid(theta + psi * np.asarray(difficulty, dtype=float)).mean())
+
+
+def lc_table_v1(
+    prefs: pd.DataFrame,
+    rounds: int,
+    seed: int,
+    difficulty: pd.Series | None = None,
+    gamed: pd.DataFrame | None = None,
+    key: str = "",
+) -> pd.DataFrame:
+    """:func:`~isqaflow.arena.ratings.length.lc_table`'s rows by ``length_controlled_v1``: per
+    (system, baseline) n, longer, shorter, the raw win rate and -- where identified -- the LC win
+    rate with its 95% percentile bootstrap over the system's queries (each resample refit at the
+    chosen C; the gamed rows and difficulties held), phi, psi, C. ``difficulty``: gamma per query
+    (AlpacaEval's published file); None: estimated from the *other* judged systems of the same
+    baseline (:func:`~isqaflow.arena.ratings.length.query_difficulty`). The column 'difficulty'
+    says which. ``gamed``: the gamed baselines' pairs (None: no regularization rows, the fit of
+    ``length_controlled_noreg`` with the v1 seeding). Inputs range-checked first."""
+    check_preferences(prefs)
+    if gamed is not None:
+        check_preferences(gamed.assign(baseline=gamed.get("baseline", "gamed")), "gamed pairs")
+    rows = []
+    for baseline, group in prefs.groupby("baseline", sort=True):
+        for system, mine in group.groupby("system", sort=True):
+            others = group[group["system"] != system]
+            if difficulty is not None:
+                gamma, source = difficulty, "given"
+            else:
+                n_other = others["system"].nunique()
+                gamma = query_difficulty(others) if n_other else pd.Series(0.0, index=mine["query"])
+                gamma = gamma.reindex(sorted(set(gamma.index) | set(mine["query"])), fill_value=0.0)
+                if gamed is not None:
+                    gamma = gamma.reindex(
+                        sorted(set(gamma.index) | set(gamed["query"])), fill_value=0.0
+                    )
+                source = f"estimated from {n_other} other systems"
+            mine = mine.reset_index(drop=True)
+            delta = mine["len_system"].to_numpy(float) - mine["len_baseline"].to_numpy(float)
+            row = {
+                "system": system,
+                "baseline": baseline,
+                "n": len(mine),
+                "longer": int((delta > 0).sum()),
+                "shorter": int((delta < 0).sum()),
+                "win rate (ties half) %": 100 * mine["preference"].mean(),
+                "LC win rate %": np.nan,
+                "LC lower": np.nan,
+                "LC upper": np.nan,
+                "length coefficient": np.nan,
+                "difficulty coefficient": np.nan,
+                "C": np.nan,
+                "glm": "length_controlled_v1" if gamed is not None else "length_controlled_noreg",
+                "difficulty": source,
+                "LC status": identification(mine["len_system"], mine["len_baseline"]),
+            }
+            if row["LC status"] == "identified":
+                fit = fit_v1(mine, gamma, gamed)
+                rng = keyed_rng(seed, f"lc_v1:{key}:{system}|{baseline}")
+                draws = []
+                for _ in range(rounds):
+                    chosen = rng.integers(0, len(mine), size=len(mine))
+                    draws.append(fit_v1(mine.iloc[chosen], gamma, gamed, C=fit.C).lc)
+                lower, upper = np.percentile(draws, [2.5, 97.5]) if draws else (np.nan, np.nan)
+                row.update(
+                    {
+                        "LC win rate %": fit.lc,
+                        "LC lower": float(lower),
+                        "LC upper": float(upper),
+                        "length coefficient": fit.phi,
+                        "difficulty coefficient": fit.psi,
+                        "C": fit.C,
+                    }
+                )
+            rows.append(row)
+    return pd.DataFrame(rows)
