@@ -245,3 +245,36 @@ def lc_table_v1(
                 )
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def difficulty_from_weights(
+    prefs: pd.DataFrame, weights: pd.DataFrame, ridge: float = 1e-2, iterations: int = 50
+) -> pd.Series:
+    """gamma per query that maximizes the likelihood of ``prefs`` (system, query, preference,
+    len_system, len_baseline) under fixed per-system coefficients ``weights`` (index system;
+    columns theta, phi in this module's direction, psi) -- the difficulty the published
+    coefficients imply when AlpacaEval's own file is not at hand. One concave problem per query
+    (Newton; a ``ridge`` towards 0 keeps a query every system wins, or loses, finite). Systems
+    without weights are left out."""
+    known = prefs[prefs["system"].isin(weights.index)].copy()
+    if known.empty:
+        raise ValueError("no system of the preferences has published weights")
+    feature = np.zeros(len(known))
+    for system, idx in known.groupby("system").indices.items():
+        rows = known.iloc[idx]
+        feature[idx] = np.tanh(-_std_delta(rows["len_system"], rows["len_baseline"]))
+    w = weights.loc[known["system"]]
+    offset = w["theta"].to_numpy(float) + w["phi"].to_numpy(float) * feature
+    psi = w["psi"].to_numpy(float)
+    y = known["preference"].to_numpy(float)
+    codes, queries = pd.factorize(known["query"], sort=True)
+    gamma = np.zeros(len(queries))
+    for _ in range(iterations):
+        p = _sigmoid(offset + psi * gamma[codes])
+        gradient = np.bincount(codes, psi * (y - p), len(queries)) - ridge * gamma
+        hessian = np.bincount(codes, psi**2 * p * (1 - p), len(queries)) + ridge
+        step = gradient / hessian
+        gamma += step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    return pd.Series(gamma, index=queries)
