@@ -260,7 +260,7 @@ def difficulty_from_weights(
     if known.empty:
         raise ValueError("no system of the preferences has published weights")
     feature = np.zeros(len(known))
-    for system, idx in known.groupby("system").indices.items():
+    for idx in known.groupby("system").indices.values():
         rows = known.iloc[idx]
         feature[idx] = np.tanh(-_std_delta(rows["len_system"], rows["len_baseline"]))
     w = weights.loc[known["system"]]
