@@ -76,7 +76,6 @@ def _prefs(n=12, **override):
         ({"preference": (2, np.nan)}, r"row 2 .*field 'preference'"),
         ({"len_system": (4, -1)}, r"row 4 .*field 'len_system' = -1"),
         ({"len_baseline": (5, 10.5)}, r"row 5 .*field 'len_baseline' = 10.5"),
-        ({"query": (6, "q5")}, r"row 6 repeats the pair \(m vs base, query q5\)"),
         ({"system": (1, None)}, r"row 1, field 'system' is empty"),
     ],
 )
@@ -90,6 +89,17 @@ def test_every_input_is_range_checked(override, message):
         lc_table(bad, rounds=2, seed=0)
     with pytest.raises(ValueError, match=message):
         lc_table_v1(bad, rounds=2, seed=0)
+
+
+def test_a_repeated_pair_is_refused_where_the_fit_needs_one_per_query():
+    """length_controlled_v1 fits one row per instruction; the run's tables may judge a query
+    more than once (their bootstrap resamples a query's pairs together)."""
+    repeated = _prefs(query=(6, "q5"))
+    check_preferences(repeated)
+    with pytest.raises(ValueError, match=r"row 6 repeats the pair \(m vs base, query q5\)"):
+        check_preferences(repeated, one_per_query=True)
+    with pytest.raises(ValueError, match=r"row 6 repeats the pair"):
+        lc_table_v1(repeated, rounds=2, seed=0)
 
 
 def test_preferences_on_alpaca_evals_scale_are_refused():

@@ -10,7 +10,7 @@ the record.
 
 **Range checks** (:func:`check_preferences`, before any fit): preference a finite number in
 [0, 1]; lengths finite, whole and not negative; system, baseline and query present; one pair per
-(system, baseline, query). A bad row is a :class:`ValueError` naming the row and the field.
+(system, baseline, query) where the fit needs it (``length_controlled_v1``). A bad row is a :class:`ValueError` naming the row and the field.
 
 **Identification** (:func:`identification`). The LC win rate is the fit's prediction at a
 length difference of 0; it is an interpolation only where 0 lies inside the bulk of the
@@ -88,8 +88,13 @@ def preferences(records: pd.DataFrame) -> pd.DataFrame:
     )
 
 
-def check_preferences(prefs: pd.DataFrame, what: str = "preferences") -> None:
-    """Raise a ValueError naming the row and the field of the first out-of-range input."""
+def check_preferences(
+    prefs: pd.DataFrame, what: str = "preferences", one_per_query: bool = False
+) -> None:
+    """Raise a ValueError naming the row and the field of the first out-of-range input.
+    ``one_per_query``: a second pair of one (system, baseline, query) is an error too (AlpacaEval
+    judges each instruction once; this project's tables may hold several judgments of a query,
+    which their bootstrap resamples together)."""
     missing = [c for c in PREFERENCE_COLUMNS if c not in prefs.columns]
     if missing:
         raise ValueError(f"{what}: missing columns {missing}")
@@ -117,7 +122,7 @@ def check_preferences(prefs: pd.DataFrame, what: str = "preferences") -> None:
                 f"expected {meaning}"
             )
     duplicated = prefs.duplicated(["system", "baseline", "query"])
-    if duplicated.any():
+    if one_per_query and duplicated.any():
         i = int(np.argmax(duplicated.to_numpy()))
         raise ValueError(
             f"{what}: row {i} repeats the pair ({prefs['system'].iloc[i]} vs "

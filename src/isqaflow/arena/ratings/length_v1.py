@@ -188,9 +188,11 @@ def lc_table_v1(
     baseline (:func:`~isqaflow.arena.ratings.length.query_difficulty`). The column 'difficulty'
     says which. ``gamed``: the gamed baselines' pairs (None: no regularization rows, the fit of
     ``length_controlled_noreg`` with the v1 seeding). Inputs range-checked first."""
-    check_preferences(prefs)
+    check_preferences(prefs, one_per_query=True)
     if gamed is not None:
-        check_preferences(gamed.assign(baseline=gamed.get("baseline", "gamed")), "gamed pairs")
+        check_preferences(
+            gamed.assign(baseline=gamed.get("baseline", "gamed")), "gamed pairs", one_per_query=True
+        )
     rows = []
     for baseline, group in prefs.groupby("baseline", sort=True):
         for system, mine in group.groupby("system", sort=True):
