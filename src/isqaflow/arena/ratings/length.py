@@ -98,7 +98,8 @@ MODEL_PAIRS = (
 PERMUTATIONS = 10000
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function, computed without overflow."""
     return np.exp(-np.logaddexp(0.0, -x))
 
 
@@ -117,7 +118,7 @@ def fit_logistic(
     lam = np.broadcast_to(np.asarray(penalty, dtype=float), (X.shape[1],))
     beta = np.zeros(X.shape[1]) if start is None else np.array(start, dtype=float)
     for _ in range(iterations):
-        p = _sigmoid(X @ beta)
+        p = sigmoid(X @ beta)
         gradient = X.T @ (p - y) + lam * beta
         hessian = (X * (p * (1 - p))[:, None]).T @ X + np.diag(lam)
         step = np.linalg.solve(hessian, gradient)
@@ -171,7 +172,8 @@ def _design(pairs: pd.DataFrame, gamma: pd.Series) -> np.ndarray:
     )
 
 
-def _l1(C: float):
+def l1_model(C: float):
+    """alpaca_eval's L1 logistic regression at ``C`` (liblinear, no intercept, seed 123)."""
     from sklearn.linear_model import LogisticRegression
 
     # alpaca_eval's penalty="l1" (scikit-learn >= 1.8 spells it l1_ratio=1)
@@ -205,7 +207,7 @@ def _fit_at(X: np.ndarray, y: np.ndarray, C: float, quiet: bool = False) -> np.n
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore", ConvergenceWarning)
-        coef = _l1(C).fit(Xd, yd, sample_weight=wd).coef_[0]
+        coef = l1_model(C).fit(Xd, yd, sample_weight=wd).coef_[0]
     return coef[[2, 0, 1]]  # back to [intercept, length, difficulty]
 
 
@@ -218,7 +220,7 @@ def choose_penalty(X: np.ndarray, y: np.ndarray) -> float:
     for train, test in GroupKFold(n_splits=FOLDS).split(X, y, groups=np.arange(len(y))):
         for i, C in enumerate(CS):
             p = np.clip(
-                _sigmoid(X[test] @ _fit_at(X[train], y[train], C, quiet=True)), 1e-15, 1 - 1e-15
+                sigmoid(X[test] @ _fit_at(X[train], y[train], C, quiet=True)), 1e-15, 1 - 1e-15
             )
             losses[i] += -np.mean(y[test] * np.log(p) + (1 - y[test]) * np.log(1 - p)) / FOLDS
     return float(CS[int(np.argmin(losses))])
@@ -237,7 +239,7 @@ def fit_lc(
     beta = _fit_at(X, y, C, quiet)
     X0 = X.copy()
     X0[:, 1] = 0.0  # the length term at zero
-    return float(100 * _sigmoid(X0 @ beta).mean()), beta, C
+    return float(100 * sigmoid(X0 @ beta).mean()), beta, C
 
 
 def lc_win_rate(pairs: pd.DataFrame, gamma: pd.Series) -> tuple[float, np.ndarray]:

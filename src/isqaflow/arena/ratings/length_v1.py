@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from isqaflow.arena.ratings.length import CS, _l1, _sigmoid, query_difficulty
+from isqaflow.arena.ratings.length import CS, l1_model, sigmoid, query_difficulty
 from isqaflow.arena.ratings.length_inputs import FOLDS, check_preferences, identification
 from isqaflow.seeds import keyed_rng
 
@@ -125,7 +125,7 @@ def _fit(X: np.ndarray, y: np.ndarray, w: np.ndarray, C: float, random_state=Non
             wd[yd == label] = 1e-12
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        model = _l1(C)
+        model = l1_model(C)
         if random_state is not None:
             model.set_params(random_state=random_state)
         return model.fit(Xd, yd, sample_weight=wd).coef_[0]
@@ -145,7 +145,7 @@ def choose_penalty_v1(X: np.ndarray, y: np.ndarray, w: np.ndarray) -> float:
         seeds = np.random.RandomState(123)
         for i, C in enumerate(CS):
             beta = _fit(X[train], y[train], w[train], C, random_state=seeds)
-            p = np.clip(_sigmoid(X[test] @ beta), 1e-15, 1 - 1e-15)
+            p = np.clip(sigmoid(X[test] @ beta), 1e-15, 1 - 1e-15)
             ll = y[test] * np.log(p) + (1 - y[test]) * np.log(1 - p)
             losses[i] += -np.mean(w[test] * ll) / FOLDS
     return float(CS[int(np.argmin(losses))])
@@ -162,14 +162,14 @@ def fit_v1(
     C = choose_penalty_v1(X, y, w) if C is None else C
     phi, psi, theta = _fit(X, y, w, C)
     gamma = X[n_gamed:, 1]
-    lc = float(100 * _sigmoid(theta + psi * gamma).mean())
+    lc = float(100 * sigmoid(theta + psi * gamma).mean())
     return V1Fit(lc=lc, theta=float(theta), phi=float(-phi), psi=float(psi), C=C)
 
 
 def predict_from_weights(theta: float, psi: float, difficulty: np.ndarray) -> float:
     """LC win rate (%) from published coefficients (alpaca_eval's ``predict_winrate`` against
     the baseline whose coefficients are 0): the mean of ``sigmoid(theta + psi * gamma)``."""
-    return float(100 * _sigmoid(theta + psi * np.asarray(difficulty, dtype=float)).mean())
+    return float(100 * sigmoid(theta + psi * np.asarray(difficulty, dtype=float)).mean())
 
 
 def lc_table_v1(
@@ -272,7 +272,7 @@ def difficulty_from_weights(
     codes, queries = pd.factorize(known["query"], sort=True)
     gamma = np.zeros(len(queries))
     for _ in range(iterations):
-        p = _sigmoid(offset + psi * gamma[codes])
+        p = sigmoid(offset + psi * gamma[codes])
         gradient = np.bincount(codes, psi * (y - p), len(queries)) - ridge * gamma
         hessian = np.bincount(codes, psi**2 * p * (1 - p), len(queries)) + ridge
         step = gradient / hessian
