@@ -8,7 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isqaflow.arena.ratings.length_v1 import LAMBDA, design, fit_v1, predict_from_weights
+from isqaflow.arena.ratings.length_v1 import (
+    LAMBDA,
+    design,
+    fit_v1,
+    lc_table_v1,
+    predict_from_weights,
+)
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lc_v1_alpaca_eval.json"
 
@@ -63,3 +69,23 @@ def test_a_query_without_difficulty_is_a_named_error(reference):
 def test_predict_from_weights_is_the_mean_sigmoid():
     assert predict_from_weights(0.0, 1.0, [-1.0, 1.0]) == pytest.approx(50.0)
     assert predict_from_weights(np.log(3), 0.0, [5.0, -2.0]) == pytest.approx(75.0)
+
+
+def test_v1_table_rows_are_alpaca_evals_numbers(reference):
+    """lc_table_v1 with the fixture's gamed rows and difficulties: each identified system's
+    row carries alpaca_eval's LC win rate, says length_controlled_v1 and 'given'."""
+    data, prefs, difficulty, gamed = reference
+    systems = prefs[prefs["system"].isin(data["systems"])].assign(baseline="baseline")
+    table = lc_table_v1(systems, rounds=0, seed=0, difficulty=difficulty, gamed=gamed).set_index(
+        "system"
+    )
+    assert table["glm"].eq("length_controlled_v1").all() and table["difficulty"].eq("given").all()
+    for system, expected in data["alpaca_eval"].items():
+        row = table.loc[system]
+        if row["LC status"] == "identified":
+            assert row["LC win rate %"] == pytest.approx(
+                expected["length_controlled_winrate"], abs=1e-9
+            )
+        else:
+            assert np.isnan(row["LC win rate %"])
+    assert (table["LC status"] == "identified").sum() >= 2
