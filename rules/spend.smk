@@ -8,9 +8,7 @@ from isqaflow.models.api import budget  # noqa: E402
 
 # Not a param: raising the budget reruns no job (a SLURM job re-reads this file).
 SPEND_LEDGER = "results/spend/ledger.json"
-os.environ[budget.ENV] = budget.environment(
-    SPEND_LEDGER, config.get("budget"), config["models"]
-)
+os.environ[budget.ENV] = budget.environment(SPEND_LEDGER, config.get("budget"), config["models"])
 
 
 def print_spend_plan():
@@ -22,6 +20,10 @@ def print_spend_plan():
         text = spend.dry_run_text(config, SPEND_LEDGER)
         if text:
             print(text, file=sys.stderr)
+        # what differences this config's n can detect (every config, API models or not)
+        from isqaflow.spend import power
+
+        print(power.power_text(config, power.power_lines(config)), file=sys.stderr)
 
 
 def check_budget_or_exit():
