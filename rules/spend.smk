@@ -8,7 +8,9 @@ from isqaflow.models.api import budget  # noqa: E402
 
 # Not a param: raising the budget reruns no job (a SLURM job re-reads this file).
 SPEND_LEDGER = "results/spend/ledger.json"
-os.environ[budget.ENV] = budget.environment(SPEND_LEDGER, config.get("budget"), config["models"])
+os.environ[budget.ENV] = budget.environment(
+    SPEND_LEDGER, config.get("budget"), config["models"]
+)
 
 
 def print_spend_plan():
