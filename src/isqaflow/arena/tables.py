@@ -59,6 +59,7 @@ from isqaflow.arena.judging.verdicts import (
     loo_tie_band_sides,
     position_consistency,
 )
+from isqaflow.arena.ppi_table import ppi_table
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
@@ -414,10 +415,16 @@ class ArenaTablesSettings:
     elo: Mapping[str, float]
     rounds: int
     seed: int
+    human_sample: str = "chosen"  # datasets.rag.human_sample: may PPI use the human pairs
 
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any = None) -> ArenaTablesSettings:
-        return cls(elo=params.elo, rounds=params.rounds, seed=params.seed)
+        return cls(
+            elo=params.elo,
+            rounds=params.rounds,
+            seed=params.seed,
+            human_sample=params.human_sample,
+        )
 
 
 def build_arena_tables(
@@ -541,6 +548,23 @@ def build_arena_tables(
         "on the other pairs (leave-one-out: the out-of-sample agreement). 'sample' says which "
         "rows are in-sample: the configured row too when its band equals the fitted one (the "
         "embedded default's was fitted on these pairs)" + controls,
+    )
+    write_table(
+        ppi_table(
+            {s: _load([p]) for s, p in judged_paths.items()},
+            human_csv,
+            REFERENCE,
+            settings.human_sample,
+        ),
+        table_paths(out_dir / "arena_ppi"),
+        digits=1,
+        caption="Win rates over LFRQA anchored on human labels (preference: win 1, tie 0.5, loss 0, "
+        "in %): the judge alone over its N judged reference pairs (normal 95% CI) and, where people "
+        "labelled n of those same pairs (same system, query and answer text) drawn at random "
+        "(datasets.rag.human_sample: random), the prediction-powered estimate (PPI++, power-tuned "
+        "weight lambda of the judge; 95% CI), an unbiased estimate of what the people would say "
+        "over all N. Where the human pairs were chosen, not drawn at random, or none labels a "
+        "judged answer, PPI does not apply and the note says so" + controls,
     )
     write_table(
         summary_arena_table(summaries),
