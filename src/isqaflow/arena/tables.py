@@ -63,7 +63,12 @@ from isqaflow.arena.ppi_table import ppi_table
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
-from isqaflow.report.validity import read_control_records, validity_note, validity_summary
+from isqaflow.report.validity import (
+    cannot_rank,
+    read_control_records,
+    validity_note,
+    validity_summary,
+)
 from isqaflow.stats import SMALL_N
 
 
@@ -197,8 +202,10 @@ def position_consistency_table(judged: pd.DataFrame) -> pd.DataFrame:
 
 
 def ratings_figure(
-    results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[str | Path]
+    results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[str | Path], warning: str = ""
 ) -> None:
+    """One panel per setting and method; ``warning`` (the judge cannot rank these systems) is
+    written across the top, in red, so the bars are never read without it."""
     panels = [(col, name, r) for col, by_method in results.items() for name, r in by_method.items()]
     fig, axes = new_figure(ncols=max(1, len(panels)), width=4.0)
     for ax, (column, method, r) in zip(axes, panels, strict=False):
@@ -215,6 +222,8 @@ def ratings_figure(
         ax.set_xlabel(f"{method} rating")
         ax.set_title(column, fontsize=9)
         ax.grid(axis="x", alpha=0.3)
+    if warning:
+        fig.suptitle(warning, color="#b00000", fontsize=8, wrap=True)
     save_figure(fig, paths)
 
 
@@ -447,9 +456,9 @@ def build_arena_tables(
     """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     elo, rounds, seed = dict(settings.elo), settings.rounds, settings.seed
-    controls = ". " + validity_note(
-        validity_summary(read_control_records(control_paths)), "arena judge"
-    )
+    summary = validity_summary(read_control_records(control_paths))
+    controls = ". " + validity_note(summary, "arena judge")
+    warning = cannot_rank(summary, "arena judge")  # first, in the ratings' caption and figure
     judged = pd.concat(
         [_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
         ignore_index=True,
@@ -461,7 +470,8 @@ def build_arena_tables(
         with_retrieval(with_lc(win_rate_table(judged, REFERENCE), lc), answers),
         table_paths(out_dir / "arena_win_rates"),
         digits=1,
-        caption="Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
+        caption=(warning + " " if warning else "")
+        + "Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
         "query's reference (retrieval: the setting's retriever and depth; own: a system read "
         "from a file, which brought its own retrieval); "
         "verdicts under the judge's rule (raw: both orders must agree; "
@@ -491,7 +501,8 @@ def build_arena_tables(
         ratings,
         table_paths(out_dir / "arena_ratings"),
         digits=1,
-        caption="Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
+        caption=(warning + " " if warning else "")
+        + "Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
         "pseudo-win per ordered pair, as FastChat reports its arena today) and online Elo "
         "(K, base, scale, initial as configured; the median over the bootstrap rounds), with "
         "95% bootstrap intervals; rank by interval separation. The bootstrap resamples queries "
@@ -508,7 +519,9 @@ def build_arena_tables(
         "pairs only, (B) plus all pairs among the models" + controls,
     )
     ratings_figure(
-        figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"]
+        figure_data,
+        [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"],
+        warning=warning,
     )
     write_table(
         position_consistency_table(judged),

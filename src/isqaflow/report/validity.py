@@ -72,6 +72,7 @@ __all__ = [
     "INSTRUMENTS",
     "NO_EVIDENCE",
     "build_validity_table",
+    "cannot_rank",
     "read_control_records",
     "validity_frame",
     "validity_note",
@@ -427,6 +428,25 @@ def validity_brief(summary: Mapping[str, Any], instrument: str) -> str:
     if any(r["no_evidence"] is True for r in rows):
         text += " (NO EVIDENCE THAT IT SEPARATES BETTER FROM WORSE on some)"
     return text
+
+
+def cannot_rank(summary: Mapping[str, Any], instrument: str) -> str:
+    """One plain sentence for the first screen of every table and figure built on ``instrument``
+    when any of its tested controls fails ("" when all pass or none was recorded: the caption's
+    control note says that): it cannot rank the systems, and what its numbers still show."""
+    tested = [
+        r
+        for r in summary["groups"]
+        if r["instrument"] == instrument and r["verdict"] in ("separates", "no evidence")
+    ]
+    failed = [r for r in tested if r["no_evidence"] is True]
+    if not failed:
+        return ""
+    return (
+        f"The {instrument} cannot rank these systems: it did no better than chance on "
+        f"{len(failed)} of its {len(tested)} known-answer controls, so its numbers show what it "
+        "said, not which system is better."
+    )
 
 
 def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None = None) -> str:

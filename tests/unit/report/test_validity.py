@@ -530,3 +530,16 @@ def test_the_verdicts_read_in_plain_words_with_the_correction_for_the_judges_con
     )
     shown = _shown_frame(validity_frame(summary))
     assert list(shown["in plain words"]) == [plain_verdict(rows[c], 4) for c in "abcd"]
+
+
+def test_a_judge_that_fails_a_control_cannot_rank_and_says_so_in_one_sentence():
+    from isqaflow.report.validity import cannot_rank
+
+    passing = [record(f"a{k}", True, control="a") for k in range(6)]
+    failing = [record(f"b{k}", k < 3, control="b") for k in range(6)]
+    assert cannot_rank(validity_summary(passing), "DRFR judge") == ""
+    assert cannot_rank(validity_summary(passing), "arena judge") == ""  # none recorded
+    assert cannot_rank(validity_summary(passing + failing), "DRFR judge") == (
+        "The DRFR judge cannot rank these systems: it did no better than chance on 1 of its 2 "
+        "known-answer controls, so its numbers show what it said, not which system is better."
+    )
