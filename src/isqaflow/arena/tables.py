@@ -159,6 +159,10 @@ def ratings_table(
         table.index
     )
     table[("Bradley-Terry", "prior-set %")] = 100 * separation["prior_share"].reindex(table.index)
+    # a rank says out of how many players (the reference, LFRQA, is one of them)
+    table.insert(
+        table.columns.get_loc(("Bradley-Terry", "rank")) + 1, ("Bradley-Terry", "of"), len(table)
+    )
     low, high = ELO_CONVERGED
     converged = bool(low <= convergence <= high)
     if not converged:
@@ -505,7 +509,8 @@ def build_arena_tables(
         + "Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
         "pseudo-win per ordered pair, as FastChat reports its arena today) and online Elo "
         "(K, base, scale, initial as configured; the median over the bootstrap rounds), with "
-        "95% bootstrap intervals; rank by interval separation. The bootstrap resamples queries "
+        "95% bootstrap intervals; rank by interval separation, 'of': the players ranked, LFRQA's reference "
+        "answers among them. The bootstrap resamples queries "
         "with all their battles ('resampled': queries), since the systems answer the same "
         "queries. 'spread / BT': the spread of the Elo points over that of Bradley-Terry on "
         "the same battles; outside 0.8-1.25 online Elo has not converged (a small K over few "

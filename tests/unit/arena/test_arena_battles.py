@@ -144,6 +144,13 @@ def test_ratings_with_all_pairs_have_no_duplicate_battles(judged):
     with_all_pairs, _ = ratings_table(
         judged, ELO, rounds=100, seed=0, kinds=["reference", "all_pairs"]
     )
+    # every rank says out of how many: the two models and the reference
+    assert (
+        only_reference[("Bradley-Terry", "of")] == 3
+    ).all() and REFERENCE in only_reference.index
+    assert list(only_reference.columns).index(("Bradley-Terry", "of")) == (
+        list(only_reference.columns).index(("Bradley-Terry", "rank")) + 1
+    )
     votes_a = only_reference[("votes", "")]
     votes_b = with_all_pairs[("votes", "")]
     per_model = len(DOMAINS) * QUERIES_PER_DOMAIN
