@@ -29,6 +29,7 @@ about the next items and the MDE is not given (NaN), never reported as 0.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -41,12 +42,13 @@ ALPHA, POWER = 0.05, 0.8  # the conventional two-sided 5% and 80% power
 
 
 def z_sum(alpha: float = ALPHA, power: float = POWER) -> float:
-    """z_{1 - alpha/2} + z_{power} (2.80 at 5% and 80%)."""
-    from scipy.stats import norm
-
+    """z_{1 - alpha/2} + z_{power} (2.80 at 5% and 80%).  The standard library's normal
+    quantile, not scipy's: the dry run prints the MDEs on the submit host, whose environment
+    holds Snakemake only (docs/paper-scale.md, step 1)."""
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"alpha and power must lie in (0, 1), got {alpha} and {power}")
-    return float(norm.ppf(1 - alpha / 2) + norm.ppf(power))
+    normal = NormalDist()
+    return normal.inv_cdf(1 - alpha / 2) + normal.inv_cdf(power)
 
 
 def mde(sd: float, n: int, alpha: float = ALPHA, power: float = POWER) -> float:

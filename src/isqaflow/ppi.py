@@ -35,6 +35,7 @@ the coverage by simulation (a judge biased on purpose).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from statistics import NormalDist
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -53,11 +54,9 @@ NOT_RANDOM = "human subset not drawn at random from the judged items: PPI does n
 
 
 def _z(alpha: float) -> float:
-    from scipy.stats import norm
-
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
-    return float(norm.ppf(1 - alpha / 2))
+    return NormalDist().inv_cdf(1 - alpha / 2)
 
 
 def _vector(values: ArrayLike, name: str) -> np.ndarray:
