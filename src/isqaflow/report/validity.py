@@ -431,22 +431,24 @@ def validity_brief(summary: Mapping[str, Any], instrument: str) -> str:
 
 
 def cannot_rank(summary: Mapping[str, Any], instrument: str) -> str:
-    """One plain sentence for the first screen of every table and figure built on ``instrument``
-    when any of its tested controls fails ("" when all pass or none was recorded: the caption's
-    control note says that): it cannot rank the systems, and what its numbers still show."""
-    tested = [
-        r
-        for r in summary["groups"]
-        if r["instrument"] == instrument and r["verdict"] in ("separates", "no evidence")
-    ]
-    failed = [r for r in tested if r["no_evidence"] is True]
-    if not failed:
-        return ""
-    return (
-        f"The {instrument} cannot rank these systems: it did no better than chance on "
-        f"{len(failed)} of its {len(tested)} known-answer controls, so its numbers show what it "
-        "said, not which system is better."
-    )
+    """One plain sentence per judge or metric of ``instrument`` that fails any of its tested
+    controls, for the first screen of every table and figure built on it ("" when all pass or
+    none was recorded: the caption's control note says that): it cannot rank the systems, and
+    what its numbers still show."""
+    by_name: dict[str, list[Mapping[str, Any]]] = {}
+    for r in summary["groups"]:
+        if r["instrument"] == instrument and r["verdict"] in ("separates", "no evidence"):
+            by_name.setdefault(r["name"], []).append(r)
+    sentences = []
+    for name, tested in sorted(by_name.items()):
+        failed = sum(r["no_evidence"] is True for r in tested)
+        if failed:
+            sentences.append(
+                f"The {instrument} {name} cannot rank these systems: it did no better than chance "
+                f"on {failed} of its {len(tested)} known-answer controls, so its numbers show what "
+                "it said, not which system is better."
+            )
+    return " ".join(sentences)
 
 
 def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None = None) -> str:
@@ -513,6 +515,9 @@ def build_validity_table(
     csv_paths = [p for p in table_paths if Path(p).suffix == ".csv"]
     shown_paths = [p for p in table_paths if Path(p).suffix != ".csv"]
     write_table(frame, csv_paths)
-    write_table(_shown_frame(frame), shown_paths, digits=1, caption=CAPTION)
+    # first in the report: each instrument that cannot rank the systems, in one sentence
+    warnings = [w for instrument in INSTRUMENTS if (w := cannot_rank(summary, instrument))]
+    caption = " ".join([*warnings, CAPTION])
+    write_table(_shown_frame(frame), shown_paths, digits=1, caption=caption)
     write_json(summary_path, summary)
     return summary

@@ -237,7 +237,7 @@ def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path, monkey
         control_paths=[controls],
     )
     # a judge that fails its controls says so first, in the ratings, the win rates and the figure
-    plain = "The arena judge cannot rank these systems: it did no better than chance on 1 of its 1"
+    plain = "The arena judge local cannot rank these systems: it did no better than chance on 1 of its 1"
     for table in ("arena_ratings", "arena_win_rates"):
         assert (tmp_path / f"tables/{table}.md").read_text().startswith(plain), table
     assert drawn["warning"].startswith(plain)

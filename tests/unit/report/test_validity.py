@@ -336,7 +336,14 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
     assert list(csv["no_evidence"]) == [True, False, True]
     assert list(csv["n_invalid"]) == [0, 0, 2]
     md = tables[1].read_text()
-    assert md.startswith("Known-answer controls of every judge and metric")
+    # the report's first screen: "blind" and "mumbler" fail, so the DRFR judge cannot rank
+    assert md.startswith(
+        "The DRFR judge blind cannot rank these systems: it did no better than chance on 1 of its 1 "
+        "known-answer controls, so its numbers show what it said, not which system is better. "
+        "The DRFR judge mumbler cannot rank these systems: it did no better than chance on 1 of its 1 "
+        "known-answer controls, so its numbers show what it said, not which system is better. "
+        "Known-answer controls of every judge and metric"
+    )
     assert "a perfect instrument needs 6 items at chance 50% to pass" in md
     assert list(csv["p_value"]) == pytest.approx([1.0, 0.5**8, 0.65625])  # P(X >= 3 | 6, 1/2)
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in md.splitlines()[4:]]
@@ -540,6 +547,6 @@ def test_a_judge_that_fails_a_control_cannot_rank_and_says_so_in_one_sentence():
     assert cannot_rank(validity_summary(passing), "DRFR judge") == ""
     assert cannot_rank(validity_summary(passing), "arena judge") == ""  # none recorded
     assert cannot_rank(validity_summary(passing + failing), "DRFR judge") == (
-        "The DRFR judge cannot rank these systems: it did no better than chance on 1 of its 2 "
+        "The DRFR judge local cannot rank these systems: it did no better than chance on 1 of its 2 "
         "known-answer controls, so its numbers show what it said, not which system is better."
     )
