@@ -58,3 +58,43 @@ def test_a_true_difference_of_one_mde_is_found_about_80_percent_of_the_time():
     assert 0.70 <= _mcnemar_power(at_mde, discordant, n, 600, seed=5) <= 0.88
     assert _mcnemar_power(at_mde / 2, discordant, n, 600, seed=6) < 0.40
     assert _mcnemar_power(min(discordant, 2 * at_mde), discordant, n, 600, seed=7) > 0.97
+
+
+def test_on_alpaca_eval_a_pair_without_a_significant_difference_differs_by_less_than_its_mde(
+    shared_data,
+):
+    """AlpacaEval 2.0's released annotations (805 instructions, each model against the same
+    baseline, soft preferences in [0, 1]): two models paired per instruction.  Where the sign-flip
+    test finds no difference at 5%, the observed difference lies below the pair's MDE -- "no
+    significant difference" reads "no difference larger than the MDE"."""
+    import json
+
+    from isqaflow.stats import sign_flip_test
+
+    folder = shared_data / "peers" / "alpaca_eval" / "annotations"
+    if not folder.is_dir():
+        pytest.skip(f"no AlpacaEval annotations at {folder}")
+
+    def preferences(model: str) -> dict[str, float]:
+        rows = json.loads((folder / f"{model}.json").read_text())
+        return {
+            r["instruction"]: r["preference"] - 1 for r in rows if r.get("preference") is not None
+        }
+
+    seen = 0
+    for a, b in [
+        ("Qwen-14B-Chat", "vicuna-13b-v1.5"),
+        ("vicuna-13b-v1.5", "gemma-7b-it"),
+        ("gpt-3.5-turbo-1106", "claude-2.1"),
+    ]:
+        pa, pb = preferences(a), preferences(b)
+        items = sorted(set(pa) & set(pb))
+        x, y = np.array([pa[i] for i in items]), np.array([pb[i] for i in items])
+        assert len(items) == 805
+        p = sign_flip_test(x, y, rounds=4000, seed=0)["p_value"]
+        if p >= 0.05:
+            seen += 1
+            assert abs(np.mean(y - x)) < paired_mde(x, y), (a, b)
+        else:  # measured: GPT-3.5-turbo-1106 vs Claude 2.1, 6.6 points apart, MDE 3.2
+            assert abs(np.mean(y - x)) > paired_mde(x, y), (a, b)
+    assert seen == 2  # measured: Qwen-14B vs Vicuna-13B (p = 0.30), Vicuna vs Gemma-7B (p = 0.81)
