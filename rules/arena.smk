@@ -307,6 +307,7 @@ rule arena_tables:
         elo=config["arena"]["elo"],
         rounds=config["arena"]["bootstrap_rounds"],
         seed=config["seed"],
+        failed_judgments=config["arena"]["failed_judgments"],
         code=code("isqaflow.arena.tables"),
     script:
         "../scripts/arena_tables.py"

@@ -1,7 +1,8 @@
-"""A table's Markdown as an HTML page the report shows inline (rule table_html)."""
+"""Every table's Markdown as an HTML page the report shows inline (rule table_html: one job for
+all the pages; input and output are named by table)."""
 
-from isqaflow.report.table_html import render_table_file
+from isqaflow.report.table_html import render_table_files
 from isqaflow.runtime import job
 
 with job(snakemake):
-    render_table_file(snakemake.input.table, snakemake.output.page, snakemake.wildcards.table)
+    render_table_files(dict(snakemake.input.items()), dict(snakemake.output.items()))

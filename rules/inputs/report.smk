@@ -139,3 +139,8 @@ def table_suite(table):
 
 def readable_table_targets():
     return [f"results/tables/{t}.html" for t in table_names()]
+
+
+def readable_table_sources():
+    """Each readable table's Markdown, by the name of its page (rule table_html's input)."""
+    return {t: f"results/tables/{t}.md" for t in table_names()}

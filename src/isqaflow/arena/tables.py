@@ -101,15 +101,19 @@ def verdict_rule(judged: pd.DataFrame) -> str:
     return rules[0]
 
 
-def win_rate_table(judged: pd.DataFrame, reference: str) -> pd.DataFrame:
+def win_rate_table(judged: pd.DataFrame, reference: str, failed: str = "exclude") -> pd.DataFrame:
     """Win and win+tie rates per setting, domain and model from the reference pairs only.
 
     Each (domain, query, model) meets the reference once, in its reference pair; other
     kinds of pairs (the all-pairs sample) never count here, whoever plays in them.
+    ``failed``: a judgment without a valid verdict is left out ("exclude") or a tie ("tie",
+    RAG-QA Arena's code; :func:`~isqaflow.arena.ratings.bootstrap.win_rates`).
     """
     parts = []
     for setting, df in judged.groupby("setting"):
-        rates = win_rates(outcomes_vs(df[df["kind"] == "reference"], reference), by=["domain"])
+        rates = win_rates(
+            outcomes_vs(df[df["kind"] == "reference"], reference), by=["domain"], failed=failed
+        )
         rates.insert(0, "rule", verdict_rule(df))
         rates.insert(0, "setting", setting)
         parts.append(rates)
@@ -422,12 +426,15 @@ def summary_arena_table(judged: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class ArenaTablesSettings:
-    """The ratings' settings (config ``arena.elo``: K, base, scale, initial) and the bootstrap's
-    rounds and seed, from rule arena_tables' params (elo, rounds, seed; no wildcards)."""
+    """The ratings' settings (config ``arena.elo``: K, base, scale, initial), the bootstrap's
+    rounds and seed, and what a failed judgment is in the win rates (config
+    ``arena.failed_judgments``), from rule arena_tables' params (elo, rounds, seed,
+    failed_judgments; no wildcards)."""
 
     elo: Mapping[str, float]
     rounds: int
     seed: int
+    failed_judgments: str = "exclude"
     human_sample: str = "chosen"  # datasets.rag.human_sample: may PPI use the human pairs
 
     @classmethod
@@ -436,8 +443,17 @@ class ArenaTablesSettings:
             elo=params.elo,
             rounds=params.rounds,
             seed=params.seed,
+            failed_judgments=params.failed_judgments,
             human_sample=params.human_sample,
         )
+
+
+# The win-rate caption's account of failed judgments, per config arena.failed_judgments.
+_FAILED_CAPTION = {
+    "exclude": "pairs without a valid verdict are excluded (n_invalid)",
+    "tie": "pairs without a valid verdict count as ties in the denominator and the win+tie rate "
+    "(n_invalid; RAG-QA Arena's code, not the paper's rule)",
+}
 
 
 def build_arena_tables(
@@ -470,8 +486,9 @@ def build_arena_tables(
     summaries = _load(summary_paths)
     lc, bias = length_control_tables(judged, summaries, rounds, seed)
     answers = _load(answer_paths)
+    failed = settings.failed_judgments
     write_table(
-        with_retrieval(with_lc(win_rate_table(judged, REFERENCE), lc), answers),
+        with_retrieval(with_lc(win_rate_table(judged, REFERENCE, failed), lc), answers),
         table_paths(out_dir / "arena_win_rates"),
         digits=1,
         caption=(warning + " " if warning else "")
@@ -480,7 +497,7 @@ def build_arena_tables(
         "from a file, which brought its own retrieval); "
         "verdicts under the judge's rule (raw: both orders must agree; "
         "calibrated: mean label log-probability margin over both orders, a tie within "
-        "tie_band); pairs without a valid verdict are excluded (n_invalid); beside them, "
+        "tie_band); " + _FAILED_CAPTION[failed] + "; beside them, "
         "overall, the length-controlled win rate (AlpacaEval 2.0, ties half; see "
         "arena_length_controlled)" + controls,
     )

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from isqaflow.io import read_text, write_text
 
-__all__ = ["markdown_to_html", "render_table_file"]
+__all__ = ["markdown_to_html", "render_table_file", "render_table_files"]
 
 _SEPARATOR = re.compile(r"^\|?\s*:?-{1,}:?\s*(\|\s*:?-{1,}:?\s*)*\|?\s*$")
 _UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
@@ -131,3 +131,18 @@ def markdown_to_html(text: str, title: str, where: str = "table") -> str:
 def render_table_file(md_path: str | os.PathLike, html_path: str | os.PathLike, title: str) -> None:
     """Write ``html_path`` from the table's Markdown file, atomically."""
     write_text(html_path, markdown_to_html(read_text(md_path), title, where=str(md_path)))
+
+
+def render_table_files(
+    tables: dict[str, str | os.PathLike], pages: dict[str, str | os.PathLike]
+) -> None:
+    """Every table's page: ``tables`` and ``pages`` map a table's name to its Markdown file and
+    its page (rule table_html renders all of them in one job).  The two must name the same
+    tables: a page without its table, or the reverse, is an error naming them."""
+    if set(tables) != set(pages):
+        raise ValueError(
+            f"tables without a page: {sorted(set(tables) - set(pages))}; "
+            f"pages without a table: {sorted(set(pages) - set(tables))}"
+        )
+    for name in sorted(tables):
+        render_table_file(tables[name], pages[name], name)

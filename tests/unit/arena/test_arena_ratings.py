@@ -352,6 +352,34 @@ def test_win_rates_exclude_invalid_from_denominators():
     assert len(by_domain) == 6  # 4 (domain, model) rows + 2 pooled rows
 
 
+def test_failed_judgments_rule_ours_excludes_ragqa_arenas_counts_a_tie():
+    """Issue 36 item 6: 3 wins, 2 ties, 3 losses, 2 failures -- 37.5/62.5% when a failure is
+    left out (the paper's rule), 30/70% when it is a tie (RAG-QA Arena's code)."""
+    import yaml
+
+    from isqaflow.arena.ratings.bootstrap import FAILED_JUDGMENT_RULES
+    from isqaflow.arena.tables import ArenaTablesSettings
+
+    outcomes = pd.DataFrame(
+        {"model": "m", "outcome": ["win"] * 3 + ["tie"] * 2 + ["loss"] * 3 + ["invalid"] * 2}
+    )
+    ours = win_rates(outcomes).iloc[0]
+    theirs = win_rates(outcomes, failed="tie").iloc[0]
+    assert (100 * ours["win_rate"], 100 * ours["win_tie_rate"]) == pytest.approx((37.5, 62.5))
+    assert (100 * theirs["win_rate"], 100 * theirs["win_tie_rate"]) == pytest.approx((30, 70))
+    # the counts stay what was judged: a failure is never written into n_tie
+    counted = ["n_win", "n_tie", "n_loss", "n_invalid", "n_valid"]
+    assert theirs[counted].tolist() == ours[counted].tolist() == [3, 2, 3, 2, 8]
+    with pytest.raises(ValueError, match="failed must be one of"):
+        win_rates(outcomes, failed="loss")
+    from conftest import REPO
+
+    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text())
+    option = schema["properties"]["arena"]["properties"]["failed_judgments"]
+    assert tuple(option["enum"]) == FAILED_JUDGMENT_RULES
+    assert option["default"] == "exclude" == ArenaTablesSettings.failed_judgments
+
+
 def test_bradley_terry_stays_finite_and_separation_is_flagged():
     """C loses every battle: no finite MLE; the pseudo-count keeps every fit finite and the rows say so."""
     from isqaflow.arena.ratings.bootstrap import bootstrap_ratings, bt_separation

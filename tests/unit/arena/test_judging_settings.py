@@ -134,6 +134,7 @@ def test_arena_tables_settings_from_rule():
         "elo": {"k": 4.0, "base": 10.0, "scale": 400.0, "initial": 1000.0},
         "rounds": 200,
         "seed": 3,
+        "failed_judgments": "tie",
         "human_sample": "random",
     }
     params = SimpleNamespace(judged={}, recall={}, human_csv=None, **values, code="sha")

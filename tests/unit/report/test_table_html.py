@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from isqaflow.report.table_html import markdown_to_html, render_table_file
+from isqaflow.report.table_html import markdown_to_html, render_table_file, render_table_files
 from isqaflow.report.tables import write_table
 
 REPO = Path(__file__).resolve().parents[3]
@@ -121,3 +121,27 @@ def test_relative_markdown_links_become_links_others_stay_text():
     )
     assert 'href="javascript' not in text and 'href="https' not in text
     assert "[ext](https://example.org/x)" in text  # shown as the Markdown it is
+
+
+def test_render_table_files_writes_every_page(tmp_path):
+    """Rule table_html renders every table's page in one job: each page is the same render as
+    one table at a time."""
+    tables, pages = {}, {}
+    for name, value in (("a_one", 1), ("b_two", 2)):
+        tables[name] = tmp_path / f"{name}.md"
+        tables[name].write_text(f"Caption {name}.\n\n| x |\n|--:|\n| {value} |\n")
+        pages[name] = tmp_path / f"{name}.html"
+    render_table_files(tables, pages)
+    for name in tables:
+        alone = tmp_path / f"{name}.alone.html"
+        render_table_file(tables[name], alone, name)
+        assert pages[name].read_text() == alone.read_text()
+        assert f"<title>{name}</title>" in pages[name].read_text()
+
+
+def test_render_table_files_refuses_a_page_without_its_table(tmp_path):
+    (tmp_path / "a.md").write_text("| x |\n|--|\n| 1 |\n")
+    with pytest.raises(ValueError, match=r"pages without a table: \['b'\]"):
+        render_table_files(
+            {"a": tmp_path / "a.md"}, {"a": tmp_path / "a.html", "b": tmp_path / "b.html"}
+        )

@@ -51,6 +51,11 @@ from isqaflow.arena.ratings.bradley_terry import PSEUDO_COUNT, bt_ratings, win_m
 from isqaflow.arena.ratings.elo import run_elo
 
 OUTCOMES = ("win", "tie", "loss", "invalid")
+# What a failed (invalid) judgment is in a win rate (config arena.failed_judgments): "exclude"
+# -- left out of the denominator, the paper's rule and ours; "tie" -- RAG-QA Arena's code
+# (compute_correlation.aggregate_evaluators counts it as a tie, report_results.py divides by
+# every judged query).  docs/fidelity.md says so.
+FAILED_JUDGMENT_RULES = ("exclude", "tie")
 
 # Battle positions drawn per block in the Elo bootstrap (bounds memory at
 # _ELO_BLOCK x rounds indices; part of what a seed reproduces).
@@ -328,16 +333,23 @@ def battles_from_verdicts(
 
 
 def win_rates(
-    outcomes: pd.DataFrame, by: list[str] | None = None, overall_label: str = "overall"
+    outcomes: pd.DataFrame,
+    by: list[str] | None = None,
+    overall_label: str = "overall",
+    failed: str = "exclude",
 ) -> pd.DataFrame:
     """Win and win-or-tie rates of each model against the reference answers.
 
     ``outcomes`` has a ``model`` column, an ``outcome`` column in {"win", "tie",
     "loss", "invalid"} and the optional grouping columns ``by``.  Invalid judgements
-    are counted (``n_invalid``) but left out of the denominator ``n_valid``.  With
+    are counted (``n_invalid``); with ``failed="exclude"`` (the paper's rule) they are left
+    out of the denominator ``n_valid``, with ``failed="tie"`` (RAG-QA Arena's code) they count
+    as ties: in the denominator and in the win-or-tie rate, not in ``n_tie``.  With
     ``by``, rows pooled over all groups are added with every grouping column set to
-    ``overall_label``.  Rates are NaN when a model has no valid judgement.
+    ``overall_label``.  Rates are NaN when a model has no judgement that counts.
     """
+    if failed not in FAILED_JUDGMENT_RULES:
+        raise ValueError(f"failed must be one of {FAILED_JUDGMENT_RULES}, got {failed!r}")
     by = list(by or [])
     unknown = set(outcomes["outcome"]) - set(OUTCOMES)
     if unknown:
@@ -358,7 +370,9 @@ def win_rates(
         counts = pd.concat([counts.astype({key: object for key in by}), pooled[counts.columns]])
     counts = counts.reset_index(drop=True)
     counts["n_valid"] = counts["n_win"] + counts["n_tie"] + counts["n_loss"]
-    valid = counts["n_valid"].where(counts["n_valid"] > 0)
-    counts["win_rate"] = counts["n_win"] / valid
-    counts["win_tie_rate"] = (counts["n_win"] + counts["n_tie"]) / valid
+    as_ties = counts["n_invalid"] if failed == "tie" else 0
+    denominator = counts["n_valid"] + as_ties
+    denominator = denominator.where(denominator > 0)
+    counts["win_rate"] = counts["n_win"] / denominator
+    counts["win_tie_rate"] = (counts["n_win"] + counts["n_tie"] + as_ties) / denominator
     return counts
