@@ -303,6 +303,7 @@ rule arena_tables:
         judged=lambda wc: arena_judged_files(),
         recall=lambda wc: arena_recall_files(),
         human_csv=config["datasets"]["rag"].get("human_labels"),
+        human_sample=config["datasets"]["rag"]["human_sample"],
         elo=config["arena"]["elo"],
         rounds=config["arena"]["bootstrap_rounds"],
         seed=config["seed"],

@@ -383,6 +383,7 @@ ARENA_TABLES = [
     "summaries",
     "length_controlled",
     "length_bias",
+    "ppi",
 ]
 
 

@@ -50,6 +50,7 @@ TABLES = [
             "summaries",
             "length_controlled",
             "length_bias",
+            "ppi",
         )
     ),
     "validity",
@@ -164,6 +165,7 @@ JUDGED_TABLES = [
             "summaries",
             "length_controlled",
             "length_bias",
+            "ppi",
         )
     ),
     "leaderboard",

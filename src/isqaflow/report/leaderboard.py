@@ -38,7 +38,7 @@ import pandas as pd
 from isqaflow.io import read_json, read_jsonl, write_text
 from isqaflow.report.panel_note import panel_lines
 from isqaflow.report.tables import write_table
-from isqaflow.report.validity import validity_brief
+from isqaflow.report.validity import cannot_rank, validity_brief
 from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, share_test, small_n_note
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
@@ -620,7 +620,12 @@ def build_leaderboard(
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
     summary = read_json(validity_summary_path)
     footnotes = notes(board, list(ranks)) + panel_lines(panel_path, panel_loo_path)
-    caption = (
+    warnings = " ".join(  # the first screen: a judge or metric that fails its controls says so
+        w
+        for i in ("DRFR judge", "arena judge", "QAGS", "QuestEval")
+        if (w := cannot_rank(summary, i))
+    )
+    caption = (warnings + " " if warnings else "") + (
         "Leaderboard: every system across the suites (the models the workflow runs and systems read "
         "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
         "notes below the tables. " + controls_brief(summary)

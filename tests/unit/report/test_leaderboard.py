@@ -364,6 +364,13 @@ def test_one_row_per_system_with_n_per_cell(tables):
         "DRFR judge 0 of 1 tested controls correct beyond chance (NO EVIDENCE THAT IT SEPARATES BETTER "
         "FROM WORSE on some)"
     ) in caption  # 6/7 correct: p = 0.0625 against chance 0.5
+    # the first screen says it plainly: the failing judge cannot rank these systems
+    assert caption.startswith(
+        "The DRFR judge local cannot rank these systems: it did no better than chance on 1 of its 1 "
+        "known-answer controls, so its numbers show what it said, not which system is better. "
+        "Leaderboard: "
+    )
+    assert "The arena judge cannot rank" not in caption  # its controls pass
     assert (
         len(caption) < 800
     )  # short: the full control text is in the validity table, one link away
