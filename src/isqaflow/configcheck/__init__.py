@@ -23,6 +23,8 @@ Checked:
   human evaluation see, ``metrics.main_feedback``, ``isqa.refine.initial_prompt``,
   the arena runs' retrieval depth;
 * an adapter is used with the model it was fine-tuned from, and with a local model;
+* numbers at their limits (:mod:`.limits`): no NaN or infinity, integers within 64 bits,
+  seeds within what numpy and torch take, ``max_new_tokens`` within the model's context;
 * a key written twice in one mapping of a config file (:mod:`.files`; YAML keeps the last);
 * values of different sections that contradict each other (:mod:`.samples`): the human
   evaluation's shared papers within its sample, sample sizes within a dataset's
@@ -56,6 +58,7 @@ from typing import Any
 
 from isqaflow.configcheck.families import self_judging_warnings
 from isqaflow.configcheck.files import duplicate_keys
+from isqaflow.configcheck.limits import check_limits
 from isqaflow.configcheck.references import ConfigProblem, References
 from isqaflow.configcheck.samples import check_samples
 from isqaflow.configcheck.sections import (
@@ -74,6 +77,7 @@ __all__ = ["ConfigProblem", "check_config", "exit_on_problems", "format_problems
 ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
 SECTIONS = (
+    check_limits,
     check_downloads,
     check_finetune,
     check_isqa,
