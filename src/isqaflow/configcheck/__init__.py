@@ -41,7 +41,9 @@ Checked:
   jobs: :func:`isqaflow.settings.api_key_variable`) set; the message names the model and the
   variable, never a value.  An ``api_key_env`` that is not a variable's name (empty, or a key
   pasted there) is a problem too, and every message of the check goes through
-  :func:`isqaflow.settings.mask_secrets`: anything that looks like a key is masked.
+  :func:`isqaflow.settings.mask_secrets`: anything that looks like a key is masked;
+* no key in any other field (:mod:`.secrets`), where Snakemake's own listing would print it;
+  a model's ``base_url`` may hold one (``?api-key=...``): the rules pass it redacted.
 
 One checker per config section (:mod:`.sections`), sharing the problems found and the models
 the run uses (:mod:`.references`).  Ground floor: standard library only (and PyYAML, which
@@ -61,6 +63,7 @@ from isqaflow.configcheck.files import duplicate_keys
 from isqaflow.configcheck.limits import check_limits
 from isqaflow.configcheck.references import ConfigProblem, References
 from isqaflow.configcheck.samples import check_samples
+from isqaflow.configcheck.secrets import check_secrets
 from isqaflow.configcheck.sections import (
     check_arena,
     check_downloads,
@@ -78,6 +81,7 @@ ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
 SECTIONS = (
     check_limits,
+    check_secrets,
     check_downloads,
     check_finetune,
     check_isqa,
