@@ -30,7 +30,8 @@ Checked:
   evaluation's shared papers within its sample, sample sizes within a dataset's
   ``max_papers``, retriever options their backend reads;
 * every system read from a file (``file:``) names a readable file (:mod:`.systems`): the
-  config key, the path as written and the path it resolved to;
+  config key, the path as written and the path it resolved to; a folder or a glob only in
+  the formats that read one; the human labels one CSV file with at least one row;
 * system names (:mod:`.systems`): none takes the name of the arena's reference player or
   the abstract, and one name in several suites is one system (its leaderboard row);
 * every local model the run uses exists, or is made by a rule of this run (a
@@ -72,7 +73,11 @@ from isqaflow.configcheck.sections import (
     check_isqa,
     check_models,
 )
-from isqaflow.configcheck.systems import check_system_files, check_system_names
+from isqaflow.configcheck.systems import (
+    check_human_labels_file,
+    check_system_files,
+    check_system_names,
+)
 from isqaflow.settings import mask_secrets
 
 __all__ = ["ConfigProblem", "check_config", "exit_on_problems", "format_problems"]
@@ -89,6 +94,7 @@ SECTIONS = (
     check_arena,
     check_system_files,
     check_system_names,
+    check_human_labels_file,
     check_samples,
     check_models,
 )

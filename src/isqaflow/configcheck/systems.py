@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.configcheck.references import References
+from isqaflow.io import RecordError, read_csv
 from isqaflow.settings import ABSTRACT_PLAYER, REFERENCE_PLAYER, reads_file
 
 #: The suites' system sections whose names are rows of the leaderboard.
@@ -122,6 +123,10 @@ OWN_OUTPUTS = {
 }
 
 
+#: The formats a folder or a glob of files is read in (RAG-QA Arena's per-domain prediction
+#: files; auto detects each file's format).
+FOLDER_FORMATS = ("auto", "ragqa_arena")
+
 ONE_SYSTEM = {"answerers": "answerer", "responders": "responder", "file_summaries": "summarizer"}
 
 
@@ -141,6 +146,18 @@ def check_system_files(refs: References) -> None:
                 f"{written!r} (resolved to {os.path.normpath(resolved)}) is {what}: a "
                 f"{ONE_SYSTEM[key]}'s outputs are one file (a folder or a glob "
                 "holds RAG-QA Arena's per-domain prediction files, for arena.answerers)",
+            )
+            continue
+        fmt = entry.get("format", "auto")
+        if fmt not in FOLDER_FORMATS and (
+            any(c in written for c in GLOB_CHARS) or resolved.is_dir()
+        ):
+            what = "a glob" if any(c in written for c in GLOB_CHARS) else "a folder"
+            refs.problem(
+                f"{path}.format",
+                f"{written!r} is {what}, read as RAG-QA Arena's per-domain prediction files; "
+                f"format {fmt!r} reads one file: set format: ragqa_arena (or auto), or point "
+                "file: at one file",
             )
             continue
         own = _own_output(resolved, key, name, refs.workdir)
@@ -234,3 +251,34 @@ def _close_name(path: Path, resolved: Path) -> str:
     names = sorted(p.name for p in folder.iterdir())
     close = difflib.get_close_matches(resolved.name, names, n=1, cutoff=0.6)
     return f"; did you mean {str(path.parent / close[0])!r}?" if close else ""
+
+
+def check_human_labels_file(refs: References) -> None:
+    """``datasets.rag.human_labels``: one readable CSV file (not a folder) with at least one row
+    after its header -- an empty file is refused like every empty input, here, before any job
+    (its rows are checked against the converted queries by rule check_human_labels)."""
+    written = (refs.section("datasets", "rag") or {}).get("human_labels")
+    if not written:
+        return
+    path = "datasets.rag.human_labels"
+    resolved = Path(str(written)).expanduser()
+    resolved = resolved if resolved.is_absolute() else refs.workdir / resolved
+    if resolved.is_dir() or any(c in str(written) for c in GLOB_CHARS):
+        refs.problem(path, f"{written!r} is not one file: the human labels are one CSV file")
+        return
+    problem = file_problem(str(written), refs.workdir, refs.environ.get("PWD"))
+    if problem:
+        refs.problem(path, problem)
+        return
+    try:
+        _, rows = read_csv(resolved)
+        first = next(rows, None)
+    except RecordError as err:
+        refs.problem(path, str(err))
+        return
+    if first is None:
+        refs.problem(
+            path,
+            f"{written!r} holds no rows after its header: no human label to compare the judges "
+            "with; leave datasets.rag.human_labels out for a run without them",
+        )
