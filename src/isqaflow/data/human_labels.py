@@ -3,8 +3,8 @@
 One row per (pair, annotator): ``pair_id, domain, qid, query, system_1, answer_1, system_2,
 answer_2, annotator, rating`` with a 5-point rating of answer 1 relative to answer 2.  The
 file is first read by rule ``check_human_labels`` (a data-stage job, right after the RAG
-queries are converted), which every judge and scorer waits for: a malformed file stops the
-run before any judge, not inside the judge's job after the expensive stages.  Checked
+queries are converted), which the jobs that read the labels wait for: a malformed file stops
+them before they start, not inside the judge's job after the expensive stages.  Checked
 (:func:`read_human_labels`, :func:`check_against_queries`), each problem a
 :class:`~isqaflow.io.RecordError` naming the file, the line, the pair and the field:
 
