@@ -22,6 +22,7 @@ from isqaflow.models.planning.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights.hub import hub_models  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 from isqaflow.runtime import use_weights_cache  # noqa: E402
+from isqaflow.settings import redact_secrets  # noqa: E402
 
 # Jobs import this workflow's src/ first (locally and inside SLURM jobs, which
 # re-read this file), and the manifest records the command that started the run.
@@ -231,7 +232,9 @@ def model_spec(name):
         )
     spec.pop("convert", None)
     spec.pop("price", None)  # the manifest's cost table: a new price reruns no job
-    return spec
+    # a key in the entry (base_url?api-key=...) never reaches Snakemake's listing or metadata:
+    # redacted with its hash here, read back from the config by the job (isqaflow.runtime)
+    return redact_secrets(spec)
 
 
 # Local models whose weights come from the Hub: rule fetch_weights fetches each once.

@@ -147,9 +147,10 @@ rule convert_rag:
         "../scripts/convert_rag.py"
 
 
-# The human preference file, checked against the converted queries right after them; every
-# judge and scorer waits for it (rules/inputs/systems.smk: systems_checked), so a malformed
-# file stops the run before any judge, not inside the judge's job.
+# The human preference file, checked against the converted queries right after them (priority
+# 90); the jobs that read the labels (arena_judge_checks, and through it arena_tables) wait for
+# it, so a malformed file stops them before they start, not inside the judge's job.  Only those:
+# a gate before every judge would rerun every judge of every suite when the labels change.
 rule check_human_labels:
     input:
         labels=config["datasets"]["rag"].get("human_labels") or [],

@@ -246,6 +246,14 @@ def check_drfr(refs: References) -> None:
                 f"{entry['reuse_calls']!r}: a judge reuses "
                 "another's calls in the arena only; leave it out",
             )
+        if entry.get("tie_band") is not None:
+            # an option no stage reads is refused, not ignored: ignored, it would still be a
+            # param of the judge's jobs and rerun them when edited
+            refs.problem(
+                f"drfr.judges.{name}.tie_band",
+                "the arena's calibrated rule reads a tie band; a DRFR verdict is YES or NO, "
+                "no DRFR stage reads it: leave it out",
+            )
 
 
 def check_arena(refs: References) -> None:
@@ -295,6 +303,13 @@ def check_arena(refs: References) -> None:
     for name, entry in judges.items():
         refs.model_ref(f"arena.judges.{name}.model", entry.get("model"))
         check_reuse_calls(refs, "arena.judges", name, judges)
+        if entry.get("tie_band") is not None and entry.get("rule", "raw") != "calibrated":
+            refs.problem(
+                f"arena.judges.{name}.tie_band",
+                f"read by the calibrated rule only; this judge's rule is "
+                f"{entry.get('rule', 'raw')!r} (a tie when the two orders disagree): leave it "
+                "out, or set rule: calibrated",
+            )
 
 
 def check_reuse_calls(refs: References, where: str, name: str, judges: Mapping[str, Any]) -> None:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from isqaflow.data.ragqa_files import domain_of_file, process_response
 from isqaflow.data.unmatched import TEXT_FORMATS, explain_id, explain_text, file_key
 from isqaflow.io import BOM, RecordError, decode, loads, split_lines, utf8_problems
 from isqaflow.runtime import NamedError
+from isqaflow.text.matching import match_key
 
 FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
 COVERAGES = ("full", "partial")
@@ -125,8 +125,9 @@ class OutputFileError(NamedError, ValueError):
 
 
 def normalize_text(text: str) -> str:
-    """How text-keyed formats compare a record's text with the dataset's (spaces collapsed)."""
-    return re.sub(r"\s+", " ", text).strip()
+    """How text-keyed formats compare a record's text with the dataset's: NFC, spaces collapsed
+    (:func:`isqaflow.text.matching.match_key`)."""
+    return match_key(text)
 
 
 def _decode(path: str, data: bytes, problems: list[str]) -> str | None:

@@ -100,10 +100,17 @@ def api_models(config: Mapping[str, Any]) -> set[str]:
 
 
 def _cached_calls(path: Path) -> int:
-    """Rows in a job's call cache (0 when it has none)."""
+    """Rows in a job's call cache (0 when it has none), read without changing a byte beside it:
+    ``mode=ro`` alone still creates the WAL database's ``-wal`` and ``-shm`` files and, unable
+    to checkpoint, leaves them (a dry run must change no file), so a cache closed cleanly (no
+    ``-wal`` beside it) is opened ``immutable`` -- no locks, no shared memory; one a job is
+    writing now (its ``-wal`` there) read only, through the files the job keeps anyway."""
     if not path.exists():
         return 0
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    live = path.with_name(path.name + "-wal").exists()
+    conn = sqlite3.connect(
+        f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}", uri=True
+    )
     try:
         return int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
     except sqlite3.DatabaseError:
