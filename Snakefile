@@ -16,7 +16,7 @@ min_version("9.20")
 
 # The library (common.smk puts it on the path too, for the jobs).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from isqaflow.configcheck.files import is_overlay
+from isqaflow.configcheck.files import drop_removed_systems, is_overlay
 from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
 
 SCHEMA = Path(workflow.basedir) / "config/schema.yaml"
@@ -36,6 +36,9 @@ CONFIG_FILES = ["config/config.yaml"] * DEFAULT_CONFIG + list(
     workflow.overwrite_configfiles
 )
 
+# A default's system an overlay sets to null (`handwritten: null`, docs/own-systems.md) is
+# taken out, with its name in the lists that name it, before the schema sees the null.
+drop_removed_systems(config)
 # The schema's errors, each naming its config key in one line (isqaflow.configcheck.schema):
 # "did you mean" for a misspelled key or value, never jsonschema's dump of a oneOf; then
 # validate fills in the defaults.
@@ -84,3 +87,16 @@ rule all:
     default_target: True
     input:
         all_targets(),
+
+
+# One suite only (docs/own-systems.md: judging only one's own system): `snakemake arena
+# --configfile mine.yaml` plans the jobs of RAG-QA Arena's tables and controls and of nothing
+# else (no ISQA, no DRFR, no leaderboard, which reads every suite).
+rule arena:
+    input:
+        arena_targets(),
+
+
+rule drfr:
+    input:
+        drfr_targets(),

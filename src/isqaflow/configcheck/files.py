@@ -68,3 +68,40 @@ def is_overlay(paths: Iterable[str | os.PathLike], required: Iterable[str]) -> b
         if isinstance(data, dict) and set(required) <= set(data):
             return False
     return True
+
+
+# The pools of systems an overlay may take a default's entry out of (``handwritten: null``),
+# and the lists that name their entries: a removed name leaves them too (the default's
+# ``isqa.judged_systems`` lists ``handwritten``; dropping the system should not also mean
+# rewriting the list).
+SYSTEM_POOLS = {
+    ("arena", "answerers"): (),
+    ("drfr", "responders"): (),
+    ("isqa", "file_summaries"): (("isqa", "judged_systems"), ("human_eval", "systems")),
+}
+
+
+def drop_removed_systems(config: dict) -> list[str]:
+    """Remove every system set to ``null`` (an overlay's ``arena.answerers.handwritten: null``)
+    from its pool, and its name from the lists that name it (``isqa.judged_systems``,
+    ``human_eval.systems``, each ``arena.runs[].answerers``), in place; returns the removed
+    entries' config paths.  Called by the Snakefile before the schema check, which would
+    otherwise refuse the ``null`` ("expected a mapping")."""
+    removed: list[str] = []
+    for (section, pool), lists in SYSTEM_POOLS.items():
+        entries = (config.get(section) or {}).get(pool)
+        if not isinstance(entries, dict):
+            continue
+        gone = {name for name, entry in entries.items() if entry is None}
+        removed += [f"{section}.{pool}.{name}" for name in entries if name in gone]
+        for name in gone:
+            del entries[name]
+        named = [config.get(where) or {} for where, _ in lists]
+        keys = [key for _, key in lists]
+        if pool == "answerers":
+            named += [r for r in config[section].get("runs") or [] if isinstance(r, dict)]
+            keys += ["answerers"] * (len(named) - len(keys))
+        for holder, key in zip(named, keys, strict=True):
+            if isinstance(holder.get(key), list):
+                holder[key] = [n for n in holder[key] if n not in gone]
+    return removed
