@@ -16,7 +16,7 @@ min_version("9.20")
 
 # The library (common.smk puts it on the path too, for the jobs).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from isqaflow.configcheck.files import drop_removed_systems, is_overlay
+from isqaflow.configcheck.files import drop_removed_entries, is_overlay
 from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
 
 SCHEMA = Path(workflow.basedir) / "config/schema.yaml"
@@ -38,7 +38,7 @@ CONFIG_FILES = ["config/config.yaml"] * DEFAULT_CONFIG + list(
 
 # A default's system an overlay sets to null (`handwritten: null`, docs/own-systems.md) is
 # taken out, with its name in the lists that name it, before the schema sees the null.
-drop_removed_systems(config)
+drop_removed_entries(config)
 # The schema's errors, each naming its config key in one line (isqaflow.configcheck.schema):
 # "did you mean" for a misspelled key or value, never jsonschema's dump of a oneOf; then
 # validate fills in the defaults.

@@ -81,13 +81,26 @@ SYSTEM_POOLS = {
 }
 
 
-def drop_removed_systems(config: dict) -> list[str]:
+# The keys of a RAG domain an overlay may take out: the corpus, where every answerer of the
+# run brings its own answers (an overlay merges key by key, so without the null the
+# default's corpus would stay).
+DOMAIN_KEYS = ("corpus", "corpus_format")
+
+
+def drop_removed_entries(config: dict) -> list[str]:
     """Remove every system set to ``null`` (an overlay's ``arena.answerers.handwritten: null``)
     from its pool, and its name from the lists that name it (``isqa.judged_systems``,
-    ``human_eval.systems``, each ``arena.runs[].answerers``), in place; returns the removed
-    entries' config paths.  Called by the Snakefile before the schema check, which would
-    otherwise refuse the ``null`` ("expected a mapping")."""
+    ``human_eval.systems``, each ``arena.runs[].answerers``), and a domain's ``corpus: null``
+    and ``corpus_format: null``, in place; returns the removed entries' config paths.  Called
+    by the Snakefile before the schema check, which would otherwise refuse the ``null``
+    ("expected a mapping")."""
     removed: list[str] = []
+    domains = ((config.get("datasets") or {}).get("rag") or {}).get("domains")
+    for name, entry in (domains if isinstance(domains, dict) else {}).items():
+        for key in DOMAIN_KEYS:
+            if isinstance(entry, dict) and key in entry and entry[key] is None:
+                del entry[key]
+                removed.append(f"datasets.rag.domains.{name}.{key}")
     for (section, pool), lists in SYSTEM_POOLS.items():
         entries = (config.get(section) or {}).get(pool)
         if not isinstance(entries, dict):
