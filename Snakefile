@@ -18,6 +18,7 @@ min_version("9.20")
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from isqaflow.configcheck.files import drop_removed_entries, is_overlay
 from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
+from isqaflow.report.last_run import record_run
 
 SCHEMA = Path(workflow.basedir) / "config/schema.yaml"
 # The embedded default, unless a whole config (every top-level section, as config/paper.yaml) is
@@ -64,6 +65,13 @@ print_spend_plan()
 onstart:
     check_api_models_or_exit()
     check_budget_or_exit()
+    # the config files and targets of this run, for `make report` (isqaflow.report.last_run)
+    record_run(
+        Path.cwd(),
+        workflow.overwrite_configfiles,
+        workflow.dag_settings.targets,
+        sys.argv,
+    )
 
 
 report: "report/workflow.rst"
