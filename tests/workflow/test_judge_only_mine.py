@@ -16,7 +16,7 @@ EMBEDDED = yaml.safe_load((REPO / "config/config.yaml").read_text())
 # The overlay of docs/own-systems.md ("Judging only your system"), the answers' path aside.
 ONLY_MY_RAG = """\
 arena:
-  answerers: {smollm2: null, smollm2-nocot: null, handwritten: null, my-rag: {file: mine/answers.jsonl}}
+  answerers: {smollm2: null, smollm2-nocot: null, handwritten: null, my-rag: {file: mine/answers.jsonl, coverage: partial}}
 drfr:
   responders: {handwritten: null}
 isqa:

@@ -46,6 +46,11 @@ REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
 ABSTRACT = "abstract"
 SELF = "SELF"  # a judge of the system's own model family (isqaflow.configcheck.families)
 DEGENERATE_MARK = "\u00a7"  # an interval of zero width
+# Bradley-Terry: above this share of bootstrap resamples (in %) in which some model or group is
+# separated from the rest (no finite maximum-likelihood rating), the pseudo-count prior sets the
+# interval's bounds, not the battles (arena_ratings' "prior-set %", whose caption cites this).
+PRIOR_SET_LIMIT = 2.5
+PRIOR_MARK = "\u00b6"  # pilcrow: an interval (and so a rank) the prior sets
 #: the judgment browsers, from results/tables/ (rules arena_browser, drfr_browser)
 BROWSERS = {"arena": "../browser/arena.html", "drfr": "../browser/drfr.html"}
 
@@ -234,9 +239,16 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
         for row in df[df["battles"] == battles].to_dict("records"):
             if row["model"] == REFERENCE:
                 continue
+            prior = row.get("Bradley-Terry prior-set %", np.nan)
+            prior_set = not pd.isna(prior) and float(prior) > PRIOR_SET_LIMIT
             for method in ("Bradley-Terry", "Elo"):  # the maximum-likelihood fit first
                 if method == "Elo" and str(row.get("Elo converged", True)) == "False":
                     continue  # online Elo that has not converged (arena_ratings: 'spread / BT')
+                extra = (
+                    {"prior_set_pct": float(prior)}
+                    if method == "Bradley-Terry" and not pd.isna(prior)
+                    else {}
+                )
                 board.put(
                     row["model"],
                     f"{method}{tag}",
@@ -246,7 +258,8 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                         row[f"{method} upper"],
                         row["votes"],
                         digits=0,
-                    ),
+                    )
+                    + (PRIOR_MARK if method == "Bradley-Terry" and prior_set else ""),
                     link=browser_link("arena", system=row["model"], setting=run, judge=judge),
                     self_judged=board.is_self("arena", [judge], row["model"]),
                     value=row[f"{method} rating"],
@@ -254,6 +267,7 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                     upper=row[f"{method} upper"],
                     n=row["votes"],
                     battles=battles,
+                    **extra,
                 )
 
 
@@ -326,9 +340,12 @@ def summary_judge_columns(
     if not arena_summaries.empty:
         against = arena_summaries[arena_summaries["comparison"].str.endswith(f" vs {ABSTRACT}")]
         datasets = list(against["dataset"].unique())
+        judges = list(against["judge"].unique())
         for row in against.to_dict("records"):
             system = row["comparison"][: -len(f" vs {ABSTRACT}")]
-            tag = _suffix(row["dataset"], datasets)
+            # one column per dataset and arena judge: with two judges one column would keep
+            # whichever row came last
+            tag = _suffix(row["dataset"], datasets) + _suffix(row["judge"], judges)
             n = row["pairs"] - row["invalid"]
             board.put(
                 summary_system_label(row["summarizer"], system),
@@ -443,6 +460,13 @@ def notes(board: _Board, ranks: Sequence[str]) -> list[str]:
         )
     if SMALL_N_MARK in cells:
         lines.append(small_n_note("items (the cell's n)") + ".")
+    if PRIOR_MARK in cells:
+        lines.append(
+            f"{PRIOR_MARK} Bradley-Terry interval set by the pseudo-count prior: in more than "
+            f"{PRIOR_SET_LIMIT:g}% of the bootstrap resamples some model or group won or lost every "
+            "battle (no finite rating; arena_ratings' 'prior-set %'), so its bounds and its rank "
+            "say more about the prior than about the battles."
+        )
     if DEGENERATE_MARK in cells:
         lines.append(
             f"{DEGENERATE_MARK} interval of zero width: every bootstrap resample gave the same value "
@@ -601,6 +625,13 @@ def build_leaderboard(
         else:
             source = "model"
         rank = {c: (int(r[system]) if system in r else "") for c, r in ranks.items()}
+        # a rank from an interval the prior sets is flagged as that interval is
+        rank = {
+            c: f"{r}{PRIOR_MARK}"
+            if r != "" and board.cells[system].get(c.removeprefix("rank "), "").endswith(PRIOR_MARK)
+            else r
+            for c, r in rank.items()
+        }
         rows.append(
             {
                 "system": system,
