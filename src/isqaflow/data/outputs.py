@@ -402,6 +402,7 @@ def read_system_outputs(
     # (the record's domain, the problem) of every record not in the dataset: listed one by
     # one only where no diagnosis of the whole file (another domain, another benchmark) applies
     not_found: list[tuple[str | None, str]] = []
+    present: set[str] = set()  # items the file has a record of, good or bad
     for file, line_no, obj, hint in records:
         where = f"{file}, line {line_no}"
         if not isinstance(obj, dict):
@@ -484,6 +485,7 @@ def read_system_outputs(
             )
             continue
         item = candidates[0]
+        present.add(item.key)
         paired = (
             _paired_with_another(obj, suite, item, by_text)
             if fmt in ("jsonl", "arena_hard")
@@ -528,12 +530,15 @@ def read_system_outputs(
     missing = [item.key for item in items if item.key not in outputs]
     if not problems and not outputs:
         problems.append(f"{source}: no outputs")
-    if missing and coverage == "full" and outputs:
+    # an item whose record is there but bad (empty, not text, ...) is that record's problem
+    # already: not also "missing"
+    absent = [item for item in items if item.key not in outputs and item.key not in present]
+    if absent and coverage == "full" and outputs:
         # in the file's own keys: a text-keyed file lists the texts it lacks
-        first = [file_key(item, fmt) for item in items if item.key not in outputs][:MISSING_SHOWN]
+        first = [file_key(item, fmt) for item in absent][:MISSING_SHOWN]
         noun = {"alpaca_eval": "instructions", "ragqa_arena": "queries"}.get(fmt, "ids")
         problems.append(
-            f"{source}: {len(missing)} of {len(items)} dataset {noun} missing, first "
+            f"{source}: {len(absent)} of {len(items)} dataset {noun} missing, first "
             f"[{', '.join(first)}]; add them, or set coverage: partial"
         )
     if problems:

@@ -92,3 +92,18 @@ def test_a_file_of_another_benchmark_matches_none_of_the_dataset(tmp_path):
 )
 def test_a_right_shaped_file_has_no_diagnosis(text, fmt):
     assert wrong_shape(text, fmt) is None
+
+
+def test_an_empty_output_is_not_also_reported_missing(tmp_path):
+    """Before: the empty record's problem and "1 of 3 dataset ids missing ... set coverage:
+    partial" for the same item."""
+    path = tmp_path / "answers.jsonl"
+    rows = [
+        {"id": "fiqa:1", "answer": "Pay it off."},
+        {"id": "fiqa:2", "answer": "  "},
+        {"id": "science:1", "answer": "Less dense."},
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert problems(path, "arena", RAG) == [f"{path}, line 2, id 'fiqa:2': empty output"]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:2]))  # science:1 is absent
+    assert problems(path, "arena", RAG)[-1].startswith(f"{path}: 1 of 3 dataset ids missing")
