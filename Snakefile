@@ -16,7 +16,11 @@ min_version("9.20")
 
 # The library (common.smk puts it on the path too, for the jobs).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from isqaflow.configcheck.files import drop_removed_entries, is_overlay
+from isqaflow.configcheck.files import (
+    drop_removed_entries,
+    exit_on_misplaced_targets,
+    is_overlay,
+)
 from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
 from isqaflow.report.last_run import record_run
 
@@ -37,6 +41,10 @@ CONFIG_FILES = ["config/config.yaml"] * DEFAULT_CONFIG + list(
     workflow.overwrite_configfiles
 )
 
+# A target given after --configfile is read as a config file: "put targets first" (Snakemake
+# itself fails earlier, without naming the file, on a missing one or a YAML error:
+# `python -m isqaflow.configcheck <files>` names file and line).
+exit_on_misplaced_targets(workflow.overwrite_configfiles, CONFIG_FILES)
 # A default's system an overlay sets to null (`handwritten: null`, docs/own-systems.md) is
 # taken out, with its name in the lists that name it, before the schema sees the null.
 drop_removed_entries(config)
