@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.io import read_json, read_jsonl, write_text
+from isqaflow.report.front import front_page
 from isqaflow.report.panel_note import panel_lines
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_brief
@@ -594,13 +595,15 @@ def build_leaderboard(
     settings: LeaderboardSettings,
     panel_path: str | Path | None = None,
     panel_loo_path: str | Path | None = None,
+    front_path: str | Path | None = None,
 ) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``systems_path``: results/systems/checked.json (system -> {suite: its
     check record}, none when the run has no file-based system), for the source column;
     ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
     judges_panel_loo.csv, whose agreement and leave-one-out lines join the notes
-    (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`."""
+    (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`;
+    ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`)."""
     file_systems = read_json(systems_path) if systems_path else {}
     judge_pairs = settings.judge_pairs
     board = _Board({(p["suite"], p["judge"], p["system"]) for p in judge_pairs if p["self_family"]})
@@ -674,4 +677,36 @@ def build_leaderboard(
         long.set_index(["system", "column"]) if not long.empty else long,
         [stem.with_name(stem.name + "_long.csv")],
     )
+    if front_path is not None:
+        write_text(front_path, _front(board, ranks, file_systems, footnotes, summary))
     return table
+
+
+def _front(board: _Board, ranks, file_systems, footnotes: Sequence[str], summary) -> str:
+    """The page at a glance: per suite its columns and its systems in rank order."""
+    sections = []
+    for section in SECTIONS:
+        columns = [c for c in board.columns if section_of(c) == section]
+        ranked = [c for c in ranks if section_of(c) == section]
+        systems = sorted(
+            (s for s in board.cells if any(board.cells[s].get(c) for c in columns)),
+            key=lambda s: (
+                *(ranks[c].get(s, np.inf) for c in ranked),
+                s not in file_systems,
+                s,
+            ),
+        )
+        if columns:
+            sections.append((section, columns, systems))
+    coverage = {
+        system: f"{system}: file, "
+        + "; ".join(f"{suite} {coverage_note(c)}" for suite, c in sorted(checks.items()))
+        for system, checks in file_systems.items()
+        if system in board.cells
+    }
+    numbers = pd.DataFrame(board.numbers)
+    if not numbers.empty:
+        numbers = numbers.drop_duplicates(["system", "column"], keep="last")
+    return front_page(
+        sections, numbers, board.cells, ranks, coverage, footnotes, controls_brief(summary)
+    )

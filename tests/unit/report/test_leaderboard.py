@@ -764,3 +764,41 @@ def test_ratings_the_prior_sets_are_flagged_with_their_rank(tables):
     long = pd.read_csv(t / "leaderboard_long.csv")
     row = long[(long["system"] == "mine") & (long["column"] == "Bradley-Terry")].iloc[0]
     assert row["prior_set_pct"] == pytest.approx(9.5)
+
+
+def build_front(t, front):
+    return build_leaderboard(
+        t / "leaderboard",
+        drfr_table5=t / "drfr_table5_long.csv",
+        drfr_summaries=t / "drfr_summaries_long.csv",
+        arena_win_rates=t / "arena_win_rates.csv",
+        arena_ratings=t / "arena_ratings.csv",
+        arena_summaries=t / "arena_summaries.csv",
+        score_paths=[t / "scores.jsonl"],
+        validity_summary_path=t / "summary.json",
+        systems_path=t / "checked.json",
+        settings=settings(
+            {"qasper/mine": ["mine"], "qasper/smollm2": ["baseline_2"]},
+            rounds=200,
+            seed=1,
+            judge_pairs=PAIRS,
+        ),
+        front_path=front,
+    )
+
+
+def test_the_page_at_a_glance_puts_scores_first_and_coverage_in_a_footnote(tables):
+    """Issue 41 item 5: per suite the scores first (value, then interval and n small), a short
+    source ('file' + a footnote with the coverage), one forest plot per suite."""
+    t = tables
+    board = build_front(t, t / "front.html")
+    page = (t / "front.html").read_text()
+    assert page.count("<h2>") == 3 and page.count("<svg") == 3  # one plot per suite
+    drfr = page.split("<h2>InFoBench (DRFR)</h2>")[1].split("<h2>")[0]
+    header = re.findall(r"<th>(.*?)</th>", drfr)
+    assert header[:2] == ["system", "DRFR overall"] and header[-1] == "source"
+    assert '<span class="v">70.0</span>' in drfr  # mine's DRFR overall, as in the table
+    assert "file<sup>1</sup>" in drfr and "model" in drfr
+    coverage = board.loc["mine", "source"].removeprefix("file: ")
+    assert "<sup>1</sup> mine: file, " in page and coverage.split(" (")[0] in page
+    assert "(n=" not in drfr.split("<table>")[1].split("</table>")[0]  # n beneath, not inline
