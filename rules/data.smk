@@ -127,7 +127,7 @@ rule convert_instructions:
 rule convert_rag:
     input:
         annotations=lambda wc: raw_paths(rag_domain(wc.domain)["annotations"]),
-        corpus=lambda wc: raw_path(rag_domain(wc.domain)["corpus"]),
+        corpus=lambda wc: rag_corpus(wc.domain),
     output:
         queries="results/data/rag/{domain}/queries.jsonl",
         passages="results/data/rag/{domain}/passages.jsonl",
@@ -140,7 +140,7 @@ rule convert_rag:
     resources:
         **cluster_resources("data", gpu=0),
     params:
-        corpus_format=lambda wc: rag_domain(wc.domain)["corpus_format"],
+        corpus_format=lambda wc: rag_domain(wc.domain).get("corpus_format"),
         passage_words=config["datasets"]["rag"]["passage_words"],
         code=code("isqaflow.data.convert"),
     script:

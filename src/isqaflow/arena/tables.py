@@ -566,7 +566,10 @@ def build_arena_tables(
         for k, values in read_json(path).items()
     }
     write_table(
-        pd.DataFrame(recall).T.rename_axis(["retriever / domain", "depth"]),
+        # no domain with a corpus (every answerer read from a file): no retrieval, no row
+        pd.DataFrame(recall).T.rename_axis(["retriever / domain", "depth"])
+        if recall
+        else pd.DataFrame(),
         table_paths(out_dir / "arena_retrieval"),
         digits=3,
         caption="Retrieval: share of queries with a gold document in the top k, and gold recall",

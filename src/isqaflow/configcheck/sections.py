@@ -297,8 +297,20 @@ def check_arena(refs: References) -> None:
             if used is not None
             else list(answerers)
         )
+        domains = refs.section("datasets", "rag", "domains")
+        without_corpus = [
+            d for d in arena.get("domains") or [] if d in domains and "corpus" not in domains[d]
+        ]
         for name in used:
             refs.use(answerers[name].get("model"), f"arena.answerers.{name}.model")
+            if without_corpus and name in answerers and not reads_file(answerers[name]):
+                refs.problem(
+                    f"{path}.answerers",
+                    f"answerer {name!r} answers from retrieved passages, but domain "
+                    f"{without_corpus[0]!r} has no corpus (datasets.rag.domains."
+                    f"{without_corpus[0]}.corpus): give it one, or judge only answerers read "
+                    "from files in this run",
+                )
     judges = refs.section("arena", "judges")
     for name, entry in judges.items():
         refs.model_ref(f"arena.judges.{name}.model", entry.get("model"))

@@ -247,3 +247,18 @@ def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path, monkey
     rates = pd.read_csv(tmp_path / "tables/arena_win_rates.csv")
     assert set(rates["model"]) == {"m1", "m2"}
     assert (tmp_path / "figures/arena_ratings.png").exists()
+    # no domain with a corpus (every answerer read from a file, docs/own-systems.md): no
+    # retrieval, an empty retrieval table (before: a ValueError naming the index's two levels)
+    build_arena_tables(
+        {"bm25-k5.local": str(tmp_path / "judged.jsonl")},
+        answer_paths,
+        {},
+        None,
+        [],
+        [],
+        tmp_path / "no-corpus",
+        tmp_path / "figures",
+        settings,
+    )
+    assert set(pd.read_csv(tmp_path / "no-corpus/arena_win_rates.csv")["model"]) == {"m1", "m2"}
+    assert (tmp_path / "no-corpus/arena_retrieval.csv").exists()
