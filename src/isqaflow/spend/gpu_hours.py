@@ -23,6 +23,12 @@ from typing import Any
 from isqaflow.models.planning.gpu_plan import JobPlan, plan_grid
 
 # --------------------------------------------------------------- sources (all estimates)
+# Every figure below is labelled with the kind of its source (the table's source column starts
+# with it): a measurement on vLLM's CPU engine scaled to a GPU, a published figure, or assumed.
+MEASURED = "measured on the CPU engine, scaled"
+PUBLISHED = "published"
+ASSUMED = "assumed"
+SOURCE_KINDS = (MEASURED, PUBLISHED, ASSUMED)
 # (a) vLLM 0.23, Llama-3.1-8B (bf16) on one A100-40GB, 1,024-token prompts, 8 concurrent
 #     requests: ~500 output tokens/s (johnmusgrave.com, "vLLM throughput-latency sweep on NVIDIA A100")
 RATE_A = 500.0
@@ -46,6 +52,20 @@ ACTIVE_PARAMS = {
 STARTUP_POINTS = ((13.48, 3.0), (93.4, 8.0))
 # items per job at full size: spend.items of the config (papers, instructions, queries)
 TRAIN_TOKENS_PER_S = 2000.0  # LoRA fine-tuning of a 7B model on one GPU (estimate, no source)
+# The kind of each figure's source (tests/unit/spend/test_gpu_hours.py: every one is labelled).
+# None is measured yet: beam search's cost on the real engine (beams vs greedy, same prompts)
+# and the start-up times wait for a GPU (docs/paper-scale.md, GPU hours).
+ASSUMPTIONS = {
+    "RATE_A": PUBLISHED,
+    "RATE_A_PARAMS": PUBLISHED,
+    "RATE_B": PUBLISHED,
+    "RATE_C": ASSUMED,  # (a) / 4: two engine requests per token + the API layer, not measured
+    "RATE_T5": ASSUMED,
+    "ACTIVE_PARAMS": PUBLISHED,
+    "STARTUP_POINTS": ASSUMED,
+    "TRAIN_TOKENS_PER_S": ASSUMED,
+    "FIXED": ASSUMED,
+}
 # GPU rules not run by a served or planned model: GPU hours per rule (low, high), estimates
 FIXED = {
     "evaluate_feedback": (
@@ -315,7 +335,7 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
                 label = "retrieve (dense)" if rule == "retrieve" else rule
                 rows.append(
                     f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- | in-process | -- "
-                    f"| {figure} | {source} |"
+                    f"| {figure} | {ASSUMPTIONS['FIXED']}: {source} |"
                 )
                 continue
             totals["low"] += hours
@@ -326,17 +346,22 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
             if rule == "finetune_feedback":
                 decoding, source = (
                     "LoRA training",
-                    "examples x epochs x (input + target tokens) at ~2k tokens/s",
+                    f"{ASSUMPTIONS['TRAIN_TOKENS_PER_S']}: examples x epochs x (input + target "
+                    "tokens) at ~2k tokens/s",
                 )
             elif rule in ("drfr_responses", "rag_answers"):
                 rate = group[0].rate
                 decoding, source = (
                     "greedy",
+                    f"{ASSUMPTIONS['RATE_A']} (a), scaled by active parameters: "
                     f"(a) x {rate / RATE_A:.2f} = {rate:.0f} tokens/s per job",
                 )
             else:
                 decoding = "2 beams, served" if rule != "isqa_refine" else "2 beams, 1-2 servers"
-                source = f"(c) {RATE_C:.0f} tokens/s; Flan-T5 in-process ~{RATE_T5:.0f}; at (a): {_num(at_a)}"
+                source = (
+                    f"{ASSUMPTIONS['RATE_C']}: (c) {RATE_C:.0f} tokens/s; Flan-T5 in-process "
+                    f"~{RATE_T5:.0f}; at (a): {_num(at_a)}"
+                )
             label = f"{rule}: {key}" if key else rule
             rows.append(
                 f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | {start} | {decoding} "
@@ -344,7 +369,8 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
             )
     rows.append(
         f"| **total** | {totals['jobs']:.0f} | {totals['gpus']:.0f} GPUs | {totals['servers']:.0f} "
-        f"({totals['startup']:.1f} GPU hours, included above) | -- | -- "
+        f"({totals['startup']:.1f} GPU hours, included above; start-up "
+        f"{ASSUMPTIONS['STARTUP_POINTS']}) | -- | -- "
         f"| ~{totals['low']:.0f}-{totals['high']:.0f} | ~{totals['at_a']:.0f} with the beam-search stages at (a) |"
     )
     return "\n".join(rows) + "\n", dict(totals)

@@ -86,3 +86,27 @@ def test_totals_add_up_the_rows(paper):
         == 14020 * 512
     )
     assert "**total** | 93 | 127 GPUs" in text
+
+
+def test_every_gpu_hour_assumption_is_labelled_with_its_source(paper):
+    """Each figure the estimate rests on says whether it was measured (on the CPU engine,
+    scaled), published, or assumed; every row of the table says which its figure is."""
+    from isqaflow.spend import gpu_hours
+
+    constants = {
+        name
+        for name, value in vars(gpu_hours).items()
+        if name.isupper()
+        and isinstance(value, (int, float, dict, tuple))
+        and name not in ("ASSUMPTIONS", "SOURCE_KINDS", "ORDER")
+    }
+    assert constants == set(gpu_hours.ASSUMPTIONS)
+    assert set(gpu_hours.ASSUMPTIONS.values()) <= set(gpu_hours.SOURCE_KINDS)
+    text, _ = gpu_hours.table(paper)
+    rows = [line.split(" | ") for line in text.splitlines()[2:-1]]
+    assert rows
+    for row in rows:
+        assert row[-1].startswith(gpu_hours.SOURCE_KINDS), row
+    beams = [row for row in rows if "2 beams, " in row[4]]
+    assert beams and all(row[-1].startswith("assumed: (c)") for row in beams)  # not measured yet
+    assert "start-up assumed" in text.splitlines()[-1]
