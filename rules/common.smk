@@ -73,6 +73,27 @@ def exit_on_config_problems():
         warn=workflow.is_main_process,  # the warnings once, not in every job's log
     )
     print_gpu_plan()
+    print_api_model_report()
+
+
+def dry_run():
+    return bool({"-n", "--dry-run", "--dryrun"} & set(sys.argv))
+
+
+def print_api_model_report():
+    """A dry run says, before any job, which API models are retired snapshots (with the docs'
+    substitute), which the endpoints' lists do not serve, and what it could not check (no key,
+    no network): isqaflow.models.api.model_lists.dry_run_report."""
+    from isqaflow.models.api.model_lists import dry_run_report
+
+    if workflow.is_main_process and dry_run():
+        lines = dry_run_report(config["models"])
+        if lines:
+            print(
+                "API models (isqaflow.models.api.model_lists):\n  "
+                + "\n  ".join(lines),
+                file=sys.stderr,
+            )
 
 
 def check_api_models_or_exit():
