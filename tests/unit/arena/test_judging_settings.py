@@ -137,7 +137,7 @@ def test_arena_tables_settings_from_rule():
         "failed_judgments": "tie",
         "human_sample": "random",
     }
-    params = SimpleNamespace(judged={}, recall={}, human_csv=None, **values, code="sha")
+    params = SimpleNamespace(judged={}, recall={}, **values, code="sha")
     assert rule_params("rules/arena.smk", "arena_tables") == set(vars(params))
     settings = ArenaTablesSettings.from_rule(params, SimpleNamespace())
     assert settings == ArenaTablesSettings(**values)
