@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from isqaflow.backends import backend_of
 from isqaflow.settings import api_key_variable, mask_secrets
 
 OPENAI_ENDPOINT = "https://api.openai.com/v1"
@@ -57,7 +58,7 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
     environ = dict(os.environ if environ is None else environ)
     by_endpoint: dict[tuple[str | None, str], list[tuple[str, str]]] = {}
     for key, entry in models.items():
-        if entry.get("backend") != "openai" or entry.get("serve"):
+        if not backend_of(entry, key).lists_models or entry.get("serve"):
             continue
         check = entry.get("check_model")
         if not (check if check is not None else entry.get("base_url") is None):
