@@ -28,8 +28,11 @@ setup: $(STAMP)
 run: setup
 	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/local --cores $(CORES)
 
-report: run
-	HF_HUB_OFFLINE=1 $(BIN)/snakemake --profile profiles/local --cores $(CORES) --report report.html
+# The report of the last run, with its config files and targets (isqaflow.report.last_run);
+# it never runs the workflow: a plain `snakemake` first would replan an overlay's run without
+# the overlay.
+report: setup
+	HF_HUB_OFFLINE=1 $(BIN)/python -m isqaflow.report.last_run --report report.html -- --profile profiles/local --cores $(CORES)
 
 # The fast tests first, two at a time (pytest-xdist); then, one at a time, the tests that
 # share the one complete embedded run (tests/conftest.py: embedded_run) and the live cluster.

@@ -16,8 +16,13 @@ min_version("9.20")
 
 # The library (common.smk puts it on the path too, for the jobs).
 sys.path.insert(0, str(Path(workflow.basedir) / "src"))
-from isqaflow.configcheck.files import is_overlay
+from isqaflow.configcheck.files import (
+    drop_removed_entries,
+    exit_on_misplaced_targets,
+    is_overlay,
+)
 from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
+from isqaflow.report.last_run import record_run
 
 SCHEMA = Path(workflow.basedir) / "config/schema.yaml"
 # The embedded default, unless a whole config (every top-level section, as config/paper.yaml) is
@@ -36,6 +41,13 @@ CONFIG_FILES = ["config/config.yaml"] * DEFAULT_CONFIG + list(
     workflow.overwrite_configfiles
 )
 
+# A target given after --configfile is read as a config file: "put targets first" (Snakemake
+# itself fails earlier, without naming the file, on a missing one or a YAML error:
+# `python -m isqaflow.configcheck <files>` names file and line).
+exit_on_misplaced_targets(workflow.overwrite_configfiles, CONFIG_FILES)
+# A default's system an overlay sets to null (`handwritten: null`, docs/own-systems.md) is
+# taken out, with its name in the lists that name it, before the schema sees the null.
+drop_removed_entries(config)
 # The schema's errors, each naming its config key in one line (isqaflow.configcheck.schema):
 # "did you mean" for a misspelled key or value, never jsonschema's dump of a oneOf; then
 # validate fills in the defaults.
@@ -61,6 +73,13 @@ print_spend_plan()
 onstart:
     check_api_models_or_exit()
     check_budget_or_exit()
+    # the config files and targets of this run, for `make report` (isqaflow.report.last_run)
+    record_run(
+        Path.cwd(),
+        workflow.overwrite_configfiles,
+        workflow.dag_settings.targets,
+        sys.argv,
+    )
 
 
 report: "report/workflow.rst"
@@ -84,3 +103,16 @@ rule all:
     default_target: True
     input:
         all_targets(),
+
+
+# One suite only (docs/own-systems.md: judging only one's own system): `snakemake arena
+# --configfile mine.yaml` plans the jobs of RAG-QA Arena's tables and controls and of nothing
+# else (no ISQA, no DRFR, no leaderboard, which reads every suite).
+rule arena:
+    input:
+        arena_targets(),
+
+
+rule drfr:
+    input:
+        drfr_targets(),

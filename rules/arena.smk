@@ -150,7 +150,6 @@ rule arena_judge:
             for a in arena_run(wc.retriever, wc.k)["answerers"]
         ],
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
-        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
         # the same job of the judge whose calls this one reuses (reuse_calls), if any
         reused=lambda wc: reused_calls(
@@ -191,7 +190,9 @@ rule arena_judge_checks:
     input:
         queries=lambda wc: arena_files("queries"),
         human=config["datasets"]["rag"].get("human_labels") or [],
-        systems=lambda wc: systems_checked(),  # every file-based system checked first
+        # the labels' check first (not ancient: Snakemake skips the own reasons of a job
+        # downstream of a pending ancient input, so an edited label file would need two runs)
+        checked=lambda wc: human_labels_checked(),
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
         reused=lambda wc: reused_calls(
@@ -232,7 +233,6 @@ rule arena_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(arena_judge_entry(wc.judge)["model"]),
-        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("arena", arena_judge_entry(wc.judge)),
         reused=lambda wc: reused_calls(
             wc.judge,
@@ -274,6 +274,9 @@ rule arena_tables:
         answers=lambda wc: arena_answer_files(),
         recall=lambda wc: list(arena_recall_files().values()),
         human=lambda wc: arena_human_files(),
+        # the ratings themselves (the agreement table reads them): an input, so an edited
+        # rating reruns the tables
+        human_csv=config["datasets"]["rag"].get("human_labels") or [],
         summaries=lambda wc: arena_summary_files(),
         controls=lambda wc: arena_validity_files(),
     output:
@@ -302,7 +305,7 @@ rule arena_tables:
     params:
         judged=lambda wc: arena_judged_files(),
         recall=lambda wc: arena_recall_files(),
-        human_csv=config["datasets"]["rag"].get("human_labels"),
+        human_sample=config["datasets"]["rag"]["human_sample"],
         elo=config["arena"]["elo"],
         rounds=config["arena"]["bootstrap_rounds"],
         seed=config["seed"],

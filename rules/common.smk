@@ -23,6 +23,7 @@ from isqaflow.models.planning.servecheck import check_serving  # noqa: E402
 from isqaflow.models.weights.hub import hub_models  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 from isqaflow.runtime import use_weights_cache  # noqa: E402
+from isqaflow.settings import redact_secrets  # noqa: E402
 
 # Jobs import this workflow's src/ first (locally and inside SLURM jobs, which
 # re-read this file), and the manifest records the command that started the run.
@@ -73,6 +74,27 @@ def exit_on_config_problems():
         warn=workflow.is_main_process,  # the warnings once, not in every job's log
     )
     print_gpu_plan()
+    print_api_model_report()
+
+
+def dry_run():
+    return bool({"-n", "--dry-run", "--dryrun"} & set(sys.argv))
+
+
+def print_api_model_report():
+    """A dry run says, before any job, which API models are retired snapshots (with the docs'
+    substitute), which the endpoints' lists do not serve, and what it could not check (no key,
+    no network): isqaflow.models.api.model_lists.dry_run_report."""
+    from isqaflow.models.api.model_lists import dry_run_report
+
+    if workflow.is_main_process and dry_run():
+        lines = dry_run_report(config["models"])
+        if lines:
+            print(
+                "API models (isqaflow.models.api.model_lists):\n  "
+                + "\n  ".join(lines),
+                file=sys.stderr,
+            )
 
 
 def check_api_models_or_exit():
@@ -232,7 +254,9 @@ def model_spec(name):
         )
     spec.pop("convert", None)
     spec.pop("price", None)  # the manifest's cost table: a new price reruns no job
-    return spec
+    # a key in the entry (base_url?api-key=...) never reaches Snakemake's listing or metadata:
+    # redacted with its hash here, read back from the config by the job (isqaflow.runtime)
+    return redact_secrets(spec)
 
 
 # Local models whose weights come from the Hub: rule fetch_weights fetches each once.
@@ -384,6 +408,7 @@ ARENA_TABLES = [
     "summaries",
     "length_controlled",
     "length_bias",
+    "ppi",
 ]
 
 

@@ -127,7 +127,7 @@ rule convert_instructions:
 rule convert_rag:
     input:
         annotations=lambda wc: raw_paths(rag_domain(wc.domain)["annotations"]),
-        corpus=lambda wc: raw_path(rag_domain(wc.domain)["corpus"]),
+        corpus=lambda wc: rag_corpus(wc.domain),
     output:
         queries="results/data/rag/{domain}/queries.jsonl",
         passages="results/data/rag/{domain}/passages.jsonl",
@@ -140,16 +140,17 @@ rule convert_rag:
     resources:
         **cluster_resources("data", gpu=0),
     params:
-        corpus_format=lambda wc: rag_domain(wc.domain)["corpus_format"],
+        corpus_format=lambda wc: rag_domain(wc.domain).get("corpus_format"),
         passage_words=config["datasets"]["rag"]["passage_words"],
         code=code("isqaflow.data.convert"),
     script:
         "../scripts/convert_rag.py"
 
 
-# The human preference file, checked against the converted queries right after them; every
-# judge and scorer waits for it (rules/inputs/systems.smk: systems_checked), so a malformed
-# file stops the run before any judge, not inside the judge's job.
+# The human preference file, checked against the converted queries right after them (priority
+# 90); the jobs that read the labels (arena_judge_checks, and through it arena_tables) wait for
+# it, so a malformed file stops them before they start, not inside the judge's job.  Only those:
+# a gate before every judge would rerun every judge of every suite when the labels change.
 rule check_human_labels:
     input:
         labels=config["datasets"]["rag"].get("human_labels") or [],

@@ -54,7 +54,6 @@ rule drfr_judge:
             responder=config["drfr"]["responders"],
         ),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
-        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
     output:
         # first: the job's call cache is named after it
@@ -90,7 +89,6 @@ rule drfr_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
-        systems=lambda wc: systems_checked(),  # every file-based system checked first
         prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
     output:
         judgments="results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",

@@ -27,6 +27,12 @@ rule leaderboard:
             category="Leaderboard",
         ),
         long="results/tables/leaderboard_long.csv",
+        # the page the report opens on (report/workflow.rst): the leaderboard at a glance
+        front=report(
+            FRONT_PAGE,
+            caption="../report/leaderboard.rst",
+            category="Leaderboard",
+        ),
     log:
         "logs/leaderboard.log",
     localrule: local_stage("default")

@@ -11,7 +11,6 @@ rule score_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         models=lambda wc: metric_model_files(),
-        systems=lambda wc: systems_checked(),  # every file-based system checked first
     output:
         scores="results/metrics/{dataset}/{summarizer}/scores.jsonl",
         details="results/metrics/{dataset}/{summarizer}/questions.jsonl",
@@ -41,7 +40,6 @@ rule metric_controls:
     input:
         papers=lambda wc: papers_file(wc.dataset),
         models=lambda wc: metric_model_files(),
-        systems=lambda wc: systems_checked(),  # every file-based system checked first
     output:
         records="results/validity/metrics/{dataset}.jsonl",
     log:

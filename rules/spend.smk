@@ -22,6 +22,10 @@ def print_spend_plan():
         text = spend.dry_run_text(config, SPEND_LEDGER)
         if text:
             print(text, file=sys.stderr)
+        # what differences this config's n can detect (every config, API models or not)
+        from isqaflow.spend import power
+
+        print(power.power_text(config, power.power_lines(config)), file=sys.stderr)
 
 
 def check_budget_or_exit():

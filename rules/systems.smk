@@ -1,8 +1,10 @@
 """Systems from files: one's own answers, responses and summaries, checked against the
 datasets (file, line, id) and written as the records of the models' own outputs, so that
 every judge, metric, table and the leaderboard treat them like the models the workflow
-runs (docs/own-systems.md).  Every judge and scorer waits for results/systems/checked.json,
-so a malformed file stops the run before any of them."""
+runs (docs/own-systems.md).  The import jobs run first (priority): a malformed file stops
+the run before any job that reads it.  The judges read a system's records, not
+results/systems/checked.json (that gate, before every judge, reran every judge of every suite
+when one file changed; as an ancient() input it hid the judges' own changes instead)."""
 
 
 # This stage's input functions (rules with functions fail snakemake --lint).
@@ -32,6 +34,7 @@ rule file_answers:
         "logs/file_answers/{retriever}-k{k}/{answerer}.log",
     wildcard_constraints:
         answerer=names_pattern(file_answerers()),
+    priority: 90
     conda:
         "../envs/data.yaml"
     threads: threads_for("default")
@@ -57,6 +60,7 @@ rule file_responses:
         "logs/file_responses/{dataset}/{responder}.log",
     wildcard_constraints:
         responder=names_pattern(file_responders()),
+    priority: 90
     conda:
         "../envs/data.yaml"
     threads: threads_for("default")
@@ -82,6 +86,7 @@ rule file_summaries:
         "logs/file_summaries/{dataset}/{summarizer}.log",
     wildcard_constraints:
         summarizer=names_pattern(list(file_summary_entries())),
+    priority: 90
     conda:
         "../envs/data.yaml"
     threads: threads_for("default")

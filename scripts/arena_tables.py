@@ -10,7 +10,7 @@ with job(snakemake):
         judged_paths=snakemake.params.judged,
         answer_paths=snakemake.input.answers,
         recall_paths=snakemake.params.recall,
-        human_csv=snakemake.params.human_csv,
+        human_csv=snakemake.input.human_csv or None,  # one named path (a str), or none
         human_paths=snakemake.input.human,
         summary_paths=snakemake.input.summaries,
         out_dir=Path(snakemake.output.tables[0]).parent,

@@ -7,7 +7,7 @@ with job(snakemake):
     write_rag(
         snakemake.wildcards.domain,
         snakemake.input.annotations,
-        snakemake.input.corpus,
+        snakemake.input.corpus or None,
         corpus_format=snakemake.params.corpus_format,
         passage_words=snakemake.params.passage_words,
         queries_out=snakemake.output.queries,

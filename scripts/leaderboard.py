@@ -19,4 +19,5 @@ with job(snakemake):
         settings=LeaderboardSettings.from_rule(snakemake.params, snakemake.wildcards),
         panel_path=snakemake.input.panel,
         panel_loo_path=snakemake.input.panel_loo,
+        front_path=snakemake.output.front,
     )

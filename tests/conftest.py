@@ -171,8 +171,9 @@ def slurm_cluster():
 def embedded_run(tmp_path_factory) -> Path:
     """The embedded default DAG, run once to the end on a fresh copy of the repository
     (minutes), shared by the tests that need a complete run: tests/workflow/test_workflow.py reads
-    its results and checks what a change reruns; tests/cluster/test_slurm.py runs the same DAG
-    through the scheduler, resuming from this run's call caches.
+    its results and checks what a change reruns; tests/cluster/test_slurm.py starts from a copy of
+    it and runs the DAG's SLURM-specific jobs through the scheduler, resuming from this run's
+    converted model and call caches.
 
     ISQAFLOW_EMBEDDED_RUN=<dir> uses a complete run made before instead (developers: to
     iterate on these tests; the tests write a few config files and a report into it)."""

@@ -91,7 +91,7 @@ def arena_recall_files():
     return {
         f"{r}/{d}": f"results/arena/retrieval/{d}/{r}.recall.json"
         for r in config["arena"]["retrievers"]
-        for d in config["arena"]["domains"]
+        for d in rag_domains_with_corpus()
     }
 
 

@@ -13,6 +13,16 @@ def rag_domain(domain):
     return config["datasets"]["rag"]["domains"][domain]
 
 
+def rag_corpus(domain):
+    """A domain's corpus, [] without one (every answerer brings its answers: no retrieval)."""
+    entry = rag_domain(domain)
+    return raw_path(entry["corpus"]) if "corpus" in entry else []
+
+
+def rag_domains_with_corpus():
+    return [d for d in config["arena"]["domains"] if "corpus" in rag_domain(d)]
+
+
 HUMAN_LABELS_CHECKED = "results/data/rag/human_labels.checked.json"
 
 

@@ -1,6 +1,8 @@
 """Input functions of the leaderboard rule (rules/leaderboard.smk)."""
 
 LEADERBOARD = [f"results/tables/leaderboard.{ext}" for ext in ("csv", "md", "tex")]
+# report/workflow.rst names it too (Snakemake renders that file before any rule is known)
+FRONT_PAGE = "results/report/at_a_glance.html"
 
 
 def leaderboard_score_files():

@@ -49,7 +49,9 @@ def raw_dataset_files():
     for d, e in datasets["instructions"].items():
         files[f"instructions/{d}"] = raw_paths(e["files"])
     for d, e in datasets["rag"]["domains"].items():
-        files[f"rag/{d}"] = raw_paths(e["annotations"]) + [raw_path(e["corpus"])]
+        files[f"rag/{d}"] = raw_paths(e["annotations"]) + (
+            [raw_path(e["corpus"])] if "corpus" in e else []
+        )
     if datasets["rag"].get("human_labels"):
         files["rag/human_labels"] = [datasets["rag"]["human_labels"]]
     files.update(system_files())  # one's own systems' outputs files (rules/systems.smk)

@@ -76,14 +76,6 @@ def system_check_files():
 SYSTEMS_CHECKED = "results/systems/checked.json"
 
 
-def systems_checked():
-    """What every judge and scorer waits for: the check of every file-based system and the
-    human labels' check (check_human_labels).  Ancient, so a system's edited file reruns the
-    jobs that read its outputs, not every judge.  Nothing when the run has neither."""
-    checked = [SYSTEMS_CHECKED] if system_check_files() else []
-    return [ancient(f) for f in checked + human_labels_checked()]
-
-
 def systems_targets():
     return ([SYSTEMS_CHECKED] if system_check_files() else []) + human_labels_checked()
 

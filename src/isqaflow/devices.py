@@ -17,8 +17,19 @@ takes all its devices or none (it never holds some while waiting for the rest), 
 cannot block each other; one that finds too few free waits, logging who holds them.
 Snakemake's global resource ``gpu`` (``--resources gpu=N``; the workflow sets it from
 ``ISQAFLOW_GPUS`` when the command line does not) keeps the number of GPU jobs running at
-once within the pool, so a job rarely waits.  Under SLURM (``SLURM_JOB_ID`` set) the pool
-is never used.
+once within the pool, so a job rarely waits.  Under SLURM's executor (each job its own SLURM job, ``SLURM_JOB_ID``
+set) the pool is never used: SLURM gave the job its devices.
+
+**The pool inside an allocation** (``salloc --gpus=4``, then the workstation profile): every
+job of the run is a process of the one allocation, and SLURM's ``CUDA_VISIBLE_DEVICES`` lists
+all four devices for each of them.  There the devices the allocation grants become the pool
+(:func:`adopt_allocation`, called when the workflow is parsed): ``CUDA_VISIBLE_DEVICES`` first
+(the names CUDA resolves in the allocation: with cgroup-constrained devices SLURM renumbers
+them from 0 while ``SLURM_JOB_GPUS`` keeps the node's indices), else ``SLURM_STEP_GPUS``, else
+``SLURM_JOB_GPUS``.  The run's process exports them as ``ISQAFLOW_GPUS`` together with the
+allocation's job id (``ISQAFLOW_GPU_ALLOCATION``); a job whose ``SLURM_JOB_ID`` is that id
+draws from the pool, a job SLURM started on its own (another id, e.g. ``sbatch`` by the SLURM
+executor with the submitting shell's environment exported) does not.
 
 **A GPU job without a GPU** (:func:`planned_device`): a model whose device is ``auto`` runs
 on CUDA when torch sees a device; in a job that was given GPUs (its ``gpu`` resource) and
@@ -49,6 +60,9 @@ GPUS_ENV = "ISQAFLOW_GPUS"
 POOL_ENV = "ISQAFLOW_GPU_POOL"
 SLURM_ENV = "SLURM_JOB_ID"
 VISIBLE_ENV = "CUDA_VISIBLE_DEVICES"
+ALLOCATION_ENV = "ISQAFLOW_GPU_ALLOCATION"
+# where an allocation names the devices it grants, most specific to CUDA first (module docstring)
+ALLOCATION_IDS_ENV = (VISIBLE_ENV, "SLURM_STEP_GPUS", "SLURM_JOB_GPUS")
 
 
 class DevicePoolError(ValueError):
@@ -217,8 +231,49 @@ class DevicePool:
 
 
 def under_slurm(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether SLURM gave this job its own devices: a SLURM job that is not a job of a run
+    inside the allocation whose devices are the pool (:func:`adopt_allocation`)."""
     environ = os.environ if environ is None else environ
-    return bool(environ.get(SLURM_ENV))
+    job_id = environ.get(SLURM_ENV)
+    return bool(job_id) and environ.get(ALLOCATION_ENV) != job_id
+
+
+def allocation_ids(environ: Mapping[str, str] | None = None) -> tuple[str, list[str]] | None:
+    """The devices a SLURM allocation grants (``SLURM_JOB_ID`` set) and the variable that
+    named them; None outside an allocation or where it names none (a CPU allocation)."""
+    environ = os.environ if environ is None else environ
+    if not environ.get(SLURM_ENV):
+        return None
+    for name in ALLOCATION_IDS_ENV:
+        text = environ.get(name, "")
+        # "NoDevFiles"/"N/A": SLURM's words for a step given no GPU
+        if text.strip() and text.strip() not in ("NoDevFiles", "N/A"):
+            return name, parse_ids(text, name)
+    return None
+
+
+def adopt_allocation(environ: MutableMapping[str, str] | None = None) -> list[str] | None:
+    """In a run on this machine inside a SLURM allocation: the pool is the allocation's
+    devices (``ISQAFLOW_GPUS`` when set, else :func:`allocation_ids`), marked in ``environ``
+    (``ISQAFLOW_GPUS``, ``ISQAFLOW_GPU_ALLOCATION``) for the jobs it starts.  Returns the
+    pool's ids, None outside an allocation or in one without devices (nothing changed)."""
+    environ = os.environ if environ is None else environ
+    job_id = environ.get(SLURM_ENV)
+    if not job_id:
+        return None
+    if environ.get(GPUS_ENV, "").strip():
+        ids = parse_ids(environ[GPUS_ENV])
+    else:
+        found = allocation_ids(environ)
+        if found is None:
+            return None
+        source, ids = found
+        environ[GPUS_ENV] = ",".join(ids)
+        log.info(
+            "the pool is the allocation %s's devices (%s=%s)", job_id, source, environ[GPUS_ENV]
+        )
+    environ[ALLOCATION_ENV] = job_id
+    return ids
 
 
 def pool_gpu_limit(given: int | None, environ: Mapping[str, str] | None = None) -> int | None:
@@ -252,11 +307,12 @@ def check_job_gpus(needed: int, limit: int | None, job: str) -> int:
 
 def use_gpu_pool(workflow) -> int | None:
     """Called when the workflow is parsed (Snakefile): in a run on this machine (not SLURM's
-    executor) with ``ISQAFLOW_GPUS``, Snakemake's global ``gpu`` resource becomes the pool's size
+    executor) with ``ISQAFLOW_GPUS`` or inside a SLURM allocation (:func:`adopt_allocation`), Snakemake's global ``gpu`` resource becomes the pool's size
     unless ``--resources gpu=N`` set fewer (more is an error, :class:`DevicePoolError`), so no
     more GPU jobs run at once than there are devices.  Returns the limit (None: nothing set)."""
     if not workflow.is_main_process or not workflow.local_exec:
         return None
+    adopt_allocation()
     given = workflow.global_resources.get("gpu").value
     limit = pool_gpu_limit(given)
     if limit is not None and given is None:
@@ -269,7 +325,8 @@ def assign_job_devices(
 ) -> Lease | None:
     """A job's own devices from the pool, set as ``CUDA_VISIBLE_DEVICES`` in ``environ``.
 
-    None (nothing changed) for a job without GPUs, under SLURM, or without ``ISQAFLOW_GPUS``.
+    None (nothing changed) for a job without GPUs, one SLURM gave its own devices
+    (:func:`under_slurm`), or without ``ISQAFLOW_GPUS``.
     """
     environ = os.environ if environ is None else environ
     if gpus <= 0 or under_slurm(environ):

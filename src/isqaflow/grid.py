@@ -136,9 +136,9 @@ def file_summary_pairs(config: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def judged_file_summary_pairs(config: Mapping[str, Any]) -> list[tuple[str, str]]:
     """The file-based summaries the DRFR and arena judges see: those in isqa.judged_systems
-    (every one when judged_systems is not set)."""
+    (every one when judged_systems is not set; none when it is ``[]``)."""
     wanted = (config.get("isqa") or {}).get("judged_systems")
-    return [(d, s) for d, s in file_summary_pairs(config) if not wanted or s in wanted]
+    return [(d, s) for d, s in file_summary_pairs(config) if wanted is None or s in wanted]
 
 
 def file_summary_path(dataset: str, system: str) -> str:
@@ -258,7 +258,12 @@ def _summary_judge_jobs(
     rule: str, judges: Mapping[str, Any], config: Mapping[str, Any]
 ) -> list[Job]:
     """The jobs of a suite's judges over the judged ISQA summaries (``drfr_summaries``,
-    ``arena_summaries``): one per (dataset, summarizer, judge)."""
+    ``arena_summaries``): one per (dataset, summarizer, judge); none when
+    ``isqa.judged_systems`` is ``[]`` (the judges see no summaries: judging one's own RAG system
+    or responder only, docs/own-systems.md), as the judge-family audit reads it
+    (isqaflow.configcheck.families)."""
+    if (config.get("isqa") or {}).get("judged_systems") == []:
+        return []
     return [
         _job(
             rule,

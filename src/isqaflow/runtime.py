@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow import devices
+from isqaflow.settings import restore_secrets
 
 log = logging.getLogger("isqaflow")
 
@@ -198,11 +199,28 @@ def _run_exit_hooks() -> None:
             log.exception("clean-up at job exit failed: %r", hook)
 
 
+def restore_params(smk: Any) -> None:
+    """Put the config's secrets back into the job's params: a rule passes a model's key-bearing
+    fields (``base_url?api-key=...``) redacted (:func:`isqaflow.settings.redact_secrets`), so
+    that Snakemake never prints or stores them; the job reads them from its config here."""
+    params = getattr(smk, "params", None)
+    config = getattr(smk, "config", None)
+    if params is None or not config or not hasattr(params, "_names"):
+        return
+    for name, (index, end) in list(params._names.items()):
+        if end is not None:
+            continue
+        restored = restore_secrets(params[index], config)
+        params[index] = restored
+        setattr(params, name, restored)
+
+
 @contextlib.contextmanager
 def job(smk: Any) -> Iterator[Job]:
     """Set up a Snakemake ``script:`` job; see the module docstring."""
     log_file = smk.log[0] if len(smk.log) else None
     setup_logging(log_file)
+    restore_params(smk)
     threads = int(getattr(smk, "threads", 1) or 1)
     set_threads(threads)
     rule = getattr(smk, "rule", "job")

@@ -5,9 +5,11 @@ the masking of secrets in every message that quotes a config value."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from isqaflow.backends import BACKENDS, key_env_of
 
@@ -46,6 +48,90 @@ def mask_secrets(text: str) -> str:
 
 def looks_like_secret(value: Any) -> bool:
     return isinstance(value, str) and mask_secrets(value) != value
+
+
+#: How a redacted value starts in a job's params (:func:`redact_secrets`).
+REDACTED = "<redacted "
+
+
+def _redacted(value: str, shown: str) -> str:
+    digest = hashlib.sha256(value.encode()).hexdigest()[:16]
+    return f"{REDACTED}{shown} sha256:{digest}>"
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its query string and password masked, or ``url`` itself when it has
+    neither: an endpoint's key often rides in the query (``?api-key=...``, Azure's a 32-digit
+    hex string that no key pattern recognises), so every query value counts as a secret."""
+    parts = urlsplit(url)
+    if not parts.query and parts.password is None and not looks_like_secret(url):
+        return url
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = netloc.replace(f":{parts.password}@", f":{MASK}@", 1)
+    query = "&".join(
+        f"{item.split('=', 1)[0]}={MASK}" if "=" in item else MASK
+        for item in parts.query.split("&")
+        if item
+    )
+    shown = mask_secrets(urlunsplit((parts.scheme, netloc, parts.path, query, "")))
+    return _redacted(url, shown)
+
+
+def redact_secrets(value: Any, *, url_keys: tuple[str, ...] = ("base_url",)) -> Any:
+    """``value`` (a config entry: mappings, lists, strings) with every secret replaced by a
+    redacted form that keeps its hash -- what a rule passes in ``params``, which Snakemake prints
+    ("Params have changed", ``--list-changes``) and stores in its metadata.  A changed secret
+    still changes the params (the hash); the job reads the value itself at run time
+    (:func:`restore_secrets`, from the config).  The values of ``url_keys`` are URLs
+    (:func:`redact_url`); any other string is redacted when it looks like a key."""
+    if isinstance(value, Mapping):
+        return {
+            k: redact_url(v)
+            if k in url_keys and isinstance(v, str)
+            else redact_secrets(v, url_keys=url_keys)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return type(value)(redact_secrets(v, url_keys=url_keys) for v in value)
+    if isinstance(value, str) and looks_like_secret(value):
+        return _redacted(value, mask_secrets(value))
+    return value
+
+
+def _config_strings(value: Any) -> Iterator[str]:
+    if isinstance(value, Mapping):
+        for v in value.values():
+            yield from _config_strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _config_strings(v)
+    elif isinstance(value, str):
+        yield value
+
+
+def restore_secrets(value: Any, config: Mapping[str, Any]) -> Any:
+    """``value`` with every redacted form (:func:`redact_secrets`) replaced by the config's
+    value it stands for; a redacted form the config does not hold (the config changed since the
+    job was planned) is a ``ValueError`` that never shows a secret."""
+    if isinstance(value, str):
+        if not value.startswith(REDACTED):
+            return value
+        known = {}
+        for s in _config_strings(config):
+            known[redact_url(s)] = s
+            known[_redacted(s, mask_secrets(s))] = s
+        if value not in known:
+            raise ValueError(
+                f"the job's params hold {value}, which no value of the config has: "
+                "the config changed after the job was planned; rerun the workflow"
+            )
+        return known[value]
+    if isinstance(value, Mapping):
+        return {k: restore_secrets(v, config) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(restore_secrets(v, config) for v in value)
+    return value
 
 
 def api_key_variable(entry: Mapping[str, Any]) -> str:

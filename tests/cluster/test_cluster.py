@@ -476,3 +476,22 @@ def test_a_request_above_its_partition_cap_fails_at_dag_build_naming_the_stage(t
     assert re.search(
         r"resources\.\w+: mem_mb \d+ is above the cpu partition's max_mem_mb 1000", text
     ), text[-3000:]
+
+
+def test_the_docs_plan_figures_are_what_the_plan_computes_now(paper_dry_run):
+    """docs/paper-scale.md's jobs per rule, submit-host jobs, GPU hours, dollars and weights'
+    size: the block tools/plan_figures.py writes, recomputed from this dry run."""
+    from isqaflow.spend import figures
+
+    workdir, run_env, jobs = paper_dry_run
+    local = local_rules(workdir, run_env, "config/paper.yaml")
+    generated = figures.block(PAPER, jobs, local, root="/nonexistent")
+    doc = (REPO / "docs/paper-scale.md").read_text()
+    assert figures.current_block(doc) == generated, (
+        "docs/paper-scale.md: stale plan figures; run .venv/bin/python tools/plan_figures.py"
+    )
+    _, totals = figures.job_table(jobs, local)
+    assert totals["submit_host"] == sum(1 for j in jobs if j["rule"] in local) and totals[
+        "jobs"
+    ] == len(jobs)
+    assert "| table_html | 30 | submit host 30 |" in generated  # the report's local jobs

@@ -173,6 +173,49 @@ def test_no_pool_under_slurm_without_gpus_or_without_ids(tmp_path):
     lease.release()
 
 
+def test_inside_an_allocation_its_devices_are_the_pool(tmp_path):
+    # salloc --gpus=4: SLURM_JOB_ID set, and SLURM's CUDA_VISIBLE_DEVICES for every process
+    env = {"SLURM_JOB_ID": "17", "CUDA_VISIBLE_DEVICES": "0,1,2,3", "SLURM_JOB_GPUS": "4,5,6,7"}
+    env[devices.POOL_ENV] = str(tmp_path)
+    assert devices.adopt_allocation(env) == ["0", "1", "2", "3"]  # what CUDA resolves here
+    assert env[devices.GPUS_ENV] == "0,1,2,3" and env[devices.ALLOCATION_ENV] == "17"
+    assert not devices.under_slurm(env)
+    assert devices.pool_gpu_limit(None, env) == 4
+    leases, given = [], []
+    for n in range(4):  # four jobs of the run at once: one device each, never the first for all
+        job_env = dict(env)
+        leases.append(devices.assign_job_devices(1, f"job{n}", job_env, timeout=1))
+        given.append(job_env["CUDA_VISIBLE_DEVICES"])
+    assert sorted(given) == ["0", "1", "2", "3"]
+    with pytest.raises(TimeoutError):  # a fifth waits: the allocation has no more
+        devices.assign_job_devices(1, "job4", dict(env), timeout=0.3)
+    for lease in leases:
+        lease.release()
+    # a job SLURM started on its own (sbatch, the shell's environment exported): SLURM's choice
+    sbatch = {**env, "SLURM_JOB_ID": "18", "CUDA_VISIBLE_DEVICES": "0"}
+    assert devices.under_slurm(sbatch)
+    assert devices.assign_job_devices(1, "job", sbatch) is None
+    assert sbatch["CUDA_VISIBLE_DEVICES"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("granted", "expected"),
+    [
+        ({"SLURM_STEP_GPUS": "2,3", "SLURM_JOB_GPUS": "0,1,2,3"}, ["2", "3"]),
+        ({"SLURM_JOB_GPUS": "1,3"}, ["1", "3"]),
+        ({"CUDA_VISIBLE_DEVICES": "GPU-aa,GPU-bb", "SLURM_JOB_GPUS": "1,3"}, ["GPU-aa", "GPU-bb"]),
+        ({devices.GPUS_ENV: "5", "CUDA_VISIBLE_DEVICES": "0,1"}, ["5"]),  # named: it stands
+        ({"CUDA_VISIBLE_DEVICES": "NoDevFiles"}, None),  # a CPU allocation: no pool
+        ({}, None),
+    ],
+)
+def test_the_pool_an_allocation_grants(granted, expected):
+    env = {"SLURM_JOB_ID": "9", **granted}
+    assert devices.adopt_allocation(env) == expected
+    assert (env.get(devices.ALLOCATION_ENV) == "9") is (expected is not None)
+    assert devices.adopt_allocation({devices.GPUS_ENV: "0,1"}) is None  # outside an allocation
+
+
 def test_the_global_gpu_resource_follows_the_pool():
     assert devices.pool_gpu_limit(None, {}) is None
     assert devices.pool_gpu_limit(None, {devices.GPUS_ENV: "0,1,2,3"}) == 4
@@ -229,9 +272,21 @@ with runtime.job(snakemake):
 
 
 def test_workstation_profile_gives_each_snakemake_job_its_own_devices(tmp_path):
+    _run_workstation_profile(tmp_path, _env(tmp_path, "g0,g1"))
+
+
+@pytest.mark.parametrize("granted", ["CUDA_VISIBLE_DEVICES", "SLURM_STEP_GPUS"])
+def test_inside_an_allocation_each_snakemake_job_gets_its_own_granted_devices(tmp_path, granted):
+    # `salloc --gpus=2`, then the workstation profile: no ISQAFLOW_GPUS, the allocation's ids
+    env = _env(tmp_path, "")
+    del env[devices.GPUS_ENV]
+    env.update({"SLURM_JOB_ID": "4242", granted: "g0,g1"})
+    _run_workstation_profile(tmp_path, env)
+
+
+def _run_workstation_profile(tmp_path: Path, env: dict[str, str]) -> None:
     (tmp_path / "Snakefile").write_text(SNAKEFILE.format(src=str(SRC)))
     (tmp_path / "record.py").write_text(RECORD)
-    env = _env(tmp_path, "g0,g1")
     snakemake = Path(sys.executable).with_name("snakemake")
     run = subprocess.run(
         [

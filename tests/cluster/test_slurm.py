@@ -1,13 +1,19 @@
-"""The embedded default DAG through ``--profile profiles/slurm`` on a live SLURM cluster.
+"""The embedded default DAG's SLURM-specific jobs through ``--profile profiles/slurm`` on a live
+SLURM cluster.
 
 The cluster is the one-node cluster of tests/slurm/ (Debian's slurmctld, slurmd,
 munge, slurmdbd + MariaDB so that ``sacct`` works, and four fake GPUs).  The run starts
 from the session's complete local run (``embedded_run`` in tests/conftest.py): a fresh
-copy of the repository with that run's converted model and every job's call cache, but
-none of its results.  Every job of the DAG is submitted to the scheduler and runs
-there -- the model stages (fine-tuning and generation) asking for a GPU, as they do at
-paper scale, every other stage CPU-only -- while finished model calls come from the
-caches, as after a resubmission on a real cluster.  Three things run for real:
+copy of the repository with that run's converted model and results, copied with their
+modification times, so that Snakemake finds them up to date.  Only the jobs that test
+something SLURM-specific run again (``RERUN``: their outputs are removed from the copy and
+forced; the targets, ``TARGETS``, bound the jobs after them): a conversion job of the two-thread stage,
+every model stage (the ISQA stages after the papers' conversion, the fine-tuning, the
+InFoBench responder, the arena's retrieval, answers and judges) asking for a GPU as at paper
+scale, every other stage CPU-only, and the tables after them -- while finished model calls
+come from the local run's caches, as after a resubmission on a real cluster.  The rest of
+the DAG (the HTML tables, browsers, audits, leaderboard, manifest) does nothing SLURM-specific
+and stays the local run's: tests/workflow/test_workflow.py tests it.  Three things run for real:
 
 * the fine-tuning (it keeps no call cache);
 * one model stage through a managed server: the InFoBench responder ``smollm2`` is
@@ -18,10 +24,10 @@ caches, as after a resubmission on a real cluster.  Three things run for real:
   notice (squeue status: "CANCELLED", not sacct's "CANCELLED by <uid>"), retry it,
   keep the calls committed before the cancel, and end with the local run's output.
 
-The results must equal the local run's, table for table.  From ``sacct``: exactly the
-GPU stages' jobs requested a GPU, and the conversion jobs, given two threads, asked for and
-got two CPUs (``ReqCPUS``, ``AllocCPUS``).  In CI (CI=true) the test fails, never skips, when
-the cluster cannot start.
+The tables the SLURM run wrote again must equal the local run's, byte for byte.  From
+``sacct``: exactly the GPU stages' jobs requested a GPU, and the conversion jobs, given two
+threads, asked for and got two CPUs (``ReqCPUS``, ``AllocCPUS``).  In CI (CI=true) the test
+fails, never skips, when the cluster cannot start.
 """
 
 from __future__ import annotations
@@ -95,15 +101,43 @@ def slurm_config(workdir: Path) -> str:
     return "config/slurm_test.yaml"
 
 
+# The outputs made again (removed from the copy of the local run and named to --forcerun: Snakemake
+# does not remake a missing file whose users are up to date): the jobs that make them, and the jobs
+# after them on the way to TARGETS, run through SLURM -- 23 of the DAG's 87 jobs.
+RERUN = (
+    "results/data/papers/qasper.jsonl",  # convert_papers (two threads): then every ISQA stage
+    "results/data/qa/hotpotqa.dev.jsonl",  # convert_qa_train (two threads): the adapter's evaluation
+    "results/finetune/smollm2-hotpotqa/adapter/adapter_model.safetensors",  # the fine-tuning, for real
+    f"results/drfr/responses/infobench/{SERVED_RESPONDER}.jsonl",  # the served responder
+    "results/arena/retrieval/fiqa/bm25.jsonl",  # retrieve: then the arena's answers and judges
+    CANCELLED_OUTPUT,
+)
+# What the SLURM run makes: the jobs on the way to these files that RERUN makes stale.
+TARGETS = (
+    "results/finetune/smollm2-hotpotqa/eval.json",  # evaluate_feedback
+    "results/figures/isqa_figure3_qasper.png",  # isqa_tables: its model stages before it
+    "results/validity/summary.json",  # validity_table: the judges and their controls
+)
+
+
 def resume_from(local: Path, workdir: Path) -> None:
-    """The local run's converted model and call caches, none of its results."""
-    shutil.copytree(local / "resources", workdir / "resources", symlinks=True)
-    for cache in (local / "results").rglob("*.calls.sqlite*"):
-        target = workdir / cache.relative_to(local)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(cache, target)
+    """The local run's converted model, call caches and results (modification times kept, so that
+    they are up to date), less the outputs of RERUN; the cancelled judge's call cache dropped."""
+    for tree in ("resources", "results"):
+        shutil.copytree(local / tree, workdir / tree, symlinks=True)
+    for rel in RERUN:
+        (workdir / rel).unlink()
     for stale in workdir.glob(CANCELLED_OUTPUT + ".calls.sqlite*"):
         stale.unlink()  # the judge computes its calls again, so that there is something to cancel
+
+
+def _written(workdir: Path, since: float) -> list[Path]:
+    """The tables (relative paths) the SLURM run wrote, newer than ``since``."""
+    return sorted(
+        p.relative_to(workdir)
+        for p in (workdir / "results/tables").iterdir()
+        if p.stat().st_mtime >= since
+    )
 
 
 def _committed_calls(cache: Path) -> dict[str, float]:
@@ -147,7 +181,7 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
     since = datetime.fromtimestamp(time.time() - 1).strftime("%Y-%m-%dT%H:%M:%S")
     cache = workdir / (CANCELLED_OUTPUT + ".calls.sqlite")
     log = workdir / "snakemake-slurm.log"
-    started = time.monotonic()
+    started, started_at = time.monotonic(), time.time()
     with open(log, "w") as out:
         # six jobs at once: the test cluster shares its CPUs and has four fake GPUs
         # (tests/slurm/start_slurm.sh); most jobs resume from call caches and wait on the scheduler
@@ -168,6 +202,9 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
                 "6",
                 "--slurm-init-seconds-before-status-checks",
                 "2",
+                *TARGETS,
+                "--forcerun",
+                *RERUN,
             ],
             cwd=workdir,
             env=env,
@@ -186,7 +223,11 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
             time.sleep(0.5)
         returncode = run.wait()
     wall = time.monotonic() - started
-    print(f"\nembedded DAG through SLURM: exit {returncode} after {wall:.0f}s")
+    jobs = len(re.findall(r"Job \d+ has been submitted with SLURM jobid", log.read_text()))
+    print(
+        f"\nthe embedded DAG's SLURM-specific jobs through SLURM: exit {returncode} after {wall:.0f}s"
+        f" ({jobs} sbatch submissions)"
+    )
     return {
         "returncode": returncode,
         "output": log.read_text(errors="replace"),
@@ -197,6 +238,8 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
         "committed": committed,
         "cancelled_at": cancelled_at,
         "cache": cache,
+        "started_at": started_at,
+        "written": _written(workdir, started_at),
     }
 
 
@@ -239,17 +282,22 @@ def _same_records(a: str, b: str) -> None:
         same(json.loads(x), json.loads(y), f"line {n}")
 
 
-def test_embedded_dag_runs_through_slurm_to_the_local_runs_tables(slurm_run):
+def test_the_slurm_jobs_write_the_local_runs_tables(slurm_run):
     assert slurm_run["returncode"] == 0, _context(slurm_run)
     workdir, local = slurm_run["workdir"], slurm_run["local"]
     tables = sorted(p.relative_to(local) for p in (local / "results/tables").iterdir())
     assert len(tables) > 60
     for table in tables:
         assert (workdir / table).read_bytes() == (local / table).read_bytes(), table
+    # the tables after the SLURM jobs were written again (the ISQA and validity tables), from the
+    # adapter fine-tuned again, the served responses and the retried judge
+    written = {str(p) for p in slurm_run["written"]}
+    assert {"results/tables/isqa_table1.csv", "results/tables/validity.csv"} <= written, sorted(
+        written
+    )
     assert (workdir / "results/manifest.json").exists()
-    assert (
-        workdir / "results/finetune/smollm2-hotpotqa/adapter/adapter_model.safetensors"
-    ).exists()
+    adapter = workdir / "results/finetune/smollm2-hotpotqa/adapter/adapter_model.safetensors"
+    assert adapter.exists() and adapter.stat().st_mtime >= slurm_run["started_at"]
 
 
 def test_gpu_stages_and_only_they_requested_a_gpu(slurm_run):

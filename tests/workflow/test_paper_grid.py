@@ -119,3 +119,28 @@ def test_paper_grid_requests_gpus_for_model_stages_only(workdir):
         "manifest",
     ):
         assert gpu[rule] == {False}, rule
+
+
+def test_the_dry_run_names_the_retired_snapshots_and_what_it_could_not_check(workdir):
+    """Before any job: the paper's retired snapshots by name, with the docs' substitute, and the
+    model list it could not read (a placeholder key: OpenAI refuses it, or there is no network)."""
+    from workflow_utils import snakemake
+
+    from isqaflow.models.api.model_lists import RETIRED
+
+    result = snakemake(
+        workdir, "-n", "--cores", "2", "--configfile", "config/paper.yaml", timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    block = result.stderr.split("API models (isqaflow.models.api.model_lists):\n", 1)[1]
+    lines = [line.strip() for line in block.splitlines()]
+    for model, substitute in RETIRED.items():
+        assert any(
+            f"{model!r} is a retired OpenAI snapshot; the docs' substitute: {substitute!r}" in line
+            for line in lines
+        ), model
+    assert any(
+        line.startswith("not checked against the model list of https://api.openai.com/v1: ")
+        for line in lines
+    )
+    assert "placeholder-for-a-dry-run" not in result.stderr

@@ -50,6 +50,7 @@ TABLES = [
             "summaries",
             "length_controlled",
             "length_bias",
+            "ppi",
         )
     ),
     "validity",
@@ -164,6 +165,7 @@ JUDGED_TABLES = [
             "summaries",
             "length_controlled",
             "length_bias",
+            "ppi",
         )
     ),
     "leaderboard",
@@ -383,7 +385,7 @@ def test_editing_refine_reruns_the_refinement_and_what_follows(run):
 
 
 # One's own system's file edited -> the jobs that read its outputs and the tables (the other
-# judges wait for results/systems/checked.json as ancient input: they do not rerun).
+# judges do not read it: they do not rerun).
 SYSTEM_FILE_RERUNS = {
     "answers-handwritten.jsonl": {
         "file_answers",
@@ -477,9 +479,12 @@ JUDGES = (
 )
 
 
-def test_a_malformed_systems_file_stops_the_run_before_any_judge(run):
+def test_a_malformed_systems_file_stops_the_run_before_any_job_that_reads_it(run):
     """Five malformed files, one run (--keep-going: each import job fails on its own): every
-    error names the file, the line and the id, and no judge or scorer starts."""
+    error names the file, the line and the id, and no job that reads a malformed system starts
+    (the judges of all answerers or responders, the summaries' judges and scorers of the broken
+    summarizers, the systems' check); under --keep-going the jobs that read none (the controls,
+    the model summarizers' judges) may run."""
     import re
 
     folder = run / "data/embedded/systems/broken"
@@ -520,7 +525,17 @@ def test_a_malformed_systems_file_stops_the_run_before_any_judge(run):
         assert re.search(message, output), (name, output[-3000:])
     started = set(re.findall(r"^(?:local)?rule (\w+):", output, flags=re.MULTILINE))
     assert {"file_answers", "file_responses", "file_summaries"} <= started
-    assert not started & {*JUDGES, "check_systems"}, started
+    assert not started & {"arena_judge", "drfr_judge", "check_systems"}, started
+    # each started job's block: "rule X:" ... "wildcards: ..."; none names a broken summarizer
+    blocks = re.split(r"^(?:local)?rule ", output, flags=re.MULTILINE)[1:]
+    broken = {n for n, (suite, _, _) in MALFORMED.items() if suite == "isqa"}
+    readers = [
+        b.split(":", 1)[0]
+        for b in blocks
+        if b.split(":", 1)[0] in JUDGES
+        and any(f"summarizer={n}" in b.split("\n\n", 1)[0] for n in broken)
+    ]
+    assert readers == [], readers
     assert dry_run_jobs(run) == {}  # the complete run is untouched
 
 

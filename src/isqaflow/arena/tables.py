@@ -59,10 +59,16 @@ from isqaflow.arena.judging.verdicts import (
     loo_tie_band_sides,
     position_consistency,
 )
+from isqaflow.arena.ppi_table import ppi_table
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
-from isqaflow.report.validity import read_control_records, validity_note, validity_summary
+from isqaflow.report.validity import (
+    cannot_rank,
+    read_control_records,
+    validity_note,
+    validity_summary,
+)
 from isqaflow.stats import SMALL_N
 
 
@@ -157,6 +163,10 @@ def ratings_table(
         table.index
     )
     table[("Bradley-Terry", "prior-set %")] = 100 * separation["prior_share"].reindex(table.index)
+    # a rank says out of how many players (the reference, LFRQA, is one of them)
+    table.insert(
+        table.columns.get_loc(("Bradley-Terry", "rank")) + 1, ("Bradley-Terry", "of"), len(table)
+    )
     low, high = ELO_CONVERGED
     converged = bool(low <= convergence <= high)
     if not converged:
@@ -200,8 +210,10 @@ def position_consistency_table(judged: pd.DataFrame) -> pd.DataFrame:
 
 
 def ratings_figure(
-    results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[str | Path]
+    results: dict[str, dict[str, pd.DataFrame]], paths: Sequence[str | Path], warning: str = ""
 ) -> None:
+    """One panel per setting and method; ``warning`` (the judge cannot rank these systems) is
+    written across the top, in red, so the bars are never read without it."""
     panels = [(col, name, r) for col, by_method in results.items() for name, r in by_method.items()]
     fig, axes = new_figure(ncols=max(1, len(panels)), width=4.0)
     for ax, (column, method, r) in zip(axes, panels, strict=False):
@@ -218,6 +230,8 @@ def ratings_figure(
         ax.set_xlabel(f"{method} rating")
         ax.set_title(column, fontsize=9)
         ax.grid(axis="x", alpha=0.3)
+    if warning:
+        fig.suptitle(warning, color="#b00000", fontsize=8, wrap=True)
     save_figure(fig, paths)
 
 
@@ -421,6 +435,7 @@ class ArenaTablesSettings:
     rounds: int
     seed: int
     failed_judgments: str = "exclude"
+    human_sample: str = "chosen"  # datasets.rag.human_sample: may PPI use the human pairs
 
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any = None) -> ArenaTablesSettings:
@@ -429,6 +444,7 @@ class ArenaTablesSettings:
             rounds=params.rounds,
             seed=params.seed,
             failed_judgments=params.failed_judgments,
+            human_sample=params.human_sample,
         )
 
 
@@ -460,9 +476,9 @@ def build_arena_tables(
     """
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     elo, rounds, seed = dict(settings.elo), settings.rounds, settings.seed
-    controls = ". " + validity_note(
-        validity_summary(read_control_records(control_paths)), "arena judge"
-    )
+    summary = validity_summary(read_control_records(control_paths))
+    controls = ". " + validity_note(summary, "arena judge")
+    warning = cannot_rank(summary, "arena judge")  # first, in the ratings' caption and figure
     judged = pd.concat(
         [_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
         ignore_index=True,
@@ -475,7 +491,8 @@ def build_arena_tables(
         with_retrieval(with_lc(win_rate_table(judged, REFERENCE, failed), lc), answers),
         table_paths(out_dir / "arena_win_rates"),
         digits=1,
-        caption="Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
+        caption=(warning + " " if warning else "")
+        + "Win and win+tie rate (%) against LFRQA, each model answer judged once against its "
         "query's reference (retrieval: the setting's retriever and depth; own: a system read "
         "from a file, which brought its own retrieval); "
         "verdicts under the judge's rule (raw: both orders must agree; "
@@ -505,10 +522,12 @@ def build_arena_tables(
         ratings,
         table_paths(out_dir / "arena_ratings"),
         digits=1,
-        caption="Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
+        caption=(warning + " " if warning else "")
+        + "Bradley-Terry ratings (the headline: the maximum-likelihood fit with a 0.001 "
         "pseudo-win per ordered pair, as FastChat reports its arena today) and online Elo "
         "(K, base, scale, initial as configured; the median over the bootstrap rounds), with "
-        "95% bootstrap intervals; rank by interval separation. The bootstrap resamples queries "
+        "95% bootstrap intervals; rank by interval separation, 'of': the players ranked, LFRQA's reference "
+        "answers among them. The bootstrap resamples queries "
         "with all their battles ('resampled': queries), since the systems answer the same "
         "queries. 'spread / BT': the spread of the Elo points over that of Bradley-Terry on "
         "the same battles; outside 0.8-1.25 online Elo has not converged (a small K over few "
@@ -522,7 +541,9 @@ def build_arena_tables(
         "pairs only, (B) plus all pairs among the models" + controls,
     )
     ratings_figure(
-        figure_data, [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"]
+        figure_data,
+        [figure_dir / "arena_ratings.png", figure_dir / "arena_ratings.svg"],
+        warning=warning,
     )
     write_table(
         position_consistency_table(judged),
@@ -545,7 +566,10 @@ def build_arena_tables(
         for k, values in read_json(path).items()
     }
     write_table(
-        pd.DataFrame(recall).T.rename_axis(["retriever / domain", "depth"]),
+        # no domain with a corpus (every answerer read from a file): no retrieval, no row
+        pd.DataFrame(recall).T.rename_axis(["retriever / domain", "depth"])
+        if recall
+        else pd.DataFrame(),
         table_paths(out_dir / "arena_retrieval"),
         digits=3,
         caption="Retrieval: share of queries with a gold document in the top k, and gold recall",
@@ -562,6 +586,23 @@ def build_arena_tables(
         "on the other pairs (leave-one-out: the out-of-sample agreement). 'sample' says which "
         "rows are in-sample: the configured row too when its band equals the fitted one (the "
         "embedded default's was fitted on these pairs)" + controls,
+    )
+    write_table(
+        ppi_table(
+            {s: _load([p]) for s, p in judged_paths.items()},
+            human_csv,
+            REFERENCE,
+            settings.human_sample,
+        ),
+        table_paths(out_dir / "arena_ppi"),
+        digits=1,
+        caption="Win rates over LFRQA anchored on human labels (preference: win 1, tie 0.5, loss 0, "
+        "in %): the judge alone over its N judged reference pairs (normal 95% CI) and, where people "
+        "labelled n of those same pairs (same system, query and answer text) drawn at random "
+        "(datasets.rag.human_sample: random), the prediction-powered estimate (PPI++, power-tuned "
+        "weight lambda of the judge; 95% CI), an unbiased estimate of what the people would say "
+        "over all N. Where the human pairs were chosen, not drawn at random, or none labels a "
+        "judged answer, PPI does not apply and the note says so" + controls,
     )
     write_table(
         summary_arena_table(summaries),

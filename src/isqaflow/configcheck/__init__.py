@@ -23,12 +23,15 @@ Checked:
   human evaluation see, ``metrics.main_feedback``, ``isqa.refine.initial_prompt``,
   the arena runs' retrieval depth;
 * an adapter is used with the model it was fine-tuned from, and with a local model;
+* numbers at their limits (:mod:`.limits`): no NaN or infinity, integers within 64 bits,
+  seeds within what numpy and torch take, ``max_new_tokens`` within the model's context;
 * a key written twice in one mapping of a config file (:mod:`.files`; YAML keeps the last);
 * values of different sections that contradict each other (:mod:`.samples`): the human
   evaluation's shared papers within its sample, sample sizes within a dataset's
   ``max_papers``, retriever options their backend reads;
 * every system read from a file (``file:``) names a readable file (:mod:`.systems`): the
-  config key, the path as written and the path it resolved to;
+  config key, the path as written and the path it resolved to; a folder or a glob only in
+  the formats that read one; the human labels one CSV file with at least one row;
 * system names (:mod:`.systems`): none takes the name of the arena's reference player or
   the abstract, and one name in several suites is one system (its leaderboard row);
 * every local model the run uses exists, or is made by a rule of this run (a
@@ -39,7 +42,9 @@ Checked:
   jobs: :func:`isqaflow.settings.api_key_variable`) set; the message names the model and the
   variable, never a value.  An ``api_key_env`` that is not a variable's name (empty, or a key
   pasted there) is a problem too, and every message of the check goes through
-  :func:`isqaflow.settings.mask_secrets`: anything that looks like a key is masked.
+  :func:`isqaflow.settings.mask_secrets`: anything that looks like a key is masked;
+* no key in any other field (:mod:`.secrets`), where Snakemake's own listing would print it;
+  a model's ``base_url`` may hold one (``?api-key=...``): the rules pass it redacted.
 
 One checker per config section (:mod:`.sections`), sharing the problems found and the models
 the run uses (:mod:`.references`).  Ground floor: standard library only (and PyYAML, which
@@ -56,8 +61,10 @@ from typing import Any
 
 from isqaflow.configcheck.families import self_judging_warnings
 from isqaflow.configcheck.files import duplicate_keys
+from isqaflow.configcheck.limits import check_limits
 from isqaflow.configcheck.references import ConfigProblem, References
 from isqaflow.configcheck.samples import check_samples
+from isqaflow.configcheck.secrets import check_secrets
 from isqaflow.configcheck.sections import (
     check_arena,
     check_downloads,
@@ -66,7 +73,11 @@ from isqaflow.configcheck.sections import (
     check_isqa,
     check_models,
 )
-from isqaflow.configcheck.systems import check_system_files, check_system_names
+from isqaflow.configcheck.systems import (
+    check_human_labels_file,
+    check_system_files,
+    check_system_names,
+)
 from isqaflow.settings import mask_secrets
 
 __all__ = ["ConfigProblem", "check_config", "exit_on_problems", "format_problems"]
@@ -74,6 +85,8 @@ __all__ = ["ConfigProblem", "check_config", "exit_on_problems", "format_problems
 ISQA_PROMPTS = ("baseline_1", "baseline_2", "prehoc_1", "prehoc_2", "prehoc_3")
 #: The section checkers, in order: check_models last (it checks the models the others use).
 SECTIONS = (
+    check_limits,
+    check_secrets,
     check_downloads,
     check_finetune,
     check_isqa,
@@ -81,6 +94,7 @@ SECTIONS = (
     check_arena,
     check_system_files,
     check_system_names,
+    check_human_labels_file,
     check_samples,
     check_models,
 )

@@ -247,6 +247,14 @@ def check_drfr(refs: References) -> None:
                 f"{entry['reuse_calls']!r}: a judge reuses "
                 "another's calls in the arena only; leave it out",
             )
+        if entry.get("tie_band") is not None:
+            # an option no stage reads is refused, not ignored: ignored, it would still be a
+            # param of the judge's jobs and rerun them when edited
+            refs.problem(
+                f"drfr.judges.{name}.tie_band",
+                "the arena's calibrated rule reads a tie band; a DRFR verdict is YES or NO, "
+                "no DRFR stage reads it: leave it out",
+            )
 
 
 def check_arena(refs: References) -> None:
@@ -290,12 +298,31 @@ def check_arena(refs: References) -> None:
             if used is not None
             else list(answerers)
         )
+        domains = refs.section("datasets", "rag", "domains")
+        without_corpus = [
+            d for d in arena.get("domains") or [] if d in domains and "corpus" not in domains[d]
+        ]
         for name in used:
             refs.use(answerers[name].get("model"), f"arena.answerers.{name}.model")
+            if without_corpus and name in answerers and not reads_file(answerers[name]):
+                refs.problem(
+                    f"{path}.answerers",
+                    f"answerer {name!r} answers from retrieved passages, but domain "
+                    f"{without_corpus[0]!r} has no corpus (datasets.rag.domains."
+                    f"{without_corpus[0]}.corpus): give it one, or judge only answerers read "
+                    "from files in this run",
+                )
     judges = refs.section("arena", "judges")
     for name, entry in judges.items():
         refs.model_ref(f"arena.judges.{name}.model", entry.get("model"))
         check_reuse_calls(refs, "arena.judges", name, judges)
+        if entry.get("tie_band") is not None and entry.get("rule", "raw") != "calibrated":
+            refs.problem(
+                f"arena.judges.{name}.tie_band",
+                f"read by the calibrated rule only; this judge's rule is "
+                f"{entry.get('rule', 'raw')!r} (a tie when the two orders disagree): leave it "
+                "out, or set rule: calibrated",
+            )
 
 
 def check_reuse_calls(refs: References, where: str, name: str, judges: Mapping[str, Any]) -> None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow.configcheck.references import References
+from isqaflow.io import RecordError, read_csv
 from isqaflow.settings import ABSTRACT_PLAYER, REFERENCE_PLAYER, reads_file
 
 #: The suites' system sections whose names are rows of the leaderboard.
@@ -122,6 +123,10 @@ OWN_OUTPUTS = {
 }
 
 
+#: The formats a folder or a glob of files is read in (RAG-QA Arena's per-domain prediction
+#: files; auto detects each file's format).
+FOLDER_FORMATS = ("auto", "ragqa_arena")
+
 ONE_SYSTEM = {"answerers": "answerer", "responders": "responder", "file_summaries": "summarizer"}
 
 
@@ -153,8 +158,21 @@ def check_system_files(refs: References) -> None:
             )
             continue
         problem = file_problem(written, refs.workdir, refs.environ.get("PWD"))
+        fmt = entry.get("format", "auto")
         if problem:
             refs.problem(f"{path}.file", problem)
+        elif fmt not in FOLDER_FORMATS and (
+            any(c in written for c in GLOB_CHARS) or resolved.is_dir()
+        ):
+            # planned, its import job read each file as one and failed with a "not valid
+            # JSON" line per line, never saying that a folder needs RAG-QA Arena's format
+            what = "a glob" if any(c in written for c in GLOB_CHARS) else "a folder"
+            refs.problem(
+                f"{path}.format",
+                f"{written!r} is {what}, read as RAG-QA Arena's per-domain prediction files; "
+                f"format {fmt!r} reads one file: set format: ragqa_arena (or auto), or point "
+                "file: at one file",
+            )
 
 
 def _own_output(resolved: Path, key: str, name: str, workdir: Path) -> str | None:
@@ -234,3 +252,32 @@ def _close_name(path: Path, resolved: Path) -> str:
     names = sorted(p.name for p in folder.iterdir())
     close = difflib.get_close_matches(resolved.name, names, n=1, cutoff=0.6)
     return f"; did you mean {str(path.parent / close[0])!r}?" if close else ""
+
+
+def check_human_labels_file(refs: References) -> None:
+    """``datasets.rag.human_labels``: one readable CSV file (not a folder) with at least one row
+    after its header -- an empty file is refused like every empty input, here, before any job
+    (its rows are checked against the converted queries by rule check_human_labels)."""
+    written = (refs.section("datasets", "rag") or {}).get("human_labels")
+    if not written:
+        return
+    path = "datasets.rag.human_labels"
+    resolved = Path(str(written)).expanduser()
+    resolved = resolved if resolved.is_absolute() else refs.workdir / resolved
+    if resolved.is_dir() or any(c in str(written) for c in GLOB_CHARS):
+        refs.problem(path, f"{written!r} is not one file: the human labels are one CSV file")
+        return
+    if not resolved.is_file():
+        return  # a missing input: Snakemake names it (rule check_human_labels)
+    try:
+        _, rows = read_csv(resolved)
+        first = next(rows, None)
+    except RecordError as err:
+        refs.problem(path, str(err))
+        return
+    if first is None:
+        refs.problem(
+            path,
+            f"{written!r} holds no rows after its header: no human label to compare the judges "
+            "with; leave datasets.rag.human_labels out for a run without them",
+        )

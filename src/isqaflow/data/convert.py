@@ -83,13 +83,20 @@ def write_instructions(paths: Sequence[str | Path], out: str | Path) -> int:
 def write_rag(
     domain: str,
     annotation_paths: Sequence[str | Path],
-    corpus_path: str | Path,
-    corpus_format: str,
+    corpus_path: str | Path | None,
+    corpus_format: str | None,
     passage_words: int,
     queries_out: str | Path,
     passages_out: str | Path,
 ) -> tuple[int, int]:
+    """A domain's queries and passages; without a corpus (every answerer of the run brings its
+    answers, docs/own-systems.md) the passages file is written empty."""
     queries = convert_lfrqa(annotation_paths, domain)
+    if corpus_path is None:
+        write_jsonl(passages_out, [])
+        write_jsonl(queries_out, queries)
+        log.info("%s: %d queries, no corpus (no retrieval)", domain, len(queries))
+        return len(queries), 0
     documents = list(read_corpus(corpus_path, corpus_format))
     if not documents:
         raise RecordError(corpus_path, f"the corpus of domain {domain!r} holds no documents")

@@ -3,8 +3,8 @@
 One row per (pair, annotator): ``pair_id, domain, qid, query, system_1, answer_1, system_2,
 answer_2, annotator, rating`` with a 5-point rating of answer 1 relative to answer 2.  The
 file is first read by rule ``check_human_labels`` (a data-stage job, right after the RAG
-queries are converted), which every judge and scorer waits for: a malformed file stops the
-run before any judge, not inside the judge's job after the expensive stages.  Checked
+queries are converted), which the jobs that read the labels wait for: a malformed file stops
+them before they start, not inside the judge's job after the expensive stages.  Checked
 (:func:`read_human_labels`, :func:`check_against_queries`), each problem a
 :class:`~isqaflow.io.RecordError` naming the file, the line, the pair and the field:
 
@@ -26,6 +26,7 @@ import pandas as pd
 
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import RecordError, read_csv, read_records, write_json
+from isqaflow.text.matching import match_key
 
 MERGED_RATINGS = {
     "better": 1,
@@ -124,25 +125,36 @@ def _rows(path: str | os.PathLike) -> Iterator[tuple[int, dict[str, str]]]:
         yield line, row
 
 
+#: An empty file is refused like every empty input (isqaflow.data.raw): 0 pairs would pass the
+#: check and leave an agreement table without a row.
+EMPTY_LABELS = (
+    "the file holds no rows after its header: no human label to compare the judges with "
+    "(leave datasets.rag.human_labels out for a run without human labels)"
+)
+
+
 def read_human_labels(path: str | os.PathLike) -> pd.DataFrame:
     """Human pairwise preferences, one row per (pair, annotator), checked within the file
     (see the module docstring); a :class:`~isqaflow.io.RecordError` names the file, the line
     (the header is line 1; a quoted cell may span lines), the pair and the field."""
     records = [row for _, row in _rows(path)]
+    if not records:
+        raise RecordError(path, EMPTY_LABELS, line=2)
     columns = list(dict.fromkeys([*HUMAN_COLUMNS, *(records[0] if records else [])]))
     return pd.DataFrame(records, columns=columns, dtype=str)
 
 
 def normalize_text(text: str) -> str:
-    """Spaces collapsed: how a query text is compared with the dataset's."""
-    return " ".join(text.split())
+    """How a query text is compared with the dataset's: NFC, spaces collapsed
+    (:func:`isqaflow.text.matching.match_key`)."""
+    return match_key(text)
 
 
 def _comparison(row: dict[str, str]) -> tuple[str, ...]:
     """What a row compares, spaces collapsed (the same answers shown in the other order are
     another presentation, a position-bias design: not refused)."""
     return tuple(
-        " ".join(row[column].split())
+        match_key(row[column])
         for column in ("domain", "qid", "system_1", "answer_1", "system_2", "answer_2")
     )
 
@@ -198,6 +210,8 @@ def check_against_queries(path: str | os.PathLike, queries: Iterable[RagQuery]) 
                 field="query",
                 line=line,
             )
+    if n == 0:
+        raise RecordError(path, EMPTY_LABELS, line=2)
     return {
         "file": str(path),
         "pairs": len(pairs),

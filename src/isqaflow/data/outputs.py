@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +39,11 @@ from typing import Any
 
 from isqaflow.data.download import file_digest
 from isqaflow.data.ragqa_files import domain_of_file, process_response
+from isqaflow.data.shape import EXAMPLES, domain_named_by, foreign_domains, none_match, wrong_shape
 from isqaflow.data.unmatched import TEXT_FORMATS, explain_id, explain_text, file_key
 from isqaflow.io import BOM, RecordError, decode, loads, split_lines, utf8_problems
 from isqaflow.runtime import NamedError
+from isqaflow.text.matching import match_key
 
 FORMATS = ("auto", "jsonl", "alpaca_eval", "arena_hard", "ragqa_arena")
 COVERAGES = ("full", "partial")
@@ -125,8 +126,9 @@ class OutputFileError(NamedError, ValueError):
 
 
 def normalize_text(text: str) -> str:
-    """How text-keyed formats compare a record's text with the dataset's (spaces collapsed)."""
-    return re.sub(r"\s+", " ", text).strip()
+    """How text-keyed formats compare a record's text with the dataset's: NFC, spaces collapsed
+    (:func:`isqaflow.text.matching.match_key`)."""
+    return match_key(text)
 
 
 def _decode(path: str, data: bytes, problems: list[str]) -> str | None:
@@ -354,10 +356,20 @@ def read_system_outputs(
         if text is None:
             continue
         file_fmt = detect_format(file, text) if fmt == "auto" else fmt
-        if file_fmt in ("alpaca_eval", "ragqa_arena", "json_list"):
-            found = _json_array(file, text, problems)
-        else:
-            found = _json_lines(file, text, problems)
+        read = (
+            _json_array if file_fmt in ("alpaca_eval", "ragqa_arena", "json_list") else _json_lines
+        )
+        # the wrong shape (CSV, a JSON list read as JSON Lines, ...): said once, with a few of
+        # the lines it makes fail, not one problem per line
+        shape = wrong_shape(text, file_fmt)
+        if shape:
+            failed: list[str] = []
+            read(file, text, failed)
+            problems += [f"{file}: {shape}", *failed[:EXAMPLES]]
+            if len(failed) > EXAMPLES:
+                problems.append(f"{file}: ... and {len(failed) - EXAMPLES} more lines like these")
+            continue
+        found = read(file, text, problems)
         if file_fmt == "json_list":  # invalid JSON: detection could not look inside
             continue
         formats.setdefault(file_fmt, []).append(file)
@@ -387,6 +399,11 @@ def read_system_outputs(
     files: dict[str, str] = {}
     generators: set[str] = set()
     unmatched = 0
+    checked = 0  # records that reached the look-up in the dataset
+    # (the record's domain, the problem) of every record not in the dataset: listed one by
+    # one only where no diagnosis of the whole file (another domain, another benchmark) applies
+    not_found: list[tuple[str | None, str]] = []
+    present: set[str] = set()  # items the file has a record of, good or bad
     for file, line_no, obj, hint in records:
         where = f"{file}, line {line_no}"
         if not isinstance(obj, dict):
@@ -438,6 +455,7 @@ def read_system_outputs(
                 f"{where}, field {id_key!r}: an id is a string or an integer, got {_kind(ident)}"
             )
             continue
+        checked += 1
         if domain is not None:
             candidates = [c for c in candidates if c.domain == domain]
         elif len(candidates) > 1 and hint is not None:  # the domain of a per-domain file
@@ -452,10 +470,14 @@ def read_system_outputs(
                     else explain_id(ident, pool)
                 )
             unmatched += 1
-            problems.append(
-                f"{where}, {label}: not in the dataset"
-                + (f" (domain {domain!r})" if domain else "")
-                + hint
+            named = domain or (domain_of_file(file, domains) or domain_named_by(file))
+            not_found.append(
+                (
+                    named if domains else None,
+                    f"{where}, {label}: not in the dataset"
+                    + (f" (domain {domain!r})" if domain else "")
+                    + hint,
+                )
             )
             continue
         if len(candidates) > 1:
@@ -464,6 +486,7 @@ def read_system_outputs(
             )
             continue
         item = candidates[0]
+        present.add(item.key)
         paired = (
             _paired_with_another(obj, suite, item, by_text)
             if fmt in ("jsonl", "arena_hard")
@@ -500,6 +523,7 @@ def read_system_outputs(
         outputs[item.key] = process_response(value) if process and fmt == "ragqa_arena" else value
         lines[item.key] = line_no
         files[item.key] = file
+    problems[:0] = _not_found_problems(source, not_found, domains, checked)
     if len(generators) > 1:
         problems.append(
             f"{source}: outputs of several generators {sorted(generators)}; one system per file"
@@ -507,12 +531,15 @@ def read_system_outputs(
     missing = [item.key for item in items if item.key not in outputs]
     if not problems and not outputs:
         problems.append(f"{source}: no outputs")
-    if missing and coverage == "full" and outputs:
+    # an item whose record is there but bad (empty, not text, ...) is that record's problem
+    # already: not also "missing"
+    absent = [item for item in items if item.key not in outputs and item.key not in present]
+    if absent and coverage == "full" and outputs:
         # in the file's own keys: a text-keyed file lists the texts it lacks
-        first = [file_key(item, fmt) for item in items if item.key not in outputs][:MISSING_SHOWN]
+        first = [file_key(item, fmt) for item in absent][:MISSING_SHOWN]
         noun = {"alpaca_eval": "instructions", "ragqa_arena": "queries"}.get(fmt, "ids")
         problems.append(
-            f"{source}: {len(missing)} of {len(items)} dataset {noun} missing, first "
+            f"{source}: {len(absent)} of {len(items)} dataset {noun} missing, first "
             f"[{', '.join(first)}]; add them, or set coverage: partial"
         )
     if problems:
@@ -531,6 +558,25 @@ def read_system_outputs(
         files=files,
         processed=process and fmt == "ragqa_arena",
     )
+
+
+def _not_found_problems(
+    source: str, not_found: Sequence[tuple[str | None, str]], domains: Sequence[str], checked: int
+) -> list[str]:
+    """The records not in the dataset: a sentence for each domain the run has not, then either
+    "0 of N records match" with a few examples (no record matched: another benchmark's file?)
+    or each one."""
+    per_domain: dict[str, int] = {}
+    for domain, _ in not_found:
+        if domain is not None and domain not in domains:
+            per_domain[domain] = per_domain.get(domain, 0) + 1
+    lines = [f"{source}: {sentence}" for sentence in foreign_domains(per_domain, domains)]
+    rest = [problem for domain, problem in not_found if domain not in per_domain]
+    if rest and len(rest) == checked > EXAMPLES:  # a few strays are listed as they are
+        return [f"{source}: {none_match(checked)}", *rest[:EXAMPLES]] + (
+            [f"{source}: ... and {len(rest) - EXAMPLES} more"] if len(rest) > EXAMPLES else []
+        )
+    return lines + rest
 
 
 def _paired_with_another(

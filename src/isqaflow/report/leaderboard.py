@@ -36,9 +36,10 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.io import read_json, read_jsonl, write_text
+from isqaflow.report.front import front_page
 from isqaflow.report.panel_note import panel_lines
 from isqaflow.report.tables import write_table
-from isqaflow.report.validity import validity_brief
+from isqaflow.report.validity import cannot_rank, validity_brief
 from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, share_test, small_n_note
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
@@ -46,6 +47,11 @@ REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
 ABSTRACT = "abstract"
 SELF = "SELF"  # a judge of the system's own model family (isqaflow.configcheck.families)
 DEGENERATE_MARK = "\u00a7"  # an interval of zero width
+# Bradley-Terry: above this share of bootstrap resamples (in %) in which some model or group is
+# separated from the rest (no finite maximum-likelihood rating), the pseudo-count prior sets the
+# interval's bounds, not the battles (arena_ratings' "prior-set %", whose caption cites this).
+PRIOR_SET_LIMIT = 2.5
+PRIOR_MARK = "\u00b6"  # pilcrow: an interval (and so a rank) the prior sets
 #: the judgment browsers, from results/tables/ (rules arena_browser, drfr_browser)
 BROWSERS = {"arena": "../browser/arena.html", "drfr": "../browser/drfr.html"}
 
@@ -234,9 +240,16 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
         for row in df[df["battles"] == battles].to_dict("records"):
             if row["model"] == REFERENCE:
                 continue
+            prior = row.get("Bradley-Terry prior-set %", np.nan)
+            prior_set = not pd.isna(prior) and float(prior) > PRIOR_SET_LIMIT
             for method in ("Bradley-Terry", "Elo"):  # the maximum-likelihood fit first
                 if method == "Elo" and str(row.get("Elo converged", True)) == "False":
                     continue  # online Elo that has not converged (arena_ratings: 'spread / BT')
+                extra = (
+                    {"prior_set_pct": float(prior)}
+                    if method == "Bradley-Terry" and not pd.isna(prior)
+                    else {}
+                )
                 board.put(
                     row["model"],
                     f"{method}{tag}",
@@ -246,7 +259,8 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                         row[f"{method} upper"],
                         row["votes"],
                         digits=0,
-                    ),
+                    )
+                    + (PRIOR_MARK if method == "Bradley-Terry" and prior_set else ""),
                     link=browser_link("arena", system=row["model"], setting=run, judge=judge),
                     self_judged=board.is_self("arena", [judge], row["model"]),
                     value=row[f"{method} rating"],
@@ -254,6 +268,7 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                     upper=row[f"{method} upper"],
                     n=row["votes"],
                     battles=battles,
+                    **extra,
                 )
 
 
@@ -326,9 +341,12 @@ def summary_judge_columns(
     if not arena_summaries.empty:
         against = arena_summaries[arena_summaries["comparison"].str.endswith(f" vs {ABSTRACT}")]
         datasets = list(against["dataset"].unique())
+        judges = list(against["judge"].unique())
         for row in against.to_dict("records"):
             system = row["comparison"][: -len(f" vs {ABSTRACT}")]
-            tag = _suffix(row["dataset"], datasets)
+            # one column per dataset and arena judge: with two judges one column would keep
+            # whichever row came last
+            tag = _suffix(row["dataset"], datasets) + _suffix(row["judge"], judges)
             n = row["pairs"] - row["invalid"]
             board.put(
                 summary_system_label(row["summarizer"], system),
@@ -443,6 +461,13 @@ def notes(board: _Board, ranks: Sequence[str]) -> list[str]:
         )
     if SMALL_N_MARK in cells:
         lines.append(small_n_note("items (the cell's n)") + ".")
+    if PRIOR_MARK in cells:
+        lines.append(
+            f"{PRIOR_MARK} Bradley-Terry interval set by the pseudo-count prior: in more than "
+            f"{PRIOR_SET_LIMIT:g}% of the bootstrap resamples some model or group won or lost every "
+            "battle (no finite rating; arena_ratings' 'prior-set %'), so its bounds and its rank "
+            "say more about the prior than about the battles."
+        )
     if DEGENERATE_MARK in cells:
         lines.append(
             f"{DEGENERATE_MARK} interval of zero width: every bootstrap resample gave the same value "
@@ -570,13 +595,15 @@ def build_leaderboard(
     settings: LeaderboardSettings,
     panel_path: str | Path | None = None,
     panel_loo_path: str | Path | None = None,
+    front_path: str | Path | None = None,
 ) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``systems_path``: results/systems/checked.json (system -> {suite: its
     check record}, none when the run has no file-based system), for the source column;
     ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
     judges_panel_loo.csv, whose agreement and leave-one-out lines join the notes
-    (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`."""
+    (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`;
+    ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`)."""
     file_systems = read_json(systems_path) if systems_path else {}
     judge_pairs = settings.judge_pairs
     board = _Board({(p["suite"], p["judge"], p["system"]) for p in judge_pairs if p["self_family"]})
@@ -601,6 +628,13 @@ def build_leaderboard(
         else:
             source = "model"
         rank = {c: (int(r[system]) if system in r else "") for c, r in ranks.items()}
+        # a rank from an interval the prior sets is flagged as that interval is
+        rank = {
+            c: f"{r}{PRIOR_MARK}"
+            if r != "" and board.cells[system].get(c.removeprefix("rank "), "").endswith(PRIOR_MARK)
+            else r
+            for c, r in rank.items()
+        }
         rows.append(
             {
                 "system": system,
@@ -620,7 +654,12 @@ def build_leaderboard(
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
     summary = read_json(validity_summary_path)
     footnotes = notes(board, list(ranks)) + panel_lines(panel_path, panel_loo_path)
-    caption = (
+    warnings = " ".join(  # the first screen: a judge or metric that fails its controls says so
+        w
+        for i in ("DRFR judge", "arena judge", "QAGS", "QuestEval")
+        if (w := cannot_rank(summary, i))
+    )
+    caption = (warnings + " " if warnings else "") + (
         "Leaderboard: every system across the suites (the models the workflow runs and systems read "
         "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
         "notes below the tables. " + controls_brief(summary)
@@ -643,4 +682,36 @@ def build_leaderboard(
         long.set_index(["system", "column"]) if not long.empty else long,
         [stem.with_name(stem.name + "_long.csv")],
     )
+    if front_path is not None:
+        write_text(front_path, _front(board, ranks, file_systems, footnotes, summary))
     return table
+
+
+def _front(board: _Board, ranks, file_systems, footnotes: Sequence[str], summary) -> str:
+    """The page at a glance: per suite its columns and its systems in rank order."""
+    sections = []
+    for section in SECTIONS:
+        columns = [c for c in board.columns if section_of(c) == section]
+        ranked = [c for c in ranks if section_of(c) == section]
+        systems = sorted(
+            (s for s in board.cells if any(board.cells[s].get(c) for c in columns)),
+            key=lambda s: (
+                *(ranks[c].get(s, np.inf) for c in ranked),
+                s not in file_systems,
+                s,
+            ),
+        )
+        if columns:
+            sections.append((section, columns, systems))
+    coverage = {
+        system: f"{system}: file, "
+        + "; ".join(f"{suite} {coverage_note(c)}" for suite, c in sorted(checks.items()))
+        for system, checks in file_systems.items()
+        if system in board.cells
+    }
+    numbers = pd.DataFrame(board.numbers)
+    if not numbers.empty:
+        numbers = numbers.drop_duplicates(["system", "column"], keep="last")
+    return front_page(
+        sections, numbers, board.cells, ranks, coverage, footnotes, controls_brief(summary)
+    )

@@ -16,7 +16,11 @@ For every pair of systems of one family (a suite, its setting and its judge):
 
 ``diff`` is mean(b) - mean(a) on the paired items.  The p-values of a family are corrected
 for multiple comparisons by Holm's step-down method (``p_holm``); a pair without a p-value
-(too few pairs) is left out of the correction.
+(too few pairs) is left out of the correction.  ``mde`` beside the p is the minimum detectable
+effect of the pair at 80% power and a two-sided 5% (:func:`isqaflow.power.paired_mde`, from the
+root mean square of the observed paired differences, the tests' null spread): a pair that is not significant had no power to show a
+difference smaller than it, so "no significant difference" reads "no difference larger than
+``mde``" (NaN without a test, or where the paired differences never vary).
 
 The same results as a compact matrix per family (:func:`paired_matrix`: row system minus
 column system, in points x100, with the Holm-adjusted p; results/tables/paired_matrix.*) and a
@@ -33,6 +37,7 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.io import read_json, read_jsonl
+from isqaflow.power import paired_mde
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_note
@@ -66,6 +71,7 @@ COLUMNS = (
     "test",
     "p",
     "p_holm",
+    "mde",
 )
 
 
@@ -166,6 +172,7 @@ def _family_rows(
             "only_b": np.nan,
         }
         row["diff"] = row["mean_b"] - row["mean_a"]
+        row["mde"] = paired_mde(pair[a].astype(float), pair[b].astype(float))
         if suite == "drfr":
             result = mcnemar_exact(pair[a].astype(bool), pair[b].astype(bool))
             row.update(result, test="exact McNemar")
@@ -210,16 +217,20 @@ def _oriented(table: pd.DataFrame) -> pd.DataFrame:
     forward = table.assign(row=table["system_b"], column=table["system_a"], d=table["diff"] + 0.0)
     backward = table.assign(row=table["system_a"], column=table["system_b"], d=-table["diff"] + 0.0)
     return pd.concat([forward, backward], ignore_index=True)[
-        [*FAMILY, "row", "column", "d", "p_holm", "n"]
+        [*FAMILY, "row", "column", "d", "p_holm", "n", "mde"]
     ]
 
 
-def _matrix_cell(diff: float, p_holm: float, n: int) -> str:
+def _matrix_cell(diff: float, p_holm: float, n: int, mde: float = float("nan")) -> str:
     if np.isnan(diff):
         return "--"
     if np.isnan(p_holm):
         return f"{100 * diff:+.1f} (n={n}, no test)"
-    return f"{100 * diff:+.1f}{'*' if p_holm < SIGNIFICANCE else ''} (p={p_holm:.3f})"
+    if p_holm < SIGNIFICANCE:
+        return f"{100 * diff:+.1f}* (p={p_holm:.3f})"
+    # not significant: how large a difference the pair could have shown (80% power, 5%)
+    power_note = "" if np.isnan(mde) else f", MDE {100 * mde:.1f}"
+    return f"{100 * diff:+.1f} (p={p_holm:.3f}{power_note})"
 
 
 def paired_matrix(table: pd.DataFrame) -> pd.DataFrame:
@@ -230,8 +241,8 @@ def paired_matrix(table: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame(columns=[*FAMILY, "system"]).set_index([*FAMILY, "system"])
     cells = _oriented(table)
     cells["cell"] = [
-        _matrix_cell(d, p, n)
-        for d, p, n in zip(cells["d"], cells["p_holm"], cells["n"], strict=True)
+        _matrix_cell(d, p, n, m)
+        for d, p, n, m in zip(cells["d"], cells["p_holm"], cells["n"], cells["mde"], strict=True)
     ]
     systems = sorted(set(cells["row"]))
     wide = cells.pivot_table(
@@ -302,7 +313,10 @@ def write_paired_tests(
         "DRFR: YES per decomposed question, two-sided exact McNemar (only_a / only_b: questions "
         "only a / only b got YES). Arena: preference over the LFRQA reference per query (win 1, "
         "tie 0.5, loss 0), two-sided sign-flip test (no p-value below 6 pairs). diff = mean_b - "
-        "mean_a on the n paired items; p_holm: Holm-corrected within each suite, setting and judge."
+        "mean_a on the n paired items; p_holm: Holm-corrected within each suite, setting and judge; "
+        "mde: the minimum detectable effect at 80% power and a two-sided 5% (normal approximation, the "
+        "root mean square of the paired differences): a pair that is not significant shows no difference "
+        "larger than mde, not that there is none."
     )
     controls = ""
     if validity_summary_path is not None:
@@ -319,7 +333,8 @@ def write_paired_tests(
             caption=(
                 "Paired tests as a matrix, per suite, setting and judge: row system minus column system on their "
                 "paired items, in points (x100; DRFR: share of YES, arena: preference over LFRQA), Holm-adjusted p "
-                f"within the family; * p < {SIGNIFICANCE:g}; no test below 6 pairs. Tests and counts: paired_tests."
+                f"within the family; * p < {SIGNIFICANCE:g}; no test below 6 pairs; MDE (not significant cells): the "
+                "smallest difference the pair could detect at 80% power and 5%, in points. Tests and counts: paired_tests."
                 + controls
             ),
         )

@@ -72,10 +72,12 @@ __all__ = [
     "INSTRUMENTS",
     "NO_EVIDENCE",
     "build_validity_table",
+    "cannot_rank",
     "read_control_records",
     "validity_frame",
     "validity_note",
     "validity_summary",
+    "plain_verdict",
     "verdict_text",
 ]
 
@@ -316,6 +318,63 @@ def verdict_text(row: Mapping[str, Any]) -> str:
     return f"{NO_EVIDENCE.upper()} ({test})"
 
 
+def _count(value: float) -> str:
+    return f"{value:.0f}" if abs(value - round(value)) < 0.05 else f"{value:.1f}"
+
+
+def _family(rows: Sequence[Mapping[str, Any]], row: Mapping[str, Any]) -> int:
+    """The tested controls of ``row``'s instrument and name (the family Holm adjusts over)."""
+    return sum(
+        r["instrument"] == row["instrument"]
+        and r["name"] == row["name"]
+        and r["verdict"] in ("separates", "no evidence")
+        for r in rows
+    )
+
+
+def plain_verdict(row: Mapping[str, Any], family: int = 1) -> str:
+    """A summary row in words a newcomer reads without the statistics: what it got right, what
+    chance would give, and whether that is unlikely by chance -- alone and after correcting for
+    the ``family`` tested controls of the same judge or metric (Holm's adjustment)."""
+    noun = "judge" if row["instrument"].endswith("judge") else "metric"
+    if row["instrument"] == "feedback model":
+        noun = "model"
+    if row["verdict"] == "cannot test this rule":
+        return f"this control cannot test the {row['rule']} rule ({row['untestable']}); it counts neither way"
+    if row["verdict"] == "consistency check":
+        return (
+            "a consistency check (an answer against itself, which a consistent judge ties): "
+            "it cannot show that the judge tells better from worse"
+        )
+    p = _p(row["p_value"])
+    if row["test"] == "mcnemar":
+        gained, lost = int(row["n_gained"]), int(row["n_lost"])
+        text = (
+            f"with the evidence it got {gained} known answers right that it missed without, "
+            f"and lost {lost}; chance would gain as many as it lost"
+        )
+        short, need = gained + lost < int(row["min_n"]), f"{int(row['min_n'])} changed answers"
+    else:
+        n, correct = int(row["n"]), int(row["n_correct"])
+        text = f"correct on {correct} of {n} known answers; chance would be {_count(row['chance'] * n)}"
+        short, need = n < int(row["min_n"]), f"{int(row['min_n'])} known answers"
+    controls = f"the {family} controls of this {noun}"
+    if row["verdict"] == "separates":
+        p_holm = row.get("p_holm")
+        text += f"; this is unlikely by chance (p = {p})"
+        if family > 1 and p_holm is not None and not pd.isna(p_holm):
+            text += (
+                f", also after correcting for {controls}"
+                if p_holm < ALPHA
+                else f", but not after correcting for {controls}"
+            )
+        return text
+    text += f"; this could well be chance (p = {p})"
+    if short:
+        text += f", and even a perfect {noun} would need {need} to show otherwise"
+    return text + f": no evidence that this {noun} tells better from worse"
+
+
 def _shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The table for reading: percentages with the interval, and the verdict in words."""
     rows = frame.reset_index().to_dict("records")
@@ -329,6 +388,7 @@ def _shown_frame(frame: pd.DataFrame) -> pd.DataFrame:
             ],
             "chance (%)": 100 * frame["chance"],
             "verdict": [verdict_text(row) for row in rows],
+            "in plain words": [plain_verdict(row, _family(rows, row)) for row in rows],
         },
         index=frame.index,
     )
@@ -368,6 +428,27 @@ def validity_brief(summary: Mapping[str, Any], instrument: str) -> str:
     if any(r["no_evidence"] is True for r in rows):
         text += " (NO EVIDENCE THAT IT SEPARATES BETTER FROM WORSE on some)"
     return text
+
+
+def cannot_rank(summary: Mapping[str, Any], instrument: str) -> str:
+    """One plain sentence per judge or metric of ``instrument`` that fails any of its tested
+    controls, for the first screen of every table and figure built on it ("" when all pass or
+    none was recorded: the caption's control note says that): it cannot rank the systems, and
+    what its numbers still show."""
+    by_name: dict[str, list[Mapping[str, Any]]] = {}
+    for r in summary["groups"]:
+        if r["instrument"] == instrument and r["verdict"] in ("separates", "no evidence"):
+            by_name.setdefault(r["name"], []).append(r)
+    sentences = []
+    for name, tested in sorted(by_name.items()):
+        failed = sum(r["no_evidence"] is True for r in tested)
+        if failed:
+            sentences.append(
+                f"The {instrument} {name} cannot rank these systems: it did no better than chance "
+                f"on {failed} of its {len(tested)} known-answer controls, so its numbers show what "
+                "it said, not which system is better."
+            )
+    return " ".join(sentences)
 
 
 def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None = None) -> str:
@@ -434,6 +515,9 @@ def build_validity_table(
     csv_paths = [p for p in table_paths if Path(p).suffix == ".csv"]
     shown_paths = [p for p in table_paths if Path(p).suffix != ".csv"]
     write_table(frame, csv_paths)
-    write_table(_shown_frame(frame), shown_paths, digits=1, caption=CAPTION)
+    # first in the report: each instrument that cannot rank the systems, in one sentence
+    warnings = [w for instrument in INSTRUMENTS if (w := cannot_rank(summary, instrument))]
+    caption = " ".join([*warnings, CAPTION])
+    write_table(_shown_frame(frame), shown_paths, digits=1, caption=caption)
     write_json(summary_path, summary)
     return summary

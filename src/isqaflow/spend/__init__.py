@@ -97,10 +97,17 @@ def api_models(config: Mapping[str, Any]) -> set[str]:
 
 
 def _cached_calls(path: Path) -> int:
-    """Rows in a job's call cache (0 when it has none)."""
+    """Rows in a job's call cache (0 when it has none), read without changing a byte beside it:
+    ``mode=ro`` alone still creates the WAL database's ``-wal`` and ``-shm`` files and, unable
+    to checkpoint, leaves them (a dry run must change no file), so a cache closed cleanly (no
+    ``-wal`` beside it) is opened ``immutable`` -- no locks, no shared memory; one a job is
+    writing now (its ``-wal`` there) read only, through the files the job keeps anyway."""
     if not path.exists():
         return 0
-    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    live = path.with_name(path.name + "-wal").exists()
+    conn = sqlite3.connect(
+        f"{path.resolve().as_uri()}?{'mode=ro' if live else 'immutable=1'}", uri=True
+    )
     try:
         return int(conn.execute("SELECT COUNT(*) FROM calls").fetchone()[0])
     except sqlite3.DatabaseError:
@@ -342,9 +349,35 @@ def dry_run_text(
     if not api_models(config):
         return None
     rows = plan(config, root)
-    problems = over_budget(config, rows, spent(ledger))
-    verdict = "\n  ".join(problems) if problems else "within it (or no budget: set)"
+    verdict = budget_verdict(config, rows, spent(ledger))
     return f"Spend plan (isqaflow.spend):\n{table(config, rows)}\nBudget: {verdict}"
+
+
+def budget_verdict(
+    config: Mapping[str, Any], rows: Sequence[JobSpend], spent: Mapping[str, float] | None = None
+) -> str:
+    """The dry run's budget line, one of three readings: ``no budget set`` (the run is
+    uncapped), ``within the budget of $X`` (with the plan's figure and, per stage, each stage's
+    budget), or the problems of :func:`over_budget`."""
+    budget = config.get("budget") or {}
+    if not budget:
+        return "no budget set (budget: in the config): the run's API calls are uncapped"
+    problems = over_budget(config, rows, spent)
+    if problems:
+        return "\n  ".join(problems)
+    spent = dict(spent or {})
+    planned = sum(t["dollars"] or 0.0 for t in totals(rows, "rule").values()) + sum(spent.values())
+    parts = []
+    if "dollars" in budget:
+        parts.append(f"within the budget of {_usd(budget['dollars'])} (plan {_usd(planned)})")
+    stages = sorted((budget.get("stages") or {}).items())
+    if stages:
+        parts.append(
+            "within the stages' budgets (" + ", ".join(f"{r} {_usd(v)}" for r, v in stages) + ")"
+        )
+    if "dollars" not in budget:
+        parts.append("no budget for the whole run (budget.dollars)")
+    return "; ".join(parts)
 
 
 def start_problems(
@@ -364,6 +397,7 @@ __all__ = [
     "MESSAGE_TOKENS",
     "JobSpend",
     "api_models",
+    "budget_verdict",
     "chat_tokens",
     "dollars",
     "dry_run_text",

@@ -16,6 +16,7 @@ from isqaflow.arena.judging.battles import (
     run_arena_judge,
 )
 from isqaflow.arena.judging.settings import ArenaJudge
+from isqaflow.arena import tables as tables_module
 from isqaflow.arena.tables import (
     ArenaTablesSettings,
     build_arena_tables,
@@ -143,6 +144,13 @@ def test_ratings_with_all_pairs_have_no_duplicate_battles(judged):
     with_all_pairs, _ = ratings_table(
         judged, ELO, rounds=100, seed=0, kinds=["reference", "all_pairs"]
     )
+    # every rank says out of how many: the two models and the reference
+    assert (
+        only_reference[("Bradley-Terry", "of")] == 3
+    ).all() and REFERENCE in only_reference.index
+    assert list(only_reference.columns).index(("Bradley-Terry", "of")) == (
+        list(only_reference.columns).index(("Bradley-Terry", "rank")) + 1
+    )
     votes_a = only_reference[("votes", "")]
     votes_b = with_all_pairs[("votes", "")]
     per_model = len(DOMAINS) * QUERIES_PER_DOMAIN
@@ -161,7 +169,7 @@ def test_reference_pairs_name_the_reference_second():
     assert all("\n" not in p["answer_b"] for p in pairs)
 
 
-def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path):
+def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path, monkeypatch):
     """Rule arena_tables' entry point with its settings object, on the judged fixture's files."""
     recall = tmp_path / "recall.json"
     recall.write_text(json.dumps({"5": {"k": 5, "hit": 0.5, "recall": 0.4}}))
@@ -183,6 +191,39 @@ def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path):
         answer_paths.append(tmp_path / f"{model}.answers.jsonl")
         answer_paths[-1].write_text("".join(json.dumps(r) + "\n" for r in rows))
     settings = ArenaTablesSettings(elo=ELO, rounds=20, seed=0)
+    # the judge's controls: right on 3 of 6 "other reference" pairs, chance 1/2 -- it fails
+    controls = tmp_path / "controls.jsonl"
+    controls.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "instrument": "arena judge",
+                    "name": "local",
+                    "scope": "fiqa",
+                    "control": "other_reference",
+                    "rule": "raw",
+                    "item": f"q{k}",
+                    "expected": "1",
+                    "outcome": "1" if k < 3 else "2",
+                    "correct": k < 3,
+                    "chance": 0.5,
+                    "baseline_correct": None,
+                    "detail": {},
+                }
+            )
+            + "\n"
+            for k in range(6)
+        )
+    )
+    drawn = {}
+    real_figure = tables_module.ratings_figure
+    monkeypatch.setattr(
+        tables_module,
+        "ratings_figure",
+        lambda data, paths, warning="": (
+            drawn.update(warning=warning) or real_figure(data, paths, warning)
+        ),
+    )
     build_arena_tables(
         {"bm25-k5.local": str(tmp_path / "judged.jsonl")},
         answer_paths,
@@ -193,7 +234,31 @@ def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path):
         tmp_path / "tables",
         tmp_path / "figures",
         settings,
+        control_paths=[controls],
     )
+    # a judge that fails its controls says so first, in the ratings, the win rates and the figure
+    plain = "The arena judge local cannot rank these systems: it did no better than chance on 1 of its 1"
+    for table in ("arena_ratings", "arena_win_rates"):
+        assert (tmp_path / f"tables/{table}.md").read_text().startswith(plain), table
+    assert drawn["warning"].startswith(plain)
+    # the PPI table: no human labels here, so the judge's numbers with the reason
+    ppi = pd.read_csv(tmp_path / "tables/arena_ppi.csv")
+    assert set(ppi["system"]) == {"m1", "m2"} and ppi["note"].str.startswith("no human label").all()
     rates = pd.read_csv(tmp_path / "tables/arena_win_rates.csv")
     assert set(rates["model"]) == {"m1", "m2"}
     assert (tmp_path / "figures/arena_ratings.png").exists()
+    # no domain with a corpus (every answerer read from a file, docs/own-systems.md): no
+    # retrieval, an empty retrieval table (before: a ValueError naming the index's two levels)
+    build_arena_tables(
+        {"bm25-k5.local": str(tmp_path / "judged.jsonl")},
+        answer_paths,
+        {},
+        None,
+        [],
+        [],
+        tmp_path / "no-corpus",
+        tmp_path / "figures",
+        settings,
+    )
+    assert set(pd.read_csv(tmp_path / "no-corpus/arena_win_rates.csv")["model"]) == {"m1", "m2"}
+    assert (tmp_path / "no-corpus/arena_retrieval.csv").exists()

@@ -135,6 +135,7 @@ def test_arena_tables_settings_from_rule():
         "rounds": 200,
         "seed": 3,
         "failed_judgments": "tie",
+        "human_sample": "random",
     }
     params = SimpleNamespace(judged={}, recall={}, human_csv=None, **values, code="sha")
     assert rule_params("rules/arena.smk", "arena_tables") == set(vars(params))

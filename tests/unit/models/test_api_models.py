@@ -186,8 +186,9 @@ def test_the_run_checks_every_api_model_once_per_endpoint(endpoint):
     problems = check_api_models(models, environ={"OPENAI_API_KEY": "sk-test"})
     assert problems == [
         (
-            f"models.judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview'; set a "
-            "model it lists (a substitute judge: check it against the validity table, docs/validity.md)"
+            f"models.judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview' "
+            "(retired; the docs' substitute: 'gpt-4.1'); set a model it lists (a substitute judge: "
+            "check it against the validity table, docs/validity.md)"
         )
     ]
     assert endpoint.requests == ["GET /v1/models"]
@@ -260,3 +261,76 @@ def test_an_endpoint_that_cannot_be_listed_is_named_without_its_key(monkeypatch)
         f"cannot list the models of {closed.url} (key from OPENAI_API_KEY) to check gpt-4.1: "
     )
     assert "sk-secret-value" not in problem
+
+
+# ----------------------------------------------------------------------------- the dry run's check
+
+
+def _paper_config_text() -> str:
+    from pathlib import Path
+
+    return (Path(__file__).resolve().parents[3] / "config/paper.yaml").read_text()
+
+
+def _paper_api_models() -> dict:
+    import yaml
+
+    config = yaml.safe_load(_paper_config_text())
+    return {k: e for k, e in config["models"].items() if e.get("backend") == "openai"}
+
+
+def test_the_dry_run_names_every_retired_snapshot_of_the_paper_and_what_it_could_not_check():
+    from isqaflow.models.api.model_lists import RETIRED, dry_run_report
+
+    models = _paper_api_models()
+    lines = dry_run_report(models, environ={})  # no key: nothing is sent anywhere
+    retired = {k: e["model"] for k, e in models.items() if e["model"] in RETIRED}
+    assert set(retired.values()) == set(RETIRED)  # each of the papers' retired snapshots is used
+    for key, model in retired.items():
+        assert (
+            f"models.{key}.model: {model!r} is a retired OpenAI snapshot; the docs' substitute: "
+            f"{RETIRED[model]!r} (a substitute judge: check it against the validity table, "
+            "docs/validity.md)"
+        ) in lines
+    # the substitute is the one config/paper.yaml's comment on that entry names
+    import re
+
+    text = _paper_config_text()
+    for model, substitute in RETIRED.items():
+        assert re.search(
+            rf"model: {re.escape(model)}  #.*substitute: {re.escape(substitute)}$", text, re.M
+        )
+    (unchecked,) = [line for line in lines if line.startswith("not checked")]
+    assert unchecked.startswith(
+        "not checked against the model list of https://api.openai.com/v1: OPENAI_API_KEY is not set ("
+    )
+    assert "gpt-4-turbo-2024-04-09" in unchecked  # every model of that endpoint named
+
+
+def test_the_dry_run_checks_the_list_where_it_can_and_says_when_it_cannot(endpoint):
+    from isqaflow.models.api.model_lists import dry_run_report
+
+    def entry(model, url):
+        return {"backend": "openai", "model": model, "base_url": url, "check_model": True}
+
+    models = {
+        "judge": entry("gpt-4-0125-preview", endpoint.url),
+        "sub": entry("gpt-4.1", endpoint.url),
+    }
+    lines = dry_run_report(models, environ={"OPENAI_API_KEY": "sk-test"})
+    assert lines == [
+        f"models.judge.model: the endpoint {endpoint.url} does not serve 'gpt-4-0125-preview' "
+        "(retired; the docs' substitute: 'gpt-4.1'); set a model it lists (a substitute judge: "
+        "check it against the validity table, docs/validity.md)"
+    ]
+    assert endpoint.requests == ["GET /v1/models"]  # one listing
+    lines = dry_run_report({"sub": models["sub"]}, environ={"OPENAI_API_KEY": "sk-test"})
+    assert lines == [f"{endpoint.url} lists every model of the config (gpt-4.1)"]
+    # no network (nothing listens): said, with the key masked, after one attempt
+    closed = ModelList([])
+    closed.close()
+    (line,) = dry_run_report(
+        {"sub": entry("gpt-4.1", closed.url)}, environ={"OPENAI_API_KEY": "sk-secret-value"}
+    )
+    assert line.startswith(f"not checked against the model list of {closed.url}: URLError")
+    assert line.endswith("(gpt-4.1)") and "sk-secret-value" not in line

@@ -13,7 +13,12 @@ import pytest
 
 from isqaflow.data.outputs import merge_checks
 from isqaflow.io import write_json
-from isqaflow.report.leaderboard import LeaderboardSettings, build_leaderboard, read_ratings
+from isqaflow.report.leaderboard import (
+    PRIOR_MARK,
+    LeaderboardSettings,
+    build_leaderboard,
+    read_ratings,
+)
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_brief, validity_summary
 
@@ -364,6 +369,13 @@ def test_one_row_per_system_with_n_per_cell(tables):
         "DRFR judge 0 of 1 tested controls correct beyond chance (NO EVIDENCE THAT IT SEPARATES BETTER "
         "FROM WORSE on some)"
     ) in caption  # 6/7 correct: p = 0.0625 against chance 0.5
+    # the first screen says it plainly: the failing judge cannot rank these systems
+    assert caption.startswith(
+        "The DRFR judge local cannot rank these systems: it did no better than chance on 1 of its 1 "
+        "known-answer controls, so its numbers show what it said, not which system is better. "
+        "Leaderboard: "
+    )
+    assert "The arena judge cannot rank" not in caption  # its controls pass
     assert (
         len(caption) < 800
     )  # short: the full control text is in the validity table, one link away
@@ -721,3 +733,80 @@ def test_the_leaderboard_says_kappa_is_not_identified_for_a_judge_with_one_verdi
     text = (t / "lb.md").read_text()
     assert "Cohen's kappa not identified (local-raw gives 'tie' to all 6 pairs)" in text
     assert "[0.00, 0.00]" not in text
+
+
+def test_the_summaries_win_rate_has_a_column_per_arena_judge(tables):
+    """Issue 36 item 7: with two arena judges one untagged column kept whichever row came last
+    (the embedded run: handwritten 50.0 under local, 0.0 under local-raw; one shown)."""
+    t = tables
+    summaries = pd.read_csv(t / "arena_summaries.csv")
+    other = summaries.assign(judge="local-raw", **{"win %": 0.0, "win+tie %": 0.0})
+    write_table(
+        pd.concat([summaries, other]).set_index(["dataset", "summarizer", "judge", "comparison"]),
+        [t / "arena_summaries.csv"],
+    )
+    board = build(t)
+    assert board.loc["mine", "summary win % vs abstract [local]"].startswith("50.0 (n=2)")
+    assert board.loc["mine", "summary win % vs abstract [local-raw]"].startswith("0.0 (n=2)")
+    assert "summary win % vs abstract" not in board.columns
+
+
+def test_ratings_the_prior_sets_are_flagged_with_their_rank(tables):
+    """Issue 36 item 7: arena_ratings' 'prior-set %' (4.7-9.5% on the embedded run, above the
+    ratings table's own 2.5% line) reaches the leaderboard: the cell, its rank and a note."""
+    t = tables
+    ratings = pd.read_csv(t / "arena_ratings.csv", header=[0, 1], index_col=0)
+    ratings[("Bradley-Terry", "prior-set %")] = [1.0, 1.0, 1.0, 1.0]
+    write_table(ratings, [t / "arena_ratings.csv"])
+    board = build(t)
+    assert not any(PRIOR_MARK in str(v) for v in board.to_numpy().ravel())
+    ratings[("Bradley-Terry", "prior-set %")] = [9.5, 9.5, 9.5, 9.5]
+    write_table(ratings, [t / "arena_ratings.csv"])
+    board = build(t)
+    assert board.loc["mine", "Bradley-Terry"].endswith(PRIOR_MARK)
+    assert str(board.loc["mine", "rank Bradley-Terry"]).endswith(PRIOR_MARK)
+    assert not board.loc["mine", "Elo"].endswith(PRIOR_MARK)  # the prior is Bradley-Terry's
+    markdown = (t / "leaderboard.md").read_text()
+    assert f"{PRIOR_MARK} Bradley-Terry interval set by the pseudo-count prior" in markdown
+    long = pd.read_csv(t / "leaderboard_long.csv")
+    row = long[(long["system"] == "mine") & (long["column"] == "Bradley-Terry")].iloc[0]
+    assert row["prior_set_pct"] == pytest.approx(9.5)
+
+
+def build_front(t, front):
+    return build_leaderboard(
+        t / "leaderboard",
+        drfr_table5=t / "drfr_table5_long.csv",
+        drfr_summaries=t / "drfr_summaries_long.csv",
+        arena_win_rates=t / "arena_win_rates.csv",
+        arena_ratings=t / "arena_ratings.csv",
+        arena_summaries=t / "arena_summaries.csv",
+        score_paths=[t / "scores.jsonl"],
+        validity_summary_path=t / "summary.json",
+        systems_path=t / "checked.json",
+        settings=settings(
+            {"qasper/mine": ["mine"], "qasper/smollm2": ["baseline_2"]},
+            rounds=200,
+            seed=1,
+            judge_pairs=PAIRS,
+        ),
+        front_path=front,
+    )
+
+
+def test_the_page_at_a_glance_puts_scores_first_and_coverage_in_a_footnote(tables):
+    """Issue 41 item 5: per suite the scores first (value, then interval and n small), a short
+    source ('file' + a footnote with the coverage), one forest plot per suite."""
+    t = tables
+    board = build_front(t, t / "front.html")
+    page = (t / "front.html").read_text()
+    assert page.count("<h2>") == 3 and page.count("<svg") == 3  # one plot per suite
+    drfr = page.split("<h2>InFoBench (DRFR)</h2>")[1].split("<h2>")[0]
+    header = re.findall(r"<th>(.*?)</th>", drfr)
+    assert header[:2] == ["system", "DRFR overall"] and header[-1] == "source"
+    value = board.loc["mine", "DRFR overall"].split()[0]  # as in the table, then its marks
+    assert f'name">mine</td><td><span class="v">{value}' in drfr
+    assert "file<sup>1</sup>" in drfr and "model" in drfr
+    coverage = board.loc["mine", "source"].removeprefix("file: ")
+    assert "<sup>1</sup> mine: file, " in page and coverage.split(" (")[0] in page
+    assert "(n=" not in drfr.split("<table>")[1].split("</table>")[0]  # n beneath, not inline

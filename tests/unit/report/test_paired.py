@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from isqaflow.io import write_jsonl
+from isqaflow.power import z_sum
 from isqaflow.report.paired import (
     arena_outcomes,
     drfr_outcomes,
@@ -111,12 +114,17 @@ def test_paired_table_of_both_suites(tmp_path):
     assert alpha_beta.p == pytest.approx(2 / 2**10) and alpha_beta.test == "exact McNemar"
     assert alpha_beta.p_holm == pytest.approx(min(1.0, 3 * alpha_beta.p))  # smallest of 3 p-values
     assert rows[("drfr", "alpha", "gamma")].only_a == 1  # gamma's INVALID counts as NO
+    # the MDE at 80% power and 5% beside each p: sqrt(share discordant) / sqrt(n), times 2.80
+    assert alpha_beta.mde == pytest.approx(z_sum() * math.sqrt(10 / 12) / math.sqrt(12))
+    assert rows[("drfr", "alpha", "gamma")].mde == pytest.approx(z_sum() / 12)  # 1 of 12 discordant
     nocot = rows[("arena", "nocot", "smollm2")]
     assert nocot.setting == "bm25-k5" and nocot.n == 8
     assert nocot.diff == pytest.approx(1 - 0.5 / 8) and nocot.test == "sign-flip (exact)"
     assert nocot.p == pytest.approx(2 / 2**8)  # every difference positive: the two extreme patterns
     few = rows[("arena", "handwritten", "smollm2")]
     assert few.n == 1 and np.isnan(few.p) and few.test == "sign-flip (too few pairs)"
+    assert np.isnan(few.mde)  # no test, no MDE
+    assert "no difference larger than mde" in paths[1].read_text()
     assert rows[("arena", "handwritten", "nocot")].n == 1
     assert "Holm" in paths[1].read_text().split("\n\n")[0]
 
@@ -175,6 +183,12 @@ def test_matrix_and_heatmap_of_the_paired_tests(tmp_path):
         f"{100 * alpha_beta['diff']:+.1f}*"
     )
     assert wide.loc[("drfr", "infobench", "local", "beta"), "beta"] == "."
+    # not significant: the cell says how large a difference the pair could have shown
+    alpha_gamma = table[(table.system_a == "alpha") & (table.system_b == "gamma")].iloc[0]
+    assert alpha_gamma.p_holm >= 0.05
+    assert wide.loc[("drfr", "infobench", "local", "gamma"), "alpha"] == (
+        f"{100 * alpha_gamma['diff']:+.1f} (p={alpha_gamma.p_holm:.3f}, MDE {100 * alpha_gamma.mde:.1f})"
+    )
     assert wide.loc[("arena", "bm25-k5", "local", "handwritten"), "smollm2"].endswith(
         "(n=1, no test)"
     )
@@ -213,6 +227,7 @@ def test_a_zero_difference_reads_plus_zero_in_both_directions():
                 "test": "sign-flip (too few pairs)",
                 "p": np.nan,
                 "p_holm": np.nan,
+                "mde": np.nan,
             }
         ]
     )

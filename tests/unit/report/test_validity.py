@@ -336,7 +336,14 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
     assert list(csv["no_evidence"]) == [True, False, True]
     assert list(csv["n_invalid"]) == [0, 0, 2]
     md = tables[1].read_text()
-    assert md.startswith("Known-answer controls of every judge and metric")
+    # the report's first screen: "blind" and "mumbler" fail, so the DRFR judge cannot rank
+    assert md.startswith(
+        "The DRFR judge blind cannot rank these systems: it did no better than chance on 1 of its 1 "
+        "known-answer controls, so its numbers show what it said, not which system is better. "
+        "The DRFR judge mumbler cannot rank these systems: it did no better than chance on 1 of its 1 "
+        "known-answer controls, so its numbers show what it said, not which system is better. "
+        "Known-answer controls of every judge and metric"
+    )
     assert "a perfect instrument needs 6 items at chance 50% to pass" in md
     assert list(csv["p_value"]) == pytest.approx([1.0, 0.5**8, 0.65625])  # P(X >= 3 | 6, 1/2)
     rows = [[cell.strip() for cell in line.strip("|").split("|")] for line in md.splitlines()[4:]]
@@ -351,6 +358,7 @@ def test_table_files_csv_numbers_md_and_tex_for_reading(tmp_path):
         "100.0 [63.1, 100.0]",
         "50.0",
         "separates (exact binomial p = 0.004, Holm 0.004)",
+        "correct on 8 of 8 known answers; chance would be 4; this is unlikely by chance (p = 0.004)",
     ]
     assert rows[2][5:7] == ["6", "2"] and rows[2][8] == "50.0"
     lower, upper = map(float, re.fullmatch(r"50\.0 \[([\d.]+), ([\d.]+)\]", rows[2][7]).groups())
@@ -496,3 +504,49 @@ def test_table_shows_the_mcnemar_counts_as_integers(tmp_path):
     md = tables[1].read_text()
     assert "separates (exact McNemar p = 0.016, Holm 0.016: 6 gained, 0 lost)" in md
     assert "too few to show it: a perfect instrument needs 6 items)" in md
+
+
+def test_the_verdicts_read_in_plain_words_with_the_correction_for_the_judges_controls():
+    """Four controls of one judge: 12 of 15 right passes alone (p = 0.018 < 0.025) but not
+    after Holm over the four (4 x 0.018 > 0.025); 3 of 6 is chance; 3 of 3 is too few."""
+    from isqaflow.report.validity import _shown_frame, plain_verdict, validity_frame
+
+    records = [record(f"a{k}", k < 12, control="a") for k in range(15)]
+    records += [record(f"b{k}", k < 3, control="b") for k in range(6)]
+    records += [record(f"c{k}", k < 3, control="c") for k in range(6)]
+    records += [record(f"d{k}", True, control="d") for k in range(3)]
+    summary = validity_summary(records)
+    rows = {row["control"]: row for row in summary["groups"]}
+    assert rows["a"]["verdict"] == "separates" and rows["a"]["p_holm"] > 0.025
+    assert plain_verdict(rows["a"], 4) == (
+        "correct on 12 of 15 known answers; chance would be 7.5; this is unlikely by chance "
+        "(p = 0.018), but not after correcting for the 4 controls of this judge"
+    )
+    assert plain_verdict(rows["b"], 4) == (
+        "correct on 3 of 6 known answers; chance would be 3; this could well be chance "
+        "(p = 0.656): no evidence that this judge tells better from worse"
+    )
+    assert plain_verdict(rows["d"], 4) == (
+        "correct on 3 of 3 known answers; chance would be 1.5; this could well be chance "
+        "(p = 0.125), and even a perfect judge would need 6 known answers to show otherwise: "
+        "no evidence that this judge tells better from worse"
+    )
+    alone = validity_summary([record(f"e{k}", True) for k in range(6)])["groups"][0]
+    assert plain_verdict(alone, 1) == (
+        "correct on 6 of 6 known answers; chance would be 3; this is unlikely by chance (p = 0.016)"
+    )
+    shown = _shown_frame(validity_frame(summary))
+    assert list(shown["in plain words"]) == [plain_verdict(rows[c], 4) for c in "abcd"]
+
+
+def test_a_judge_that_fails_a_control_cannot_rank_and_says_so_in_one_sentence():
+    from isqaflow.report.validity import cannot_rank
+
+    passing = [record(f"a{k}", True, control="a") for k in range(6)]
+    failing = [record(f"b{k}", k < 3, control="b") for k in range(6)]
+    assert cannot_rank(validity_summary(passing), "DRFR judge") == ""
+    assert cannot_rank(validity_summary(passing), "arena judge") == ""  # none recorded
+    assert cannot_rank(validity_summary(passing + failing), "DRFR judge") == (
+        "The DRFR judge local cannot rank these systems: it did no better than chance on 1 of its 2 "
+        "known-answer controls, so its numbers show what it said, not which system is better."
+    )

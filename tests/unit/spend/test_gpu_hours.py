@@ -86,3 +86,52 @@ def test_totals_add_up_the_rows(paper):
         == 14020 * 512
     )
     assert "**total** | 93 | 127 GPUs" in text
+
+
+def test_every_gpu_hour_assumption_is_labelled_with_its_source(paper):
+    """Each figure the estimate rests on says whether it was measured (on the CPU engine,
+    scaled), published, or assumed; every row of the table says which its figure is."""
+    from isqaflow.spend import gpu_hours
+
+    constants = {
+        name
+        for name, value in vars(gpu_hours).items()
+        if name.isupper()
+        and isinstance(value, (int, float, dict, tuple))
+        and name not in ("ASSUMPTIONS", "SOURCE_KINDS", "ORDER")
+    }
+    assert constants == set(gpu_hours.ASSUMPTIONS)
+    assert set(gpu_hours.ASSUMPTIONS.values()) <= set(gpu_hours.SOURCE_KINDS)
+    text, _ = gpu_hours.table(paper)
+    rows = [line.split(" | ") for line in text.splitlines()[2:-1]]
+    assert rows
+    for row in rows:
+        assert row[-1].startswith(gpu_hours.SOURCE_KINDS), row
+    beams = [row for row in rows if "2 beams, " in row[4]]
+    assert beams and all(row[-1].startswith("assumed: (c)") for row in beams)  # not measured yet
+    assert "start-up assumed" in text.splitlines()[-1]
+
+
+def test_gpus_idle_behind_api_feedback_calls_are_counted(paper):
+    """The 12 ISQA runs with GPT-3.5 feedback hold their summarizer's GPU while the API answers:
+    calls (steps x batch per paper) / concurrency x the assumed seconds a call, per GPU."""
+    from isqaflow.spend import gpu_hours
+
+    refine = paper["isqa"]["refine"]
+    jobs = gpu_hours.gpu_jobs(paper)["isqa_refine"]
+    idle = [j for j in jobs if j.idle[1]]
+    assert len(idle) == 12  # the GPT-3.5 feedback runs; local feedback runs do not wait
+    concurrency = paper["models"]["gpt35"]["concurrency"]
+    for job in idle:
+        dataset = job.name.split(" ", 1)[1].split("/")[0]
+        calls = refine["steps"] * refine["batch_size"] * gpu_hours.papers(paper, dataset)
+        low, high = gpu_hours.API_CALL_SECONDS
+        assert job.idle == pytest.approx(
+            (calls / concurrency * low / 3600, calls / concurrency * high / 3600)
+        )
+        assert job.gpu_hours_high - job.gpu_hours == pytest.approx(
+            job.gpus * (job.idle[1] - job.idle[0])
+        )
+    _, totals = gpu_hours.table(paper)
+    assert totals["idle_low"] == pytest.approx(sum(j.gpus * j.idle[0] for j in idle))
+    assert totals["high"] - totals["low"] >= totals["idle_high"] - totals["idle_low"] > 0

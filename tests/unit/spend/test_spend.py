@@ -511,6 +511,7 @@ def test_the_paper_plans_table_prints_gpu_hours_per_stage_beside_the_spend():
 def test_a_plan_above_the_budget_refuses_to_start_naming_the_stages(tmp_path):
     config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     ledger = tmp_path / "ledger.json"
+    del config["budget"]
     assert (
         spend.start_problems(config, ledger, root="/nonexistent") == []
     )  # no budget: nothing checked
@@ -531,6 +532,32 @@ def test_a_plan_above_the_budget_refuses_to_start_naming_the_stages(tmp_path):
     # what was spent counts too
     ledger.write_text(json.dumps({"spent": {"arena_judge": 999_999.0}}))
     assert spend.start_problems(config, ledger, root="/nonexistent")
+
+
+def test_the_paper_config_has_a_budget_the_plan_keeps_within_and_the_line_says_which():
+    config = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
+    rows = spend.plan(config, root="/nonexistent")
+    planned = sum(t["dollars"] or 0.0 for t in spend.totals(rows, "rule").values())
+    budget = config["budget"]["dollars"]
+    assert planned < budget <= 1.2 * planned  # the plan's figure with a margin, not a blank cheque
+    assert spend.over_budget(config, rows) == []
+    assert spend.budget_verdict(config, rows) == (
+        f"within the budget of ${budget:,.2f} (plan ${planned:,.2f})"
+    )
+    # the three readings are distinct: none, within, above
+    assert spend.budget_verdict({**config, "budget": None}, rows).startswith("no budget set")
+    above = spend.budget_verdict({**config, "budget": {"dollars": planned / 2}}, rows)
+    assert above.startswith("budget.dollars: the plan is $") and "within" not in above
+    stages = spend.budget_verdict(
+        {**config, "budget": {"stages": {"drfr_judge": 1e4}}}, rows, {"drfr_judge": 1.0}
+    )
+    assert stages == (
+        "within the stages' budgets (drfr_judge $10,000.00); "
+        "no budget for the whole run (budget.dollars)"
+    )
+    # the docs quote the figures the plan makes now
+    docs = (ROOT / "docs/paper-scale.md").read_text()
+    assert f"`within the budget of ${budget:,.2f} (plan ${planned:,.2f})`" in docs
 
 
 def test_a_run_stops_before_the_call_that_crosses_the_budget_and_resumes_without_repeating(

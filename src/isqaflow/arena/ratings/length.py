@@ -24,7 +24,10 @@ met) -- never over the system's own pairs, whose outcomes they would otherwise r
 (liblinear, no separate intercept, ``random_state`` 123) on the soft labels (each pair
 twice, labels 1 and 0 weighted by the preference and its complement), the penalty ``C``
 chosen among ``logspace(-4, 4, 10)`` by 5-fold cross-validation over pairs
-(``GroupKFold``) on the soft-label log loss, then refit on all pairs
+(``GroupKFold``) on the soft-label log loss, then refit on all pairs (each fit seeded 123
+afresh, where scikit-learn's ``LogisticRegressionCV`` draws one fold's seeds in turn: the
+chosen C can differ where scores tie to 1e-6, hence the 0.01 tolerance of its test;
+:mod:`~isqaflow.arena.ratings.length_v1` seeds as it does)
 (:func:`fit_lc`; tests/test_length_control.py compares it with alpaca_eval 0.6.6's own
 numbers on the same preferences).  The 95% interval is a percentile bootstrap over
 queries, each resample refit at the penalty chosen on all pairs (the query difficulties
@@ -32,9 +35,10 @@ held fixed).
 
 **Reported only where the data decide it.**  The LC win rate is the prediction at
 ``delta_len = 0``; it is an interpolation only when the system is longer than its
-baseline in some pairs and shorter in others.  The rule: at least ``MIN_SIDE`` (3) pairs
-with the system not shorter *and* at least ``MIN_SIDE`` with it not longer (a pair of
-equal lengths counts on both sides), and at least
+baseline in some pairs and shorter in others.  The rule
+(:func:`~isqaflow.arena.ratings.length_inputs.identification`): at least 3 pairs *and* 5% of
+the pairs with the system not shorter, and as many with it not longer (a pair of equal lengths
+counts on both sides) -- 0 inside the central 90% of the length differences -- and at least
 ``MIN_PAIRS`` (10) pairs in all (5 folds of at least 2 pairs).  Otherwise the row says
 "not identified" with the reason and carries no LC win rate and no interval: when every
 answer is shorter than its reference, the intercept is an extrapolation that the
@@ -59,18 +63,34 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from isqaflow.arena.ratings.length_inputs import (
+    FOLDS,
+    MIN_PAIRS,
+    MIN_SIDE,
+    PREFERENCE,
+    check_preferences,
+    identification,
+    preferences,
+)
 from isqaflow.seeds import keyed_rng
 
-PREFERENCE = {"1": 1.0, "tie": 0.5, "2": 0.0}  # verdict of system_a -> its preference
+__all__ = [
+    "MIN_PAIRS",
+    "MIN_SIDE",
+    "PREFERENCE",
+    "fit_lc",
+    "identification",
+    "lc_table",
+    "length_bias",
+    "length_tables",
+    "preferences",
+    "query_difficulty",
+]
+
 QUERY_RIDGE = 1.0  # penalty of the query effects (a query met by few systems stays near 0)
 CS = np.logspace(
     -4, 4, 10
 )  # the penalties alpaca_eval's cross-validation chooses among (scikit-learn's Cs=10)
-FOLDS = 5  # alpaca_eval's n_splits
-MIN_PAIRS = 2 * FOLDS  # fewer pairs: no LC win rate, no interval (5 folds of at least 2 pairs)
-MIN_SIDE = (
-    3  # pairs with the system not shorter, and not longer, for the intercept to be an interpolation
-)
 MODEL_PAIRS = (
     "all_pairs",
     "head_to_head",
@@ -78,7 +98,8 @@ MODEL_PAIRS = (
 PERMUTATIONS = 10000
 
 
-def _sigmoid(x: np.ndarray) -> np.ndarray:
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function, computed without overflow."""
     return np.exp(-np.logaddexp(0.0, -x))
 
 
@@ -97,7 +118,7 @@ def fit_logistic(
     lam = np.broadcast_to(np.asarray(penalty, dtype=float), (X.shape[1],))
     beta = np.zeros(X.shape[1]) if start is None else np.array(start, dtype=float)
     for _ in range(iterations):
-        p = _sigmoid(X @ beta)
+        p = sigmoid(X @ beta)
         gradient = X.T @ (p - y) + lam * beta
         hessian = (X * (p * (1 - p))[:, None]).T @ X + np.diag(lam)
         step = np.linalg.solve(hessian, gradient)
@@ -151,7 +172,8 @@ def _design(pairs: pd.DataFrame, gamma: pd.Series) -> np.ndarray:
     )
 
 
-def _l1(C: float):
+def l1_model(C: float):
+    """alpaca_eval's L1 logistic regression at ``C`` (liblinear, no intercept, seed 123)."""
     from sklearn.linear_model import LogisticRegression
 
     # alpaca_eval's penalty="l1" (scikit-learn >= 1.8 spells it l1_ratio=1)
@@ -185,7 +207,7 @@ def _fit_at(X: np.ndarray, y: np.ndarray, C: float, quiet: bool = False) -> np.n
     with warnings.catch_warnings():
         if quiet:
             warnings.simplefilter("ignore", ConvergenceWarning)
-        coef = _l1(C).fit(Xd, yd, sample_weight=wd).coef_[0]
+        coef = l1_model(C).fit(Xd, yd, sample_weight=wd).coef_[0]
     return coef[[2, 0, 1]]  # back to [intercept, length, difficulty]
 
 
@@ -198,7 +220,7 @@ def choose_penalty(X: np.ndarray, y: np.ndarray) -> float:
     for train, test in GroupKFold(n_splits=FOLDS).split(X, y, groups=np.arange(len(y))):
         for i, C in enumerate(CS):
             p = np.clip(
-                _sigmoid(X[test] @ _fit_at(X[train], y[train], C, quiet=True)), 1e-15, 1 - 1e-15
+                sigmoid(X[test] @ _fit_at(X[train], y[train], C, quiet=True)), 1e-15, 1 - 1e-15
             )
             losses[i] += -np.mean(y[test] * np.log(p) + (1 - y[test]) * np.log(1 - p)) / FOLDS
     return float(CS[int(np.argmin(losses))])
@@ -217,7 +239,7 @@ def fit_lc(
     beta = _fit_at(X, y, C, quiet)
     X0 = X.copy()
     X0[:, 1] = 0.0  # the length term at zero
-    return float(100 * _sigmoid(X0 @ beta).mean()), beta, C
+    return float(100 * sigmoid(X0 @ beta).mean()), beta, C
 
 
 def lc_win_rate(pairs: pd.DataFrame, gamma: pd.Series) -> tuple[float, np.ndarray]:
@@ -226,42 +248,13 @@ def lc_win_rate(pairs: pd.DataFrame, gamma: pd.Series) -> tuple[float, np.ndarra
     return lc, beta
 
 
-def identification(len_system: np.ndarray, len_baseline: np.ndarray) -> str:
-    """'identified', or 'not identified: <reason>' by the rule of the module's docstring (a pair
-    of equal lengths sits at a length difference of 0 and counts on both sides)."""
-    delta = np.asarray(len_system, dtype=float) - np.asarray(len_baseline, dtype=float)
-    n, longer, shorter = len(delta), int((delta >= 0).sum()), int((delta <= 0).sum())
-    if n < MIN_PAIRS:
-        return f"not identified: {n} pairs, the cross-validated fit needs at least {MIN_PAIRS}"
-    if longer < MIN_SIDE or shorter < MIN_SIDE:
-        return (
-            f"not identified: the system is not shorter in {longer} and not longer in {shorter} of {n} "
-            f"pairs (at least {MIN_SIDE} of each needed: else a length difference of 0 is an extrapolation)"
-        )
-    return "identified"
-
-
-def preferences(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per judged pair with a valid verdict: system (system_a), baseline (system_b),
-    query, preference of the system (1 win, 0.5 tie, 0 loss) and both answers' lengths."""
-    valid = records[records["verdict"].isin(list(PREFERENCE))]
-    return pd.DataFrame(
-        {
-            "system": valid["system_a"].to_numpy(),
-            "baseline": valid["system_b"].to_numpy(),
-            "query": (valid["domain"].astype(str) + ":" + valid["qid"].astype(str)).to_numpy(),
-            "preference": valid["verdict"].map(PREFERENCE).to_numpy(dtype=float),
-            "len_system": valid["answer_a"].str.len().to_numpy(),
-            "len_baseline": valid["answer_b"].str.len().to_numpy(),
-        }
-    )
-
-
 def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.DataFrame:
     """Per (system, baseline): n, the pairs with the system longer and shorter, the raw win
     rate (ties half), and -- where identified (:func:`identification`) -- the LC win rate with
     its 95% bootstrap interval over queries (each resample refit at the chosen penalty), the
-    length coefficient phi and the penalty C; else NaN and the reason in 'LC status'."""
+    length coefficient phi and the penalty C; else NaN and the reason in 'LC status'. Every input
+    is range-checked first (:func:`~isqaflow.arena.ratings.length_inputs.check_preferences`)."""
+    check_preferences(prefs)
     rows = []
     for baseline, group in prefs.groupby("baseline", sort=True):
         for system, mine in group.groupby("system", sort=True):

@@ -7,19 +7,26 @@ A malformed record is a :class:`~isqaflow.io.RecordError` naming the file, the l
 and the field.
 
 - arena-hard-auto: :func:`read_arena_hard_judgments`, :func:`read_arena_hard_battles`,
-  :func:`read_arena_hard_answers`, :func:`read_arena_hard_questions`
-- AlpacaEval: :func:`read_alpaca_eval_annotations` (and :func:`raw_win_rate`)
+  :func:`read_arena_hard_answers`, :func:`read_arena_hard_questions`,
+  :func:`read_arena_hard_past_leaderboards`
+- AlpacaEval: :func:`read_alpaca_eval_annotations` (and :func:`raw_win_rate`),
+  :func:`read_alpaca_eval_lc_weights`
 - InFoBench: :func:`read_infobench_eval` (and :func:`drfr`)
 - RAG-QA Arena: :func:`read_ragqa_eval_outputs`
 """
 
-from isqaflow.data.peers.alpaca_eval import raw_win_rate, read_alpaca_eval_annotations
+from isqaflow.data.peers.alpaca_eval import (
+    raw_win_rate,
+    read_alpaca_eval_annotations,
+    read_alpaca_eval_lc_weights,
+)
 from isqaflow.data.peers.arena_hard import (
     BASELINE,
     STRONG_WEIGHT,
     read_arena_hard_answers,
     read_arena_hard_battles,
     read_arena_hard_judgments,
+    read_arena_hard_past_leaderboards,
     read_arena_hard_questions,
 )
 from isqaflow.data.peers.common import PeerRead
@@ -33,9 +40,11 @@ __all__ = [
     "drfr",
     "raw_win_rate",
     "read_alpaca_eval_annotations",
+    "read_alpaca_eval_lc_weights",
     "read_arena_hard_answers",
     "read_arena_hard_battles",
     "read_arena_hard_judgments",
+    "read_arena_hard_past_leaderboards",
     "read_arena_hard_questions",
     "read_infobench_eval",
     "read_ragqa_eval_outputs",

@@ -85,3 +85,50 @@ def raw_win_rate(read: PeerRead) -> float:
     if read.table.empty:
         raise ValueError(f"{read.path}: no preferences to average")
     return float((read.table["preference"] - 1.0).mean() * 100.0)
+
+
+# The columns of length_controlled_v1_weights_<...>.csv: alpaca_eval's GLM formula terms.
+WEIGHT_COLUMNS = {
+    "np.tanh(std_delta_len)": "phi",
+    "instruction_difficulty": "psi",
+    "not_gamed_baseline.astype(float)": "theta",
+}
+
+
+def read_alpaca_eval_lc_weights(path: str | Path) -> PeerRead:
+    """``length_controlled_v1_weights_baseline_<baseline>.csv``: each model's published
+    ``length_controlled_v1`` coefficients, one row per model (the first, unnamed column), one
+    column per term of alpaca_eval's formula.
+
+    ``table``: indexed by model, columns ``theta`` (``not_gamed_baseline``), ``phi`` and ``psi``.
+    alpaca_eval's length term is ``tanh(std_delta_len)`` with the difference *baseline minus
+    model*; ``phi`` here is its negative, in this project's direction (model minus baseline:
+    positive when the judge favours length, as :mod:`isqaflow.arena.ratings.length_v1`).  A
+    missing column, a model twice or a value that is not a finite number is an error naming
+    the line and the field."""
+    path = as_path(path)
+    frame = pd.read_csv(path, index_col=0, dtype=str, keep_default_na=False)
+    missing = sorted(set(WEIGHT_COLUMNS) - set(frame.columns))
+    if missing:
+        raise RecordError(path, f"missing columns {missing}", line=1)
+    if frame.index.duplicated().any():
+        model = frame.index[frame.index.duplicated()][0]
+        raise RecordError(path, "model twice", record=model)
+    values = {}
+    for column, name in WEIGHT_COLUMNS.items():
+        numbers = pd.to_numeric(frame[column], errors="coerce")
+        bad = ~(numbers.abs() < float("inf"))  # NaN (not a number) compares False too
+        if bad.any():
+            i = int(bad.to_numpy().argmax())
+            raise RecordError(
+                path,
+                f"not a finite number: {frame[column].iloc[i]!r}",
+                record=frame.index[i],
+                field=column,
+                line=i + 2,
+            )
+        values[name] = numbers.astype(float)
+    table = pd.DataFrame(values)[["theta", "phi", "psi"]]
+    table["phi"] = -table["phi"]
+    table.index.name = "model"
+    return PeerRead(str(path), table, {}, {"models": len(table)})

@@ -11,6 +11,7 @@ v0.1 data are distributed in the later layout.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -237,3 +238,64 @@ def read_arena_hard_questions(path: str | Path) -> PeerRead:
     if not rows:
         raise RecordError(path, "the file holds no questions")
     return PeerRead(str(path), pd.DataFrame(rows), {}, {"questions": len(rows)})
+
+
+# One model's line of a console table in misc/past_leaderboards.md (show_result.py's print).
+_BOARD_LINE = re.compile(
+    r"^(?P<model>\S+)\s*\|\s*score:\s*(?P<score>[-\d.]+)\s*\|\s*95% CI:\s*"
+    r"\((?P<lower>[-+\d.]+),\s*(?P<upper>[-+\d.]+)\)\s*\|\s*average #tokens:\s*(?P<tokens>\d+)\s*$"
+)
+
+
+def read_arena_hard_past_leaderboards(path: str | Path) -> PeerRead:
+    """``misc/past_leaderboards.md``: fenced console tables as ``show_result.py`` printed them,
+    each (optionally) after a bold title line such as ``**Arena-Hard-v0.1 (Style Control)**``.
+
+    ``table``: ``block`` (1, 2, ... in file order), ``title`` (the bold line before the block
+    since the previous one, "" when none), ``model``, ``score`` (%), ``ci_lower`` and
+    ``ci_upper`` (the printed interval, *relative* to the score, e.g. -2.3 and 2.5) and
+    ``tokens`` (the printed average token count, an integer).  A line inside a block that is not
+    such a row is an error naming its line; so is a model twice in one block."""
+    path = as_path(path)
+    rows: list[dict] = []
+    title, block, inside, seen = "", 0, False, set()
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        stripped = line.strip()
+        if stripped.startswith("```"):
+            if not inside:
+                block, seen = block + 1, set()
+            else:
+                title = ""
+            inside = not inside
+            continue
+        if not inside:
+            if stripped.startswith("**") and stripped.endswith("**") and len(stripped) > 4:
+                title = stripped.strip("*").strip()
+            continue
+        if not stripped:
+            continue
+        match = _BOARD_LINE.match(stripped)
+        if match is None:
+            raise RecordError(
+                path, "not a leaderboard row (model | score | CI | tokens)", line=number
+            )
+        model = match["model"]
+        if model in seen:
+            raise RecordError(path, f"model {model!r} twice in block {block}", line=number)
+        seen.add(model)
+        rows.append(
+            {
+                "block": block,
+                "title": title,
+                "model": model,
+                "score": float(match["score"]),
+                "ci_lower": float(match["lower"]),
+                "ci_upper": float(match["upper"]),
+                "tokens": int(match["tokens"]),
+            }
+        )
+    if inside:
+        raise RecordError(path, f"block {block} is not closed (no closing ```)")
+    if not rows:
+        raise RecordError(path, "the file holds no leaderboard rows")
+    return PeerRead(str(path), pd.DataFrame(rows), {}, {"rows": len(rows), "blocks": block})

@@ -51,11 +51,20 @@ def list_models(
     raise AssertionError("unreachable")
 
 
-def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
-    """Problems of the config's API models, one listing per endpoint (the workflow's onstart, on the
-    submit host, before any job): each entry on OpenAI's endpoint (or with ``check_model: true``)
-    must be listed there.  Each problem names the model, the endpoint and the config key."""
-    environ = dict(os.environ if environ is None else environ)
+# OpenAI snapshots retired (by name), each with the substitute config/paper.yaml's comments and
+# docs/paper-scale.md recommend: the papers' snapshots the docs name as retired during 2026.
+RETIRED = {
+    "gpt-4-0314": "gpt-4.1",
+    "gpt-4-0125-preview": "gpt-4.1",
+    "gpt-3.5-turbo-0125": "gpt-4o-mini",
+    "gpt-4o-2024-05-13": "gpt-4o",
+}
+SUBSTITUTE_NOTE = "a substitute judge: check it against the validity table, docs/validity.md"
+
+
+def _by_endpoint(models: dict[str, Any]) -> dict[tuple[str | None, str], list[tuple[str, str]]]:
+    """The API entries to check, per (base_url, key variable): each on OpenAI's endpoint (no
+    ``base_url``) or with ``check_model: true``; a local server is not asked."""
     by_endpoint: dict[tuple[str | None, str], list[tuple[str, str]]] = {}
     for key, entry in models.items():
         if not backend_of(entry, key).lists_models or entry.get("serve"):
@@ -66,10 +75,70 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
         by_endpoint.setdefault((entry.get("base_url"), api_key_variable(entry)), []).append(
             (key, entry["model"])
         )
+    return by_endpoint
+
+
+def _endpoint(base_url: str | None, environ: dict[str, str]) -> str:
+    # the openai client's own default: $OPENAI_BASE_URL, else OpenAI's endpoint
+    return base_url or environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT
+
+
+def _retired(key: str, model: str) -> str:
+    return (
+        f"models.{key}.model: {model!r} is a retired OpenAI snapshot; the docs' substitute: "
+        f"{RETIRED[model]!r} ({SUBSTITUTE_NOTE})"
+    )
+
+
+def dry_run_report(
+    models: dict[str, Any], environ: dict[str, str] | None = None, timeout: float = 10
+) -> list[str]:
+    """What a dry run says of the config's API models, before any job: each retired snapshot by
+    name (on OpenAI's endpoint) with its substitute; then, per endpoint, the models its list
+    does not serve, or what could not be checked and why (no key, no network) -- never silence.
+    One listing per endpoint, one attempt (a dry run does not wait out retries)."""
+    environ = dict(os.environ if environ is None else environ)
+    lines = []
+    for (base_url, key_env), entries in sorted(_by_endpoint(models).items(), key=str):
+        endpoint = _endpoint(base_url, environ)
+        names = ", ".join(sorted({m for _, m in entries}))
+        if endpoint == OPENAI_ENDPOINT:
+            lines += [_retired(key, model) for key, model in entries if model in RETIRED]
+        if not environ.get(key_env):
+            lines.append(
+                f"not checked against the model list of {endpoint}: {key_env} is not set ({names})"
+            )
+            continue
+        try:
+            listed = list_models(endpoint, environ[key_env], timeout=timeout, attempts=1)
+        except ListingError as err:
+            lines.append(
+                mask_secrets(f"not checked against the model list of {endpoint}: {err} ({names})")
+            )
+            continue
+        missing = [(key, model) for key, model in entries if model not in listed]
+        lines += [_not_served(key, model, endpoint) for key, model in missing]
+        if not missing:
+            lines.append(f"{endpoint} lists every model of the config ({names})")
+    return lines
+
+
+def _not_served(key: str, model: str, endpoint: str) -> str:
+    substitute = f" (retired; the docs' substitute: {RETIRED[model]!r})" if model in RETIRED else ""
+    return (
+        f"models.{key}.model: the endpoint {endpoint} does not serve {model!r}{substitute}; set a "
+        f"model it lists ({SUBSTITUTE_NOTE})"
+    )
+
+
+def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = None) -> list[str]:
+    """Problems of the config's API models, one listing per endpoint (the workflow's onstart, on the
+    submit host, before any job): each entry on OpenAI's endpoint (or with ``check_model: true``)
+    must be listed there.  Each problem names the model, the endpoint and the config key."""
+    environ = dict(os.environ if environ is None else environ)
     problems = []
-    for (base_url, key_env), entries in sorted(by_endpoint.items(), key=str):
-        # the openai client's own default: $OPENAI_BASE_URL, else OpenAI's endpoint
-        endpoint = base_url or environ.get("OPENAI_BASE_URL") or OPENAI_ENDPOINT
+    for (base_url, key_env), entries in sorted(_by_endpoint(models).items(), key=str):
+        endpoint = _endpoint(base_url, environ)
         try:
             listed = list_models(endpoint, environ.get(key_env) or "unused")
         except ListingError as err:
@@ -82,10 +151,7 @@ def check_api_models(models: dict[str, Any], environ: dict[str, str] | None = No
                 )
             )
             continue
-        for key, model in entries:
-            if model not in listed:
-                problems.append(
-                    f"models.{key}.model: the endpoint {endpoint} does not serve {model!r}; set a model "
-                    "it lists (a substitute judge: check it against the validity table, docs/validity.md)"
-                )
+        problems += [
+            _not_served(key, model, endpoint) for key, model in entries if model not in listed
+        ]
     return problems
