@@ -12,6 +12,7 @@ if SRC not in sys.path:
     sys.path.insert(0, SRC)
 
 from isqaflow.arena.judging import verdicts  # noqa: E402
+from isqaflow.backends import needs_gpus  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
@@ -200,8 +201,8 @@ def local_stage(stage):
 
 
 def gpus_for(stage, *models):
-    """GPUs of a stage; none when every model the job runs is behind an API."""
-    if models and all(config["models"][m]["backend"] == "openai" for m in models):
+    """GPUs of a stage; none when no model the job runs needs one (isqaflow.backends)."""
+    if not needs_gpus([config["models"][m] for m in models]):
         return 0
     return int(stage_resources(stage).get("gpu", 0))
 

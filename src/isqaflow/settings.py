@@ -11,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
+from isqaflow.backends import BACKENDS, key_env_of
+
 T = TypeVar("T")
 
 #: The arena's players that are not systems (isqaflow.arena.players, the leaderboard): LFRQA's
@@ -19,8 +21,9 @@ T = TypeVar("T")
 REFERENCE_PLAYER = "lfrqa"
 ABSTRACT_PLAYER = "abstract"
 
-#: The environment variable of an API model's key when its entry has no ``api_key_env``.
-DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+#: The environment variable of an API model's key when neither its entry (``api_key_env``) nor
+#: its backend's record (:mod:`isqaflow.backends`) names one.
+DEFAULT_KEY_ENV = str(BACKENDS["openai"].key_env)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # What API keys and tokens look like (OpenAI sk-/sk-proj-, Anthropic sk-ant-, Hugging Face hf_,
 # GitHub ghp_/gho_/github_pat_, Slack xox?-, Google AIza, AWS AKIA, Bearer tokens): the
@@ -132,14 +135,15 @@ def restore_secrets(value: Any, config: Mapping[str, Any]) -> Any:
 
 
 def api_key_variable(entry: Mapping[str, Any]) -> str:
-    """The environment variable that holds an API model's key: ``api_key_env``, or
-    :data:`DEFAULT_KEY_ENV` when the entry has none (or null).  Read by the config check and by
+    """The environment variable that holds an API model's key: ``api_key_env``, or its backend's
+    (:attr:`isqaflow.backends.Backend.key_env`, else :data:`DEFAULT_KEY_ENV`) when the entry
+    has none (or null).  Read by the config check and by
     the jobs alike.  Anything that is not a variable's name -- empty, white space, a key
     pasted there -- is a ``ValueError`` whose message never quotes a value that looks like a key.
     """
     value = entry.get("api_key_env")
     if value is None:
-        return DEFAULT_KEY_ENV
+        return key_env_of(entry) or DEFAULT_KEY_ENV
     if looks_like_secret(value):  # before the name's rule: hf_... tokens are valid names
         raise ValueError(
             "api_key_env holds what looks like an API key itself (not shown): it takes the "

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from isqaflow.backends import backend_of
+
 
 @dataclass(frozen=True)
 class ConfigProblem:
@@ -76,7 +78,7 @@ class References:
         if model not in models:
             return  # reported by model_ref
         entry = models[model]
-        if entry.get("backend", "hf") != "hf":
+        if not backend_of(entry, model).local:
             self.problem(
                 path,
                 f"adapter {adapter!r} needs a local (hf) model; model {model!r} is "

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from isqaflow.backends import backend_of
 from isqaflow.configcheck.references import References
 from isqaflow.settings import api_key_variable, reads_file
 
@@ -48,7 +49,7 @@ def check_finetune(refs: References) -> None:
         base = entry.get("base")
         if (
             refs.model_ref(f"finetune.{name}.base", base)
-            and models[base].get("backend", "hf") != "hf"
+            and not backend_of(models[base], base).local
         ):
             refs.problem(
                 f"finetune.{name}.base",
@@ -374,9 +375,9 @@ def check_models(refs: References) -> None:
             bad_key_env.add(name)
     for name, paths in sorted(refs.used_models.items()):
         entry = models[name]
-        backend = entry.get("backend", "hf")
+        backend = backend_of(entry, name)
         used_by = ", ".join(dict.fromkeys(paths))
-        if backend == "openai":
+        if backend.api_key:
             if name in bad_key_env:
                 continue
             variable = api_key_variable(entry)
@@ -388,7 +389,7 @@ def check_models(refs: References) -> None:
                     f"model {name!r} is an API model the run uses ({used_by}), but the "
                     f"environment variable {variable} that holds its key is not set",
                 )
-        elif backend == "hf" and not entry.get("convert"):
+        elif backend.local and not entry.get("convert"):
             target = str(entry.get("model"))
             if not _looks_local(refs, target):
                 continue  # a hub id: loaded through the Hugging Face cache

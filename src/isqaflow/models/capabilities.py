@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from isqaflow import backends
+
 HONOURED, EMULATED, REFUSED = "honoured", "emulated", "refused"
 BACKENDS = ("hf", "vllm", "openai")
 
@@ -117,13 +119,11 @@ ONLY_WHEN_SAMPLING = {"temperature", "top_p", "seed"}
 
 def backend_of(entry: Mapping[str, Any]) -> str | None:
     """hf, vllm or openai for a model entry; None for a served model of another engine (its own rules)."""
-    backend = entry.get("backend", "hf")
-    if backend == "openai":
-        return "openai"
+    record = backends.backend_of(entry)
     serve = entry.get("serve")
-    if serve:
+    if serve and record.servable:
         return "vllm" if serve.get("engine") == "vllm" else None
-    return "hf"
+    return record.capabilities
 
 
 def set_parameters(generation: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,7 @@ from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
 
+from isqaflow.backends import backend_of
 from isqaflow.data.download import file_digest
 from isqaflow.io import write_json
 from isqaflow.models.identity import adapter_fingerprint, model_fingerprint
@@ -131,7 +132,7 @@ def model_record(
             "command": entry["serve"]["command"],
         }
     path = Path(entry["model"])
-    if entry.get("backend", "hf") == "hf" and path.exists():
+    if backend_of(entry).local and path.exists():
         record["weights_sha256"] = model_fingerprint(path)
         source = path / "isqaflow-source.json"
         if source.exists():

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow import grid
+from isqaflow.backends import is_priced
 from isqaflow.spend import stages, summaries
 from isqaflow.spend.stages import (  # the estimate's constants, re-exported
     CHARS_PER_TOKEN,
@@ -92,11 +93,7 @@ class JobSpend:
 
 
 def api_models(config: Mapping[str, Any]) -> set[str]:
-    return {
-        name
-        for name, entry in (config.get("models") or {}).items()
-        if entry.get("backend") == "openai" and not entry.get("serve")
-    }
+    return {name for name, entry in (config.get("models") or {}).items() if is_priced(entry, name)}
 
 
 def _cached_calls(path: Path) -> int:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow import runtime
+from isqaflow.backends import is_priced
 
 ENV = "ISQAFLOW_SPEND"
 _lock = threading.Lock()  # threads of one job share the process's file lock
@@ -49,8 +50,8 @@ def environment(ledger: str | Path, budget: dict[str, Any] | None, models: dict[
     the directory of the accounts' shared rate-limit windows (:mod:`.rate_limit`), beside the ledger."""
     prices = {
         entry["model"]: entry["price"]
-        for entry in models.values()
-        if entry.get("backend") == "openai" and not entry.get("serve") and entry.get("price")
+        for name, entry in models.items()
+        if is_priced(entry, name) and entry.get("price")
     }
     return json.dumps(
         {

@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from isqaflow.backends import backend_of
 from isqaflow.settings import api_key_variable, mask_secrets
 
 OPENAI_ENDPOINT = "https://api.openai.com/v1"
@@ -66,7 +67,7 @@ def _by_endpoint(models: dict[str, Any]) -> dict[tuple[str | None, str], list[tu
     ``base_url``) or with ``check_model: true``; a local server is not asked."""
     by_endpoint: dict[tuple[str | None, str], list[tuple[str, str]]] = {}
     for key, entry in models.items():
-        if entry.get("backend") != "openai" or entry.get("serve"):
+        if not backend_of(entry, key).lists_models or entry.get("serve"):
             continue
         check = entry.get("check_model")
         if not (check if check is not None else entry.get("base_url") is None):

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from isqaflow import grid
+from isqaflow.backends import backend_of
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 DEFAULTS = {
@@ -88,14 +89,18 @@ class ModelUse:
     def served(self) -> bool:
         serve = self.entry.get("serve") or {}
         return (
-            self.entry.get("backend", "hf") == "hf"
+            backend_of(self.entry, self.name).servable
             and bool(serve)
             and serve.get("engine") == "vllm"
         )
 
     @property
     def local(self) -> bool:
-        return self.entry.get("backend", "hf") == "hf"
+        return backend_of(self.entry, self.name).local
+
+    @property
+    def gpus(self) -> bool:
+        return backend_of(self.entry, self.name).gpus
 
 
 @dataclass
@@ -306,7 +311,7 @@ def plan_job(job: str, uses: Sequence[ModelUse], config: Mapping[str, Any]) -> J
     memory = float(settings["gpu_memory_gb"])
     share = float(settings["max_utilization"])
     cap = memory * share
-    local = [u for u in uses if u.local]
+    local = [u for u in uses if u.gpus]
     if not local:
         return JobPlan(job, 0, memory)
     servers = _servers(job, uses, settings)

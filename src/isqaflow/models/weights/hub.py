@@ -42,6 +42,8 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from isqaflow.backends import backend_of
+
 log = logging.getLogger(__name__)
 
 TOKEN_ENV = "HF_TOKEN"
@@ -79,7 +81,7 @@ def hub_models(
     found = {
         name: {"repo": spec["model"], "revision": spec.get("revision")}
         for name, spec in models.items()
-        if spec.get("backend", "hf") != "openai"
+        if backend_of(spec, name).hub_weights
         and "convert" not in spec
         and isinstance(spec.get("model"), str)
         and is_hub_id(spec["model"])
