@@ -84,8 +84,12 @@ def _row(
 ) -> dict:
     judge = judged["judge"].to_numpy(dtype=float)
     low = high = np.nan
-    if judge.size >= 2:
+    same = judge.size >= 2 and bool(np.all(judge == judge[0]))
+    if judge.size >= 2 and not same:
         _, low, high = classical_mean_ci(judge)
+        # a preference lies in [0, 1]: the normal interval is cut at the bounds it cannot pass
+        # (n=15 gave "-1.2" for a win rate), never reported beyond them
+        low, high = max(low, 0.0), min(high, 1.0)
     row = {
         "setting": setting,
         "system": system,
@@ -107,14 +111,22 @@ def _row(
     if row["n human"]:
         row["human %"] = 100 * float(merged.loc[labelled, "human"].mean())
     others = sorted(set(human["system"]) - {system})
+    no_spread = (
+        f"every judged pair got {100 * judge[0]:g}: no interval (a zero-width one would read as "
+        "certainty); "
+        if same
+        else ""
+    )
     if not row["n human"]:
-        row["note"] = "no human label of this system's judged answers" + (
-            f" (the human pairs are of {', '.join(others)})" if others else ""
+        row["note"] = (
+            no_spread
+            + "no human label of this system's judged answers"
+            + (f" (the human pairs are of {', '.join(others)})" if others else "")
         )
     elif not random:
-        row["note"] = NOT_RANDOM + " (datasets.rag.human_sample: chosen)"
+        row["note"] = no_spread + NOT_RANDOM + " (datasets.rag.human_sample: chosen)"
     elif row["n human"] < 2 or (~labelled).sum() < 2:
-        row["note"] = "PPI needs at least 2 labelled and 2 unlabelled judged pairs"
+        row["note"] = no_spread + "PPI needs at least 2 labelled and 2 unlabelled judged pairs"
     else:
         est = ppi_mean(
             merged.loc[labelled, "human"].to_numpy(dtype=float),
