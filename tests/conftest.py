@@ -14,6 +14,8 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# No dry run of a test asks a provider for its model list (a placeholder key, a network call).
+os.environ.setdefault("ISQAFLOW_NO_MODEL_LISTS", "1")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"

@@ -334,3 +334,17 @@ def test_the_dry_run_checks_the_list_where_it_can_and_says_when_it_cannot(endpoi
     )
     assert line.startswith(f"not checked against the model list of {closed.url}: URLError")
     assert line.endswith("(gpt-4.1)") and "sk-secret-value" not in line
+
+
+def test_the_dry_run_sends_no_listing_request_when_told_not_to(endpoint):
+    """The tests' dry runs of config/paper.yaml set a placeholder key: before, each sent it to
+    the provider's model list (and, offline, waited for a DNS failure)."""
+    from isqaflow.models.api.model_lists import OFFLINE_ENV, dry_run_report
+
+    entry = {"backend": "openai", "model": "gpt-4.1", "base_url": endpoint.url, "check_model": True}
+    models = {"judge": entry}
+    (line,) = dry_run_report(models, environ={"OPENAI_API_KEY": "sk-test", OFFLINE_ENV: "1"})
+    assert (
+        line == f"not checked against the model list of {endpoint.url}: {OFFLINE_ENV}=1 (gpt-4.1)"
+    )
+    assert endpoint.requests == []
