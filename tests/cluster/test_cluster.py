@@ -182,29 +182,11 @@ def test_every_raw_github_url_in_the_paper_config_pins_a_full_commit():
 
 # ------------------------------------------------------------------ the cluster command's dry run
 def parse_jobs(text: str) -> list[dict]:
-    """Each planned job of a dry run: rule, local or not, threads, resources."""
-    jobs = []
-    for block in re.split(r"\n(?=\[[^\]]+\]\n(?:local)?rule )", text):
-        m = re.search(r"^(local)?rule (\S+):$", block, re.M)
-        if not m or m.group(2) == "all":
-            continue
-        threads = re.search(r"^\s+threads: (\d+)$", block, re.M)
-        res_line = re.search(r"^\s+resources: (.*)$", block, re.M)
-        resources = {}
-        for item in res_line.group(1).split(", ") if res_line else []:
-            key, _, value = item.partition("=")
-            resources[key] = int(value) if value.isdigit() else value
-        wildcards = re.search(r"^\s+wildcards: (.*)$", block, re.M)
-        jobs.append(
-            {
-                "rule": m.group(2),
-                "local": bool(m.group(1)),
-                "threads": int(threads.group(1)) if threads else 1,
-                "resources": resources,
-                "wildcards": wildcards.group(1) if wildcards else "",
-            }
-        )
-    return jobs
+    """Each planned job of a dry run: rule, local or not, threads, resources (the one reader of
+    a dry run's job listing, isqaflow.spend.figures, which the docs' plan figures use too)."""
+    from isqaflow.spend.figures import parse_dry_run
+
+    return parse_dry_run(text)
 
 
 class _Resources(dict):
