@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from isqaflow import grid
+from isqaflow.io import RecordError
 from isqaflow.power import mde, n_for_difference, z_sum
 from isqaflow.spend.stages import Inputs
 
@@ -70,6 +71,11 @@ def _count(inputs: Inputs, kind: str, key: str) -> tuple[int | None, str]:
     except KeyError:
         section = {"drfr": "instructions", "arena": "rag", "isqa": "papers"}[kind]
         return None, f"{key} not converted yet and spend.items.{section}.{key} declares no size"
+    except RecordError as err:
+        # the power lines inform, they never stop a dry run: a converted file that cannot be
+        # read (a job killed mid-write, a hand edit) leaves n unknown, naming the file's problem;
+        # the job that reads it fails on it by name
+        return None, f"{key}: its converted file cannot be read ({err})"
 
 
 def _count_or_raise(inputs: Inputs, kind: str, key: str) -> tuple[int, str]:

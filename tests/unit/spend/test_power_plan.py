@@ -117,3 +117,20 @@ def test_a_size_neither_converted_nor_declared_is_named_not_guessed():
     text = power.power_text(config, [arena])
     assert "n unknown (fiqa not converted yet and spend.items.rag.fiqa declares no size)" in text
     assert "n of this run unknown" in text
+
+
+def test_a_converted_file_that_cannot_be_read_leaves_n_unknown_and_names_it(tmp_path):
+    """Before: a placeholder in results/data/instructions/ stopped every dry run inside the power
+    lines (a RecordError from the DAG build), though they only inform."""
+    config = validated(PAPER)
+    converted = tmp_path / "results/data/instructions/infobench.jsonl"
+    converted.parent.mkdir(parents=True)
+    converted.write_text("placeholder\n")
+    drfr = next(
+        line
+        for line in power.power_lines(config, root=tmp_path, costs=False)
+        if line.size.suite == "drfr"
+    )
+    assert drfr.size.n is None and math.isnan(drfr.mde)
+    assert "infobench: its converted file cannot be read" in drfr.size.basis
+    assert "not valid JSON" in drfr.size.basis
