@@ -22,6 +22,7 @@ from isqaflow.arena.ratings.length_v1 import difficulty_from_weights, fit_v1, pr
 from isqaflow.arena.ratings.style import markdown_counts, style_controlled
 from isqaflow.data.peers import (
     read_alpaca_eval_annotations,
+    read_alpaca_eval_lc_weights,
     read_arena_hard_answers,
     read_arena_hard_battles,
 )
@@ -60,18 +61,10 @@ def alpaca():
                 }
             )
         )
-    weights = pd.read_csv(
-        root / "length_controlled_v1_weights_baseline_gpt4_1106_preview.csv", index_col=0
-    )
-    weights = pd.DataFrame(
-        {
-            "theta": weights["not_gamed_baseline.astype(float)"],
-            "phi": -weights[
-                "np.tanh(std_delta_len)"
-            ],  # alpaca_eval's length difference is baseline - model
-            "psi": weights["instruction_difficulty"],
-        }
-    )
+    # the one reader of the coefficients file (theta, phi, psi; phi in this project's direction)
+    weights = read_alpaca_eval_lc_weights(
+        root / "length_controlled_v1_weights_baseline_gpt4_1106_preview.csv"
+    ).table[["theta", "phi", "psi"]]
     board = pd.read_csv(root / "weighted_alpaca_eval_gpt4_turbo_leaderboard.csv", index_col=0)
     return pd.concat(frames, ignore_index=True), weights, board
 
