@@ -16,9 +16,10 @@ os.environ[budget.ENV] = budget.environment(
 def print_spend_plan():
     """A dry run of a config with API models prints the spend plan and what the budget
     check of a real run would say (stderr)."""
-    from isqaflow import spend
-
+    # imported only here: every Snakefile parse runs this function
     if {"-n", "--dry-run", "--dryrun"} & set(sys.argv):
+        from isqaflow import spend
+
         text = spend.dry_run_text(config, SPEND_LEDGER)
         if text:
             print(text, file=sys.stderr)

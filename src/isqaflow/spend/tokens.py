@@ -55,10 +55,19 @@ ENCODING_PREFIXES = (
     ("gpt-35-turbo", "cl100k_base"),
 )
 
-try:  # pinned in pyproject.toml; without it (an older environment) the fallback counts
-    import bpe_openai
-except ImportError:  # the fallback, named as such in the plan
-    bpe_openai = None
+
+@functools.cache
+def bpe_module() -> Any:
+    """``bpe_openai`` (pinned in pyproject.toml), or None without it (an older environment: the
+    fallback counts, named as such in the plan).  Imported on first use, not with this module:
+    importing it builds its encodings' rank tables (~3 s on a 2-core machine), which every
+    Snakefile parse paid -- each dry run, and each SLURM job's own Snakemake -- through the
+    spend plan's imports."""
+    try:
+        import bpe_openai
+    except ImportError:
+        return None
+    return bpe_openai
 
 
 def filler(chars: int, prefix: str = "") -> str:
@@ -99,7 +108,7 @@ class Encoded:
 
     def __init__(self, name: str) -> None:
         self.name = name
-        self._encoding = bpe_openai.get_encoding(name)
+        self._encoding = bpe_module().get_encoding(name)
         self.text = functools.lru_cache(maxsize=65536)(
             self._text
         )  # few-shot and system messages repeat
@@ -133,7 +142,7 @@ def counter_for(entry: Mapping[str, Any]) -> Estimate | Encoded:
     """The counter of a config's model entry: exact for an OpenAI chat model with ``bpe-openai``
     installed, else :data:`ESTIMATE`."""
     name = encoding_name(str(entry.get("model", "")))
-    if name is None or bpe_openai is None:
+    if name is None or bpe_module() is None:
         return ESTIMATE
     return _encoded(name)
 

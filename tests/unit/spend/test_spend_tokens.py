@@ -53,7 +53,7 @@ def test_the_paper_configs_models_have_their_encodings_and_others_the_fallback()
 
 
 def test_without_bpe_openai_every_model_counts_by_the_fallback(monkeypatch):
-    monkeypatch.setattr(tokens, "bpe_openai", None)
+    monkeypatch.setattr(tokens, "bpe_module", lambda: None)
     assert tokens.counter_for({"model": "gpt-4o-2024-05-13"}) is tokens.ESTIMATE
     paper = yaml.safe_load((ROOT / "config/paper.yaml").read_text())
     rows = [row for row in spend.plan(paper, root="/nonexistent") if row.calls is not None]
