@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import re
+from collections.abc import Iterator
 from pathlib import Path
 
 PACKAGE = "isqaflow"
@@ -35,13 +37,56 @@ def module_path(module: str) -> Path:
     raise ModuleNotFoundError(module)
 
 
+# A line that starts an import statement (at any indentation: imports inside functions count).
+_IMPORT_START = re.compile(
+    r"^[ \t]*(?:from[ \t]+[\w.]+(?:[ \t]|\\\n)+import\b|import[ \t]+\w)", re.M
+)
+
+
+def import_statements(source: str) -> Iterator[str]:
+    """The text of each import statement of ``source``, continuation lines (parentheses or a
+    backslash) included.  Parsing these few statements instead of the whole module is what
+    keeps a Snakefile parse cheap: ``ast.parse`` of every module took ~1 s of each parse (each
+    dry run, and each SLURM job's own Snakemake), the statements alone a few milliseconds.
+    tests/unit/test_codehash.py checks that every module of the package yields the imports a
+    walk of its whole syntax tree finds."""
+    end = 0
+    for match in _IMPORT_START.finditer(source):
+        if match.start() < end:  # a continuation line of the statement before
+            continue
+        start, depth, i = match.start(), 0, match.start()
+        while i < len(source):
+            char = source[i]
+            if char == "#":  # a comment runs to the end of its line
+                i = source.find("\n", i)
+                i = len(source) if i < 0 else i
+                continue
+            if char in "([{":
+                depth += 1
+            elif char in ")]}":
+                depth -= 1
+            elif char == "\n" and depth <= 0 and source[i - 1] != "\\":
+                break
+            i += 1
+        end = i
+        yield source[start:i].strip()
+
+
+def _statement_nodes(path: Path) -> Iterator[ast.AST]:
+    for statement in import_statements(path.read_text(encoding="utf-8")):
+        try:
+            tree = ast.parse(statement, filename=str(path))
+        except SyntaxError:  # an import-like line inside a string: not an import
+            continue
+        yield from tree.body
+
+
 @functools.cache
 def _imports(module: str) -> frozenset[str]:
     path = module_path(module)
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_package = path.name == "__init__.py"
     found: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _statement_nodes(path):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):

@@ -1,0 +1,85 @@
+"""isqaflow.codehash reads import statements, not whole syntax trees: the same imports."""
+
+from __future__ import annotations
+
+import ast
+import pkgutil
+
+import isqaflow
+from isqaflow import codehash
+
+
+def _walked_imports(module: str) -> frozenset[str]:
+    """The isqaflow names a module imports, by a walk of its whole syntax tree (what codehash
+    did before it read import statements only)."""
+    path = codehash.module_path(module)
+    is_package = path.name == "__init__.py"
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = module.split(".") if is_package else module.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(n for n in names if n == "isqaflow" or n.startswith("isqaflow."))
+    return frozenset(found)
+
+
+def test_every_module_yields_the_imports_its_whole_tree_has():
+    """(An import-like line inside a string, e.g. a script a module runs in a subprocess, may
+    add a dependency -- hashing more than needed, never less; none names isqaflow today.)"""
+    modules = [m.name for m in pkgutil.walk_packages(isqaflow.__path__, "isqaflow.")]
+    assert len(modules) > 100
+    for module in ["isqaflow", *modules]:
+        assert codehash._imports(module) == _walked_imports(module), module
+
+
+def test_continued_statements_comments_and_strings():
+    source = (
+        "from a import (\n    b,  # a comment (with a parenthesis\n    c,\n)\n"
+        "def f():\n    import d.e as g\n"
+        "x = 1\nfrom h \\\n    import i\n"
+        '"""\nimport this is prose in a docstring\n"""\n'
+    )
+    assert list(codehash.import_statements(source)) == [
+        "from a import (\n    b,  # a comment (with a parenthesis\n    c,\n)",
+        "import d.e as g",
+        "from h \\\n    import i",
+        "import this is prose in a docstring",
+    ]
+
+
+def test_a_changed_import_changes_the_version(tmp_path, monkeypatch):
+    package = tmp_path / "isqaflow"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("def f():\n    from isqaflow import (\n        b,\n    )\n")
+    (package / "b.py").write_text("X = 1\n")
+    monkeypatch.setattr(codehash, "ROOT", package)
+    for cached in (
+        codehash.module_path,
+        codehash._imports,
+        codehash._resolve,
+        codehash.dependencies,
+    ):
+        cached.cache_clear()
+    try:
+        assert codehash.dependencies("isqaflow.a") == ("isqaflow", "isqaflow.a", "isqaflow.b")
+        before = codehash.code_version("isqaflow.a")
+        (package / "b.py").write_text("X = 2\n")
+        assert codehash.code_version("isqaflow.a") != before
+    finally:
+        for cached in (
+            codehash.module_path,
+            codehash._imports,
+            codehash._resolve,
+            codehash.dependencies,
+        ):
+            cached.cache_clear()
