@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import importlib.util
 import os
 import sys
@@ -144,29 +146,67 @@ def _slurm_unavailable(message: str, output: str = "") -> None:
     pytest.skip(f"SLURM test cluster unavailable: {message}" + (f"\n{tail}" if tail else ""))
 
 
+@contextlib.contextmanager
+def machine_lock(name: str):
+    """An exclusive lock on this machine (flock on /tmp/<name>.lock): the slow tier runs in two
+    pytest-xdist workers (Makefile), and some things exist once per machine -- the SLURM
+    cluster, the docs' venv."""
+    with open(Path("/tmp") / f"{name}.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _xdist_worker(config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+# In an xdist run, the worker that started the cluster leaves this file in the run's base
+# temporary directory; the controller stops the cluster when every worker is done.
+SLURM_STARTED = "slurm-started-by-this-session"
+
+
 @pytest.fixture(scope="session")
-def slurm_cluster():
+def slurm_cluster(request, tmp_path_factory):
     """A one-node SLURM cluster on localhost (tests/slurm/start_slurm.sh), stopped afterwards
-    if this session started it (ISQAFLOW_SLURM_KEEP=1 keeps it)."""
+    if this session started it (ISQAFLOW_SLURM_KEEP=1 keeps it).  Two xdist workers share it:
+    one starts it (under a machine lock, so they never start it twice), the controller stops
+    it at the session's end (pytest_sessionfinish), not the worker that finishes first."""
     cluster = slurm_helpers()
     ok, why = cluster.cluster_available()
     if not ok:
         _slurm_unavailable(why)
-    was_running = cluster.cluster_running()
     timeout = float(os.environ.get("ISQAFLOW_SLURM_START_TIMEOUT", "300"))
     started = time.monotonic()
-    try:
-        info = cluster.start_cluster(timeout=timeout)
-    except cluster.ClusterError as err:
-        if not was_running:  # do not leave half a cluster behind
-            cluster.stop_cluster()
-        _slurm_unavailable(str(err.args[0]), err.output)
+    with machine_lock("isqaflow-slurm-start"):
+        was_running = cluster.cluster_running()
+        try:
+            info = cluster.start_cluster(timeout=timeout)
+        except cluster.ClusterError as err:
+            if not was_running:  # do not leave half a cluster behind
+                cluster.stop_cluster()
+            _slurm_unavailable(str(err.args[0]), err.output)
+        worker = _xdist_worker(request.config)
+        if worker and not was_running:
+            (tmp_path_factory.getbasetemp().parent / SLURM_STARTED).write_text("started\n")
     print(
         f"\nSLURM cluster ready in {time.monotonic() - started:.1f}s (already running: {was_running})"
     )
     yield info
-    if not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
+    if not worker and not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
         cluster.stop_cluster()
+
+
+def pytest_sessionfinish(session):
+    """The controller of an xdist run stops the cluster one of its workers started."""
+    if _xdist_worker(session.config) or not hasattr(session.config, "_tmp_path_factory"):
+        return
+    marker = session.config._tmp_path_factory.getbasetemp() / SLURM_STARTED
+    if marker.exists() and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
+        slurm_helpers().stop_cluster()
+        marker.unlink()
 
 
 @pytest.fixture(scope="session")

@@ -49,7 +49,8 @@ import yaml
 from conftest import slurm_helpers
 from workflow_utils import copy_repo
 
-pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+# one xdist worker runs the embedded DAG and every test of its results (Makefile: the slow tier)
+pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.xdist_group("embedded-run")]
 
 cluster = slurm_helpers()
 RUN_TIMEOUT_S = 2400
@@ -151,12 +152,16 @@ def _committed_calls(cache: Path) -> dict[str, float]:
         return {}
 
 
-def _running_job(rule: str) -> str | None:
-    """SLURM id of a RUNNING job of ``rule`` (the plugin puts rule_<rule>... into the comment)."""
-    res = cluster.run(["squeue", "-h", "--states=RUNNING", "-o", "%i|%k"], timeout=30)
+def _running_job(rule: str, workdir: Path) -> str | None:
+    """SLURM id of a RUNNING job of ``rule`` (the plugin puts rule_<rule>... into the comment)
+    started from ``workdir``: the dress rehearsal may share the cluster (the slow tier's two
+    xdist workers) and has a job of the same rule."""
+    res = cluster.run(["squeue", "-h", "--states=RUNNING", "-o", "%i|%k|%Z"], timeout=30)
     for line in res.output.splitlines():
-        job_id, _, comment = line.partition("|")
-        if cluster.rule_of({"Comment": comment.strip()}) == rule:
+        job_id, comment, job_dir = (line.split("|", 2) + ["", ""])[:3]
+        if cluster.rule_of({"Comment": comment.strip()}) == rule and os.path.realpath(
+            job_dir.strip()
+        ) == os.path.realpath(workdir):
             return job_id.strip()
     return None
 
@@ -215,7 +220,7 @@ def slurm_run(slurm_cluster, embedded_run, tmp_path_factory):
         job_id, committed, cancelled_at = None, {}, None
         while run.poll() is None:  # cancel the judge once, after it has committed calls
             if cancelled_at is None:
-                job_id = _running_job(CANCELLED_RULE)
+                job_id = _running_job(CANCELLED_RULE, workdir)
                 committed = _committed_calls(cache) if job_id else {}
                 if committed:
                     cancelled_at = time.time()

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import machine_lock
 from test_api_models import ModelList
 from test_paper_scale_docs import steps
 from workflow_utils import copy_repo, env
@@ -44,6 +45,11 @@ def build_docs_venv(pins: list[str]) -> Path:
     """The docs' step 1 (``python3 -m venv .venv``; ``.venv/bin/pip install <pins>``), once per
     machine; a venv left incomplete by an earlier try is built again."""
     venv = docs_venv_path(pins)
+    with machine_lock(f"isqaflow-docs-venv-{venv.name}"):  # the rehearsal's worker builds it too
+        return _build_docs_venv(venv, pins)
+
+
+def _build_docs_venv(venv: Path, pins: list[str]) -> Path:
     if (venv / ".complete").exists():
         return venv
     shutil.rmtree(venv, ignore_errors=True)
