@@ -8,6 +8,8 @@ counting double's record of them), exactly."""
 
 from __future__ import annotations
 
+import importlib.util
+
 import pytest
 import yaml
 from test_spend import ROOT, embedded_api, run_stages  # noqa: F401  (embedded_api: the fixture)
@@ -15,12 +17,8 @@ from test_spend import ROOT, embedded_api, run_stages  # noqa: F401  (embedded_a
 from isqaflow import spend
 from isqaflow.spend import tokens
 
-try:
-    import bpe_openai
-except ImportError:
-    bpe_openai = None
-needs_bpe = pytest.mark.skipif(
-    bpe_openai is None,
+needs_bpe = pytest.mark.skipif(  # found, not imported: its import takes seconds (collection)
+    importlib.util.find_spec("bpe_openai") is None,
     reason="bpe-openai is not installed (pinned in pyproject.toml); "
     "the plan counts chars/4 (fallback)",
 )
@@ -72,7 +70,7 @@ def test_a_placeholder_is_its_length_and_counts_as_chars_over_4_in_the_fallback(
 @needs_bpe
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_the_exact_counter_is_the_encoding_and_a_placeholder_its_bound(name):
-    encoding = bpe_openai.get_encoding(name)
+    encoding = tokens.bpe_module().get_encoding(name)
     counter = tokens.Encoded(name)
     assert len(encoding.encode(tokens.FILLER_UNIT * 1000)) == 1000  # one token per unit
     text = "Does the summary state that the answer to: what is measured? is: the F1 score."
