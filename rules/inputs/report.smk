@@ -126,9 +126,7 @@ def browser_targets():
 def table_names():
     """Every table of the run with a Markdown file (results/tables/<name>.md)."""
     return (
-        [f"isqa_{t}" for t in ISQA_TABLES]
-        + [f"drfr_{t}" for t in DRFR_TABLES]
-        + [f"arena_{t}" for t in ARENA_TABLES]
+        [t for entry in SUITES for t in entry.table_names]  # isqaflow.suites
         + ["leaderboard", "validity", "paired_tests", "paired_matrix"]
         + [f"judges_{t}" for t in JUDGE_TABLES]
     )
