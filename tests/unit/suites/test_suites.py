@@ -111,3 +111,15 @@ def test_collect_fails_on_a_name_the_rule_files_do_not_define():
         NameError, match=r"isqaflow.suites.drfr: validity_functions names 'drfr_validity_files'"
     ):
         suites.collect("validity_functions", namespace)
+
+
+def test_the_config_check_has_a_checker_for_every_suite(monkeypatch):
+    from isqaflow.configcheck import sections
+
+    assert list(sections.SUITE_CHECKS) == [s.name for s in SUITES]
+    checked = []
+    monkeypatch.setitem(sections.SUITE_CHECKS, "isqa", checked.append)
+    monkeypatch.delitem(sections.SUITE_CHECKS, "drfr")
+    with pytest.raises(KeyError, match="suite 'drfr' has no checker of its config section"):
+        sections.check_suites("refs")  # type: ignore[arg-type]
+    assert checked == ["refs"]  # in the registry's order: isqa's section was checked first
