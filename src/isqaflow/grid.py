@@ -11,7 +11,9 @@ A model stage is a rule whose job holds a model: ISQA's summaries and refinement
 responses and judges, the RAG answers and the arena judges.  Each job names its rule, its
 wildcards (as the rule's output has them), the models it holds (:class:`ModelRef`: the role,
 the ``models`` key, the adapter, the config path of the generation settings it decodes with)
-and its first output path.
+and its first output path.  The model rules -- their output patterns and log labels -- are
+declared by the suites' descriptors (:mod:`isqaflow.suites`); this module lists each registered
+suite's jobs (:data:`SUITE_JOBS`), suite by suite in the registry's order.
 
 Pure: the config is the validated workflow config (a mapping); nothing is read or written.
 """

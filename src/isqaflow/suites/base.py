@@ -34,7 +34,6 @@ class Suite:
     """
 
     name: str
-    title: str
     rules: tuple[ModelRule, ...]
     tables: tuple[str, ...]
     target_functions: tuple[str, ...]

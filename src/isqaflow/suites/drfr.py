@@ -7,7 +7,6 @@ from isqaflow.suites.base import ModelRule, Suite
 
 SUITE = Suite(
     name="drfr",
-    title="InFoBench (DRFR)",
     rules=(
         ModelRule(
             "drfr_responses",

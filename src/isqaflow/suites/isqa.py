@@ -8,7 +8,6 @@ from isqaflow.suites.base import ModelRule, Suite
 
 SUITE = Suite(
     name="isqa",
-    title="ISQA",
     rules=(
         ModelRule(
             "baseline_summaries",

@@ -42,7 +42,7 @@ def test_a_suite_or_a_rule_declared_twice_is_an_error():
 
 def test_systems_and_judges_come_together():
     with pytest.raises(ValueError, match="give both systems and judges"):
-        Suite("x", "X", (), (), (), (), systems=("x", "systems"))
+        Suite("x", (), (), (), (), systems=("x", "systems"))
 
 
 def test_tables_are_named_and_filed_with_the_suite_prefix():
@@ -63,7 +63,7 @@ def test_the_grid_has_a_job_builder_for_every_suite_with_model_rules():
 
 def test_a_registered_suite_without_a_job_builder_is_an_error():
     new = Suite(
-        "new", "New", (ModelRule("new_judge", "results/new/{judge}.jsonl", "{judge}"),), (), (), ()
+        "new", (ModelRule("new_judge", "results/new/{judge}.jsonl", "{judge}"),), (), (), ()
     )
     with pytest.raises(KeyError, match="suite 'new' declares model rules \\(new_judge\\)"):
         grid.suite_jobs(new, {})
