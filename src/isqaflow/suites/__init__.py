@@ -3,10 +3,11 @@
 A descriptor (:class:`~isqaflow.suites.base.Suite`) holds what the shared code -- the grid
 of model jobs (:mod:`isqaflow.grid`), the run's targets (``rules/targets.smk``), the validity
 table's control files (``rules/inputs/validity.smk``), the readable tables
-(``rules/inputs/report.smk``), the judge-family audit (:mod:`isqaflow.configcheck.families`) --
-needs to know of a suite, so these loop over :data:`SUITES` instead of naming the suites.
-Adding a suite: a module here with its ``SUITE``, and a line in :data:`SUITES`
-(docs/development.md, "Add a suite").
+(``rules/inputs/report.smk``), the config check's sections (:mod:`isqaflow.configcheck.sections`)
+and the judge-family audit (:mod:`isqaflow.configcheck.families`) -- needs to know of a
+suite, so these loop over :data:`SUITES` instead of naming the suites.  Adding a suite: a
+module here with its ``SUITE``, and a line in :data:`SUITES` (docs/development.md, "How to
+add a suite").
 
 The lowest floor of the import contract: standard library only, nothing of the project.
 """
