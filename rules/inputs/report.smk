@@ -2,10 +2,10 @@
 
 
 def stage_code_versions():
-    """rule -> the version of the library code it runs: its code param (isqaflow.codehash),
-    for every rule with one. The rules' code(...) params are the one list of which rule runs
-    which modules (tests/workflow/test_rule_code.py checks them against the scripts' imports).
-    """
+    """Each rule's name -> the version of the library code it runs (its code param,
+    isqaflow.codehash), for every rule with a code param. Those params are the one list
+    of the modules each rule runs (tests/workflow/test_rule_code.py checks them against
+    the scripts' imports)."""
     return {
         each.name: each.params.code
         for each in workflow.rules
