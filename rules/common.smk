@@ -24,6 +24,8 @@ from isqaflow.models.weights.hub import hub_models  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 from isqaflow.runtime import use_weights_cache  # noqa: E402
 from isqaflow.settings import redact_secrets  # noqa: E402
+from isqaflow.suites import SUITES, suite  # noqa: E402
+from isqaflow.suites import collect as collect_suites  # noqa: E402
 
 # Jobs import this workflow's src/ first (locally and inside SLURM jobs, which
 # re-read this file), and the manifest records the command that started the run.
@@ -364,15 +366,8 @@ def isqa_pairs():
 
 
 # ----------------------------------------------------------------------------- metrics
-ISQA_TABLES = [
-    "table1",
-    "table2",
-    "table3",
-    "table4",
-    "oracle",
-    "feedback_stats",
-    "appendix_questeval_v024",
-]
+# each suite's tables: its descriptor's (isqaflow.suites)
+ISQA_TABLES = list(suite("isqa").tables)
 ISQA_LONG_TABLES = ["table1", "table2", "table3", "table4"]
 
 
@@ -389,7 +384,7 @@ def human_eval_filled(dataset, summarizer):
 
 
 # ----------------------------------------------------------------------------- DRFR
-DRFR_TABLES = ["table5", "by_constraint", "by_category", "summaries"]
+DRFR_TABLES = list(suite("drfr").tables)
 
 
 def judged_summary_systems(dataset, summarizer):
@@ -398,18 +393,7 @@ def judged_summary_systems(dataset, summarizer):
 
 
 # ----------------------------------------------------------------------------- arena
-ARENA_TABLES = [
-    "win_rates",
-    "ratings",
-    "position_consistency",
-    "no_answer",
-    "retrieval",
-    "agreement",
-    "summaries",
-    "length_controlled",
-    "length_bias",
-    "ppi",
-]
+ARENA_TABLES = list(suite("arena").tables)
 
 
 def arena_validity_files():

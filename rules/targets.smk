@@ -26,7 +26,7 @@ def summary_targets():
 
 
 def metrics_targets():
-    targets = [f"results/tables/isqa_{t}.csv" for t in ISQA_TABLES]
+    targets = suite("isqa").table_files
     targets += metric_validity_files()
     for d, s in isqa_pairs():
         targets.append(f"results/human_eval/{d}/{s}/assignment.json")
@@ -36,22 +36,23 @@ def metrics_targets():
 
 
 def drfr_targets():
-    return [f"results/tables/drfr_{t}.csv" for t in DRFR_TABLES]
+    return suite("drfr").table_files
 
 
 def arena_targets():
-    tables = [f"results/tables/arena_{t}.csv" for t in ARENA_TABLES]
-    return tables + arena_validity_files()
+    return suite("arena").table_files + arena_validity_files()
+
+
+def suite_targets():
+    """Every registered suite's targets, suite by suite (isqaflow.suites)."""
+    return collect_suites("target_functions", globals())
 
 
 def result_targets():
     return (
         data_targets()
         + finetune_targets()
-        + summary_targets()
-        + metrics_targets()
-        + drfr_targets()
-        + arena_targets()
+        + suite_targets()
         + validity_targets()
         + [LEADERBOARD[0]]
         + JUDGE_AUDIT

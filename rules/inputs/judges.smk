@@ -1,16 +1,9 @@
 """Input functions of the judges' audit (rules/judges.smk)."""
 
+# the tables the audit writes (isqaflow.arena.judging.judge_audit's TABLES)
+from isqaflow.arena.judging.audit_tables import TABLES as JUDGE_TABLES  # noqa: E402
 from isqaflow.configcheck.families import judge_system_pairs  # noqa: E402
 
-# the tables of isqaflow.arena.judging.judge_audit (TABLES; tests/unit/arena/test_judge_audit.py checks they agree)
-JUDGE_TABLES = [
-    "self_preference",
-    "noise",
-    "noise_win_rates",
-    "canaries",
-    "panel",
-    "panel_loo",
-]
 JUDGE_AUDIT = [
     f"results/tables/judges_{table}.{ext}"
     for table in JUDGE_TABLES

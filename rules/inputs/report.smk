@@ -1,41 +1,16 @@
 """Input functions of the manifest (rules/report.smk)."""
 
-STAGE_MODULES = {
-    "data": "isqaflow.data.convert",
-    "model_conversion": "isqaflow.models.weights.convert",
-    "finetune": "isqaflow.finetune.lora",
-    "finetune_eval": "isqaflow.finetune.evaluate",
-    "questions": "isqaflow.isqa.questions",
-    "summaries": "isqaflow.isqa.summarize",
-    "refine": "isqaflow.isqa.refine",
-    "metrics": "isqaflow.metrics.score",
-    "metric_controls": "isqaflow.metrics.controls",
-    "isqa_tables": "isqaflow.metrics.tables",
-    "drfr": "isqaflow.drfr.responses",
-    "drfr_judge": "isqaflow.drfr.judge_responses",
-    "drfr_summaries": "isqaflow.drfr.summaries",
-    "drfr_tables": "isqaflow.drfr.tables",
-    "retrieval": "isqaflow.arena.retrieval.bm25_dense",
-    "rag_answers": "isqaflow.arena.answers",
-    "arena_judge": "isqaflow.arena.judging.battles",
-    "arena_judge_checks": "isqaflow.arena.judging.controls",
-    "arena_summaries": "isqaflow.arena.judging.summaries",
-    "arena_tables": "isqaflow.arena.tables",
-    "validity_table": "isqaflow.report.validity",
-    "file_answers": "isqaflow.arena.file_answers",
-    "file_responses": "isqaflow.drfr.file_responses",
-    "file_summaries": "isqaflow.isqa.file_summaries",
-    "check_systems": "isqaflow.data.outputs",
-    "leaderboard": "isqaflow.report.leaderboard",
-    "arena_browser": "isqaflow.arena.browse",
-    "drfr_browser": "isqaflow.drfr.browse",
-    "table_html": "isqaflow.report.table_html",
-    "paired_tests": "isqaflow.report.paired",
-}
-
 
 def stage_code_versions():
-    return {stage: code(module) for stage, module in STAGE_MODULES.items()}
+    """Each rule's name -> the version of the library code it runs (its code param,
+    isqaflow.codehash), for every rule with a code param. Those params are the one list
+    of the modules each rule runs (tests/workflow/test_rule_code.py checks them against
+    the scripts' imports)."""
+    return {
+        each.name: each.params.code
+        for each in workflow.rules
+        if "code" in each.params.keys()
+    }
 
 
 def raw_dataset_files():
@@ -126,9 +101,7 @@ def browser_targets():
 def table_names():
     """Every table of the run with a Markdown file (results/tables/<name>.md)."""
     return (
-        [f"isqa_{t}" for t in ISQA_TABLES]
-        + [f"drfr_{t}" for t in DRFR_TABLES]
-        + [f"arena_{t}" for t in ARENA_TABLES]
+        [t for entry in SUITES for t in entry.table_names]  # isqaflow.suites
         + ["leaderboard", "validity", "paired_tests", "paired_matrix"]
         + [f"judges_{t}" for t in JUDGE_TABLES]
     )

@@ -1,19 +1,8 @@
 """Input functions of the validity table (rules/validity.smk)."""
 
-# Each judge or metric stage adds its control-file function to this section.
-VALIDITY_FILE_FUNCTIONS = [
-    "drfr_validity_files",
-    "arena_validity_files",
-    "metric_validity_files",
-    "feedback_validity_files",
-]
-
 
 def validity_control_files():
-    """Every control file of the run: the concatenation of the functions above that exist."""
-    files = []
-    for name in VALIDITY_FILE_FUNCTIONS:
-        function = globals().get(name)
-        if function is not None:
-            files += function()
-    return files
+    """Every control file of the run: those of each registered suite's judges and metrics,
+    from the input functions its descriptor names (isqaflow.suites: validity_functions; a
+    misspelt name is an error)."""
+    return collect_suites("validity_functions", globals())

@@ -11,7 +11,9 @@ A model stage is a rule whose job holds a model: ISQA's summaries and refinement
 responses and judges, the RAG answers and the arena judges.  Each job names its rule, its
 wildcards (as the rule's output has them), the models it holds (:class:`ModelRef`: the role,
 the ``models`` key, the adapter, the config path of the generation settings it decodes with)
-and its first output path.
+and its first output path.  The model rules -- their output patterns and log labels -- are
+declared by the suites' descriptors (:mod:`isqaflow.suites`); this module lists each registered
+suite's jobs (:data:`SUITE_JOBS`), suite by suite in the registry's order.
 
 Pure: the config is the validated workflow config (a mapping); nothing is read or written.
 """
@@ -23,44 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.settings import reads_file
+from isqaflow.suites import SUITES, Suite, model_rules
 
-# rule -> (its first output, the job's label: the wildcard part of its log path)
-PATTERNS = {
-    "baseline_summaries": (
-        "results/summaries/{dataset}/{summarizer}/baseline.jsonl",
-        "{dataset}/{summarizer}",
-    ),
-    "generic_feedback": (
-        "results/summaries/{dataset}/{summarizer}/generic.jsonl",
-        "{dataset}/{summarizer}",
-    ),
-    "isqa_refine": (
-        "results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.steps.jsonl",
-        "{dataset}/{summarizer}/{feedback}-{questions}",
-    ),
-    "drfr_responses": (
-        "results/drfr/responses/{dataset}/{responder}.jsonl",
-        "{dataset}/{responder}",
-    ),
-    "drfr_judge": ("results/drfr/judgments/{dataset}/{judge}.jsonl", "{dataset}/{judge}"),
-    "drfr_summaries": (
-        "results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",
-        "{dataset}/{summarizer}.{judge}",
-    ),
-    "rag_answers": (
-        "results/arena/answers/{retriever}-k{k}/{answerer}.jsonl",
-        "{retriever}-k{k}/{answerer}",
-    ),
-    "arena_judge": (
-        "results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
-        "{retriever}-k{k}/{judge}",
-    ),
-    "arena_judge_checks": ("results/validity/arena/{judge}.jsonl", "{judge}"),
-    "arena_summaries": (
-        "results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
-        "{dataset}/{summarizer}.{judge}",
-    ),
-}
+# rule -> (its first output, the job's label: the wildcard part of its log path), from the
+# suites' descriptors (isqaflow.suites), in their order
+PATTERNS = {rule.name: (rule.output, rule.label) for rule in model_rules().values()}
 MODEL_RULES = tuple(PATTERNS)
 
 
@@ -317,9 +286,37 @@ def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
     return jobs + _summary_judge_jobs("arena_summaries", judges, config)
 
 
+#: suite -> the function that lists its model jobs (each job's rule is one of the suite's)
+SUITE_JOBS = {"isqa": _isqa_jobs, "drfr": _drfr_jobs, "arena": _arena_jobs}
+if unknown := sorted(set(SUITE_JOBS) - {entry.name for entry in SUITES}):  # a misspelt key
+    raise ValueError(f"isqaflow.grid.SUITE_JOBS: {unknown} are not suites of isqaflow.suites")
+
+
+def suite_jobs(entry: Suite, config: Mapping[str, Any]) -> list[Job]:
+    """The model jobs of one registered suite; a KeyError when this module has no job builder
+    for it (a suite added to isqaflow.suites with model rules but not here)."""
+    if entry.name not in SUITE_JOBS:
+        if not entry.rules:
+            return []
+        raise KeyError(
+            f"suite {entry.name!r} declares model rules ({', '.join(r.name for r in entry.rules)}) "
+            "but isqaflow.grid.SUITE_JOBS has no function listing its jobs"
+        )
+    made = SUITE_JOBS[entry.name](config)
+    own = {rule.name for rule in entry.rules}
+    stray = sorted({job.rule for job in made} - own)
+    if stray:
+        raise ValueError(
+            f"isqaflow.grid.SUITE_JOBS[{entry.name!r}] makes jobs of rules {stray}, "
+            f"which suite {entry.name!r} does not declare (isqaflow.suites.{entry.name})"
+        )
+    return made
+
+
 def jobs(config: Mapping[str, Any]) -> list[Job]:
-    """Every job of the model stages the config makes, stage by stage (ISQA, DRFR, arena)."""
-    return _isqa_jobs(config) + _drfr_jobs(config) + _arena_jobs(config)
+    """Every job of the model stages the config makes, suite by suite in the registry's order
+    (ISQA, DRFR, arena: isqaflow.suites.SUITES)."""
+    return [job for entry in SUITES for job in suite_jobs(entry, config)]
 
 
 def find(listed: Iterable[Job], rule: str, wildcards: Mapping[str, Any]) -> Job:

@@ -48,7 +48,32 @@ def test_the_add_a_backend_recipe_names_the_backend_record_and_its_readers():
         assert path in paths, path
 
 
-@pytest.mark.parametrize("title", ["How to add a backend"])
+def test_the_add_a_suite_recipe_names_the_descriptor_and_every_reader_of_the_registry():
+    """The suite recipe's file list is the real one: the descriptors' package and each module
+    or rule file that reads the registry (imports isqaflow.suites) is named, or its folder's
+    stage file is (the rule files read it through rules/common.smk's imports)."""
+    paths = set(named_paths(recipe("How to add a suite")))
+    for path in (
+        "src/isqaflow/suites/__init__.py",
+        "src/isqaflow/grid.py",
+        "pyproject.toml",
+        "config/schema.yaml",
+        "tests/workflow/test_grid.py",
+    ):
+        assert path in paths, path
+    reader = re.compile(r"from isqaflow\.suites\b|from isqaflow import (?:\w+, )*suites\b")
+    readers = {
+        str(path.relative_to(REPO))
+        for path in [*(REPO / "src").rglob("*.py"), *(REPO / "rules").rglob("*.smk")]
+        if "suites" not in path.parts and reader.search(path.read_text())
+    }
+    # rules/common.smk imports the registry for the rule files; the recipe names the two that
+    # loop over it (the targets, the control files)
+    readers = (readers - {"rules/common.smk"}) | {"rules/targets.smk", "rules/inputs/validity.smk"}
+    assert readers and readers <= paths, sorted(readers - paths)
+
+
+@pytest.mark.parametrize("title", ["How to add a backend", "How to add a suite"])
 def test_every_file_a_recipe_names_exists(title):
     paths = named_paths(recipe(title))
     assert paths, f"{title}: no file named"

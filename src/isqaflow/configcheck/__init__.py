@@ -66,12 +66,10 @@ from isqaflow.configcheck.references import ConfigProblem, References
 from isqaflow.configcheck.samples import check_samples
 from isqaflow.configcheck.secrets import check_secrets
 from isqaflow.configcheck.sections import (
-    check_arena,
     check_downloads,
-    check_drfr,
     check_finetune,
-    check_isqa,
     check_models,
+    check_suites,
 )
 from isqaflow.configcheck.systems import (
     check_human_labels_file,
@@ -89,9 +87,7 @@ SECTIONS = (
     check_secrets,
     check_downloads,
     check_finetune,
-    check_isqa,
-    check_drfr,
-    check_arena,
+    check_suites,  # isqa, drfr, arena: each registered suite's section (isqaflow.suites)
     check_system_files,
     check_system_names,
     check_human_labels_file,

@@ -15,7 +15,7 @@ families and the flag; :func:`self_judging_warnings` turns the flagged ones into
 per judge and suite (the config check prints them; a warning, not a failure: judging one's own
 family is sometimes the point, e.g. a local judge of local models).
 
-Ground floor: plain mappings, standard library only.
+Ground floor: plain mappings, standard library and the suite descriptors (isqaflow.suites).
 """
 
 from __future__ import annotations
@@ -24,12 +24,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from isqaflow.suites import SUITES as REGISTERED
+
 __all__ = ["JudgedSystem", "judge_system_pairs", "self_judging_warnings"]
 
-#: (suite, config section of its systems, config section of its judges)
-SUITES = (
-    ("drfr", ("drfr", "responders"), ("drfr", "judges")),
-    ("arena", ("arena", "answerers"), ("arena", "judges")),
+#: (suite, config section of its systems, config section of its judges): every registered
+#: suite with judges (isqaflow.suites), in the registry's order
+SUITES = tuple(
+    (entry.name, entry.systems, entry.judges)
+    for entry in REGISTERED
+    if entry.systems is not None and entry.judges is not None
 )
 
 

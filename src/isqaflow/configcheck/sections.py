@@ -10,6 +10,7 @@ from typing import Any
 from isqaflow.backends import backend_of
 from isqaflow.configcheck.references import References
 from isqaflow.settings import api_key_variable, reads_file
+from isqaflow.suites import SUITES
 
 #: Where ``convert:`` entries put their checkpoint (rule convert_gguf_model).
 CONVERTED_MODELS = "resources/models"
@@ -323,6 +324,26 @@ def check_arena(refs: References) -> None:
                 f"{entry.get('rule', 'raw')!r} (a tie when the two orders disagree): leave it "
                 "out, or set rule: calibrated",
             )
+
+
+#: suite -> the checker of its config section (the section is the suite's name)
+SUITE_CHECKS = {"isqa": check_isqa, "drfr": check_drfr, "arena": check_arena}
+if unknown := sorted(set(SUITE_CHECKS) - {entry.name for entry in SUITES}):  # a misspelt key
+    raise ValueError(
+        f"configcheck.sections.SUITE_CHECKS: {unknown} are not suites of isqaflow.suites"
+    )
+
+
+def check_suites(refs: References) -> None:
+    """Every registered suite's section, in the registry's order (isqaflow.suites); a KeyError
+    for a suite with no checker here (its names would go unchecked)."""
+    for entry in SUITES:
+        if entry.name not in SUITE_CHECKS:
+            raise KeyError(
+                f"suite {entry.name!r} has no checker of its config section in "
+                "isqaflow.configcheck.sections.SUITE_CHECKS"
+            )
+        SUITE_CHECKS[entry.name](refs)
 
 
 def check_reuse_calls(refs: References, where: str, name: str, judges: Mapping[str, Any]) -> None:

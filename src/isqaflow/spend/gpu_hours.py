@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from isqaflow.models.base import GenerationParams
 from isqaflow.models.planning.gpu_plan import JobPlan, grid_jobs, plan_grid
 
 # --------------------------------------------------------------- sources (all estimates)
@@ -160,8 +161,17 @@ class Job:
         return self.gpus * (self.hours + self.startup_min / 60 + self.idle[1])
 
 
+# A generation setting the config leaves out decodes at GenerationParams' default (the jobs
+# build their settings from it): the estimate reads the same default, not a copy of it.
+_DECODING = GenerationParams()
+
+
 def _beams(generation: Mapping[str, Any] | None) -> int:
-    return int((generation or {}).get("num_beams", 1))
+    return int((generation or {}).get("num_beams", _DECODING.num_beams))
+
+
+def _new_tokens(generation: Mapping[str, Any] | None) -> int:
+    return int((generation or {}).get("max_new_tokens", _DECODING.max_new_tokens))
 
 
 def model_jobs(config: Mapping[str, Any]) -> list[Job]:
@@ -191,11 +201,9 @@ def model_jobs(config: Mapping[str, Any]) -> list[Job]:
                 "generic_feedback": int(isqa.get("generic_steps", 1)),
                 "isqa_refine": steps - 1,
             }[rule]  # refinement: the first summary is baseline's
-            summaries = per_paper * n_papers * int(summary.get("max_new_tokens", 128))
+            summaries = per_paper * n_papers * _new_tokens(summary)
             feedbacks = (
-                steps * batch * n_papers * int(feedback.get("max_new_tokens", 128))
-                if "feedback" in served
-                else 0
+                steps * batch * n_papers * _new_tokens(feedback) if "feedback" in served else 0
             )
             job.tokens = summaries + feedbacks
             summary_rate = (
@@ -216,15 +224,13 @@ def model_jobs(config: Mapping[str, Any]) -> list[Job]:
                 calls = steps * batch * n_papers / int(api[0].entry.get("concurrency", 1))
                 job.idle = tuple(calls * seconds / 3600 for seconds in API_CALL_SECONDS)
         elif rule == "drfr_responses":
-            job.tokens = instructions(config, wildcards.split("/")[0]) * int(
-                (drfr.get("generation") or {}).get("max_new_tokens", 128)
+            job.tokens = instructions(config, wildcards.split("/")[0]) * _new_tokens(
+                drfr.get("generation")
             )
             job.rate = served_rate(plan, _beams(drfr.get("generation")), config)
             job.hours = job.hours_at_a = job.tokens / job.rate / 3600
         elif rule == "rag_answers":
-            job.tokens = rag_queries(config) * int(
-                (arena.get("generation") or {}).get("max_new_tokens", 128)
-            )
+            job.tokens = rag_queries(config) * _new_tokens(arena.get("generation"))
             job.rate = served_rate(plan, _beams(arena.get("generation")), config)
             job.hours = job.hours_at_a = job.tokens / job.rate / 3600
         jobs.append(job)

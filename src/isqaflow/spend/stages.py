@@ -111,7 +111,9 @@ def _responses_of(
     bound_chars = int(max_new_tokens(config["drfr"]["generation"], 0) * CHARS_PER_TOKEN)
     rows, exact = [], True
     for responder in config["drfr"].get("responders") or {}:
-        found = inputs.rows("results/drfr/responses/{d}/{r}.jsonl", d=job_dataset, r=responder)
+        found = inputs.rows(
+            grid.PATTERNS["drfr_responses"][0], dataset=job_dataset, responder=responder
+        )
         if found is None:
             exact = (
                 False  # a file-based responder's coverage is unknown until read: every instruction
@@ -283,7 +285,7 @@ def _arena_judge(
         queries.update(((q.domain, q.id), q) for q in found)
     for answerer in run["answerers"]:
         rows = inputs.rows(
-            "results/arena/answers/{run}/{a}.jsonl", run=f"{retriever}-k{k}", a=answerer
+            grid.PATTERNS["rag_answers"][0], retriever=retriever, k=k, answerer=answerer
         )
         if rows is None:
             basis = "declared" if basis == "declared" else "data+bound"
@@ -404,3 +406,5 @@ PLANNERS = {
     "arena_judge": _arena_judge,
     "arena_judge_checks": _arena_judge_checks,
 }
+if unknown := sorted(set(PLANNERS) - set(grid.MODEL_RULES)):  # a misspelt rule: never planned
+    raise ValueError(f"spend.stages.PLANNERS: {unknown} are not model rules of isqaflow.suites")

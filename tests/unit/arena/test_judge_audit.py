@@ -425,10 +425,22 @@ def test_one_judge_says_there_is_no_panel(tmp_path):
     assert "one judge: no panel" in (tmp_path / "judges_panel.md").read_text()
 
 
-def test_the_rule_declares_the_tables_the_library_writes():
-    text = (REPO / "rules/inputs/judges.smk").read_text()
-    declared = re.search(r"JUDGE_TABLES = \[(.*?)\]", text, re.DOTALL).group(1)
-    assert tuple(re.findall(r'"([a-z_]+)"', declared)) == TABLES
+def test_the_audit_writes_exactly_the_tables_the_rule_declares(tmp_path):
+    """The rule's outputs are TABLES' files (rules/inputs/judges.smk imports them from
+    isqaflow.arena.judging.audit_tables): the audit writes those and no other table."""
+    write_jsonl(tmp_path / "a.jsonl", _panel({"a": ["1", "2"]}, ["s1", "s2"])["a"])
+    run_judge_audit(
+        {"r": {"a": str(tmp_path / "a.jsonl")}},
+        {},
+        tmp_path / "none.json",
+        tmp_path,
+        tmp_path / "c.json",
+        audit(rounds=10),
+    )
+    written = {p.name for p in tmp_path.glob("judges_*")}
+    assert written == {f"judges_{t}.{ext}" for t in TABLES for ext in ("csv", "md")}
+    rule_inputs = (REPO / "rules/inputs/judges.smk").read_text()
+    assert "from isqaflow.arena.judging.audit_tables import TABLES as JUDGE_TABLES" in rule_inputs
 
 
 def test_the_default_has_a_panel_and_the_overlay_adds_a_repeated_text_judge(tmp_path):

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from isqaflow.arena.judging.audit_tables import TABLES
 from isqaflow.arena.judging.panel import leave_one_out, panel_agreement, verdict_table, win_rates_of
 from isqaflow.io import read_json, read_jsonl, write_json
 from isqaflow.report.canaries import (
@@ -67,7 +68,6 @@ __all__ = [
     "win_rate_intervals",
 ]
 
-TABLES = ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "panel_loo")
 ONE_JUDGE = "one judge: no panel (add a second arena judge)"
 
 

@@ -1,0 +1,75 @@
+"""The suites (benchmarks) of the workflow, each declared once in its own module.
+
+A descriptor (:class:`~isqaflow.suites.base.Suite`) holds what the shared code -- the grid
+of model jobs (:mod:`isqaflow.grid`), the run's targets (``rules/targets.smk``), the validity
+table's control files (``rules/inputs/validity.smk``), the readable tables
+(``rules/inputs/report.smk``), the config check's sections (:mod:`isqaflow.configcheck.sections`)
+and the judge-family audit (:mod:`isqaflow.configcheck.families`) -- needs to know of a
+suite, so these loop over :data:`SUITES` instead of naming the suites.  Adding a suite: a
+module here with its ``SUITE``, and a line in :data:`SUITES` (docs/development.md, "How to
+add a suite").
+
+The lowest floor of the import contract: standard library only, nothing of the project.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from isqaflow.suites import arena, drfr, isqa
+from isqaflow.suites.base import ModelRule, Suite
+
+__all__ = ["SUITES", "ModelRule", "Suite", "collect", "model_rules", "suite"]
+
+#: The registered suites, in the order the grid lists their jobs and the run its targets.
+SUITES: tuple[Suite, ...] = (isqa.SUITE, drfr.SUITE, arena.SUITE)
+
+
+def _check_unique(suites: tuple[Suite, ...]) -> None:
+    """Two suites of one name, or one model rule in two suites, would make one silently
+    shadow the other in the lookups below."""
+    seen: dict[str, str] = {}
+    for entry in suites:
+        for name in (f"suite {entry.name}", *(f"rule {r.name}" for r in entry.rules)):
+            if name in seen:
+                raise ValueError(f"isqaflow.suites: {name} is declared twice ({seen[name]})")
+            seen[name] = f"in suite {entry.name}"
+
+
+_check_unique(SUITES)
+
+
+def suite(name: str) -> Suite:
+    """The registered suite called ``name``; a KeyError naming the registered ones if none."""
+    for entry in SUITES:
+        if entry.name == name:
+            return entry
+    raise KeyError(
+        f"no suite {name!r} is registered in isqaflow.suites "
+        f"(registered: {', '.join(s.name for s in SUITES)})"
+    )
+
+
+def model_rules() -> dict[str, ModelRule]:
+    """rule -> its :class:`ModelRule`, over every suite, in registry order."""
+    return {rule.name: rule for entry in SUITES for rule in entry.rules}
+
+
+def collect(field: str, namespace: Mapping[str, Any]) -> list[Any]:
+    """The concatenated results of the input functions every registered suite names in
+    ``field`` (``target_functions``, ``validity_functions``), suite by suite, looked up in
+    ``namespace`` (the rule files' ``globals()``).  A name with no function there -- misspelt,
+    or its rule file not included -- is a NameError naming the suite, field and name: never
+    skipped, which would drop the suite's files from the run without a word."""
+    out: list[Any] = []
+    for entry in SUITES:
+        for name in getattr(entry, field):
+            function: Callable[[], list[Any]] | None = namespace.get(name)
+            if not callable(function):
+                raise NameError(
+                    f"isqaflow.suites.{entry.name}: {field} names {name!r}, "
+                    "which is not a function of the rule files (rules/*.smk)"
+                )
+            out += function()
+    return out

@@ -1,0 +1,44 @@
+"""RAG-QA Arena: answers from retrieved passages, judged in pairs against each other and rated;
+the judges also rate ISQA's summaries (isqaflow.arena; rules/arena.smk)."""
+
+from __future__ import annotations
+
+from isqaflow.suites.base import ModelRule, Suite
+
+SUITE = Suite(
+    name="arena",
+    rules=(
+        ModelRule(
+            "rag_answers",
+            "results/arena/answers/{retriever}-k{k}/{answerer}.jsonl",
+            "{retriever}-k{k}/{answerer}",
+        ),
+        ModelRule(
+            "arena_judge",
+            "results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
+            "{retriever}-k{k}/{judge}",
+        ),
+        ModelRule("arena_judge_checks", "results/validity/arena/{judge}.jsonl", "{judge}"),
+        ModelRule(
+            "arena_summaries",
+            "results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+            "{dataset}/{summarizer}.{judge}",
+        ),
+    ),
+    tables=(
+        "win_rates",
+        "ratings",
+        "position_consistency",
+        "no_answer",
+        "retrieval",
+        "agreement",
+        "summaries",
+        "length_controlled",
+        "length_bias",
+        "ppi",
+    ),
+    target_functions=("arena_targets",),
+    validity_functions=("arena_validity_files",),
+    systems=("arena", "answerers"),
+    judges=("arena", "judges"),
+)

@@ -1,0 +1,56 @@
+"""What a suite descriptor holds (:class:`Suite`) and its model rules (:class:`ModelRule`).
+
+Plain data, standard library only: the grid, the rule files and the config check read it at
+DAG-build time (``rules/*.smk``), so it must be cheap to import and import nothing of the
+project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelRule:
+    """A rule whose job holds a model: its name, its first output (a pattern over the rule's
+    wildcards) and its job's label (the wildcard part of its log path)."""
+
+    name: str
+    output: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Suite:
+    """One benchmark of the workflow, everything the shared code needs to know of it.
+
+    ``name`` is also its config section and the prefix of its tables
+    (``results/tables/<name>_<table>.csv``).  ``target_functions`` and ``validity_functions``
+    name input functions of the rule files (``rules/*.smk``) that list its targets and its
+    known-answer control files; ``rules/targets.smk`` and ``rules/inputs/validity.smk`` look
+    them up, and a name that is not defined there is an error.  ``systems`` and ``judges`` are
+    the config sections of the systems its judges rate and of its judges (None: the suite has
+    no judges, as ISQA, whose metrics are not models with a family).
+    """
+
+    name: str
+    rules: tuple[ModelRule, ...]
+    tables: tuple[str, ...]
+    target_functions: tuple[str, ...]
+    validity_functions: tuple[str, ...]
+    systems: tuple[str, ...] | None = None
+    judges: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if (self.systems is None) != (self.judges is None):
+            raise ValueError(f"suite {self.name!r}: give both systems and judges, or neither")
+
+    @property
+    def table_names(self) -> tuple[str, ...]:
+        """Its tables' names as files have them: ``<name>_<table>``."""
+        return tuple(f"{self.name}_{table}" for table in self.tables)
+
+    @property
+    def table_files(self) -> list[str]:
+        """Its tables' CSV files (the targets; each has a Markdown file beside it)."""
+        return [f"results/tables/{table}.csv" for table in self.table_names]

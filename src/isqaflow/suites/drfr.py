@@ -1,0 +1,30 @@
+"""InFoBench's DRFR: responders' answers to instructions, judged constraint by constraint; the
+judges also rate ISQA's summaries (isqaflow.drfr; rules/drfr.smk)."""
+
+from __future__ import annotations
+
+from isqaflow.suites.base import ModelRule, Suite
+
+SUITE = Suite(
+    name="drfr",
+    rules=(
+        ModelRule(
+            "drfr_responses",
+            "results/drfr/responses/{dataset}/{responder}.jsonl",
+            "{dataset}/{responder}",
+        ),
+        ModelRule(
+            "drfr_judge", "results/drfr/judgments/{dataset}/{judge}.jsonl", "{dataset}/{judge}"
+        ),
+        ModelRule(
+            "drfr_summaries",
+            "results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",
+            "{dataset}/{summarizer}.{judge}",
+        ),
+    ),
+    tables=("table5", "by_constraint", "by_category", "summaries"),
+    target_functions=("drfr_targets",),
+    validity_functions=("drfr_validity_files",),
+    systems=("drfr", "responders"),
+    judges=("drfr", "judges"),
+)

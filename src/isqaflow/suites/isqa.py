@@ -1,0 +1,40 @@
+"""ISQA: summaries of papers refined with a feedback model's question-answering feedback,
+scored by QAGS and QuestEval (isqaflow.isqa, isqaflow.metrics; rules/summarize.smk,
+rules/metrics.smk)."""
+
+from __future__ import annotations
+
+from isqaflow.suites.base import ModelRule, Suite
+
+SUITE = Suite(
+    name="isqa",
+    rules=(
+        ModelRule(
+            "baseline_summaries",
+            "results/summaries/{dataset}/{summarizer}/baseline.jsonl",
+            "{dataset}/{summarizer}",
+        ),
+        ModelRule(
+            "generic_feedback",
+            "results/summaries/{dataset}/{summarizer}/generic.jsonl",
+            "{dataset}/{summarizer}",
+        ),
+        ModelRule(
+            "isqa_refine",
+            "results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.steps.jsonl",
+            "{dataset}/{summarizer}/{feedback}-{questions}",
+        ),
+    ),
+    tables=(
+        "table1",
+        "table2",
+        "table3",
+        "table4",
+        "oracle",
+        "feedback_stats",
+        "appendix_questeval_v024",
+    ),
+    # summaries first: the run's targets list them before the tables
+    target_functions=("summary_targets", "metrics_targets"),
+    validity_functions=("metric_validity_files", "feedback_validity_files"),
+)

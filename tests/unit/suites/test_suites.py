@@ -1,0 +1,125 @@
+"""The suite registry (isqaflow.suites): one descriptor per suite, read by the grid, the run's
+targets, the validity table's control files, the readable tables and the judge-family audit."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from isqaflow import grid, suites
+from isqaflow.configcheck import families
+from isqaflow.suites import SUITES, ModelRule, Suite
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def test_the_registry_lists_the_three_suites_in_the_grid_order():
+    assert [s.name for s in SUITES] == ["isqa", "drfr", "arena"]
+
+
+def test_lookup_by_name_and_a_clear_error_for_an_unknown_name():
+    assert suites.suite("drfr") is SUITES[1]
+    with pytest.raises(KeyError, match=r"no suite 'dfrf' is registered.*isqa, drfr, arena"):
+        suites.suite("dfrf")
+
+
+def test_a_descriptor_is_frozen():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        SUITES[0].name = "other"  # type: ignore[misc]
+
+
+def test_a_suite_or_a_rule_declared_twice_is_an_error():
+    arena = suites.suite("arena")
+    with pytest.raises(ValueError, match="suite arena is declared twice"):
+        suites._check_unique((arena, arena))
+    borrowed = dataclasses.replace(arena, name="other", rules=arena.rules[:1])
+    with pytest.raises(ValueError, match="rule rag_answers is declared twice"):
+        suites._check_unique((arena, borrowed))
+
+
+def test_systems_and_judges_come_together():
+    with pytest.raises(ValueError, match="give both systems and judges"):
+        Suite("x", (), (), (), (), systems=("x", "systems"))
+
+
+def test_tables_are_named_and_filed_with_the_suite_prefix():
+    drfr = suites.suite("drfr")
+    assert drfr.table_names[0] == "drfr_table5"
+    assert drfr.table_files[0] == "results/tables/drfr_table5.csv"
+
+
+def test_the_grid_patterns_are_the_descriptors_rules():
+    rules = [rule for s in SUITES for rule in s.rules]
+    assert list(grid.PATTERNS) == [r.name for r in rules] == list(grid.MODEL_RULES)
+    assert all(grid.PATTERNS[r.name] == (r.output, r.label) for r in rules)
+
+
+def test_the_grid_has_a_job_builder_for_every_suite_with_model_rules():
+    assert [s.name for s in SUITES if s.rules] == list(grid.SUITE_JOBS)
+
+
+def test_a_registered_suite_without_a_job_builder_is_an_error():
+    new = Suite(
+        "new", (ModelRule("new_judge", "results/new/{judge}.jsonl", "{judge}"),), (), (), ()
+    )
+    with pytest.raises(KeyError, match="suite 'new' declares model rules \\(new_judge\\)"):
+        grid.suite_jobs(new, {})
+    assert grid.suite_jobs(dataclasses.replace(new, rules=()), {}) == []
+
+
+def test_a_job_builder_making_another_suites_jobs_is_an_error(monkeypatch):
+    monkeypatch.setitem(grid.SUITE_JOBS, "drfr", grid.SUITE_JOBS["arena"])
+    config = {"arena": {"runs": [{"retriever": "bm25", "k": 5}], "judges": {"j": {"model": "m"}}}}
+    with pytest.raises(ValueError, match=r"makes jobs of rules \['arena_judge'\]"):
+        grid.suite_jobs(suites.suite("drfr"), config)
+
+
+def test_the_family_audit_covers_every_suite_with_judges():
+    assert families.SUITES == (
+        ("drfr", ("drfr", "responders"), ("drfr", "judges")),
+        ("arena", ("arena", "answerers"), ("arena", "judges")),
+    )
+
+
+def test_every_named_input_function_is_defined_in_the_rule_files():
+    """target_functions and validity_functions name functions of rules/*.smk (rules/targets.smk
+    looks them up and fails on a misspelt one at DAG-build time; this says which)."""
+    defined = {
+        match
+        for path in (REPO / "rules").rglob("*.smk")
+        for match in re.findall(r"^def (\w+)\(", path.read_text(), flags=re.MULTILINE)
+    }
+    named = {n for s in SUITES for n in (*s.target_functions, *s.validity_functions)}
+    assert named and named <= defined, sorted(named - defined)
+
+
+def test_collect_concatenates_the_named_functions_in_registry_order():
+    namespace = {name: (lambda name=name: [name]) for s in SUITES for name in s.validity_functions}
+    assert suites.collect("validity_functions", namespace) == [
+        n for s in SUITES for n in s.validity_functions
+    ]
+
+
+def test_collect_fails_on_a_name_the_rule_files_do_not_define():
+    namespace = {name: list for s in SUITES for name in s.validity_functions}
+    del namespace["drfr_validity_files"]
+    namespace["drfr_validity_file"] = list  # misspelt in the rule files
+    with pytest.raises(
+        NameError, match=r"isqaflow.suites.drfr: validity_functions names 'drfr_validity_files'"
+    ):
+        suites.collect("validity_functions", namespace)
+
+
+def test_the_config_check_has_a_checker_for_every_suite(monkeypatch):
+    from isqaflow.configcheck import sections
+
+    assert list(sections.SUITE_CHECKS) == [s.name for s in SUITES]
+    checked = []
+    monkeypatch.setitem(sections.SUITE_CHECKS, "isqa", checked.append)
+    monkeypatch.delitem(sections.SUITE_CHECKS, "drfr")
+    with pytest.raises(KeyError, match="suite 'drfr' has no checker of its config section"):
+        sections.check_suites("refs")  # type: ignore[arg-type]
+    assert checked == ["refs"]  # in the registry's order: isqa's section was checked first
