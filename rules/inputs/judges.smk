@@ -10,6 +10,7 @@ JUDGE_TABLES = [
     "canaries",
     "panel",
     "panel_loo",
+    "panel_reliability",
 ]
 JUDGE_AUDIT = [
     f"results/tables/judges_{table}.{ext}"
