@@ -526,7 +526,7 @@ def test_reliability_finds_the_judge_that_favours_the_answer_shown_first():
         "first": _ordered("first", truth, True, rng),
     }
     table = reliability(judged, list(judged)).set_index("judge")
-    assert (table["pairs"] == 600).all() and (table["orders"] == 1200).all()
+    assert (table["items"] == 600).all() and (table["orders"] == 1200).all()
     assert abs(table.loc["fair", "position_bias"]) < 0.05
     assert abs(table.loc["fair2", "position_bias"]) < 0.05
     assert table.loc["first", "position_bias"] == pytest.approx(0.2, abs=0.04)
@@ -562,8 +562,10 @@ def test_the_panel_verdict_can_be_the_dawid_skene_models():
 
 
 def test_the_reliability_table_of_the_audit(tmp_path):
-    """judges_panel_reliability: one row per judge of a panel, a note where a run has one judge."""
-    from isqaflow.arena.judging.judge_audit import reliability_table
+    """judges_panel_reliability: one row per judge of a panel -- the arena's per retrieval run,
+    DRFR's per dataset on the decomposed questions (no position) -- and a note where a run has
+    one judge."""
+    from isqaflow.arena.judging.judge_audit import drfr_verdict_table, reliability_table
 
     rng = np.random.default_rng(1)
     truth = list(rng.choice(["1", "2"], size=50))
@@ -571,11 +573,34 @@ def test_the_reliability_table_of_the_audit(tmp_path):
         "r2": {"a": _ordered("a", truth, False, rng), "b": _ordered("b", truth, True, rng)},
         "r1": {"a": _ordered("a", truth, False, rng)},
     }
-    table = reliability_table(judged, {"b": "a"})
-    assert list(table["run"]) == ["r2", "r2", "r1"]
+    answers = ["YES", "NO", "YES", "YES", "NO", "NO", "YES", "NO"] * 5
+    drfr = {
+        "infobench": {
+            judge: [
+                {**r, "model": "m", "answer": a}
+                for r, a in zip(_drfr_records([[x] for x in answers]), said, strict=True)
+            ]
+            for judge, said in (
+                ("local", answers),
+                ("local-text", answers[:-3] + ["INVALID", "NO", "YES"]),
+                ("other", ["YES"] * 40),
+            )
+        }
+    }
+    table = reliability_table(judged, {"b": "a"}, drfr)
+    assert (
+        list(zip(table["suite"], table["run"]))
+        == [("arena", "r2")] * 2 + [("arena", "r1")] + [("drfr", "infobench")] * 3
+    )
     assert table["note"].iloc[0].startswith("b reads a's model calls")
     assert table["note"].iloc[2].startswith("one judge: no panel")
     assert table["accuracy"].iloc[:2].notna().all() and pd.isna(table["accuracy"].iloc[2])
+    drfr_rows = table[table["suite"] == "drfr"].set_index("judge")
+    assert list(drfr_rows["items"]) == [40, 39, 40]  # an INVALID answer is not a verdict
+    assert drfr_rows["position_bias"].isna().all() and (drfr_rows["orders"] == 0).all()
+    assert drfr_rows.loc["other", "accuracy"] < drfr_rows.loc["local", "accuracy"]
+    questions = drfr_verdict_table(drfr["infobench"])
+    assert questions.index[0] == "m|i0#0" and questions.loc["m|i37#0", "local-text"] is None
 
 
 def test_a_judge_that_always_picks_the_first_answer_reads_one_half():

@@ -44,6 +44,7 @@ import pandas as pd
 from isqaflow.arena.judging.panel import (
     leave_one_out,
     panel_agreement,
+    rater_reliability,
     reliability,
     verdict_table,
     win_rates_of,
@@ -415,23 +416,46 @@ def panel_tables(
     return pd.DataFrame(agreement), pd.DataFrame(loo)
 
 
+def drfr_verdict_table(judged: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
+    """Decomposed questions (``<model>|<instruction_id>#<question_index>``) x DRFR judges of
+    their answers (YES/NO; INVALID or not judged: None)."""
+    table: dict[str, dict[str, Any]] = {}
+    for judge, records in judged.items():
+        for r in records:
+            item = f"{r.get('model', '')}|{r['instruction_id']}#{r['question_index']}"
+            table.setdefault(item, {})[judge] = None if r["answer"] == "INVALID" else r["answer"]
+    frame = pd.DataFrame.from_dict(table, orient="index", columns=list(judged)).sort_index()
+    return frame.astype(object).where(frame.notna(), None)
+
+
 def reliability_table(
     judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
     reuse: Mapping[str, str] | None = None,
+    drfr: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]] | None = None,
 ) -> pd.DataFrame:
-    """Per run and arena judge of a panel: :func:`isqaflow.arena.judging.panel.reliability`
-    (``reuse``: :func:`reuse_note`); one row saying so where a run has one judge."""
+    """Per suite, run (arena: retrieval run; DRFR: dataset) and judge of a panel:
+    :func:`isqaflow.arena.judging.panel.reliability` for the arena (``reuse``:
+    :func:`reuse_note`), :func:`~isqaflow.arena.judging.panel.rater_reliability` on the
+    decomposed questions for DRFR (one response per judgment: no position); one row saying so
+    where a run has one judge."""
     rows = []
-    for run, judges in judged.items():
-        names = list(judges)
-        if len(names) < 2:
-            rows.append({"run": run, "judge": ", ".join(names), "note": ONE_JUDGE})
-            continue
-        note = reuse_note(names, reuse or {})
-        rows += [
-            {"run": run, **row, "note": note}
-            for row in reliability(judges, names).to_dict("records")
-        ]
+    for suite, runs in (("arena", judged), ("drfr", drfr or {})):
+        for run, judges in runs.items():
+            names = list(judges)
+            if len(names) < 2:
+                rows.append(
+                    {"suite": suite, "run": run, "judge": ", ".join(names), "note": ONE_JUDGE}
+                )
+                continue
+            if suite == "arena":
+                note, table = reuse_note(names, reuse or {}), reliability(judges, names)
+            else:
+                note = "one response per judgment: no position to favour"
+                table = rater_reliability(drfr_verdict_table(judges), names)
+            rows += [
+                {"suite": suite, "run": run, **row, "note": note}
+                for row in table.to_dict("records")
+            ]
     return pd.DataFrame(rows)
 
 
@@ -456,9 +480,10 @@ CAPTIONS = {
     "more; 95% bootstrap interval over pairs).",
     "panel_loo": "The ranking by win rate vs the reference (panel verdict) with each judge left out: Kendall's "
     "tau against the whole panel, top system, largest rank change.",
-    "panel_reliability": "Each arena judge under a latent-truth model of the panel (Dawid-Skene, EM on every "
-    "pair's valid verdicts, one rater per judge): accuracy -- the estimated probability its verdict is the "
-    "pair's true label; 'correct if truth x' -- its confusion matrix's diagonal; position_bias -- over the "
+    "panel_reliability": "Each judge of a panel (arena: per retrieval run, on its pairs; DRFR: per dataset, on "
+    "the decomposed questions) under a latent-truth model of the panel (Dawid-Skene, EM on every "
+    "item's valid verdicts, one rater per judge): accuracy -- the estimated probability its verdict is the "
+    "item's true label; 'correct if truth x' -- its confusion matrix's diagonal; position_bias -- over the "
     "orders it judged, the expected share of orders with a better answer shown second where it chose the "
     "first, minus the reverse, among orders whose true label is not a tie (positive: favours the first "
     "shown; orders: how many); agrees_with_model -- share of its verdicts equal to the model's; share x -- "
@@ -473,7 +498,7 @@ INSTRUMENTS = {
     "canaries": ("DRFR judge", "arena judge"),
     "panel": ("arena judge",),
     "panel_loo": ("arena judge",),
-    "panel_reliability": ("arena judge",),
+    "panel_reliability": ("DRFR judge", "arena judge"),
 }
 
 
@@ -569,7 +594,7 @@ def run_judge_audit(
     _write(agreement, out / "judges_panel", text["panel"])
     _write(loo, out / "judges_panel_loo", text["panel_loo"])
     _write(
-        reliability_table(judged, reuse),
+        reliability_table(judged, reuse, drfr),
         out / "judges_panel_reliability",
         text["panel_reliability"],
     )

@@ -32,7 +32,7 @@ Several judges in ``arena.judges`` judge the same pairs (same ``pair_id`` in eac
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ __all__ = [
     "leave_one_out",
     "panel_agreement",
     "panel_verdict",
+    "rater_reliability",
     "reliability",
     "verdict_table",
     "win_rates_of",
@@ -227,13 +228,16 @@ def _position_bias(
     return (first_wrong - second_wrong) / decided if decided > 0 else np.nan, orders
 
 
-def reliability(
-    judged: Mapping[str, Sequence[Mapping[str, Any]]], judges: Sequence[str]
+def rater_reliability(
+    table: pd.DataFrame,
+    judges: Sequence[str],
+    position_bias: Callable[[str, Mapping[str, Mapping[str, float]]], tuple[float, int]]
+    | None = None,
 ) -> pd.DataFrame:
-    """Per judge of a panel (``judged``: judge -> its records of one run): the pairs it judged
+    """Per judge (``table``: items x judges of verdicts, None: invalid): the items it judged
     validly, its Dawid-Skene accuracy and confusion diagonal, its position bias with the orders
-    it rests on, its agreement with the model's verdict, and the model's label shares."""
-    table = verdict_table({j: judged[j] for j in judges})
+    it rests on (``position_bias``: judge, the model's posterior -> (bias, orders); NaN and 0
+    without), its agreement with the model's verdict, and the model's label shares."""
     fit = fit_panel(table, judges)
     if fit is None:
         return pd.DataFrame({"judge": list(judges)})
@@ -246,16 +250,15 @@ def reliability(
     rows = []
     for judge in judges:
         valid = table[judge].dropna()
-        bias, orders = _position_bias(judged[judge], posterior)
+        w = fit.raters.index(judge) if judge in fit.raters else None
+        bias, orders = position_bias(judge, posterior) if position_bias else (np.nan, 0)
         row: dict[str, Any] = {
             "judge": judge,
-            "pairs": len(valid),
-            "accuracy": float(accuracy[fit.raters.index(judge)]) if judge in fit.raters else np.nan,
+            "items": len(valid),
+            "accuracy": np.nan if w is None else float(accuracy[w]),
         }
         for k, label in enumerate(fit.classes):
-            row[f"correct if truth {label}"] = (
-                float(fit.errors[fit.raters.index(judge), k, k]) if judge in fit.raters else np.nan
-            )
+            row[f"correct if truth {label}"] = np.nan if w is None else float(fit.errors[w, k, k])
         row["position_bias"] = bias
         row["orders"] = orders
         row["agrees_with_model"] = (
@@ -266,6 +269,18 @@ def reliability(
         row["iterations"] = fit.iterations
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def reliability(
+    judged: Mapping[str, Sequence[Mapping[str, Any]]], judges: Sequence[str]
+) -> pd.DataFrame:
+    """:func:`rater_reliability` of a panel of arena judges (``judged``: judge -> its records of
+    one run; items: pairs), with each judge's position bias from its orders' verdicts."""
+    return rater_reliability(
+        verdict_table({j: judged[j] for j in judges}),
+        judges,
+        lambda judge, posterior: _position_bias(judged[judge], posterior),
+    )
 
 
 def _top(rates: pd.Series) -> str | None:
