@@ -61,7 +61,7 @@ from isqaflow.arena.judging.verdicts import (
 )
 from isqaflow.arena.ppi_table import ppi_table
 from isqaflow.io import read_json, read_jsonl
-from isqaflow.report.figures import new_figure, save_figure
+from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 from isqaflow.report.validity import (
     cannot_rank,
@@ -230,8 +230,7 @@ def ratings_figure(
         ax.set_xlabel(f"{method} rating")
         ax.set_title(column, fontsize=9)
         ax.grid(axis="x", alpha=0.3)
-    if warning:
-        fig.suptitle(warning, color="#b00000", fontsize=8, wrap=True)
+    caveat(fig, warning)
     save_figure(fig, paths)
 
 

@@ -28,9 +28,14 @@ from isqaflow.drfr.aggregate import (
     summary_drfr,
 )
 from isqaflow.io import read_jsonl
-from isqaflow.report.figures import new_figure, save_figure
+from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
-from isqaflow.report.validity import read_control_records, validity_note, validity_summary
+from isqaflow.report.validity import (
+    cannot_rank,
+    read_control_records,
+    validity_note,
+    validity_summary,
+)
 from isqaflow.stats import SMALL_N, SMALL_N_MARK, small_n_note
 
 
@@ -150,7 +155,8 @@ def category_table(judgments: pd.DataFrame) -> pd.DataFrame:
     return _per_judge(judgments, drfr_by_category).set_index(["judge", "model", "category"])
 
 
-def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path]) -> None:
+def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path], warning: str = "") -> None:
+    """DRFR per constraint type, a bar per judge and model; ``warning``: :func:`caveat`'s."""
     fig, axes = new_figure(width=max(4.5, 1.1 * len(labels.columns) + 2))
     ax = axes[0]
     rows = list(labels.index)
@@ -165,6 +171,7 @@ def label_figure(labels: pd.DataFrame, paths: Sequence[str | Path]) -> None:
     ax.set_title("DRFR per constraint type")
     ax.legend(fontsize=7, title="judge / model")
     ax.grid(axis="y", alpha=0.3)
+    caveat(fig, warning)
     save_figure(fig, paths)
 
 
@@ -219,7 +226,11 @@ def build_drfr_tables(
         digits=1,
         caption=_caption("DRFR per instruction category (x100; n: questions)", rules, controls),
     )
-    label_figure(labels, [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"])
+    label_figure(
+        labels,
+        [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"],
+        cannot_rank(control_summary, "DRFR judge"),
+    )
     table = summary_drfr(summaries, rounds=rounds, seed=seed)
     table.to_csv(out_dir / "drfr_summaries_long.csv", index=False)
     shown = table.assign(

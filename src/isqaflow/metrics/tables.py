@@ -54,9 +54,14 @@ from isqaflow.stats import (
     small_n_note,
     wilcoxon_signed_rank,
 )
-from isqaflow.report.figures import new_figure, save_figure
+from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
-from isqaflow.report.validity import read_control_records, validity_note, validity_summary
+from isqaflow.report.validity import (
+    cannot_rank,
+    read_control_records,
+    validity_note,
+    validity_summary,
+)
 
 log = logging.getLogger(__name__)
 
@@ -400,8 +405,13 @@ def feedback_statistics(steps_paths: Sequence[str | Path]) -> pd.DataFrame:
 
 
 def figure3(
-    scores: pd.DataFrame, main_system: str, dataset: str, paths: Sequence[str | Path]
+    scores: pd.DataFrame,
+    main_system: str,
+    dataset: str,
+    paths: Sequence[str | Path],
+    warning: str = "",
 ) -> None:
+    """QAGS and QuestEval per refinement step; ``warning``: :func:`caveat`'s."""
     fig, axes = new_figure(ncols=2)
     df = scores[(scores["system"] == main_system) & (scores["dataset"] == dataset)]
     for ax, metric in zip(axes, ("qags", "questeval"), strict=True):
@@ -422,6 +432,7 @@ def figure3(
         if df["step"].notna().any():
             ax.set_xticks(sorted(int(s) for s in df["step"].dropna().unique()))
     axes[0].legend(title="summarizer", fontsize=8)
+    caveat(fig, warning)
     save_figure(fig, paths)
 
 
@@ -453,6 +464,12 @@ def build_isqa_tables(
         + validity_note(control_summary, "QuestEval")
     )
     feedback_controls = " " + validity_note(control_summary, "feedback model")
+    # the figure plots these two metrics (their control records' names are the score fields)
+    figure_warning = " ".join(
+        w
+        for instrument, name in (("QAGS", "qags"), ("QuestEval", "questeval"))
+        if (w := cannot_rank(control_summary, instrument, [name]))
+    )
     scores = load_scores(score_paths, zero_papers)
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     main = f"isqa-{main_feedback}-human"
@@ -556,4 +573,5 @@ def build_isqa_tables(
                 figure_dir / f"isqa_figure3_{dataset}.png",
                 figure_dir / f"isqa_figure3_{dataset}.svg",
             ],
+            figure_warning,
         )

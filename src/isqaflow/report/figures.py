@@ -20,6 +20,14 @@ def new_figure(ncols: int = 1, width: float = 4.2, height: float = 3.2):
     return fig, axes[0]
 
 
+def caveat(fig, warning: str) -> None:
+    """Write ``warning`` -- the judge or metric the figure is built on cannot rank these systems
+    (:func:`isqaflow.report.validity.cannot_rank`) -- across the top, in red, so the figure is
+    never read without it; nothing when ``warning`` is empty."""
+    if warning:
+        fig.suptitle(warning, color="#b00000", fontsize=8, wrap=True)
+
+
 def save_figure(fig, paths: Sequence[str | os.PathLike]) -> None:
     """Save to every path (PNG at 150 dpi, SVG with text as text); written to a temporary
     file first and renamed, so a failed job leaves no half-written figure."""

@@ -26,8 +26,11 @@ HEADLINES = {
     "RAG-QA Arena": "arena win % vs LFRQA",
     "ISQA summaries": "QAGS",
 }
-# The leaderboard's marks, kept beside the interval: SELF, small n, zero width, prior-set
-MARKS = ("SELF", "\u2021", "\u00a7", "\u00b6")
+# A value built on a judge or metric that fails its known-answer controls: kept, not hidden
+NOT_DECISIVE = "not decisive"
+# The leaderboard's marks, kept beside the interval: SELF, small n, zero width, prior-set, and
+# not decisive
+MARKS = ("SELF", "\u2021", "\u00a7", "\u00b6", NOT_DECISIVE)
 STYLE = (
     # inside Snakemake's report the page is the first page's description, a column 32rem wide
     # beside the rule graph: widen it and put the graph below
@@ -46,6 +49,7 @@ STYLE = (
     ".isqa-front .ci{display:block;color:#555;font-size:.8em;white-space:nowrap}"
     ".isqa-front .notes{font-size:.8em;max-width:1300px;color:#333}"
     ".isqa-front svg{max-width:520px;height:auto}"
+    ".isqa-front .warn{color:#b00000;font-weight:600;font-size:.85em;max-width:1300px}"
 )
 
 
@@ -57,7 +61,8 @@ def score_cell(row: Mapping[str, Any] | None, text: str, digits: int = 1) -> str
     """A score: the value large, "[lower, upper] n=N" and the cell's marks (SELF, ...) small."""
     if row is None or pd.isna(row.get("value")):
         return "<td>--</td>" if text else "<td></td>"
-    marks = " ".join(m for m in MARKS if m in text)
+    # not decisive on a line of its own beneath: beside the value it would widen the column
+    marks = " ".join(m for m in MARKS if m in text and m != NOT_DECISIVE)
     interval = ""
     if not pd.isna(row.get("lower", np.nan)) and not pd.isna(row.get("upper", np.nan)):
         interval = f"[{_number(row['lower'], digits)}, {_number(row['upper'], digits)}] "
@@ -66,7 +71,9 @@ def score_cell(row: Mapping[str, Any] | None, text: str, digits: int = 1) -> str
     return (
         f'<td><span class="v">{html.escape(value)}</span>'
         f'<span class="ci">{html.escape(interval.strip())}</span>'
-        f'<span class="ci">{html.escape(n)}</span></td>'
+        f'<span class="ci">{html.escape(n)}</span>'
+        + (f'<span class="ci warn">{NOT_DECISIVE}</span>' if NOT_DECISIVE in text else "")
+        + "</td>"
     )
 
 
@@ -106,11 +113,15 @@ def front_page(
     coverage: Mapping[str, str],
     footnotes: Sequence[str],
     controls: str,
+    warnings: Mapping[str, str] | None = None,
 ) -> str:
     """The page: ``sections`` (title, its columns, its systems in rank order); ``numbers`` the
     leaderboard's long table (system, column, value, lower, upper, n); ``cells`` its text cells
-    (system -> column -> text: the marks); ``ranks`` "rank <column>" -> system -> rank;
-    ``coverage``: a file-based system's coverage note (its footnote), by system."""
+    (system -> column -> text: the marks); ``ranks`` "rank <column>" -> system -> its rank as
+    shown ("r of N"); ``coverage``: a file-based system's coverage note (its footnote), by system;
+    ``warnings``: suite -> the sentence saying its judge or metric cannot rank these systems
+    (first under the suite's title, and on its plot)."""
+    warnings = warnings or {}
     by_cell = {(r["system"], r["column"]): r for r in numbers.to_dict("records")}
     notes: list[str] = []
     parts = [f"<style>{STYLE}</style>", '<div class="isqa-front">']
@@ -152,8 +163,12 @@ def front_page(
                 and not pd.isna(by_cell[(system, headline)]["value"])
             ]
             if points:
-                figure = forest_svg(f"{headline} (95% CI)", points)
-        parts.append(f'<h2>{html.escape(title)}</h2><div class="suite">{table}{figure}</div>')
+                caveat = f" -- {NOT_DECISIVE}: see above" if title in warnings else ""
+                figure = forest_svg(f"{headline} (95% CI){caveat}", points)
+        warning = f'<p class="warn">{html.escape(warnings[title])}</p>' if title in warnings else ""
+        parts.append(
+            f'<h2>{html.escape(title)}</h2>{warning}<div class="suite">{table}{figure}</div>'
+        )
     sources = [f"<sup>{i}</sup> {html.escape(n)}" for i, n in enumerate(notes, 1)]
     parts.append('<div class="notes">' + "<br>".join(sources) + "</div>")
     parts.append(

@@ -36,13 +36,14 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.io import read_json, read_jsonl, write_text
-from isqaflow.report.front import front_page
+from isqaflow.report.front import NOT_DECISIVE, front_page
 from isqaflow.report.panel_note import panel_lines
 from isqaflow.report.tables import write_table
-from isqaflow.report.validity import cannot_rank, validity_brief
+from isqaflow.report.validity import INSTRUMENTS, cannot_rank, failing, validity_brief
 from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, share_test, small_n_note
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
+CONTROLLED_METRICS = ("qags", "questeval")  # ROUGE has no control (a reference overlap)
 REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
 ABSTRACT = "abstract"
 SELF = "SELF"  # a judge of the system's own model family (isqaflow.configcheck.families)
@@ -105,14 +106,23 @@ def _suffix(label: str, values: Sequence[str]) -> str:
 
 class _Board:
     """The cells of the leaderboard; ``self_judged``: (suite, judge, system) judged by a judge of
-    its own family (systems of ISQA's summaries as ``summaries:<summarizer>``)."""
+    its own family (systems of ISQA's summaries as ``summaries:<summarizer>``); ``failing``:
+    (instrument, name) of the judges and metrics that fail their known-answer controls
+    (:func:`isqaflow.report.validity.failing`), whose cells are marked :data:`NOT_DECISIVE`."""
 
-    def __init__(self, self_judged: set[tuple[str, str, str]] | frozenset = frozenset()) -> None:
+    def __init__(
+        self,
+        self_judged: set[tuple[str, str, str]] | frozenset = frozenset(),
+        failing: set[tuple[str, str]] | frozenset = frozenset(),
+    ) -> None:
         self.cells: dict[str, dict[str, str]] = {}
         self.links: dict[str, dict[str, str]] = {}
         self.numbers: list[dict[str, Any]] = []
         self.columns: list[str] = []
         self.self_judged = self_judged
+        self.failing = failing
+        # column -> the failing (instrument, name) its not-decisive cells are built on
+        self.not_decisive: dict[str, set[tuple[str, str]]] = {}
 
     def is_self(self, suite: str, judges: Sequence[str], system: str) -> bool:
         return any((suite, judge, system) in self.self_judged for judge in judges)
@@ -124,12 +134,18 @@ class _Board:
         cell: str,
         link: str | None = None,
         self_judged: bool = False,
+        built_on: Sequence[tuple[str, str]] = (),
         **numbers: Any,
     ) -> None:
+        """``built_on``: the (instrument, name) of the judges or metrics the value comes from."""
         if column not in self.columns:
             self.columns.append(column)
         if self_judged:
             cell += f" {SELF}"
+        failed = set(built_on) & set(self.failing)
+        if failed:
+            cell += f" {NOT_DECISIVE}"
+            self.not_decisive.setdefault(column, set()).update(failed)
         self.cells.setdefault(system, {})[column] = cell
         if link:
             self.links.setdefault(system, {})[column] = link
@@ -144,6 +160,7 @@ class _Board:
                 **numbers,
                 "self_judged": self_judged,
                 "degenerate": degenerate,
+                "not_decisive": bool(failed),
                 "browser": link or "",
             }
         )
@@ -174,6 +191,7 @@ def drfr_columns(board: _Board, table5_long: pd.DataFrame) -> None:
                         "drfr", system=row["model"], judge=row["judge"], kind="response"
                     ),
                     self_judged=board.is_self("drfr", [row["judge"]], row["model"]),
+                    built_on=[("DRFR judge", row["judge"])],
                     value=100 * row[label],
                     lower=100 * row[f"{label}_lower"],
                     upper=100 * row[f"{label}_upper"],
@@ -202,6 +220,7 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                 "arena", system=row["model"], setting=run, judge=judge, kind="reference"
             ),
             "self_judged": board.is_self("arena", [judge], row["model"]),
+            "built_on": [("arena judge", judge)],
         }
         for column, rate in (
             (f"arena win % vs LFRQA{tag}", row["win_rate"]),
@@ -263,6 +282,7 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                     + (PRIOR_MARK if method == "Bradley-Terry" and prior_set else ""),
                     link=browser_link("arena", system=row["model"], setting=run, judge=judge),
                     self_judged=board.is_self("arena", [judge], row["model"]),
+                    built_on=[("arena judge", judge)],
                     value=row[f"{method} rating"],
                     lower=row[f"{method} lower"],
                     upper=row[f"{method} upper"],
@@ -304,6 +324,8 @@ def metric_columns(
                 summary_system_label(summarizer, system),
                 f"{label}{tag}",
                 _cell(ci["estimate"], ci["lower"], ci["upper"], ci["n"]),
+                # QAGS and QuestEval record their controls under their own label and key
+                built_on=[(label, metric)] if metric in CONTROLLED_METRICS else [],
                 value=ci["estimate"],
                 lower=ci["lower"],
                 upper=ci["upper"],
@@ -333,6 +355,7 @@ def summary_judge_columns(
                     kind="summary",
                 ),
                 self_judged=board.is_self("drfr", drfr_judges, f"summaries:{row['summarizer']}"),
+                built_on=[("DRFR judge", judge) for judge in drfr_judges],
                 value=100 * row["drfr"],
                 lower=100 * row["lower"],
                 upper=100 * row["upper"],
@@ -362,6 +385,7 @@ def summary_judge_columns(
                 self_judged=board.is_self(
                     "arena", [row["judge"]], f"summaries:{row['summarizer']}"
                 ),
+                built_on=[("arena judge", row["judge"])],
                 value=row["win %"],
                 n=n,
             )
@@ -468,6 +492,12 @@ def notes(board: _Board, ranks: Sequence[str]) -> list[str]:
             "battle (no finite rating; arena_ratings' 'prior-set %'), so its bounds and its rank "
             "say more about the prior than about the battles."
         )
+    if f" {NOT_DECISIVE}" in cells:
+        lines.append(
+            f"{NOT_DECISIVE}: built on a judge or metric that did no better than chance on some of "
+            "its known-answer controls (the validity table): the value shows what it said, not "
+            "which system is better, and so does its rank."
+        )
     if DEGENERATE_MARK in cells:
         lines.append(
             f"{DEGENERATE_MARK} interval of zero width: every bootstrap resample gave the same value "
@@ -521,14 +551,48 @@ def section_of(column: str) -> str:
     return SECTIONS[2]
 
 
+def section_warnings(board: _Board, summary: Mapping[str, Any]) -> dict[str, str]:
+    """Suite -> the plain sentence (:func:`isqaflow.report.validity.cannot_rank`) of each failing
+    judge or metric its not-decisive cells are built on; suites without one are left out."""
+    out = {}
+    for section in SECTIONS:
+        built_on = {
+            pair
+            for column, pairs in board.not_decisive.items()
+            if section_of(column) == section
+            for pair in pairs
+        }
+        text = " ".join(
+            w
+            for instrument in INSTRUMENTS
+            if (w := cannot_rank(summary, instrument, [n for i, n in built_on if i == instrument]))
+        )
+        if text:
+            out[section] = text
+    return out
+
+
+def rank_text(board: _Board, rank_column: str, ranks: pd.Series, system: str) -> str:
+    """A system's rank "r of N" (N: the systems ranked in that column), with the cell's
+    prior-set mark and :data:`NOT_DECISIVE` where the ranked value carries them; "" unranked."""
+    if system not in ranks:
+        return ""
+    cell = board.cells[system].get(rank_column.removeprefix("rank "), "")
+    text = f"{int(ranks[system])} of {len(ranks)}" + (PRIOR_MARK if PRIOR_MARK in cell else "")
+    return text + (f" {NOT_DECISIVE}" if cell.endswith(f" {NOT_DECISIVE}") else "")
+
+
 def sectioned_markdown(
     rows: Sequence[Mapping[str, Any]],
     columns: Sequence[str],
     ranks: Mapping[str, pd.Series],
     file_systems: Mapping[str, Any],
+    warnings: Mapping[str, str] | None = None,
 ) -> str:
     """The Markdown view: one compact table per suite -- its systems (those with a cell there), its
-    rank, the source and its columns only -- sorted by its rank (a suite without one: by name)."""
+    rank, the source and its columns only -- sorted by its rank (a suite without one: by name);
+    ``warnings``: a suite's :func:`section_warnings` sentence, first under its title."""
+    warnings = warnings or {}
     parts = []
     for section in SECTIONS:
         cells = [c for c in columns if section_of(c) == section]
@@ -554,7 +618,8 @@ def sectioned_markdown(
                 for r in shown
             ]
         )
-        parts.append(f"{section}:\n\n" + frame.to_markdown(index=False))
+        warning = f"**{warnings[section]}**\n\n" if section in warnings else ""
+        parts.append(f"{section}:\n\n{warning}" + frame.to_markdown(index=False))
     return "\n\n".join(parts)
 
 
@@ -606,7 +671,11 @@ def build_leaderboard(
     ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`)."""
     file_systems = read_json(systems_path) if systems_path else {}
     judge_pairs = settings.judge_pairs
-    board = _Board({(p["suite"], p["judge"], p["system"]) for p in judge_pairs if p["self_family"]})
+    summary = read_json(validity_summary_path)
+    board = _Board(
+        {(p["suite"], p["judge"], p["system"]) for p in judge_pairs if p["self_family"]},
+        {(i, name) for i in INSTRUMENTS for name in failing(summary, i)},
+    )
     table5 = _read_csv(drfr_table5)
     drfr_columns(board, table5)
     arena_columns(board, _read_csv(arena_win_rates), read_ratings(arena_ratings))
@@ -627,14 +696,9 @@ def build_leaderboard(
             )
         else:
             source = "model"
-        rank = {c: (int(r[system]) if system in r else "") for c, r in ranks.items()}
-        # a rank from an interval the prior sets is flagged as that interval is
-        rank = {
-            c: f"{r}{PRIOR_MARK}"
-            if r != "" and board.cells[system].get(c.removeprefix("rank "), "").endswith(PRIOR_MARK)
-            else r
-            for c, r in rank.items()
-        }
+        # "r of N"; a rank from an interval the prior sets, or from a value that is not
+        # decisive, is flagged as that value is
+        rank = {c: rank_text(board, c, r, system) for c, r in ranks.items()}
         rows.append(
             {
                 "system": system,
@@ -652,7 +716,6 @@ def build_leaderboard(
             }
         )
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
-    summary = read_json(validity_summary_path)
     footnotes = notes(board, list(ranks)) + panel_lines(panel_path, panel_loo_path)
     warnings = " ".join(  # the first screen: a judge or metric that fails its controls says so
         w
@@ -667,7 +730,9 @@ def build_leaderboard(
     stem = Path(out_stem)
     write_table(with_numbers(table, board), [f"{stem}.csv"], digits=1)
     if markdown:  # one compact table per suite
-        body = sectioned_markdown(markdown, board.columns, ranks, file_systems)
+        body = sectioned_markdown(
+            markdown, board.columns, ranks, file_systems, section_warnings(board, summary)
+        )
         write_text(
             f"{stem}.md",
             "\n\n".join([caption, body, *footnotes, "Full controls: [validity](validity.html)."])
@@ -712,6 +777,17 @@ def _front(board: _Board, ranks, file_systems, footnotes: Sequence[str], summary
     numbers = pd.DataFrame(board.numbers)
     if not numbers.empty:
         numbers = numbers.drop_duplicates(["system", "column"], keep="last")
+    shown_ranks = {
+        c: pd.Series({s: rank_text(board, c, r, s) for s in r.index}, dtype=object)
+        for c, r in ranks.items()
+    }
     return front_page(
-        sections, numbers, board.cells, ranks, coverage, footnotes, controls_brief(summary)
+        sections,
+        numbers,
+        board.cells,
+        shown_ranks,
+        coverage,
+        footnotes,
+        controls_brief(summary),
+        section_warnings(board, summary),
     )

@@ -38,9 +38,9 @@ import pandas as pd
 
 from isqaflow.io import read_json, read_jsonl
 from isqaflow.power import paired_mde
-from isqaflow.report.figures import new_figure, save_figure
+from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import write_table
-from isqaflow.report.validity import validity_note
+from isqaflow.report.validity import cannot_rank, validity_note
 from isqaflow.stats import sign_flip_test
 
 __all__ = [
@@ -256,9 +256,11 @@ def paired_matrix(table: pd.DataFrame) -> pd.DataFrame:
     return wide.fillna("")
 
 
-def paired_figure(table: pd.DataFrame, paths: Sequence[str | os.PathLike]) -> None:
+def paired_figure(
+    table: pd.DataFrame, paths: Sequence[str | os.PathLike], warning: str = ""
+) -> None:
     """A heatmap per (suite, setting, judge): mean_row - mean_col in points, ``*`` where the
-    Holm-adjusted p < 0.05."""
+    Holm-adjusted p < 0.05; ``warning``: :func:`isqaflow.report.figures.caveat`'s."""
     families = list(table.groupby(FAMILY, sort=True)) if not table.empty else []
     fig, axes = new_figure(ncols=max(1, len(families)), width=4.6, height=4.0)
     if not families:
@@ -288,6 +290,7 @@ def paired_figure(table: pd.DataFrame, paths: Sequence[str | os.PathLike]) -> No
         ax.set_yticks(range(len(systems)), systems, fontsize=7)
         ax.set_title(f"{suite} {setting} ({judge})", fontsize=8)
         fig.colorbar(image, ax=ax, shrink=0.7, label="row - column (points)")
+    caveat(fig, warning)
     save_figure(fig, paths)
 
 
@@ -318,9 +321,12 @@ def write_paired_tests(
         "root mean square of the paired differences): a pair that is not significant shows no difference "
         "larger than mde, not that there is none."
     )
-    controls = ""
+    controls = warning = ""
     if validity_summary_path is not None:
         summary = read_json(validity_summary_path)
+        warning = " ".join(
+            w for i in ("DRFR judge", "arena judge") if (w := cannot_rank(summary, i))
+        )
         controls = " " + " ".join(
             validity_note(summary, instrument) for instrument in ("DRFR judge", "arena judge")
         )
@@ -339,5 +345,5 @@ def write_paired_tests(
             ),
         )
     if figure_paths:
-        paired_figure(table, figure_paths)
+        paired_figure(table, figure_paths, warning)
     return table

@@ -73,6 +73,7 @@ __all__ = [
     "NO_EVIDENCE",
     "build_validity_table",
     "cannot_rank",
+    "failing",
     "read_control_records",
     "validity_frame",
     "validity_note",
@@ -430,25 +431,36 @@ def validity_brief(summary: Mapping[str, Any], instrument: str) -> str:
     return text
 
 
-def cannot_rank(summary: Mapping[str, Any], instrument: str) -> str:
-    """One plain sentence per judge or metric of ``instrument`` that fails any of its tested
-    controls, for the first screen of every table and figure built on it ("" when all pass or
-    none was recorded: the caption's control note says that): it cannot rank the systems, and
-    what its numbers still show."""
+def failing(summary: Mapping[str, Any], instrument: str) -> dict[str, tuple[int, int]]:
+    """name -> (controls failed, controls tested) of each judge or metric of ``instrument`` that
+    fails any of its tested controls: what :func:`cannot_rank` says, and what marks a leaderboard
+    value built on it as not decisive."""
     by_name: dict[str, list[Mapping[str, Any]]] = {}
     for r in summary["groups"]:
         if r["instrument"] == instrument and r["verdict"] in ("separates", "no evidence"):
             by_name.setdefault(r["name"], []).append(r)
-    sentences = []
-    for name, tested in sorted(by_name.items()):
-        failed = sum(r["no_evidence"] is True for r in tested)
-        if failed:
-            sentences.append(
-                f"The {instrument} {name} cannot rank these systems: it did no better than chance "
-                f"on {failed} of its {len(tested)} known-answer controls, so its numbers show what "
-                "it said, not which system is better."
-            )
-    return " ".join(sentences)
+    counts = {
+        name: (sum(r["no_evidence"] is True for r in tested), len(tested))
+        for name, tested in sorted(by_name.items())
+    }
+    return {name: count for name, count in counts.items() if count[0]}
+
+
+def cannot_rank(
+    summary: Mapping[str, Any], instrument: str, names: Iterable[str] | None = None
+) -> str:
+    """One plain sentence per judge or metric of ``instrument`` (of ``names``, when given) that
+    fails any of its tested controls, for the first screen of every table and figure built on it
+    ("" when all pass or none was recorded: the caption's control note says that): it cannot rank
+    the systems, and what its numbers still show."""
+    chosen = None if names is None else set(names)
+    return " ".join(
+        f"The {instrument} {name} cannot rank these systems: it did no better than chance "
+        f"on {failed} of its {tested} known-answer controls, so its numbers show what "
+        "it said, not which system is better."
+        for name, (failed, tested) in failing(summary, instrument).items()
+        if chosen is None or name in chosen
+    )
 
 
 def validity_note(summary: Mapping[str, Any], instrument: str, name: str | None = None) -> str:

@@ -494,3 +494,147 @@ def test_kappa_is_not_identified_when_a_judge_gives_one_verdict_to_every_pair():
     assert result["n"] == 6 and result["raw_agreement"] == pytest.approx(1 / 6)
     assert np.isnan(result["kappa"]) and np.isnan(result["lower"]) and np.isnan(result["upper"])
     assert result["not_identified"] == "b gives 'tie' to all 6 pairs"
+
+
+def _ordered(judge: str, truth: list[str], favours_first: bool, rng) -> list[dict]:
+    """A judge's records of pairs whose better side is ``truth`` ("1": system_a, "2"), both
+    orders judged: right in each order with probability 0.85, except that a judge that favours
+    the first answer picks the answer shown first in 40% of its orders."""
+    records = []
+    for i, better in enumerate(truth):
+        sides = {}
+        for order in ("ab", "ba"):
+            right = "a" if better == "1" else "b"
+            side = right if rng.random() < 0.85 else ("b" if right == "a" else "a")
+            if favours_first and rng.random() < 0.4:
+                side = "a" if order == "ab" else "b"
+            sides[order] = side
+        verdict = (
+            {"a": "1", "b": "2"}[sides["ab"]] if sides["ab"] == sides["ba"] else "tie"
+        )  # the raw rule: both orders must agree
+        records.append(
+            {
+                **_records({}, f"s{i % 4}", i),
+                "verdict": verdict,
+                "verdict_ab": sides["ab"],
+                "verdict_ba": sides["ba"],
+            }
+        )
+    return records
+
+
+def test_reliability_finds_the_judge_that_favours_the_answer_shown_first():
+    """Issue 40: Dawid-Skene on a panel of three judges of 600 pairs; the one that picks the
+    first-shown answer in 40% of its orders has the position bias -- it errs towards the first
+    in 0.5 x (0.4 + 0.6 x 0.15) = 0.245 of its orders and towards the second in 0.5 x 0.6 x 0.15
+    = 0.045: 0.2 -- the others about none."""
+    from isqaflow.arena.judging.panel import reliability
+
+    rng = np.random.default_rng(0)
+    truth = list(rng.choice(["1", "2"], size=600))
+    judged = {
+        "fair": _ordered("fair", truth, False, rng),
+        "fair2": _ordered("fair2", truth, False, rng),
+        "first": _ordered("first", truth, True, rng),
+    }
+    table = reliability(judged, list(judged)).set_index("judge")
+    assert (table["items"] == 600).all() and (table["orders"] == 1200).all()
+    assert abs(table.loc["fair", "position_bias"]) < 0.05
+    assert abs(table.loc["fair2", "position_bias"]) < 0.05
+    assert table.loc["first", "position_bias"] == pytest.approx(0.2, abs=0.04)
+    assert table.loc["first", "accuracy"] < table.loc["fair", "accuracy"]
+    assert table[["accuracy", "agrees_with_model"]].apply(lambda c: c.between(0, 1)).all().all()
+    shares = table[[c for c in table.columns if c.startswith("share ")]].iloc[0]
+    assert shares.sum() == pytest.approx(1.0)
+
+
+def test_the_panel_verdict_can_be_the_dawid_skene_models():
+    """arena.panel_verdict: dawid_skene -- judge a always right, b wrong on pairs 0 and 2, d on
+    pairs 4 and 6, c always "2" (no information): on those four pairs the majority of four
+    splits (a tie), the model follows the two judges that agree (c's "2" says nothing): s1 wins
+    20 of 20 under it, 16 under the majority."""
+    from isqaflow.arena.judging.panel import dawid_skene_verdicts, win_rates_of
+
+    systems = ["s1", "s2"] * 20
+    truth = ["1", "2"] * 20  # s1 better on each of its pairs, s2 worse
+    b = ["2", "2", "2", "2"] + truth[4:]
+    d = truth[:4] + ["2", "2", "2", "2"] + truth[8:]
+    panel = {"a": truth, "b": b, "c": ["2"] * 40, "d": d}
+    table = verdict_table(_panel(panel, systems))
+    judges = list(panel)
+    verdicts = dawid_skene_verdicts(table, judges)
+    assert verdicts.to_dict() == dict(zip(table.index, table["a"], strict=True))
+    assert win_rates_of(table, judges, "dawid_skene").to_dict() == {"s1": 1.0, "s2": 0.0}
+    assert win_rates_of(table, judges, "majority").to_dict() == {"s1": 0.8, "s2": 0.0}
+    with pytest.raises(ValueError, match="dawid_skene_verdicts"):
+        panel_verdict(["1", "2"], "dawid_skene")
+    # no valid verdict on a pair: none
+    table.loc[table.index[0], judges] = None
+    assert dawid_skene_verdicts(table, judges).iloc[0] is None
+
+
+def test_the_reliability_table_of_the_audit(tmp_path):
+    """judges_panel_reliability: one row per judge of a panel -- the arena's per retrieval run,
+    DRFR's per dataset on the decomposed questions (no position) -- and a note where a run has
+    one judge."""
+    from isqaflow.arena.judging.judge_audit import drfr_verdict_table, reliability_table
+
+    rng = np.random.default_rng(1)
+    truth = list(rng.choice(["1", "2"], size=50))
+    judged = {
+        "r2": {"a": _ordered("a", truth, False, rng), "b": _ordered("b", truth, True, rng)},
+        "r1": {"a": _ordered("a", truth, False, rng)},
+    }
+    answers = ["YES", "NO", "YES", "YES", "NO", "NO", "YES", "NO"] * 5
+    drfr = {
+        "infobench": {
+            judge: [
+                {**r, "model": "m", "answer": a}
+                for r, a in zip(_drfr_records([[x] for x in answers]), said, strict=True)
+            ]
+            for judge, said in (
+                ("local", answers),
+                ("local-text", answers[:-3] + ["INVALID", "NO", "YES"]),
+                ("other", ["YES"] * 40),
+            )
+        }
+    }
+    table = reliability_table(judged, {"b": "a"}, drfr)
+    assert (
+        list(zip(table["suite"], table["run"]))
+        == [("arena", "r2")] * 2 + [("arena", "r1")] + [("drfr", "infobench")] * 3
+    )
+    assert table["note"].iloc[0].startswith("b reads a's model calls")
+    assert table["note"].iloc[2].startswith("one judge: no panel")
+    assert table["accuracy"].iloc[:2].notna().all() and pd.isna(table["accuracy"].iloc[2])
+    drfr_rows = table[table["suite"] == "drfr"].set_index("judge")
+    assert list(drfr_rows["items"]) == [40, 39, 40]  # an INVALID answer is not a verdict
+    assert drfr_rows["position_bias"].isna().all() and (drfr_rows["orders"] == 0).all()
+    assert drfr_rows.loc["other", "accuracy"] < drfr_rows.loc["local", "accuracy"]
+    questions = drfr_verdict_table(drfr["infobench"])
+    assert questions.index[0] == "m|i0#0" and questions.loc["m|i37#0", "local-text"] is None
+
+
+def test_a_judge_that_always_picks_the_first_answer_reads_one_half():
+    """As SmolLM2 does on the embedded run: "first" in both orders of every pair (so its raw
+    verdicts are all ties), beside a judge that is always right: of each pair's two orders one
+    shows the better answer second, so its position bias is 0.5; the right judge's is 0."""
+    from isqaflow.arena.judging.panel import reliability
+
+    truth = ["1", "2", "2", "1", "2", "1", "1", "2"] * 5
+    first = [
+        {**_records({}, f"s{i % 2}", i), "verdict": "tie", "verdict_ab": "a", "verdict_ba": "b"}
+        for i in range(len(truth))
+    ]
+    right = [
+        {
+            **r,
+            "verdict": t,
+            "verdict_ab": {"1": "a", "2": "b"}[t],
+            "verdict_ba": {"1": "a", "2": "b"}[t],
+        }
+        for r, t in zip(first, truth, strict=True)
+    ]
+    table = reliability({"first": first, "right": right}, ["first", "right"]).set_index("judge")
+    assert table.loc["first", "position_bias"] == pytest.approx(0.5, abs=1e-6)
+    assert table.loc["right", "position_bias"] == pytest.approx(0.0, abs=1e-6)

@@ -97,6 +97,9 @@ def test_every_drfr_caption_names_the_rule_and_the_controls(tmp_path):
         assert "Verdict rule: local raw." in caption, name
         assert "DRFR judge local on infobench, raw: empty_response 0/8 correct" in caption, name
         assert caption.endswith("NO EVIDENCE THAT THIS JUDGE SEPARATES BETTER FROM WORSE."), name
+    # the figure says it too, across its top (issue 40)
+    svg = (tmp_path / "tables/drfr_constraints.svg").read_text()
+    assert "The DRFR judge local cannot rank these systems" in svg
 
 
 def test_caption_of_a_judge_that_passes_its_controls_has_no_warning(tmp_path):
@@ -107,6 +110,7 @@ def test_caption_of_a_judge_that_passes_its_controls_has_no_warning(tmp_path):
         in captions["drfr_table5"]
     )
     assert "NO EVIDENCE" not in captions["drfr_table5"]
+    assert "cannot rank" not in (tmp_path / "tables/drfr_constraints.svg").read_text()
 
 
 def test_caption_says_when_no_control_was_run(tmp_path):

@@ -702,3 +702,45 @@ def test_questeval_appendix_shows_both_definitions(scores):
     paper = expected_mean("generic", "questeval", "qasper", "smollm2")
     assert row.iloc[0].startswith(f"{paper:.2f} [") and row.iloc[0].endswith("(n=7)")
     assert row.iloc[1].startswith(f"{paper - 1:.2f} [")  # the synthetic v0.2.4 score is 0.01 lower
+
+
+def test_figure3_says_when_a_metric_cannot_rank_these_systems(score_files, steps_files, tmp_path):
+    """Issue 40: a metric that fails its known-answer control (QAGS here, 6 of 7 own abstracts
+    preferred: p = 0.0625) says so across the top of the figure built on it; QuestEval, 7 of 7,
+    does not."""
+    from isqaflow.io import write_jsonl
+
+    controls = [
+        {
+            "instrument": instrument,
+            "name": name,
+            "scope": "qasper",
+            "control": "other_abstract",
+            "rule": "raw",
+            "item": f"p{i}",
+            "expected": "own",
+            "outcome": "own" if i < correct else "other",
+            "correct": i < correct,
+            "chance": 0.5,
+            "baseline_correct": None,
+        }
+        for instrument, name, correct in (("QAGS", "qags", 6), ("QuestEval", "questeval", 7))
+        for i in range(7)
+    ]
+    write_jsonl(tmp_path / "controls.jsonl", controls)
+    (tmp_path / "tables").mkdir()
+    build_isqa_tables(
+        score_files,
+        steps_files,
+        tmp_path / "tables",
+        tmp_path / "figures",
+        main_feedback="lora",
+        feedback_models=["lora", "base"],
+        datasets=["qasper"],
+        rounds=ROUNDS,
+        seed=SEED,
+        control_paths=[tmp_path / "controls.jsonl"],
+    )
+    svg = (tmp_path / "figures/isqa_figure3_qasper.svg").read_text()
+    assert "The QAGS qags cannot rank these systems" in svg
+    assert "QuestEval questeval cannot rank" not in svg

@@ -320,10 +320,11 @@ def test_one_row_per_system_with_n_per_cell(tables):
     assert (
         mine["source"] == "file: arena (3/15, partial), drfr (4/12, partial), isqa (2/3, partial)"
     )
-    # every interval from fewer than 10 items carries the small-n mark
-    assert mine["DRFR overall"] == "70.0 [50.0, 90.0]\u2021 (n=4)"
+    # every interval from fewer than 10 items carries the small-n mark; the DRFR judge fails its
+    # control (6 of 7), so its cells are marked not decisive (the values kept)
+    assert mine["DRFR overall"] == "70.0 [50.0, 90.0]\u2021 (n=4) not decisive"
     assert (
-        mine["DRFR easy"] == "100.0 [100.0, 100.0]\u2021\u00a7 (n=2)"
+        mine["DRFR easy"] == "100.0 [100.0, 100.0]\u2021\u00a7 (n=2) not decisive"
     )  # \u00a7: a zero-width interval
     # win rates: the exact (Clopper-Pearson) interval from the counts, no small-n mark (it keeps its coverage)
     assert (
@@ -335,6 +336,8 @@ def test_one_row_per_system_with_n_per_cell(tables):
     )  # the widest battles (B), the reference left out
     assert mine["QAGS"].startswith("60.0 [") and mine["QAGS"].endswith("(n=2)")
     assert (
+        # without judge pairs the summaries' DRFR judges are unknown: no mark (in a run the
+        # pairs name every judge)
         mine["summary DRFR"] == "80.0 [60.0, 100.0]\u2021 (n=2)"
         and mine["summary win % vs abstract"] == "50.0 (n=2)"
     )
@@ -516,8 +519,8 @@ def test_self_judged_cells_are_flagged_and_every_judged_cell_links_to_its_items(
     assert "SELF" not in board.loc["smollm2", "DRFR overall"]  # its DRFR judge is of another family
     assert "SELF" not in board.loc["mine", "arena win % vs LFRQA"]
     assert board.loc["mine", "summary DRFR"].endswith(
-        " SELF"
-    )  # the summarizer's family judges its summaries
+        " SELF not decisive"
+    )  # the summarizer's family judges its summaries (and the DRFR judge fails its control)
     assert (
         "](" not in (t / "leaderboard.csv").read_text()
         and "](" not in (t / "leaderboard.tex").read_text()
@@ -528,7 +531,7 @@ def test_self_judged_cells_are_flagged_and_every_judged_cell_links_to_its_items(
         in md
     )
     assert (
-        "[70.0 [50.0, 90.0]\u2021 (n=4)](../browser/drfr.html#system=mine&judge=local&kind=response)"
+        "[70.0 [50.0, 90.0]\u2021 (n=4) not decisive](../browser/drfr.html#system=mine&judge=local&kind=response)"
         in md
     )
     assert "(../browser/drfr.html#system=mine&setting=summaries%20qasper%2Fmine&kind=summary)" in md
@@ -580,9 +583,10 @@ def test_rank_respects_ties_within_the_interval_and_sorts_the_rows(tables):
     table5.to_csv(t / "drfr_table5_long.csv", index=False)
     board = build(t)
     assert list(board.columns[:2]) == ["rank DRFR overall", "rank Bradley-Terry"]
+    # "r of N", not decisive as the DRFR judge's values are (it fails its control)
     assert (
-        board.loc["mine", "rank DRFR overall"] == 1
-        and board.loc["smollm2", "rank DRFR overall"] == 2
+        board.loc["mine", "rank DRFR overall"] == "1 of 2 not decisive"
+        and board.loc["smollm2", "rank DRFR overall"] == "2 of 2 not decisive"
     )
     assert list(board.index) == ["mine", "smollm2", "smollm2 baseline_2"]  # by rank; unranked last
     table5.loc[table5["model"] == "mine", ["Overall", "Overall_lower", "Overall_upper"]] = [
@@ -607,9 +611,13 @@ def test_the_markdown_view_is_one_compact_table_per_suite(tables, tmp_path):
         if block in ("InFoBench (DRFR):", "RAG-QA Arena:", "ISQA summaries:")
     ]
     assert [text[i] for i in titles] == ["InFoBench (DRFR):", "RAG-QA Arena:", "ISQA summaries:"]
-    sections = {text[i]: text[i + 1] for i in titles}
+    # the DRFR judge fails its control: its suite's first line says it cannot rank these systems
+    assert text[titles[0] + 1].startswith("**The DRFR judge local cannot rank these systems")
+    sections = {
+        text[i]: text[i + 1 + text[i + 1].startswith("**The ")] for i in titles
+    }  # the table after the warning
     drfr, arena, summaries = sections.values()
-    assert drfr.splitlines()[0].split("|")[1:3] == [" system   ", "   rank DRFR overall "]
+    assert drfr.splitlines()[0].split("|")[1:3] == [" system   ", " rank DRFR overall   "]
     assert "QAGS" not in drfr and "Bradley-Terry" not in drfr and "smollm2 baseline_2" not in drfr
     assert "rank Bradley-Terry" in arena and "DRFR overall" not in arena
     assert "| smollm2 baseline_2 |" in summaries and "rank" not in summaries.splitlines()[0]
@@ -810,3 +818,108 @@ def test_the_page_at_a_glance_puts_scores_first_and_coverage_in_a_footnote(table
     coverage = board.loc["mine", "source"].removeprefix("file: ")
     assert "<sup>1</sup> mine: file, " in page and coverage.split(" (")[0] in page
     assert "(n=" not in drfr.split("<table>")[1].split("</table>")[0]  # n beneath, not inline
+
+
+def controls_summary(correct: dict[tuple[str, str], int]) -> dict:
+    """A validity summary of one known-answer control of 7 items per (instrument, name), with
+    ``correct`` of them right: 7 passes (p = 0.008), 6 fails (p = 0.0625, chance 0.5)."""
+    return validity_summary(
+        [
+            {
+                "instrument": instrument,
+                "name": name,
+                "scope": "s",
+                "control": "c",
+                "item": f"i{i}",
+                "rule": "raw",
+                "expected": "x",
+                "outcome": "x",
+                "correct": i < k,
+                "baseline_correct": None,
+                "chance": 0.5,
+            }
+            for (instrument, name), k in correct.items()
+            for i in range(7)
+        ]
+    )
+
+
+def test_values_on_a_judge_that_fails_its_controls_are_marked_not_decisive(tables):
+    """Issue 40: a leaderboard value built on a judge or metric that fails its known-answer
+    controls is kept and marked "not decisive"; its suite says in one sentence that it cannot
+    rank these systems; a rank says "r of N"; cells of instruments that pass are not marked."""
+    t = tables
+    write_json(
+        t / "summary.json",
+        controls_summary(
+            {
+                ("DRFR judge", "local"): 6,
+                ("arena judge", "local"): 7,
+                ("QAGS", "qags"): 6,
+                ("QuestEval", "questeval"): 7,
+            }
+        ),
+    )
+    board = build_front(t, t / "front.html")
+    mine = board.loc["mine"]
+    assert mine["DRFR overall"].startswith("70.0 [50.0, 90.0]")  # the value kept
+    assert mine["DRFR overall"].endswith(" not decisive")
+    assert mine["QAGS"].endswith(" not decisive") and "not decisive" not in mine["ROUGE"]
+    assert mine["summary DRFR"].endswith(" not decisive")  # pooled over the DRFR judge
+    for column in (
+        "arena win % vs LFRQA",
+        "Bradley-Terry",
+        "QuestEval",
+        "summary win % vs abstract",
+    ):
+        assert "not decisive" not in mine[column], column
+    assert mine["rank DRFR overall"].endswith(" of 2 not decisive")
+    assert re.fullmatch(r"\d+ of 2", mine["rank Bradley-Terry"])  # mine and smollm2, not LFRQA
+    long = pd.read_csv(t / "leaderboard_long.csv").set_index(["system", "column"])
+    assert bool(long.loc[("mine", "DRFR overall"), "not_decisive"])
+    assert not bool(long.loc[("mine", "Bradley-Terry"), "not_decisive"])
+    assert long.loc[("mine", "DRFR overall"), "value"] == pytest.approx(70.0)
+    md = (t / "leaderboard.md").read_text()
+    drfr = md.split("InFoBench (DRFR):\n\n", 1)[1].split("RAG-QA Arena:", 1)[0]
+    arena = md.split("RAG-QA Arena:\n\n", 1)[1].split("ISQA summaries:", 1)[0]
+    summaries = md.split("ISQA summaries:\n\n", 1)[1]
+    sentence = (
+        "The DRFR judge local cannot rank these systems: it did no better than chance on 1 of its "
+        "1 known-answer controls, so its numbers show what it said, not which system is better."
+    )
+    assert drfr.startswith(f"**{sentence}**")
+    assert "cannot rank" not in arena
+    # the summaries' DRFR (the DRFR judge) and QAGS (the metric) fail: both sentences, one each
+    assert summaries.startswith(f"**{sentence} The QAGS qags cannot rank these systems")
+    assert "not decisive: built on a judge or metric that did no better than chance" in md
+    page = (t / "front.html").read_text()
+    front_drfr = page.split("<h2>InFoBench (DRFR)</h2>")[1].split("<h2>")[0]
+    assert front_drfr.startswith(f'<p class="warn">{sentence}</p>')
+    assert (
+        "<td>1 of 2 not decisive</td>" in front_drfr or "<td>2 of 2 not decisive</td>" in front_drfr
+    )
+    assert "not decisive: see above" in front_drfr  # the plot's title
+    front_arena = page.split("<h2>RAG-QA Arena</h2>")[1].split("<h2>")[0]
+    assert "warn" not in front_arena and "not decisive" not in front_arena
+    assert re.search(r"<td>\d of 2</td>", front_arena)
+
+
+def test_no_mark_where_every_judge_and_metric_passes_its_controls(tables):
+    t = tables
+    write_json(
+        t / "summary.json",
+        controls_summary(
+            {
+                ("DRFR judge", "local"): 7,
+                ("arena judge", "local"): 7,
+                ("QAGS", "qags"): 7,
+                ("QuestEval", "questeval"): 7,
+            }
+        ),
+    )
+    board = build_front(t, t / "front.html")
+    for path in ("leaderboard.md", "leaderboard.csv", "leaderboard.tex", "front.html"):
+        text = (t / path).read_text()
+        assert "not decisive" not in text and "cannot rank" not in text, path
+    assert board.loc["mine", "rank DRFR overall"] in ("1 of 2", "2 of 2")
+    assert not pd.read_csv(t / "leaderboard_long.csv")["not_decisive"].any()

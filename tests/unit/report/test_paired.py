@@ -255,3 +255,44 @@ def test_the_captions_end_with_each_judges_known_answer_controls(tmp_path):
         text = (tmp_path / name).read_text()
         assert "Controls: none recorded for DRFR judge." in text
         assert "Controls: none recorded for arena judge." in text
+
+
+def test_the_heatmap_says_when_its_judge_cannot_rank_these_systems(tmp_path):
+    """Issue 40: the arena judge fails its control (6 of 7, p = 0.0625): the sentence across the
+    top of the figure; with 7 of 7 it passes and the figure carries none."""
+    import json
+
+    from isqaflow.report.validity import validity_summary
+
+    arena = tmp_path / "arena.jsonl"
+    write_jsonl(arena, arena_records())
+    for correct, says in ((6, True), (7, False)):
+        summary = tmp_path / "summary.json"
+        records = [
+            {
+                "instrument": "arena judge",
+                "name": "local",
+                "scope": "bm25-k5",
+                "control": "truncated",
+                "rule": "raw",
+                "item": f"q{i}",
+                "expected": "2",
+                "outcome": "2",
+                "correct": i < correct,
+                "chance": 0.5,
+                "baseline_correct": None,
+            }
+            for i in range(7)
+        ]
+        summary.write_text(json.dumps(validity_summary(records)))
+        figure = tmp_path / "paired_tests.svg"
+        write_paired_tests(
+            {"bm25-k5.local": str(arena)},
+            {},
+            [tmp_path / "t.md"],
+            rounds=200,
+            figure_paths=[figure],
+            validity_summary_path=summary,
+        )
+        svg = figure.read_text()
+        assert ("The arena judge local cannot rank these systems" in svg) is says, correct

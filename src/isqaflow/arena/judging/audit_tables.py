@@ -7,4 +7,12 @@ from __future__ import annotations
 
 __all__ = ["TABLES"]
 
-TABLES = ("self_preference", "noise", "noise_win_rates", "canaries", "panel", "panel_loo")
+TABLES = (
+    "self_preference",
+    "noise",
+    "noise_win_rates",
+    "canaries",
+    "panel",
+    "panel_loo",
+    "panel_reliability",
+)

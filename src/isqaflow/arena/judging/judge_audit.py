@@ -19,8 +19,9 @@ Tables (``results/tables/judges_*.{csv,md}``):
 * ``judges_canaries`` -- per judge (DRFR and arena), control and verdict rule: n, correct,
   invalid now, and now vs the previous manifest.
 * ``judges_panel`` -- per run, the agreement of the arena judges (with two or more) and the
-  panel's verdict rule; ``judges_panel_loo`` -- the ranking when each judge is left out
-  (:mod:`isqaflow.arena.judging.panel`).  With one judge both say so in one row; a judge that reuses
+  panel's verdict rule; ``judges_panel_loo`` -- the ranking when each judge is left out;
+  ``judges_panel_reliability`` -- each judge's accuracy and position bias under the Dawid-Skene
+  model of the panel, beside kappa (:mod:`isqaflow.arena.judging.panel`).  With one judge both say so in one row; a judge that reuses
   another's calls (``reuse_calls``) is named in the note: not an independent judge.
 
 Every caption ends with the known-answer controls of the judges the table is built on.
@@ -41,7 +42,14 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.arena.judging.audit_tables import TABLES
-from isqaflow.arena.judging.panel import leave_one_out, panel_agreement, verdict_table, win_rates_of
+from isqaflow.arena.judging.panel import (
+    leave_one_out,
+    panel_agreement,
+    rater_reliability,
+    reliability,
+    verdict_table,
+    win_rates_of,
+)
 from isqaflow.io import read_json, read_jsonl, write_json
 from isqaflow.report.canaries import (
     NO_PREVIOUS,
@@ -63,6 +71,7 @@ __all__ = [
     "noise_table",
     "noise_win_rates",
     "panel_tables",
+    "reliability_table",
     "run_judge_audit",
     "self_preference_table",
     "win_rate_intervals",
@@ -399,6 +408,49 @@ def panel_tables(
     return pd.DataFrame(agreement), pd.DataFrame(loo)
 
 
+def drfr_verdict_table(judged: Mapping[str, Sequence[Mapping[str, Any]]]) -> pd.DataFrame:
+    """Decomposed questions (``<model>|<instruction_id>#<question_index>``) x DRFR judges of
+    their answers (YES/NO; INVALID or not judged: None)."""
+    table: dict[str, dict[str, Any]] = {}
+    for judge, records in judged.items():
+        for r in records:
+            item = f"{r.get('model', '')}|{r['instruction_id']}#{r['question_index']}"
+            table.setdefault(item, {})[judge] = None if r["answer"] == "INVALID" else r["answer"]
+    frame = pd.DataFrame.from_dict(table, orient="index", columns=list(judged)).sort_index()
+    return frame.astype(object).where(frame.notna(), None)
+
+
+def reliability_table(
+    judged: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]],
+    reuse: Mapping[str, str] | None = None,
+    drfr: Mapping[str, Mapping[str, Sequence[Mapping[str, Any]]]] | None = None,
+) -> pd.DataFrame:
+    """Per suite, run (arena: retrieval run; DRFR: dataset) and judge of a panel:
+    :func:`isqaflow.arena.judging.panel.reliability` for the arena (``reuse``:
+    :func:`reuse_note`), :func:`~isqaflow.arena.judging.panel.rater_reliability` on the
+    decomposed questions for DRFR (one response per judgment: no position); one row saying so
+    where a run has one judge."""
+    rows = []
+    for suite, runs in (("arena", judged), ("drfr", drfr or {})):
+        for run, judges in runs.items():
+            names = list(judges)
+            if len(names) < 2:
+                rows.append(
+                    {"suite": suite, "run": run, "judge": ", ".join(names), "note": ONE_JUDGE}
+                )
+                continue
+            if suite == "arena":
+                note, table = reuse_note(names, reuse or {}), reliability(judges, names)
+            else:
+                note = "one response per judgment: no position to favour"
+                table = rater_reliability(drfr_verdict_table(judges), names)
+            rows += [
+                {"suite": suite, "run": run, **row, "note": note}
+                for row in table.to_dict("records")
+            ]
+    return pd.DataFrame(rows)
+
+
 def _write(
     df: pd.DataFrame, stem: Path, caption: str, markdown: pd.DataFrame | None = None
 ) -> None:
@@ -420,6 +472,15 @@ CAPTIONS = {
     "more; 95% bootstrap interval over pairs).",
     "panel_loo": "The ranking by win rate vs the reference (panel verdict) with each judge left out: Kendall's "
     "tau against the whole panel, top system, largest rank change.",
+    "panel_reliability": "Each judge of a panel (arena: per retrieval run, on its pairs; DRFR: per dataset, on "
+    "the decomposed questions) under a latent-truth model of the panel (Dawid-Skene, EM on every "
+    "item's valid verdicts, one rater per judge): accuracy -- the estimated probability its verdict is the "
+    "item's true label; 'correct if truth x' -- its confusion matrix's diagonal; position_bias -- over the "
+    "orders it judged, the expected share of orders with a better answer shown second where it chose the "
+    "first, minus the reverse, among orders whose true label is not a tie (positive: favours the first "
+    "shown; orders: how many); agrees_with_model -- share of its verdicts equal to the model's; share x -- "
+    "the model's estimated share of each true label. Beside kappa (judges_panel); judges that share calls "
+    "are not independent raters, which the model assumes (note).",
 }
 #: the instruments each table is built on (its caption ends with their known-answer controls)
 INSTRUMENTS = {
@@ -429,6 +490,7 @@ INSTRUMENTS = {
     "canaries": ("DRFR judge", "arena judge"),
     "panel": ("arena judge",),
     "panel_loo": ("arena judge",),
+    "panel_reliability": ("DRFR judge", "arena judge"),
 }
 
 
@@ -523,3 +585,8 @@ def run_judge_audit(
     agreement, loo = panel_tables(judged, audit.panel_rule, rounds, seed, reuse)
     _write(agreement, out / "judges_panel", text["panel"])
     _write(loo, out / "judges_panel_loo", text["panel_loo"])
+    _write(
+        reliability_table(judged, reuse, drfr),
+        out / "judges_panel_reliability",
+        text["panel_reliability"],
+    )
