@@ -128,6 +128,16 @@ def _query_ids(df: pd.DataFrame) -> np.ndarray | None:
     return None
 
 
+def is_soft_verdict(verdict: object) -> bool:
+    """A number (a soft verdict in [1, 2], :mod:`isqaflow.arena.ratings.length_inputs`), not a
+    label and not missing."""
+    return (
+        isinstance(verdict, int | float | np.number)
+        and not isinstance(verdict, bool)
+        and not np.isnan(verdict)
+    )
+
+
 def ratings_table(
     judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed: int, kinds: Sequence[str]
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
@@ -135,8 +145,11 @@ def ratings_table(
     given kinds; the bootstrap resamples queries (all their battles) where the records name
     them.  Elo's rank, and its panel in the figure (the returned results), only where it has
     converged (:func:`elo_convergence`)."""
+    pairs = judged[judged["kind"].isin(kinds)]
+    # a soft verdict (AlpacaEval's preference, isqaflow.data.peers.records) is no battle outcome:
+    # the length-controlled table reads it, the ratings leave it out
     battles, invalid = battles_from_verdicts(
-        judged[judged["kind"].isin(kinds)], "system_a", "system_b"
+        pairs[~pairs["verdict"].map(is_soft_verdict)], "system_a", "system_b"
     )
     if battles.empty:
         return pd.DataFrame(), {}
@@ -370,7 +383,10 @@ def with_retrieval(rates: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
 
 def no_answer_table(answers: pd.DataFrame) -> pd.DataFrame:
     """No-answer counts per retrieval setting and answerer; a system read from a file is listed
-    once, under retriever ``own`` (the same file is each setting's answers)."""
+    once, under retriever ``own`` (the same file is each setting's answers); none without
+    answers (released judgments only, rules/peers.smk)."""
+    if answers.empty:
+        return pd.DataFrame()
     own = answers["answerer"].isin(list(own_retrieval(answers)))
     answers = answers[~own | ~answers.duplicated(["answerer", "domain", "qid"])].copy()
     own = answers["answerer"].isin(list(own_retrieval(answers)))
@@ -664,8 +680,10 @@ def length_control_tables(
     judged: pd.DataFrame, summaries: pd.DataFrame, rounds: int, seed: int
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """LC win rates and length bias of the answers' settings and of the summaries' arena
-    (setting ``summaries/<dataset>/<summarizer>.<judge>``)."""
-    parts = [judged]
+    (setting ``summaries/<dataset>/<summarizer>.<judge>``).  Records without both answer texts
+    (released judgments read without their answers, :mod:`isqaflow.data.peers.records`) have no
+    lengths and are left out."""
+    parts = [judged[judged["answer_a"].notna() & judged["answer_b"].notna()]]
     if not summaries.empty:
         label = (
             "summaries/"
