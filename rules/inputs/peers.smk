@@ -21,8 +21,9 @@ def peer_judged_files(suite):
 
 
 def peer_table_files(suite, table):
-    """[the peers' <suite> table file], or none when no entry feeds that suite."""
-    return [f"{PEER_TABLES}/{table}"] if peer_judged_files(suite) else []
+    """The peers' <suite> table file (a path, as rule leaderboard's script reads it), or none
+    when no entry feeds that suite."""
+    return f"{PEER_TABLES}/{table}" if peer_judged_files(suite) else []
 
 
 def peer_targets():
