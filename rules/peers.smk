@@ -44,6 +44,7 @@ rule peer_arena_tables:
         human_csv=[],
         summaries=[],
         controls=[],
+        difficulty=config["arena"]["length_control"]["difficulty"] or [],
     output:
         tables=expand(
             PEER_TABLES + "/arena_{table}.{ext}",
@@ -67,6 +68,7 @@ rule peer_arena_tables:
         rounds=config["arena"]["bootstrap_rounds"],
         seed=config["seed"],
         failed_judgments=config["arena"]["failed_judgments"],
+        length_control=config["arena"]["length_control"],
         code=code("isqaflow.arena.tables"),
     script:
         "../scripts/arena_tables.py"

@@ -27,7 +27,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ from isqaflow.arena.judging.verdicts import (
     position_consistency,
 )
 from isqaflow.arena.ppi_table import ppi_table
-from isqaflow.io import read_json, read_jsonl
+from isqaflow.io import RecordError, read_json, read_jsonl
 from isqaflow.report.figures import new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 from isqaflow.report.validity import (
@@ -452,6 +452,10 @@ class ArenaTablesSettings:
     seed: int
     failed_judgments: str = "exclude"
     human_sample: str = "chosen"  # datasets.rag.human_sample: may PPI use the human pairs
+    # arena.length_control: the LC tables' GLM, its gamed systems and difficulty file
+    length_control: Mapping[str, Any] = field(
+        default_factory=lambda: {"glm": "noreg", "gamed": [], "difficulty": None}
+    )
 
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any = None) -> ArenaTablesSettings:
@@ -461,6 +465,7 @@ class ArenaTablesSettings:
             seed=params.seed,
             failed_judgments=params.failed_judgments,
             human_sample=params.human_sample,
+            length_control=params.length_control,
         )
 
 
@@ -500,7 +505,7 @@ def build_arena_tables(
         ignore_index=True,
     )
     summaries = _load(summary_paths)
-    lc, bias = length_control_tables(judged, summaries, rounds, seed)
+    lc, bias = length_control_tables(judged, summaries, rounds, seed, settings.length_control)
     answers = _load(answer_paths)
     failed = settings.failed_judgments
     write_table(
@@ -640,7 +645,7 @@ def build_arena_tables(
         "3 pairs with the system not shorter and 3 not longer, and at least 10 pairs; else "
         "'not identified' (the reason in 'LC status') and no LC, no interval. longer / "
         "shorter: pairs with the system's answer longer / shorter; n: judged pairs with a "
-        "valid verdict" + controls,
+        "valid verdict" + _v1_caption(settings.length_control) + controls,
     )
     if not bias.empty:  # p as read (three significant digits), not to the table's one decimal
         for column in ("p", "p by query"):
@@ -661,6 +666,21 @@ def build_arena_tables(
     )
 
 
+def _v1_caption(length_control: Mapping[str, Any]) -> str:
+    """The LC caption's account of config arena.length_control when it is not the default."""
+    if length_control["glm"] == "noreg":
+        return ""
+    gamed = ", ".join(length_control.get("gamed") or []) or "none: no regularisation rows"
+    difficulty = length_control.get("difficulty")
+    return (
+        ". GLM: length_controlled_v1 (AlpacaEval 2.0's leaderboard: each system's pairs fit "
+        f"together with the gamed baselines' pairs ({gamed}), weight 0.1 each, without "
+        "intercept; 'glm' says which fit a row has), the instruction difficulty "
+        + (f"from {difficulty}" if difficulty else "estimated from the other systems")
+        + " ('difficulty' column)"
+    )
+
+
 def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:
     """The win-rate table with the LC win rate and its interval on the overall rows."""
     rates = rates.copy()
@@ -676,8 +696,41 @@ def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:
     return rates
 
 
+def read_difficulty(path: str | Path) -> pd.Series:
+    """An instruction-difficulty CSV (columns ``query``, ``difficulty``; config
+    ``arena.length_control.difficulty``) as a Series query -> gamma; a missing column, a query
+    twice or a value that is not a finite number is an error naming the file, line and field."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = sorted({"query", "difficulty"} - set(frame.columns))
+    if missing:
+        raise RecordError(path, f"missing columns {missing}", line=1)
+    twice = frame["query"].duplicated()
+    if twice.any():
+        i = int(twice.to_numpy().argmax())
+        raise RecordError(path, "query twice", record=frame["query"].iloc[i], line=i + 2)
+    values = pd.to_numeric(frame["difficulty"], errors="coerce")
+    bad = ~(values.abs() < float("inf"))
+    if bad.any():
+        i = int(bad.to_numpy().argmax())
+        raise RecordError(
+            path,
+            f"not a finite number: {frame['difficulty'].iloc[i]!r}",
+            record=frame["query"].iloc[i],
+            field="difficulty",
+            line=i + 2,
+        )
+    return pd.Series(values.to_numpy(float), index=frame["query"].to_numpy())
+
+
+NOREG = {"glm": "noreg", "gamed": [], "difficulty": None}
+
+
 def length_control_tables(
-    judged: pd.DataFrame, summaries: pd.DataFrame, rounds: int, seed: int
+    judged: pd.DataFrame,
+    summaries: pd.DataFrame,
+    rounds: int,
+    seed: int,
+    length_control: Mapping[str, Any] = NOREG,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """LC win rates and length bias of the answers' settings and of the summaries' arena
     (setting ``summaries/<dataset>/<summarizer>.<judge>``).  Records without both answer texts
@@ -694,4 +747,12 @@ def length_control_tables(
             + summaries["judge"].astype(str)
         )
         parts.append(summaries.assign(setting=label))
-    return length_tables(pd.concat(parts, ignore_index=True), rounds, seed)
+    difficulty = length_control.get("difficulty")
+    return length_tables(
+        pd.concat(parts, ignore_index=True),
+        rounds,
+        seed,
+        glm=length_control["glm"],
+        gamed=length_control.get("gamed") or (),
+        difficulty=read_difficulty(difficulty) if difficulty else None,
+    )

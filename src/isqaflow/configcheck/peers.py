@@ -52,3 +52,24 @@ def peer_problems(config: Mapping[str, Any], workdir: str | Path = ".") -> list[
                 if problem:
                     problems.append(ConfigProblem(f"{where}.{key}[{i}]", problem))
     return problems
+
+
+def length_control_problems(
+    config: Mapping[str, Any], workdir: str | Path = "."
+) -> list[ConfigProblem]:
+    """``arena.length_control``: its gamed systems and difficulty file are read by
+    length_controlled_v1 only, and the file must be there."""
+    control = (config.get("arena") or {}).get("length_control") or {}
+    where = "arena.length_control"
+    problems = []
+    if control.get("glm", "noreg") == "noreg":
+        for key in ("gamed", "difficulty"):
+            if control.get(key):
+                problems.append(
+                    ConfigProblem(f"{where}.{key}", "read by glm: length_controlled_v1 only")
+                )
+    elif control.get("difficulty"):
+        problem = file_problem(control["difficulty"], Path(workdir))
+        if problem:
+            problems.append(ConfigProblem(f"{where}.difficulty", problem))
+    return problems
