@@ -47,11 +47,11 @@ rule peer_arena_tables:
         difficulty=config["arena"]["length_control"]["difficulty"] or [],
     output:
         tables=expand(
-            PEER_TABLES + "/arena_{table}.{ext}",
+            "results/peers/tables/arena_{table}.{ext}",
             table=ARENA_TABLES,
             ext=["csv", "md", "tex"],
         ),
-        figures=expand(PEER_FIGURES + "/arena_ratings.{ext}", ext=["png", "svg"]),
+        figures=expand("results/peers/figures/arena_ratings.{ext}", ext=["png", "svg"]),
     log:
         "logs/peer_arena_tables.log",
     localrule: local_stage("tables")
@@ -81,14 +81,16 @@ rule peer_drfr_tables:
         controls=[],
     output:
         tables=expand(
-            PEER_TABLES + "/drfr_{table}.{ext}",
+            "results/peers/tables/drfr_{table}.{ext}",
             table=DRFR_TABLES,
             ext=["csv", "md", "tex"],
         ),
         long=expand(
-            PEER_TABLES + "/drfr_{table}_long.csv", table=["table5", "summaries"]
+            "results/peers/tables/drfr_{table}_long.csv", table=["table5", "summaries"]
         ),
-        figures=expand(PEER_FIGURES + "/drfr_constraints.{ext}", ext=["png", "svg"]),
+        figures=expand(
+            "results/peers/figures/drfr_constraints.{ext}", ext=["png", "svg"]
+        ),
     log:
         "logs/peer_drfr_tables.log",
     localrule: local_stage("tables")
@@ -110,7 +112,7 @@ rule peer_validity_table:
     input:
         controls=[],
     output:
-        tables=expand(PEER_TABLES + "/validity.{ext}", ext=["csv", "md", "tex"]),
+        tables=expand("results/peers/tables/validity.{ext}", ext=["csv", "md", "tex"]),
         summary="results/peers/validity/summary.json",
     log:
         "logs/peer_validity_table.log",
@@ -140,7 +142,7 @@ rule peer_leaderboard:
         panel_loo=[],
     output:
         tables=PEER_LEADERBOARD,
-        long=PEER_TABLES + "/leaderboard_long.csv",
+        long="results/peers/tables/leaderboard_long.csv",
         front="results/peers/report/at_a_glance.html",
     log:
         "logs/peer_leaderboard.log",

@@ -1,8 +1,8 @@
 """Input functions of the peers' rules (rules/peers.smk)."""
 
-# What the peers' tables write (the same tables as the suites' own, under results/peers/).
+# What the peers' tables write (the same tables as the suites' own, under results/peers/; the
+# rules write the paths out: snakemake --lint refuses composed ones).
 PEER_TABLES = "results/peers/tables"
-PEER_FIGURES = "results/peers/figures"
 PEER_LEADERBOARD = [f"{PEER_TABLES}/leaderboard.{ext}" for ext in ("csv", "md", "tex")]
 
 
