@@ -95,6 +95,7 @@ include: "rules/drfr.smk"
 include: "rules/arena.smk"
 include: "rules/validity.smk"
 include: "rules/leaderboard.smk"
+include: "rules/peers.smk"  # released judgments: tables only (config peers:)
 include: "rules/judges.smk"
 include: "rules/report.smk"
 

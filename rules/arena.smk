@@ -279,6 +279,8 @@ rule arena_tables:
         human_csv=config["datasets"]["rag"].get("human_labels") or [],
         summaries=lambda wc: arena_summary_files(),
         controls=lambda wc: arena_validity_files(),
+        # arena.length_control.difficulty: length_controlled_v1's instruction difficulty
+        difficulty=config["arena"]["length_control"]["difficulty"] or [],
     output:
         tables=report(
             expand(
@@ -310,6 +312,7 @@ rule arena_tables:
         rounds=config["arena"]["bootstrap_rounds"],
         seed=config["seed"],
         failed_judgments=config["arena"]["failed_judgments"],
+        length_control=config["arena"]["length_control"],
         code=code("isqaflow.arena.tables"),
     script:
         "../scripts/arena_tables.py"

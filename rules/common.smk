@@ -20,6 +20,7 @@ from isqaflow import grid  # noqa: E402
 from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
 from isqaflow.models.planning import gpu_plan  # noqa: E402
 from isqaflow.models.planning.servecheck import check_serving  # noqa: E402
+from isqaflow.configcheck import peers as peer_checks  # noqa: E402
 from isqaflow.models.weights.hub import hub_models  # noqa: E402
 from isqaflow.runtime import export_workflow_environment  # noqa: E402
 from isqaflow.runtime import use_weights_cache  # noqa: E402
@@ -72,7 +73,13 @@ def exit_on_config_problems():
     exit_on_problems(
         config,
         CONFIG_FILES,
-        extra=check_serving(config),
+        # the released judgments' files (config peers:), the LC GLM's, with the serving checks
+        extra=check_serving(config)
+        + [
+            (p.path, p.message)
+            for p in peer_checks.peer_problems(config)
+            + peer_checks.length_control_problems(config)
+        ],
         warn=workflow.is_main_process,  # the warnings once, not in every job's log
     )
     print_gpu_plan()

@@ -620,6 +620,13 @@ def test_editing_the_job_runtime_reruns_every_job(run):
         "fetch_weights",
         "colbert_index",
         "retrieve_colbert",
+        # the peers' released judgments (config peers:, empty here; target peers)
+        "peer_judgments",
+        "peer_arena_tables",
+        "peer_drfr_tables",
+        "peer_validity_table",
+        "peer_leaderboard",
+        "peers",
     }
     assert set(jobs) == (rules | {"all"}) - unused
     assert dry_run_jobs(run) == {}

@@ -27,7 +27,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ from isqaflow.arena.judging.verdicts import (
     position_consistency,
 )
 from isqaflow.arena.ppi_table import ppi_table
-from isqaflow.io import read_json, read_jsonl
+from isqaflow.io import RecordError, read_json, read_jsonl
 from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
 from isqaflow.report.validity import (
@@ -128,6 +128,16 @@ def _query_ids(df: pd.DataFrame) -> np.ndarray | None:
     return None
 
 
+def is_soft_verdict(verdict: object) -> bool:
+    """A number (a soft verdict in [1, 2], :mod:`isqaflow.arena.ratings.length_inputs`), not a
+    label and not missing."""
+    return (
+        isinstance(verdict, int | float | np.number)
+        and not isinstance(verdict, bool)
+        and not np.isnan(verdict)
+    )
+
+
 def ratings_table(
     judged: pd.DataFrame, elo: dict[str, float], rounds: int, seed: int, kinds: Sequence[str]
 ) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
@@ -135,8 +145,11 @@ def ratings_table(
     given kinds; the bootstrap resamples queries (all their battles) where the records name
     them.  Elo's rank, and its panel in the figure (the returned results), only where it has
     converged (:func:`elo_convergence`)."""
+    pairs = judged[judged["kind"].isin(kinds)]
+    # a soft verdict (AlpacaEval's preference, isqaflow.data.peers.records) is no battle outcome:
+    # the length-controlled table reads it, the ratings leave it out
     battles, invalid = battles_from_verdicts(
-        judged[judged["kind"].isin(kinds)], "system_a", "system_b"
+        pairs[~pairs["verdict"].map(is_soft_verdict)], "system_a", "system_b"
     )
     if battles.empty:
         return pd.DataFrame(), {}
@@ -369,7 +382,10 @@ def with_retrieval(rates: pd.DataFrame, answers: pd.DataFrame) -> pd.DataFrame:
 
 def no_answer_table(answers: pd.DataFrame) -> pd.DataFrame:
     """No-answer counts per retrieval setting and answerer; a system read from a file is listed
-    once, under retriever ``own`` (the same file is each setting's answers)."""
+    once, under retriever ``own`` (the same file is each setting's answers); none without
+    answers (released judgments only, rules/peers.smk)."""
+    if answers.empty:
+        return pd.DataFrame()
     own = answers["answerer"].isin(list(own_retrieval(answers)))
     answers = answers[~own | ~answers.duplicated(["answerer", "domain", "qid"])].copy()
     own = answers["answerer"].isin(list(own_retrieval(answers)))
@@ -435,6 +451,10 @@ class ArenaTablesSettings:
     seed: int
     failed_judgments: str = "exclude"
     human_sample: str = "chosen"  # datasets.rag.human_sample: may PPI use the human pairs
+    # arena.length_control: the LC tables' GLM, its gamed systems and difficulty file
+    length_control: Mapping[str, Any] = field(
+        default_factory=lambda: {"glm": "noreg", "gamed": [], "difficulty": None}
+    )
 
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any = None) -> ArenaTablesSettings:
@@ -444,6 +464,7 @@ class ArenaTablesSettings:
             seed=params.seed,
             failed_judgments=params.failed_judgments,
             human_sample=params.human_sample,
+            length_control=params.length_control,
         )
 
 
@@ -483,7 +504,7 @@ def build_arena_tables(
         ignore_index=True,
     )
     summaries = _load(summary_paths)
-    lc, bias = length_control_tables(judged, summaries, rounds, seed)
+    lc, bias = length_control_tables(judged, summaries, rounds, seed, settings.length_control)
     answers = _load(answer_paths)
     failed = settings.failed_judgments
     write_table(
@@ -623,7 +644,7 @@ def build_arena_tables(
         "3 pairs with the system not shorter and 3 not longer, and at least 10 pairs; else "
         "'not identified' (the reason in 'LC status') and no LC, no interval. longer / "
         "shorter: pairs with the system's answer longer / shorter; n: judged pairs with a "
-        "valid verdict" + controls,
+        "valid verdict" + _v1_caption(settings.length_control) + controls,
     )
     if not bias.empty:  # p as read (three significant digits), not to the table's one decimal
         for column in ("p", "p by query"):
@@ -644,6 +665,21 @@ def build_arena_tables(
     )
 
 
+def _v1_caption(length_control: Mapping[str, Any]) -> str:
+    """The LC caption's account of config arena.length_control when it is not the default."""
+    if length_control["glm"] == "noreg":
+        return ""
+    gamed = ", ".join(length_control.get("gamed") or []) or "none: no regularisation rows"
+    difficulty = length_control.get("difficulty")
+    return (
+        ". GLM: length_controlled_v1 (AlpacaEval 2.0's leaderboard: each system's pairs fit "
+        f"together with the gamed baselines' pairs ({gamed}), weight 0.1 each, without "
+        "intercept; 'glm' says which fit a row has), the instruction difficulty "
+        + (f"from {difficulty}" if difficulty else "estimated from the other systems")
+        + " ('difficulty' column)"
+    )
+
+
 def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:
     """The win-rate table with the LC win rate and its interval on the overall rows."""
     rates = rates.copy()
@@ -659,12 +695,47 @@ def with_lc(rates: pd.DataFrame, lc: pd.DataFrame) -> pd.DataFrame:
     return rates
 
 
+def read_difficulty(path: str | Path) -> pd.Series:
+    """An instruction-difficulty CSV (columns ``query``, ``difficulty``; config
+    ``arena.length_control.difficulty``) as a Series query -> gamma; a missing column, a query
+    twice or a value that is not a finite number is an error naming the file, line and field."""
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = sorted({"query", "difficulty"} - set(frame.columns))
+    if missing:
+        raise RecordError(path, f"missing columns {missing}", line=1)
+    twice = frame["query"].duplicated()
+    if twice.any():
+        i = int(twice.to_numpy().argmax())
+        raise RecordError(path, "query twice", record=frame["query"].iloc[i], line=i + 2)
+    values = pd.to_numeric(frame["difficulty"], errors="coerce")
+    bad = ~(values.abs() < float("inf"))
+    if bad.any():
+        i = int(bad.to_numpy().argmax())
+        raise RecordError(
+            path,
+            f"not a finite number: {frame['difficulty'].iloc[i]!r}",
+            record=frame["query"].iloc[i],
+            field="difficulty",
+            line=i + 2,
+        )
+    return pd.Series(values.to_numpy(float), index=frame["query"].to_numpy())
+
+
+NOREG = {"glm": "noreg", "gamed": [], "difficulty": None}
+
+
 def length_control_tables(
-    judged: pd.DataFrame, summaries: pd.DataFrame, rounds: int, seed: int
+    judged: pd.DataFrame,
+    summaries: pd.DataFrame,
+    rounds: int,
+    seed: int,
+    length_control: Mapping[str, Any] = NOREG,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """LC win rates and length bias of the answers' settings and of the summaries' arena
-    (setting ``summaries/<dataset>/<summarizer>.<judge>``)."""
-    parts = [judged]
+    (setting ``summaries/<dataset>/<summarizer>.<judge>``).  Records without both answer texts
+    (released judgments read without their answers, :mod:`isqaflow.data.peers.records`) have no
+    lengths and are left out."""
+    parts = [judged[judged["answer_a"].notna() & judged["answer_b"].notna()]]
     if not summaries.empty:
         label = (
             "summaries/"
@@ -675,4 +746,12 @@ def length_control_tables(
             + summaries["judge"].astype(str)
         )
         parts.append(summaries.assign(setting=label))
-    return length_tables(pd.concat(parts, ignore_index=True), rounds, seed)
+    difficulty = length_control.get("difficulty")
+    return length_tables(
+        pd.concat(parts, ignore_index=True),
+        rounds,
+        seed,
+        glm=length_control["glm"],
+        gamed=length_control.get("gamed") or (),
+        difficulty=read_difficulty(difficulty) if difficulty else None,
+    )

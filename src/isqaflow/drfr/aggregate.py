@@ -22,6 +22,17 @@ __all__ = ["drfr_summary", "drfr_by_label", "drfr_by_category", "drfr_bootstrap"
 ANSWERS = ("YES", "NO", "INVALID")
 SUBSETS = ("Easy", "Hard")
 LABELS = ("Content", "Linguistic", "Style", "Format", "Number")
+SUMMARY_COLUMNS = (
+    "dataset",
+    "summarizer",
+    "system",
+    "drfr",
+    "lower",
+    "upper",
+    "n_papers",
+    "n_questions",
+    "n_invalid",
+)
 COLUMNS = ("model", "instruction_id", "subset", "category", "question_index", "labels", "answer")
 
 
@@ -167,8 +178,11 @@ def drfr_bootstrap(
 def summary_drfr(
     judgments: pd.DataFrame, rounds: int = 1000, alpha: float = 0.05, seed: int = 0
 ) -> pd.DataFrame:
-    """Pooled DRFR per (dataset, summarizer, system) with a bootstrap interval over papers."""
+    """Pooled DRFR per (dataset, summarizer, system) with a bootstrap interval over papers (no
+    row, the columns kept, without judged summaries: released judgments only, rules/peers.smk)."""
     rows = []
+    if judgments.empty:
+        return pd.DataFrame(columns=list(SUMMARY_COLUMNS))
     for keys, df in judgments.groupby(["dataset", "summarizer", "system"]):
         per_paper = df.groupby("paper_id")["answer"].agg(
             yes=lambda a: int((a == "YES").sum()), n="size"
@@ -189,4 +203,4 @@ def summary_drfr(
                 "n_invalid": int((df["answer"] == "INVALID").sum()),
             }
         )
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(SUMMARY_COLUMNS))

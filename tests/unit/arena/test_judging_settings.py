@@ -136,6 +136,7 @@ def test_arena_tables_settings_from_rule():
         "seed": 3,
         "failed_judgments": "tie",
         "human_sample": "random",
+        "length_control": {"glm": "length_controlled_v1", "gamed": ["g"], "difficulty": None},
     }
     params = SimpleNamespace(judged={}, recall={}, **values, code="sha")
     assert rule_params("rules/arena.smk", "arena_tables") == set(vars(params))

@@ -379,15 +379,39 @@ def length_tables(
     rounds: int,
     seed: int,
     kinds: Sequence[str] = ("reference", "all_pairs", "head_to_head"),
+    glm: str = "noreg",
+    gamed: Sequence[str] = (),
+    difficulty: pd.Series | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """LC win rates per setting and kind of pair, and the length bias per setting and kind of
     pair of two model answers (:data:`MODEL_PAIRS`), from judged records (columns setting,
-    kind, domain, qid, system_a/b, answer_a/b, verdict)."""
+    kind, domain, qid, system_a/b, answer_a/b, verdict).
+
+    ``glm``: ``noreg`` (:func:`lc_table`) or ``length_controlled_v1``
+    (:func:`~isqaflow.arena.ratings.length_v1.lc_table_v1`; config ``arena.length_control``):
+    the pairs of the ``gamed`` systems are then the regularisation rows (no LC row of their own),
+    ``difficulty`` the instruction difficulty per query (None: estimated)."""
+    if glm not in ("noreg", "length_controlled_v1"):
+        raise ValueError(f"glm must be noreg or length_controlled_v1, got {glm!r}")
     lc_parts, bias_rows = [], []
     for (setting, kind), df in judged[judged["kind"].isin(list(kinds))].groupby(
         ["setting", "kind"], sort=True
     ):
-        table = lc_table(preferences(df), rounds, seed, key=f"{setting}:{kind}")
+        prefs = preferences(df)
+        if glm == "noreg":
+            table = lc_table(prefs, rounds, seed, key=f"{setting}:{kind}")
+        else:  # length_v1 imports this module: imported here, not at the top
+            from isqaflow.arena.ratings.length_v1 import lc_table_v1
+
+            is_gamed = prefs["system"].isin(list(gamed))
+            table = lc_table_v1(
+                prefs[~is_gamed],
+                rounds,
+                seed,
+                difficulty=difficulty,
+                gamed=prefs[is_gamed] if is_gamed.any() else None,
+                key=f"{setting}:{kind}",
+            )
         if not table.empty:
             lc_parts.append(table.assign(setting=setting, kind=kind))
         if kind in MODEL_PAIRS:

@@ -1,0 +1,293 @@
+"""The peers' released judgments as this workflow's judged records (rule peer_judgments).
+
+A config entry of ``peers:`` (config/peers.yaml) names released files and their format; each is
+read by its reader (:mod:`isqaflow.data.peers`, which counts what the publisher's own code
+leaves out) and written in the record format the workflow's own judges write, so the same table
+code reads them (rules/peers.smk):
+
+- **arena** (``arena_hard_battles``, ``arena_hard_judgments``, ``alpaca_eval_annotations``): one
+  record per battle or annotation as rule arena_judge writes them -- ``pair_id``, ``kind``,
+  ``domain``, ``qid``, ``query``, ``system_a``/``answer_a``, ``system_b``/``answer_b``,
+  ``verdict``, ``rule``, ``judge`` -- with the baseline as ``system_b`` and kind ``reference``
+  (each model judged against the benchmark's baseline, as a model against LFRQA), a battle of
+  two other models kind ``all_pairs``.  ``domain`` is the entry's name (the queries of one
+  benchmark), ``qid`` the publisher's question id (AlpacaEval has none: a digest of the
+  instruction's text, the key alpaca_eval itself merges annotations on).  Verdicts: ``"1"``
+  (system_a wins), ``"2"``, ``"tie"``; AlpacaEval's soft preference becomes a soft verdict on the
+  same scale (``3 - preference``: the model's preference 2 is verdict 1,
+  :mod:`isqaflow.arena.ratings.length_inputs`).  arena-hard's strong verdicts are already
+  repeated ``strong_weight`` times by its reader (battles files hold them repeated).  The answer
+  texts come from the answers files where given (arena-hard) or the annotations (AlpacaEval);
+  without them ``answer_a``/``answer_b`` are null and the length tables leave the pairs out.
+- **drfr** (``infobench_eval``): one record per decomposed question as rule drfr_judge writes
+  them -- ``model``, ``instruction_id``, ``subset`` (Easy/Hard), ``category``,
+  ``question_index``, ``labels``, ``answer`` (YES/NO/INVALID), ``rule``, ``judge``; InFoBench's
+  None (neither YES nor NO) is INVALID, which the DRFR tables count as NO -- InFoBench's own
+  ``bool_ratio``.
+
+``rule`` is ``"released"``: the verdicts are the publisher's, read as released, under no rule of
+this workflow's judges.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from isqaflow.data.peers.alpaca_eval import read_alpaca_eval_annotations
+from isqaflow.data.peers.arena_hard import (
+    BASELINE,
+    STRONG_WEIGHT,
+    read_arena_hard_answers,
+    read_arena_hard_battles,
+    read_arena_hard_judgments,
+)
+from isqaflow.data.peers.common import PeerRead
+from isqaflow.data.peers.infobench_eval import read_infobench_eval
+from isqaflow.io import RecordError, read_jsonl, write_jsonl
+from isqaflow.text.matching import match_key
+
+# format -> the suite whose tables read its records
+SUITES = {
+    "arena_hard_battles": "arena",
+    "arena_hard_judgments": "arena",
+    "alpaca_eval_annotations": "arena",
+    "infobench_eval": "drfr",
+}
+FORMATS = tuple(SUITES)
+RULE = "released"
+_WINNER_VERDICT = {"model_a": "1", "model_b": "2", "tie": "tie"}
+_FLIP = {"1": "2", "2": "1", "tie": "tie"}
+_SUBSETS = {"Easy_set": "Easy", "Hard_set": "Hard", "Easy": "Easy", "Hard": "Hard"}
+
+
+@dataclass(frozen=True)
+class PeerEntry:
+    """One entry of config ``peers:``: its ``name`` (the records' domain or dataset), ``format``
+    (:data:`FORMATS`), the released ``files``, the ``judge`` that wrote the verdicts, the
+    benchmark's ``baseline`` (arena formats), arena-hard's ``strong_weight``, the ``answers``
+    files (arena-hard: the answer texts) and the judged ``system`` (InFoBench's files do not
+    name it)."""
+
+    name: str
+    format: str
+    files: tuple[str, ...]
+    judge: str
+    baseline: str | None = None
+    strong_weight: int = STRONG_WEIGHT
+    answers: tuple[str, ...] = ()
+    system: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.format not in SUITES:
+            raise ValueError(f"peers.{self.name}.format: {self.format!r} is not one of {FORMATS}")
+        if not self.files:
+            raise ValueError(f"peers.{self.name}.files: no file")
+        if self.format == "infobench_eval" and not self.system:
+            raise ValueError(
+                f"peers.{self.name}.system: an InFoBench evaluation file does not name its model"
+            )
+
+    @property
+    def suite(self) -> str:
+        return SUITES[self.format]
+
+    @classmethod
+    def from_config(cls, name: str, entry: Mapping[str, Any]) -> PeerEntry:
+        return cls(
+            name=name,
+            format=entry["format"],
+            files=tuple(entry["files"]),
+            judge=entry["judge"],
+            baseline=entry.get("baseline"),
+            strong_weight=int(entry.get("strong_weight", STRONG_WEIGHT)),
+            answers=tuple(entry.get("answers") or ()),
+            system=entry.get("system"),
+        )
+
+    @classmethod
+    def from_rule(cls, params: Any, wildcards: Any) -> PeerEntry:
+        """From rule peer_judgments' params (``entry``: the config entry) and wildcard ``name``."""
+        return cls.from_config(wildcards.name, params.entry)
+
+
+def question_digest(instruction: str) -> str:
+    """AlpacaEval's question id: its instruction's text (white space collapsed, NFC), digested."""
+    return hashlib.sha1(match_key(instruction).encode("utf-8")).hexdigest()[:12]
+
+
+def _answers(paths: Sequence[str]) -> tuple[dict[tuple[str, str], str], list[str]]:
+    texts: dict[tuple[str, str], str] = {}
+    reports = []
+    for path in paths:
+        read = read_arena_hard_answers(path)
+        reports.append(read.report())
+        for row in read.table.itertuples(index=False):
+            texts[(row.model, row.question_id)] = row.answer
+    return texts, reports
+
+
+def battle_records(
+    read: PeerRead, entry: PeerEntry, answers: Mapping[tuple[str, str], str]
+) -> list[dict]:
+    """arena-hard battles (a battles file, or a judgments file's battles) as judged records;
+    a battle's side that is the baseline becomes ``system_b`` (its verdict flipped)."""
+    baseline = entry.baseline or BASELINE
+    records, copies = [], {}
+    for row in read.table.itertuples(index=False):
+        a, b, verdict = row.model_a, row.model_b, _WINNER_VERDICT[row.winner]
+        if a == baseline:
+            a, b, verdict = b, a, _FLIP[verdict]
+        qid = str(row.question_id)
+        key = f"{entry.name}:{qid}:{a}|{b}"
+        copies[key] = copies.get(key, 0) + 1
+        if answers and ((a, qid) not in answers or (b, qid) not in answers):
+            missing = a if (a, qid) not in answers else b
+            raise RecordError(
+                read.path,
+                f"no answer of {missing!r} to this question in peers.{entry.name}.answers",
+                record=qid,
+                field="answers",
+            )
+        records.append(
+            {
+                "pair_id": f"{key}#{copies[key]}",  # a strong verdict's repeated battles
+                "kind": "reference" if b == baseline else "all_pairs",
+                "domain": entry.name,
+                "qid": qid,
+                "query": "",
+                "system_a": a,
+                "answer_a": answers.get((a, qid)),
+                "system_b": b,
+                "answer_b": answers.get((b, qid)),
+                "verdict": verdict,
+                "rule": RULE,
+                "judge": getattr(row, "judge", "") or entry.judge,
+            }
+        )
+    return records
+
+
+def annotation_records(read: PeerRead, entry: PeerEntry) -> list[dict]:
+    """AlpacaEval annotations as judged records: the model (``generator_2``) as ``system_a``, the
+    baseline (``generator_1``) as ``system_b``, the soft verdict ``3 - preference``."""
+    records = []
+    for row in read.table.itertuples(index=False):
+        if entry.baseline and row.generator_1 != entry.baseline:
+            raise RecordError(
+                read.path,
+                f"baseline {row.generator_1!r}, not peers.{entry.name}.baseline {entry.baseline!r}",
+                record=f"#{row.index}",
+                field="generator_1",
+            )
+        qid = question_digest(row.instruction)
+        records.append(
+            {
+                "pair_id": f"{entry.name}:{qid}:{row.generator_2}|{row.generator_1}",
+                "kind": "reference",
+                "domain": entry.name,
+                "qid": qid,
+                "query": row.instruction,
+                "system_a": row.generator_2,
+                "answer_a": row.output_2,
+                "system_b": row.generator_1,
+                "answer_b": row.output_1,
+                "verdict": 3.0 - float(row.preference),
+                "rule": RULE,
+                "judge": entry.judge,
+            }
+        )
+    return records
+
+
+def infobench_records(path: str | Path, read: PeerRead, entry: PeerEntry) -> list[dict]:
+    """InFoBench's evaluation file as DRFR judgment records (one per decomposed question asked);
+    subset, category and the question's constraint labels from the file's own entry."""
+    meta = {}
+    for line, obj in read_jsonl(path):
+        subset = _SUBSETS.get(obj.get("subset"))
+        if subset is None:
+            raise RecordError(
+                path,
+                f"subset {obj.get('subset')!r} is not Easy_set or Hard_set",
+                record=obj.get("id"),
+                field="subset",
+                line=line,
+            )
+        labels = obj.get("question_label")
+        if not isinstance(labels, list) or len(labels) != len(obj["decomposed_questions"]):
+            raise RecordError(
+                path,
+                "expected one list of labels per decomposed question",
+                record=obj["id"],
+                field="question_label",
+                line=line,
+            )
+        meta[obj["id"]] = (subset, str(obj.get("category", "")), labels)
+    records = []
+    for row in read.table.itertuples(index=False):
+        subset, category, labels = meta[row.id]
+        answer = "INVALID" if row.eval is None else ("YES" if row.eval else "NO")
+        records.append(
+            {
+                "model": entry.system,
+                "instruction_id": row.id,
+                "subset": subset,
+                "category": category,
+                "question_index": int(row.question_index),
+                "question": row.question,
+                "labels": list(labels[row.question_index]),
+                "answer": answer,
+                "rule": RULE,
+                "judge": entry.judge,
+            }
+        )
+    return records
+
+
+def convert_peer_judgments(entry: PeerEntry, out_path: str | Path) -> list[str]:
+    """Entry point of rule peer_judgments: every file of ``entry`` read and written as judged
+    records to ``out_path``; returns the log's lines (each file's rows and every count of what
+    was left out, by reason; the records written)."""
+    reports: list[str] = []
+    records: list[dict] = []
+    if entry.format == "alpaca_eval_annotations":
+        for path in entry.files:
+            read = read_alpaca_eval_annotations(path)
+            reports.append(read.report())
+            records += annotation_records(read, entry)
+    elif entry.format == "infobench_eval":
+        for path in entry.files:
+            read = read_infobench_eval(path)
+            reports.append(read.report() + f" ({dict(read.counts)})")
+            records += infobench_records(path, read, entry)
+    else:
+        answers, answer_reports = _answers(entry.answers)
+        reports += answer_reports
+        for path in entry.files:
+            if entry.format == "arena_hard_judgments":
+                read = read_arena_hard_judgments(
+                    path, strong_weight=entry.strong_weight, baseline=entry.baseline or BASELINE
+                )
+            else:
+                read = read_arena_hard_battles(path)
+            reports.append(read.report())
+            records += battle_records(read, entry, answers)
+        if not answers:
+            reports.append(
+                f"peers.{entry.name}: no answers files: the records carry no answer text, "
+                "and the length tables leave them out"
+            )
+    keys = [
+        r.get("pair_id") or (r["model"], r["instruction_id"], r["question_index"]) for r in records
+    ]
+    if len(set(keys)) != len(keys):
+        seen: set = set()
+        twice = next(k for k in keys if k in seen or seen.add(k))
+        raise ValueError(f"peers.{entry.name}: {twice!r} is in two of its files")
+    n = write_jsonl(out_path, records)
+    reports.append(f"peers.{entry.name}: {n} judged records written ({entry.suite})")
+    return reports
