@@ -105,6 +105,11 @@ include: "rules/judges.smk"
 include: "rules/report.smk"
 
 
+# each script's content as a param of its rule (rules/common.smk: Snakemake's own `code` trigger
+# reads the script's mtime, which every checkout changes)
+version_scripts(workflow.rules)
+
+
 rule all:
     default_target: True
     input:
