@@ -103,6 +103,7 @@ include: "rules/validity.smk"
 include: "rules/leaderboard.smk"
 include: "rules/judges.smk"
 include: "rules/report.smk"
+include: "rules/tracking.smk"
 
 
 # each script's content as a param of its rule (rules/common.smk: Snakemake's own `code` trigger
@@ -114,6 +115,7 @@ rule all:
     default_target: True
     input:
         all_targets(),
+        tracking_targets(),
 
 
 # One suite only (docs/own-systems.md: judging only one's own system): `snakemake arena
