@@ -141,7 +141,7 @@ def code(*modules):
 
 
 def version_scripts(rules):
-    """Give every rule with a ``script:`` a ``script_version`` param, the hash of the script's
+    """Give every scripted rule a ``script_version`` param, the hash of the script's
     content (called by the Snakefile once every rule is defined). The profiles leave
     Snakemake's ``code`` rerun trigger out: for a script rule it compares the script's mtime
     with the outputs', so a fresh clone or a pull over old results replanned every job; with
