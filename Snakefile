@@ -19,12 +19,17 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 from isqaflow.configcheck.files import (
     drop_removed_entries,
     exit_on_misplaced_targets,
+    exit_on_syntax_problems,
     is_overlay,
 )
 from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
 from isqaflow.report.last_run import record_run
 
 SCHEMA = Path(workflow.basedir) / "config/schema.yaml"
+# The workflow's own YAML files, read next by Snakemake's `configfile:` and `validate` (whose
+# message names neither file nor line): a YAML error named with its file, line and column.
+# The --configfile files Snakemake loads before it reads this file (see CONFIG_FILES below).
+exit_on_syntax_problems([Path(workflow.basedir) / "config/config.yaml", SCHEMA])
 # The embedded default, unless a whole config (every top-level section, as config/paper.yaml) is
 # given on the command line: it replaces the default whole (Snakemake would otherwise merge the
 # two). Config files with only some sections -- an overlay adding one's own systems
@@ -42,8 +47,9 @@ CONFIG_FILES = ["config/config.yaml"] * DEFAULT_CONFIG + list(
 )
 
 # A target given after --configfile is read as a config file: "put targets first" (Snakemake
-# itself fails earlier, without naming the file, on a missing one or a YAML error:
-# `python -m isqaflow.configcheck <files>` names file and line).
+# itself fails earlier, in its command line before it reads this file, without naming the
+# file, on a missing one or a YAML error: `python -m isqaflow.configcheck <files>` names file
+# and line; docs/configuration.md).
 exit_on_misplaced_targets(workflow.overwrite_configfiles, CONFIG_FILES)
 # A default's system an overlay sets to null (`handwritten: null`, docs/own-systems.md) is
 # taken out, with its name in the lists that name it, before the schema sees the null.
@@ -98,12 +104,19 @@ include: "rules/leaderboard.smk"
 include: "rules/peers.smk"  # released judgments: tables only (config peers:)
 include: "rules/judges.smk"
 include: "rules/report.smk"
+include: "rules/tracking.smk"
+
+
+# each script's content as a param of its rule (rules/common.smk: Snakemake's own `code` trigger
+# reads the script's mtime, which every checkout changes)
+version_scripts(workflow.rules)
 
 
 rule all:
     default_target: True
     input:
         all_targets(),
+        tracking_targets(),
 
 
 # One suite only (docs/own-systems.md: judging only one's own system): `snakemake arena

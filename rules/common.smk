@@ -14,7 +14,7 @@ if SRC not in sys.path:
 from isqaflow.arena.judging import verdicts  # noqa: E402
 from isqaflow.backends import needs_gpus  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
-from isqaflow.codehash import code_version  # noqa: E402
+from isqaflow.codehash import code_version, file_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
 from isqaflow import grid  # noqa: E402
 from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
@@ -147,6 +147,18 @@ def code(*modules):
     """Version of the library code a rule runs (see isqaflow.codehash); every script
     also runs isqaflow.runtime (logging, threads, the call-cache path)."""
     return code_version("isqaflow.runtime", *modules)
+
+
+def version_scripts(rules):
+    """Give every scripted rule a ``script_version`` param, the hash of the script's
+    content (called by the Snakefile once every rule is defined). The profiles leave
+    Snakemake's ``code`` rerun trigger out: for a script rule it compares the script's mtime
+    with the outputs', so a fresh clone or a pull over old results replanned every job; with
+    the script's content a param, an edit of a script reruns its rule's jobs and a checkout
+    none (docs/reruns.md)."""
+    for scripted in (r for r in rules if r.script):
+        script = Path(scripted.snakefile).parent / scripted.script
+        scripted.set_params(script_version=file_version(script))
 
 
 BENCHMARKS = "results/benchmarks"

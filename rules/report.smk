@@ -34,7 +34,8 @@ rule manifest:
     resources:
         **cluster_resources("tables", gpu=0),
     params:
-        config=config,
+        # the tracker's settings change no result: switching tracking on reruns only track_run
+        config={key: value for key, value in config.items() if key != "tracking"},
         raw=lambda wc: raw_dataset_files(),
         adapters=lambda wc: {a: adapter_dir(a) for a in config["finetune"]},
         weights=weight_records(),

@@ -148,3 +148,12 @@ def code_version(*modules: str) -> str:
         digest.update(b"\0")
         digest.update(module_path(module).read_bytes())
     return digest.hexdigest()[:16]
+
+
+def file_version(path: str | Path) -> str:
+    """A short hash of one file's bytes: a rule's ``script:`` (see ``version_scripts`` in
+    rules/common.smk).  Snakemake's ``code`` rerun trigger compares a script's *mtime* with
+    its outputs', so a fresh clone or a pull (every checked-out file new) replans every job
+    ("Code has changed since last execution"); the profiles leave that trigger out and a
+    script's content reaches its jobs as this param instead."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]

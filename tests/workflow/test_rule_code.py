@@ -56,3 +56,15 @@ def test_code_param_names_exactly_the_modules_the_script_imports(rule):
     assert modules == script_imports(script), (
         f"{rule}: code({sorted(modules)}) but {script.name} imports"
     )
+
+
+def test_the_profiles_compare_scripts_by_content_not_mtime():
+    """Snakemake's `code` trigger reads a script's mtime (a fresh checkout replanned every job);
+    each script's content is a param instead (rules/common.smk: version_scripts;
+    tests/workflow/test_checkout_mtimes.py runs it)."""
+    import yaml
+
+    for profile in sorted((REPO / "profiles").glob("*/config.yaml")):
+        triggers = yaml.safe_load(profile.read_text())["rerun-triggers"]
+        assert "code" not in triggers and {"mtime", "params", "input"} <= set(triggers), profile
+    assert "version_scripts(workflow.rules)" in (REPO / "Snakefile").read_text()

@@ -171,41 +171,58 @@ def exit_on_misplaced_targets(
         sys.exit(1)
 
 
+def yaml_problem(file: str | os.PathLike, key: str = "--configfile") -> ConfigProblem | None:
+    """The one problem of the YAML config file ``file`` as a config file, or ``None``: it is
+    missing, not valid YAML (named with its line and column: PyYAML's mark), or not a mapping.
+    Snakemake's own loader says "Config file is not valid JSON or YAML" and names neither the
+    file nor the line (snakemake.common.configfile, 9.27.1)."""
+    import yaml
+
+    word, file = str(file), Path(file)
+    if not file.is_file():
+        return ConfigProblem(key, f"{word}: no such file")
+    try:
+        data = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        what = getattr(error, "problem", None) or str(error)
+        context = getattr(error, "context", None)
+        return ConfigProblem(
+            key, f"{word}{where}: not valid YAML: {what}" + (f" ({context})" if context else "")
+        )
+    if not isinstance(data, dict):
+        return ConfigProblem(
+            key, f"{word}: a config file is a mapping of sections, got {type(data).__name__}"
+        )
+    return None
+
+
 def syntax_problems(paths: Iterable[str | os.PathLike]) -> list[ConfigProblem]:
     """What Snakemake, which loads ``--configfile`` files before the workflow is read, reports as
     "not valid JSON or YAML" or a traceback: each file's YAML error with its line and column,
     a missing file (a target after --configfile?), a file that is not a mapping."""
-    import yaml
-
     words = list(map(str, paths))
+    files = [w for w in words if not looks_like_a_target(w)]
     problems = misplaced_targets(words)
-    for word in (w for w in words if not looks_like_a_target(w)):
-        file = Path(word)
-        if not file.is_file():
-            problems.append(ConfigProblem("--configfile", f"{word}: no such file"))
-            continue
-        try:
-            data = yaml.safe_load(file.read_text(encoding="utf-8"))
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            where = f", line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            what = getattr(error, "problem", None) or str(error)
-            context = getattr(error, "context", None)
-            problems.append(
-                ConfigProblem(
-                    "--configfile",
-                    f"{word}{where}: not valid YAML: {what}" + (f" ({context})" if context else ""),
-                )
-            )
-            continue
-        if not isinstance(data, dict):
-            problems.append(
-                ConfigProblem(
-                    "--configfile",
-                    f"{word}: a config file is a mapping of sections, got {type(data).__name__}",
-                )
-            )
-    return problems + duplicate_keys(w for w in words if not looks_like_a_target(w))
+    problems += [p for p in map(yaml_problem, files) if p is not None]
+    return problems + duplicate_keys(files)
+
+
+def exit_on_syntax_problems(paths: Sequence[str | os.PathLike]) -> None:
+    """Called by the Snakefile before it loads the workflow's own YAML files (the embedded
+    default ``config/config.yaml`` and the schema, which Snakemake's ``configfile:`` and
+    ``validate`` would read with a message naming neither file nor line): each file's YAML
+    error with its line and column, then exit."""
+    import sys
+
+    words = [os.path.relpath(path) for path in paths]  # as the docs name them
+    problems = [p for p in (yaml_problem(word, "file") for word in words) if p is not None]
+    if problems:
+        from isqaflow.configcheck import format_problems
+
+        print(format_problems(problems), file=sys.stderr, flush=True)
+        sys.exit(1)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -61,3 +61,20 @@ def test_a_target_after_configfile_is_named_before_the_schema(tmp_path):
     assert result.returncode == 1
     assert "'results/systems/checked.json' was read as a config file" in text
     assert "put targets first" in text and "valid keys here" not in text
+
+
+def test_a_yaml_error_in_the_embedded_default_names_its_file_and_line(tmp_path):
+    """Before: Snakemake's `configfile:` said "Config file is not valid JSON or YAML", naming
+    neither the file nor the line."""
+    repo = copy_repo(tmp_path / "repo")
+    config = repo / "config/config.yaml"
+    lines = config.read_text().count("\n")
+    config.write_text(config.read_text() + "extra: [1, 2\n")
+    result = snakemake(repo, "-n", "--profile", "profiles/local")
+    text = result.stdout + result.stderr
+    assert result.returncode == 1
+    assert (
+        f"file: config/config.yaml, line {lines + 2}, column 1: not valid YAML: expected ',' or "
+        "']', but got '<stream end>' (while parsing a flow sequence)"
+    ) in text
+    assert "not valid JSON or YAML" not in text

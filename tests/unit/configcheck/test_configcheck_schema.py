@@ -148,7 +148,7 @@ def test_other_errors_name_their_key():
     assert problems_of(lambda c: c.update(arenaa=c.pop("arena"))) == [
         (
             "arenaa: unknown key (did you mean 'arena'?); valid keys here: arena, budget, datasets, downloads, drfr, "
-            "finetune, gpu_plan, human_eval, isqa, metrics, models, peers, power, published_prompts, resources, seed, spend, validity, "
+            "finetune, gpu_plan, human_eval, isqa, metrics, models, peers, power, published_prompts, resources, seed, spend, tracking, validity, "
             "weights"
         )
     ]
