@@ -97,10 +97,17 @@ class Estimate:
     def text(self, text: str) -> int:
         return math.ceil(len(text) / CHARS_PER_TOKEN)
 
+    # A request's tokens are ``base`` plus each message's (isqaflow.spend.stages counts a
+    # conversation turn by turn from these, as each turn adds messages to the one before).
+    base = 0
+
+    def message(self, message: Mapping[str, str]) -> int:
+        return self.text(message["content"]) + MESSAGE_TOKENS
+
     def __call__(self, messages: Any) -> int:
         if isinstance(messages, str):
             return self.text(messages)
-        return sum(self.text(m["content"]) + MESSAGE_TOKENS for m in messages)
+        return self.base + sum(self.message(m) for m in messages)
 
 
 class Encoded:
@@ -121,13 +128,15 @@ class Encoded:
             start = run.end()
         return n + (len(self._encoding.encode(text[start:])) if start < len(text) else 0)
 
+    base = COOKBOOK_REPLY_TOKENS  # a request's tokens: base plus each message's (as Estimate)
+
+    def message(self, message: Mapping[str, str]) -> int:
+        return COOKBOOK_MESSAGE_TOKENS + self.text(message["role"]) + self.text(message["content"])
+
     def __call__(self, messages: Any) -> int:
         if isinstance(messages, str):
             return self.text(messages)
-        return COOKBOOK_REPLY_TOKENS + sum(
-            COOKBOOK_MESSAGE_TOKENS + self.text(m["role"]) + self.text(m["content"])
-            for m in messages
-        )
+        return self.base + sum(self.message(m) for m in messages)
 
 
 ESTIMATE = Estimate()
