@@ -10,6 +10,7 @@ rule finetune_feedback:
     input:
         train=lambda wc: qa_file(finetune_entry(wc.adapter)["data"], "train"),
         model=lambda wc: model_files(finetune_entry(wc.adapter)["base"]),
+        gpu_smoke=gpu_smoke_gate("finetune_feedback"),
     output:
         weights="results/finetune/{adapter}/adapter/adapter_model.safetensors",
         adapter_config="results/finetune/{adapter}/adapter/adapter_config.json",
@@ -45,6 +46,7 @@ rule evaluate_feedback:
         dev=lambda wc: qa_file(finetune_entry(wc.adapter)["data"], "dev"),
         model=lambda wc: model_files(finetune_entry(wc.adapter)["base"]),
         adapter=lambda wc: adapter_files(wc.adapter),
+        gpu_smoke=gpu_smoke_gate("evaluate_feedback"),
     output:
         summary="results/finetune/{adapter}/eval.json",
         examples="results/finetune/{adapter}/eval_examples.jsonl",
