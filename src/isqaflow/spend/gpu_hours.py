@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from isqaflow.models.planning import smoke
 from isqaflow.models.planning.gpu_plan import JobPlan, grid_jobs, plan_grid
 
 # --------------------------------------------------------------- sources (all estimates)
@@ -72,6 +73,10 @@ ASSUMPTIONS = {
 }
 # GPU rules not run by a served or planned model: GPU hours per rule (low, high), estimates
 FIXED = {
+    "gpu_smoke": (
+        (0.1, 0.3),
+        "one server start, four short requests and one in-process model per engine (estimate)",
+    ),
     "evaluate_feedback": (
         (1.0, 1.0),
         "in-process Vicuna-7B + LoRA, 500 examples, 2 beams (estimate)",
@@ -92,6 +97,13 @@ FIXED = {
         "MiniLM-L6 bi-encoder embedding of the passages (estimate, no source)",
     ),
 }
+
+
+def _fixed_decoding(rule: str) -> str:
+    """How a FIXED rule decodes (the table's column): in-process, but for the GPU smoke job."""
+    if rule == "gpu_smoke":
+        return "a few requests: served (one server per engine) and in-process"
+    return "in-process"
 
 
 def _item(config: Mapping[str, Any], section: str, key: str, field: str) -> int:
@@ -274,10 +286,18 @@ def other_jobs(config: Mapping[str, Any]) -> list[Job]:
     return [job for job in jobs if job.gpus]
 
 
+def smoke_job(config: Mapping[str, Any]) -> Job:
+    """The GPU smoke job (rule gpu_smoke), with the GPUs the rule asks for."""
+    return Job("gpu_smoke", "", smoke.job_gpus(config))
+
+
 def gpu_jobs(config: Mapping[str, Any]) -> dict[str, list[Job]]:
     """Every GPU job of the grid, per rule."""
     rules: dict[str, list[Job]] = defaultdict(list)
-    for job in model_jobs(config) + other_jobs(config):
+    jobs = model_jobs(config) + other_jobs(config)
+    if jobs:  # every GPU job waits for the GPU smoke job (rule gpu_smoke, isqaflow.models.smoke)
+        jobs.insert(0, smoke_job(config))
+    for job in jobs:
         rules[job.rule].append(job)
     return dict(rules)
 
@@ -291,6 +311,7 @@ def _tokens(n: int) -> str:
 
 
 ORDER = [
+    "gpu_smoke",
     "finetune_feedback",
     "evaluate_feedback",
     "generate_questions",
@@ -353,7 +374,8 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
                 )
                 label = "retrieve (dense)" if rule == "retrieve" else rule
                 rows.append(
-                    f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- | in-process | -- "
+                    f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- "
+                    f"| {_fixed_decoding(rule)} | -- "
                     f"| {figure} | {ASSUMPTIONS['FIXED']}: {source} |"
                 )
                 continue
