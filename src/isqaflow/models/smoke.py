@@ -43,7 +43,7 @@ from isqaflow.models.served.settings import with_adapter_server
 log = logging.getLogger(__name__)
 
 # Short, fixed requests: the smoke job must stay cheap (it runs before every GPU job).
-STORY = "Write a short story about a fisherman and the sea."
+STORY = [{"role": "user", "content": "Write a short story about a fisherman and the sea."}]
 JUDGE = [
     {"role": "system", "content": "Answer YES or NO."},
     {"role": "user", "content": "Is the sea made of water?"},
@@ -158,6 +158,7 @@ def _decode(model: Any, params: GenerationParams) -> dict[str, Any]:
         "seconds": seconds,
         "tokens_per_s": round(tokens / seconds, 2) if seconds > 0 else None,
         "finish_reason": generation.finish_reason,
+        "text_chars": len(generation.text),
     }
 
 
