@@ -79,7 +79,8 @@ FIXED = {
     ),
     "evaluate_feedback": (
         (1.0, 1.0),
-        "in-process Vicuna-7B + LoRA, 500 examples, 2 beams (estimate)",
+        "Vicuna-7B and its LoRA adapter on one vLLM server (not sized by the GPU plan: its "
+        "server starts with vLLM's default flags), 500 examples, 2 beams (estimate)",
     ),
     "generate_questions": (
         (25.0, 25.0),
@@ -99,10 +100,15 @@ FIXED = {
 }
 
 
-def _fixed_decoding(rule: str) -> str:
-    """How a FIXED rule decodes (the table's column): in-process, but for the GPU smoke job."""
+def _fixed_decoding(rule: str, config: Mapping[str, Any]) -> str:
+    """How a FIXED rule decodes (the table's column): in-process, but for the GPU smoke job and
+    an adapter evaluation whose base model is served (rule evaluate_feedback: one vLLM server)."""
     if rule == "gpu_smoke":
         return "a few requests: served (one server per engine) and in-process"
+    models = config.get("models") or {}
+    bases = [entry.get("base") for entry in (config.get("finetune") or {}).values()]
+    if rule == "evaluate_feedback" and any((models.get(b) or {}).get("serve") for b in bases):
+        return "served (base + adapter, one server)"
     return "in-process"
 
 
@@ -375,7 +381,7 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
                 label = "retrieve (dense)" if rule == "retrieve" else rule
                 rows.append(
                     f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- "
-                    f"| {_fixed_decoding(rule)} | -- "
+                    f"| {_fixed_decoding(rule, config)} | -- "
                     f"| {figure} | {ASSUMPTIONS['FIXED']}: {source} |"
                 )
                 continue
