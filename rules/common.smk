@@ -261,11 +261,13 @@ def gpu_smoke_gate(rule):
     job of `rule` that asks for GPUs, nothing for one that asks for none -- so a config without
     GPU stages (the embedded default) plans the same jobs as without the smoke job.  It reads
     the job's own gpu resource (cluster_resources), so the count lives in the rule only.
+    ancient(): the jobs wait for the record, but a new one (the smoke job run again: its code
+    changed, a new machine) makes no finished GPU job stale.
     """
 
     def gate(wildcards):
         gpus = workflow.get_rule(rule).resources["gpu"].evaluate(wildcards).value
-        return [GPU_SMOKE] if int(gpus) > 0 else []
+        return [ancient(GPU_SMOKE)] if int(gpus) > 0 else []
 
     return gate
 
