@@ -34,8 +34,10 @@ def gpu_smoke_gpus():
 
 
 def gpu_smoke_model_files():
+    """The weights of the models it loads, each file once (a served and an in-process entry may
+    share a checkpoint)."""
     plan, _ = gpu_smoke_plan()
-    return [f for name in plan.models for f in model_files(name)]
+    return list(dict.fromkeys(f for name in plan.models for f in model_files(name)))
 
 
 def gpu_smoke_lora(adapter):
