@@ -128,7 +128,8 @@ def print_gpu_plan():
     if config.get("gpu_plan") is not None and {"-n", "--dry-run", "--dryrun"} & set(
         sys.argv
     ):
-        table = gpu_plan.plan_table(gpu_plan.plan_grid(config))
+        plans = {**gpu_plan.plan_evaluations(config), **gpu_plan.plan_grid(config)}
+        table = gpu_plan.plan_table(plans)
         print(
             f"GPU plan (isqaflow.models.planning.gpu_plan):\n{table}", file=sys.stderr
         )

@@ -59,13 +59,13 @@ rule evaluate_feedback:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        **cluster_resources("generate", gpu=gpus_for("generate")),
+        **cluster_resources("generate", gpu=lambda wc: evaluation_gpus(wc.adapter)),
     params:
-        base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
+        base=lambda wc: evaluation_spec(wc.adapter),
         adapter_dir=lambda wc: adapter_dir(wc.adapter),
         generation=lambda wc: finetune_entry(wc.adapter)["evaluation"]["generation"],
         max_input_tokens=lambda wc: finetune_entry(wc.adapter)["evaluation"].get(
-            "max_input_tokens", 512
+            "max_input_tokens", gpu_plan.EVALUATION_INPUT_TOKENS
         ),
         examples=lambda wc: finetune_entry(wc.adapter)["evaluation"]["examples"],
         prompt_style=lambda wc: finetune_settings(wc.adapter).get(

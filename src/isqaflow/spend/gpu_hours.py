@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.models.planning import smoke
-from isqaflow.models.planning.gpu_plan import JobPlan, grid_jobs, plan_grid
+from isqaflow.models.planning.gpu_plan import JobPlan, grid_jobs, plan_evaluation, plan_grid
 
 # --------------------------------------------------------------- sources (all estimates)
 # Every figure below is labelled with the kind of its source (the table's source column starts
@@ -79,8 +79,8 @@ FIXED = {
     ),
     "evaluate_feedback": (
         (1.0, 1.0),
-        "Vicuna-7B and its LoRA adapter on one vLLM server (not sized by the GPU plan: its "
-        "server starts with vLLM's default flags), 500 examples, 2 beams (estimate)",
+        "Vicuna-7B and its LoRA adapter on one vLLM server (the GPU plan's: plan_evaluation), "
+        "500 examples, 2 beams (estimate)",
     ),
     "generate_questions": (
         (25.0, 25.0),
@@ -272,7 +272,12 @@ def other_jobs(config: Mapping[str, Any]) -> list[Job]:
             Job("finetune_feedback", adapter, gpus, hours=tokens / TRAIN_TOKENS_PER_S / 3600)
         )
         if entry.get("evaluation"):
-            jobs.append(Job("evaluate_feedback", adapter, _stage_gpus(config, "generate")))
+            gpus = (
+                plan_evaluation(config, adapter).gpus
+                if config.get("gpu_plan") is not None
+                else _stage_gpus(config, "generate")
+            )
+            jobs.append(Job("evaluate_feedback", adapter, gpus))
     if (isqa.get("questions") or {}).get("generated"):
         jobs += [Job("generate_questions", d, _stage_gpus(config, "generate")) for d in datasets]
     jobs += [

@@ -1188,3 +1188,6 @@ def test_the_served_embedded_overlay_plans_the_embedded_dag_with_one_server_per_
     assert len(lora) == 2 and all(
         "+smollm2-hotpotqa [summarizer,feedback]" in row[2] for row in lora
     )
+    # the adapter's evaluation: its base and the adapter on one planned server
+    (evaluation,) = [row for row in rows if row[0].startswith("evaluate_feedback ")]
+    assert "+smollm2-hotpotqa [base,feedback]" in evaluation[2]
