@@ -17,6 +17,7 @@ rule retrieve:
     input:
         queries="results/data/rag/{domain}/queries.jsonl",
         passages="results/data/rag/{domain}/passages.jsonl",
+        gpu_smoke=gpu_smoke_gate("retrieve"),
     output:
         hits="results/arena/retrieval/{domain}/{retriever}.jsonl",
         recall="results/arena/retrieval/{domain}/{retriever}.recall.json",
@@ -48,6 +49,7 @@ rule colbert_index:
     input:
         passages="results/data/rag/{domain}/passages.jsonl",
         weights=lambda wc: retriever_weight_files(wc.retriever),
+        gpu_smoke=gpu_smoke_gate("colbert_index"),
     output:
         meta="resources/indexes/{domain}/{retriever}/colbert/meta.json",
     log:
@@ -76,6 +78,7 @@ rule retrieve_colbert:
         passages="results/data/rag/{domain}/passages.jsonl",
         index="resources/indexes/{domain}/{retriever}/colbert/meta.json",
         weights=lambda wc: retriever_weight_files(wc.retriever),
+        gpu_smoke=gpu_smoke_gate("retrieve_colbert"),
     output:
         hits="results/arena/retrieval/{domain}/{retriever}.jsonl",
         recall="results/arena/retrieval/{domain}/{retriever}.recall.json",
@@ -109,6 +112,7 @@ rule rag_answers:
             for d in config["arena"]["domains"]
         ],
         model=lambda wc: generator_files(answerer_entry(wc.answerer)),
+        gpu_smoke=gpu_smoke_gate("rag_answers"),
     output:
         answers="results/arena/answers/{retriever}-k{k}/{answerer}.jsonl",
     log:
@@ -155,6 +159,7 @@ rule arena_judge:
         reused=lambda wc: reused_calls(
             wc.judge, "results/arena/judgments/{retriever}-k{k}/{judge}.jsonl", wc
         ),
+        gpu_smoke=gpu_smoke_gate("arena_judge"),
     output:
         judged="results/arena/judgments/{retriever}-k{k}/{judge}.jsonl",
     log:
@@ -198,6 +203,7 @@ rule arena_judge_checks:
         reused=lambda wc: reused_calls(
             wc.judge, "results/validity/arena/{judge}.jsonl", wc
         ),
+        gpu_smoke=gpu_smoke_gate("arena_judge_checks"),
     output:
         # the known-answer controls always; the human-labelled pairs when configured
         **arena_check_outputs(),
@@ -239,6 +245,7 @@ rule arena_summaries:
             "results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
             wc,
         ),
+        gpu_smoke=gpu_smoke_gate("arena_summaries"),
     output:
         judged="results/arena/summaries/{dataset}/{summarizer}.{judge}.jsonl",
     log:

@@ -137,7 +137,8 @@ def print_gpu_plan():
     if config.get("gpu_plan") is not None and {"-n", "--dry-run", "--dryrun"} & set(
         sys.argv
     ):
-        table = gpu_plan.plan_table(gpu_plan.plan_grid(config))
+        plans = {**gpu_plan.plan_evaluations(config), **gpu_plan.plan_grid(config)}
+        table = gpu_plan.plan_table(plans)
         print(
             f"GPU plan (isqaflow.models.planning.gpu_plan):\n{table}", file=sys.stderr
         )
@@ -252,17 +253,45 @@ def planned_gpus(stage, rule, wildcards, *models):
 def planned_spec(rule, wildcards, name):
     """model_spec(name), with the GPU plan of the server that serves it in this job (its vLLM
     flags, GPUs and the adapter a shared server serves next to the base model)."""
-    spec = model_spec(name)
     plan = job_plan(rule, wildcards)
-    server = plan.server_for(name) if plan is not None else None
+    return spec_with_server(name, plan.server_for(name) if plan is not None else None)
+
+
+def spec_with_server(name, server, adapters=True):
+    """model_spec(name) with a GPU plan's server (gpu_plan.Server) as its server_plan; without
+    `adapters` the adapter paths are left to the job (the smoke job makes its own adapter).
+    """
+    spec = model_spec(name)
     if server is not None:
         spec["server_plan"] = {
             "server": f"{server.model}@{server.dtype}",
             "args": server.args(),
             "gpus": list(server.gpus),
-            "adapters": {a: adapter_dir(a) for a in server.adapters},
         }
+        if adapters:
+            spec["server_plan"]["adapters"] = {
+                a: adapter_dir(a) for a in server.adapters
+            }
     return spec
+
+
+GPU_SMOKE = "results/gpu_smoke.json"
+
+
+def gpu_smoke_gate(rule):
+    """An input function: the GPU smoke job's record (rule gpu_smoke, rules/models.smk) for a
+    job of `rule` that asks for GPUs, nothing for one that asks for none -- so a config without
+    GPU stages (the embedded default) plans the same jobs as without the smoke job.  It reads
+    the job's own gpu resource (cluster_resources), so the count lives in the rule only.
+    ancient(): the jobs wait for the record, but a new one (the smoke job run again: its code
+    changed, a new machine) makes no finished GPU job stale.
+    """
+
+    def gate(wildcards):
+        gpus = workflow.get_rule(rule).resources["gpu"].evaluate(wildcards).value
+        return [ancient(GPU_SMOKE)] if int(gpus) > 0 else []
+
+    return gate
 
 
 def model_spec(name):

@@ -12,6 +12,7 @@ rule drfr_responses:
     input:
         instructions=lambda wc: instructions_file(wc.dataset),
         model=lambda wc: generator_files(responder_entry(wc.responder)),
+        gpu_smoke=gpu_smoke_gate("drfr_responses"),
     output:
         responses="results/drfr/responses/{dataset}/{responder}.jsonl",
     log:
@@ -55,6 +56,7 @@ rule drfr_judge:
         ),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
         prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
+        gpu_smoke=gpu_smoke_gate("drfr_judge"),
     output:
         # first: the job's call cache is named after it
         judgments="results/drfr/judgments/{dataset}/{judge}.jsonl",
@@ -90,6 +92,7 @@ rule drfr_summaries:
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         model=lambda wc: model_files(judge_entry(wc.judge)["model"]),
         prompt=lambda wc: published_prompt_files("drfr", judge_entry(wc.judge)),
+        gpu_smoke=gpu_smoke_gate("drfr_summaries"),
     output:
         judgments="results/drfr/summaries/{dataset}/{summarizer}.{judge}.jsonl",
     log:

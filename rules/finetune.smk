@@ -10,6 +10,7 @@ rule finetune_feedback:
     input:
         train=lambda wc: qa_file(finetune_entry(wc.adapter)["data"], "train"),
         model=lambda wc: model_files(finetune_entry(wc.adapter)["base"]),
+        gpu_smoke=gpu_smoke_gate("finetune_feedback"),
     output:
         weights="results/finetune/{adapter}/adapter/adapter_model.safetensors",
         adapter_config="results/finetune/{adapter}/adapter/adapter_config.json",
@@ -45,6 +46,7 @@ rule evaluate_feedback:
         dev=lambda wc: qa_file(finetune_entry(wc.adapter)["data"], "dev"),
         model=lambda wc: model_files(finetune_entry(wc.adapter)["base"]),
         adapter=lambda wc: adapter_files(wc.adapter),
+        gpu_smoke=gpu_smoke_gate("evaluate_feedback"),
     output:
         summary="results/finetune/{adapter}/eval.json",
         examples="results/finetune/{adapter}/eval_examples.jsonl",
@@ -57,13 +59,13 @@ rule evaluate_feedback:
         "../envs/torch.yaml"
     threads: threads_for("generate")
     resources:
-        **cluster_resources("generate", gpu=gpus_for("generate")),
+        **cluster_resources("generate", gpu=lambda wc: evaluation_gpus(wc.adapter)),
     params:
-        base=lambda wc: model_spec(finetune_entry(wc.adapter)["base"]),
+        base=lambda wc: evaluation_spec(wc.adapter),
         adapter_dir=lambda wc: adapter_dir(wc.adapter),
         generation=lambda wc: finetune_entry(wc.adapter)["evaluation"]["generation"],
         max_input_tokens=lambda wc: finetune_entry(wc.adapter)["evaluation"].get(
-            "max_input_tokens", 512
+            "max_input_tokens", gpu_plan.EVALUATION_INPUT_TOKENS
         ),
         examples=lambda wc: finetune_entry(wc.adapter)["evaluation"]["examples"],
         prompt_style=lambda wc: finetune_settings(wc.adapter).get(

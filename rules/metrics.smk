@@ -11,6 +11,7 @@ rule score_summaries:
         papers=lambda wc: papers_file(wc.dataset),
         summaries=lambda wc: summary_files(wc.dataset, wc.summarizer),
         models=lambda wc: metric_model_files(),
+        gpu_smoke=gpu_smoke_gate("score_summaries"),
     output:
         scores="results/metrics/{dataset}/{summarizer}/scores.jsonl",
         details="results/metrics/{dataset}/{summarizer}/questions.jsonl",
@@ -40,6 +41,7 @@ rule metric_controls:
     input:
         papers=lambda wc: papers_file(wc.dataset),
         models=lambda wc: metric_model_files(),
+        gpu_smoke=gpu_smoke_gate("metric_controls"),
     output:
         records="results/validity/metrics/{dataset}.jsonl",
     log:

@@ -55,3 +55,30 @@ rule fetch_weights:
         code=code("isqaflow.models.weights.hub"),
     script:
         "../scripts/fetch_weights.py"
+
+
+# Before every GPU job (each waits for this record where it asks for GPUs: gpu_smoke_gate):
+# one server per serving engine, its smallest model with the GPU plan's flags, a greedy, a
+# 2-beam, a prompt_logprobs and a LoRA request, and one in-process model on its device
+# (isqaflow.models.smoke; docs/paper-scale.md, "The GPU smoke job").
+rule gpu_smoke:
+    input:
+        models=lambda wc: gpu_smoke_model_files(),
+    output:
+        record="results/gpu_smoke.json",
+    log:
+        "logs/gpu_smoke.log",
+    # before any other GPU job: they all wait for it
+    priority: 100
+    localrule: local_stage("generate")
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        **cluster_resources("generate", gpu=lambda wc: gpu_smoke_gpus()),
+    params:
+        servers=lambda wc: gpu_smoke_servers(),
+        in_process=lambda wc: gpu_smoke_in_process(),
+        code=code("isqaflow.models.smoke"),
+    script:
+        "../scripts/gpu_smoke.py"

@@ -11,6 +11,7 @@ rule generate_questions:
     input:
         papers=lambda wc: papers_file(wc.dataset),
         model=lambda wc: model_files(question_source("generated")["model"]),
+        gpu_smoke=gpu_smoke_gate("generate_questions"),
     output:
         papers="results/questions/{dataset}/generated.jsonl",
     log:
@@ -41,6 +42,7 @@ rule baseline_summaries:
     input:
         papers=lambda wc: papers_file(wc.dataset),
         model=lambda wc: model_files(wc.summarizer),
+        gpu_smoke=gpu_smoke_gate("baseline_summaries"),
     output:
         summaries="results/summaries/{dataset}/{summarizer}/baseline.jsonl",
     log:
@@ -73,6 +75,7 @@ rule generic_feedback:
     input:
         papers=lambda wc: papers_file(wc.dataset),
         model=lambda wc: model_files(wc.summarizer),
+        gpu_smoke=gpu_smoke_gate("generic_feedback"),
     output:
         summaries="results/summaries/{dataset}/{summarizer}/generic.jsonl",
     log:
@@ -107,6 +110,7 @@ rule isqa_refine:
         baseline="results/summaries/{dataset}/{summarizer}/baseline.jsonl",
         summarizer=lambda wc: model_files(wc.summarizer),
         feedback=lambda wc: feedback_files(wc.feedback),
+        gpu_smoke=gpu_smoke_gate("isqa_refine"),
     output:
         steps="results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.steps.jsonl",
         summaries="results/summaries/{dataset}/{summarizer}/isqa-{feedback}-{questions}.jsonl",

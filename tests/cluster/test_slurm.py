@@ -60,6 +60,7 @@ GPU_STAGES = {"finetune", "generate"}  # resources sections that ask for the fak
 MULTI_THREAD_STAGE, MULTI_THREAD_THREADS = "data", 2
 MULTI_THREAD_RULES = {"convert_papers", "convert_qa_train", "convert_instructions", "convert_rag"}
 GPU_RULES = {
+    "gpu_smoke",  # before every GPU job (rules/models.smk): the served responder's engine, in-process smollm2
     "finetune_feedback",
     "evaluate_feedback",
     "generate_questions",

@@ -8,6 +8,8 @@ whose API key is unset).
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from workflow_utils import copy_repo, dry_run_jobs
 
@@ -29,6 +31,8 @@ EXPECTED = {
     # feedback model
     "finetune_feedback": 1,
     "evaluate_feedback": 1,
+    # one server per serving engine and one in-process model, before every GPU job
+    "gpu_smoke": 1,
     # ISQA: per dataset x summarizer; 5 (feedback model, question source) runs each
     "generate_questions": DATASETS,
     "baseline_summaries": DATASETS * SUMMARIZERS,
@@ -103,6 +107,15 @@ def test_paper_grid_requests_gpus_for_model_stages_only(workdir):
             (line for line in block.splitlines() if line.strip().startswith("resources:")), ""
         )
         gpu.setdefault(rule, set()).add("gpu=1" in resources)
+        inputs = next(
+            (line for line in block.splitlines() if line.strip().startswith("input:")), ""
+        )
+        # every GPU job waits for the GPU smoke job, and only GPU jobs do
+        if rule not in ("gpu_smoke", "all"):
+            assert ("results/gpu_smoke.json" in inputs) == bool(
+                re.search(r"\bgpu=[1-9]", resources)
+            ), (rule, resources, inputs)
+    assert gpu["gpu_smoke"] == {True}
     assert gpu["finetune_feedback"] == {True}
     assert gpu["baseline_summaries"] == {True}
     assert gpu["isqa_refine"] == {True}  # every run has a local model on board

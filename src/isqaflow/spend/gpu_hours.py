@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.models.base import GenerationParams
-from isqaflow.models.planning.gpu_plan import JobPlan, grid_jobs, plan_grid
+from isqaflow.models.planning import smoke
+from isqaflow.models.planning.gpu_plan import JobPlan, grid_jobs, plan_evaluation, plan_grid
 
 # --------------------------------------------------------------- sources (all estimates)
 # Every figure below is labelled with the kind of its source (the table's source column starts
@@ -73,9 +74,14 @@ ASSUMPTIONS = {
 }
 # GPU rules not run by a served or planned model: GPU hours per rule (low, high), estimates
 FIXED = {
+    "gpu_smoke": (
+        (0.1, 0.3),
+        "one server start, four short requests and one in-process model per engine (estimate)",
+    ),
     "evaluate_feedback": (
         (1.0, 1.0),
-        "in-process Vicuna-7B + LoRA, 500 examples, 2 beams (estimate)",
+        "Vicuna-7B and its LoRA adapter on one vLLM server (the GPU plan's: plan_evaluation), "
+        "500 examples, 2 beams (estimate)",
     ),
     "generate_questions": (
         (25.0, 25.0),
@@ -93,6 +99,18 @@ FIXED = {
         "MiniLM-L6 bi-encoder embedding of the passages (estimate, no source)",
     ),
 }
+
+
+def _fixed_decoding(rule: str, config: Mapping[str, Any]) -> str:
+    """How a FIXED rule decodes (the table's column): in-process, but for the GPU smoke job and
+    an adapter evaluation whose base model is served (rule evaluate_feedback: one vLLM server)."""
+    if rule == "gpu_smoke":
+        return "a few requests: served (one server per engine) and in-process"
+    models = config.get("models") or {}
+    bases = [entry.get("base") for entry in (config.get("finetune") or {}).values()]
+    if rule == "evaluate_feedback" and any((models.get(b) or {}).get("serve") for b in bases):
+        return "served (base + adapter, one server)"
+    return "in-process"
 
 
 def _item(config: Mapping[str, Any], section: str, key: str, field: str) -> int:
@@ -260,7 +278,12 @@ def other_jobs(config: Mapping[str, Any]) -> list[Job]:
             Job("finetune_feedback", adapter, gpus, hours=tokens / TRAIN_TOKENS_PER_S / 3600)
         )
         if entry.get("evaluation"):
-            jobs.append(Job("evaluate_feedback", adapter, _stage_gpus(config, "generate")))
+            gpus = (
+                plan_evaluation(config, adapter).gpus
+                if config.get("gpu_plan") is not None
+                else _stage_gpus(config, "generate")
+            )
+            jobs.append(Job("evaluate_feedback", adapter, gpus))
     if (isqa.get("questions") or {}).get("generated"):
         jobs += [Job("generate_questions", d, _stage_gpus(config, "generate")) for d in datasets]
     jobs += [
@@ -280,10 +303,18 @@ def other_jobs(config: Mapping[str, Any]) -> list[Job]:
     return [job for job in jobs if job.gpus]
 
 
+def smoke_job(config: Mapping[str, Any]) -> Job:
+    """The GPU smoke job (rule gpu_smoke), with the GPUs the rule asks for."""
+    return Job("gpu_smoke", "", smoke.job_gpus(config))
+
+
 def gpu_jobs(config: Mapping[str, Any]) -> dict[str, list[Job]]:
     """Every GPU job of the grid, per rule."""
     rules: dict[str, list[Job]] = defaultdict(list)
-    for job in model_jobs(config) + other_jobs(config):
+    jobs = model_jobs(config) + other_jobs(config)
+    if jobs:  # every GPU job waits for the GPU smoke job (rule gpu_smoke, isqaflow.models.smoke)
+        jobs.insert(0, smoke_job(config))
+    for job in jobs:
         rules[job.rule].append(job)
     return dict(rules)
 
@@ -297,6 +328,7 @@ def _tokens(n: int) -> str:
 
 
 ORDER = [
+    "gpu_smoke",
     "finetune_feedback",
     "evaluate_feedback",
     "generate_questions",
@@ -359,7 +391,8 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
                 )
                 label = "retrieve (dense)" if rule == "retrieve" else rule
                 rows.append(
-                    f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- | in-process | -- "
+                    f"| {label} | {len(group)} | {'/'.join(map(str, gpus))} | -- "
+                    f"| {_fixed_decoding(rule, config)} | -- "
                     f"| {figure} | {ASSUMPTIONS['FIXED']}: {source} |"
                 )
                 continue

@@ -223,3 +223,23 @@ def test_systems_read_from_files_hold_no_model_and_need_no_plan(paper):
     assert set(jobs) == set(grid_jobs(paper))
     assert plan_grid(config).keys() == plan_grid(paper).keys()
     assert check_serving(config) == check_serving(paper)
+
+
+def test_evaluate_feedback_serves_its_base_and_adapter_from_one_planned_server(paper):
+    """Rule evaluate_feedback (before and after fine-tuning): one server of Vicuna-7B with the
+    adapter beside it, the plan's flags; the whole context, as its prompts may pass the budget
+    (the gold paragraphs always go in)."""
+    from isqaflow.models.planning.gpu_plan import plan_evaluation, plan_evaluations
+
+    plan = plan_evaluation(paper, "vicuna-7b-hotpotqa")
+    (server,) = plan.servers
+    assert (plan.gpus, server.uses, server.adapters) == (
+        1,
+        ["base", "feedback"],
+        ["vicuna-7b-hotpotqa"],
+    )
+    assert server.max_model_len == paper["models"]["vicuna-7b"]["gpu"]["context"]
+    flags = [a for a in server.args() if a.startswith("--")]
+    assert flags and all(flag in FIXTURE["cli_flags"] for flag in flags)
+    assert set(plan_evaluations(paper)) == {"evaluate_feedback vicuna-7b-hotpotqa"}
+    assert "evaluate_feedback vicuna-7b-hotpotqa\t1\t" in plan_table(plan_evaluations(paper))

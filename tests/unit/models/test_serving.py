@@ -1163,13 +1163,14 @@ def test_a_stage_names_the_record_whose_prompt_is_too_long(tiny_causal, tmp_path
 
 
 def test_the_served_embedded_overlay_plans_the_embedded_dag_with_one_server_per_job(tmp_path):
-    """config/served-embedded.yaml (docs/speed.md): the same jobs as the embedded default, every
-    served job with one server (ISQA's LoRA runs: the adapter on its base's server)."""
+    """config/served-embedded.yaml (docs/speed.md): the same jobs as the embedded default and the
+    GPU smoke job before its served (GPU-planned) jobs, every served job with one server (ISQA's
+    LoRA runs: the adapter on its base's server)."""
     from workflow_utils import copy_repo, dry_run_jobs, snakemake
 
     repo = copy_repo(tmp_path / "repo")
     overlay = ("--configfile", "config/served-embedded.yaml", "--resources", "gpu=1")
-    assert dry_run_jobs(repo, *overlay) == dry_run_jobs(repo)
+    assert dry_run_jobs(repo, *overlay) == {**dry_run_jobs(repo), "gpu_smoke": 1}
     result = snakemake(
         repo, "-n", "--profile", "profiles/local", "--cores", "2", *overlay, timeout=300
     )
@@ -1187,3 +1188,6 @@ def test_the_served_embedded_overlay_plans_the_embedded_dag_with_one_server_per_
     assert len(lora) == 2 and all(
         "+smollm2-hotpotqa [summarizer,feedback]" in row[2] for row in lora
     )
+    # the adapter's evaluation: its base and the adapter on one planned server
+    (evaluation,) = [row for row in rows if row[0].startswith("evaluate_feedback ")]
+    assert "+smollm2-hotpotqa [base,feedback]" in evaluation[2]

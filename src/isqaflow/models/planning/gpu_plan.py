@@ -424,6 +424,41 @@ def job_uses(config: Mapping[str, Any], job: grid.Job) -> list[ModelUse]:
     return [_use(config, job.rule, model) for model in job.models]
 
 
+# rule evaluate_feedback's prompt budget where finetune.<adapter>.evaluation sets none
+EVALUATION_INPUT_TOKENS = 512
+
+
+def evaluation_uses(config: Mapping[str, Any], adapter: str) -> list[ModelUse]:
+    """The models rule evaluate_feedback holds at once (isqaflow.finetune.evaluate): the adapter's
+    base model before and after fine-tuning -- the base alone and with the adapter, one server
+    where the base is served (its adapter beside it) -- at the evaluation's prompt budget."""
+    entry = config["finetune"][adapter]
+    evaluation = entry.get("evaluation") or {}
+    inputs = int(evaluation.get("max_input_tokens", EVALUATION_INPUT_TOKENS))
+    outputs = int((evaluation.get("generation") or {}).get("max_new_tokens", 128))
+    base = config["models"][entry["base"]]
+    # not bounded: the gold paragraphs always go in (finetune.formats.example_request), so a prompt
+    # may pass the budget; the server keeps the model's whole context (gpu.context), as before
+    return [
+        ModelUse("base", entry["base"], base, inputs, outputs, bounded=False),
+        ModelUse("feedback", entry["base"], base, inputs, outputs, adapter, bounded=False),
+    ]
+
+
+def plan_evaluation(config: Mapping[str, Any], adapter: str) -> JobPlan:
+    """The GPU plan of rule evaluate_feedback's job for ``adapter`` (:func:`evaluation_uses`)."""
+    return plan_job(f"evaluate_feedback {adapter}", evaluation_uses(config, adapter), config)
+
+
+def plan_evaluations(config: Mapping[str, Any]) -> dict[str, JobPlan]:
+    """The plan of every evaluate_feedback job (one per fine-tuned adapter with an evaluation)."""
+    return {
+        f"evaluate_feedback {adapter}": plan_evaluation(config, adapter)
+        for adapter, entry in (config.get("finetune") or {}).items()
+        if entry.get("evaluation")
+    }
+
+
 def grid_jobs(config: Mapping[str, Any]) -> dict[str, list[ModelUse]]:
     """The models of every job of the model stages (:func:`isqaflow.grid.jobs`: ISQA summaries and
     refinement, DRFR responses and judges, RAG answers, the arena judges), keyed by the job's label
