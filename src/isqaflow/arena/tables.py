@@ -232,13 +232,11 @@ def ratings_figure(
     for ax, (column, method, r) in zip(axes, panels, strict=False):
         r = r.sort_values("rating")
         y = np.arange(len(r))
-        ax.errorbar(
-            r["rating"],
-            y,
-            xerr=[r["rating"] - r["lower"], r["upper"] - r["rating"]],
-            fmt="o",
-            capsize=3,
-        )
+        # the interval as a line and the rating as a point, not error bars: a percentile
+        # bootstrap interval need not contain the point estimate (a few queries, the prior at
+        # its edge: the dress rehearsal's 3), and matplotlib refuses negative bar lengths
+        ax.hlines(y, r["lower"], r["upper"], color="C0")
+        ax.plot(r["rating"], y, "o", color="C0")
         ax.set_yticks(y, r.index)
         ax.set_xlabel(f"{method} rating")
         ax.set_title(column, fontsize=9)

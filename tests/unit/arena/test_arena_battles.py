@@ -262,3 +262,19 @@ def test_the_tables_entry_point_runs_on_the_judged_file(judged, tmp_path, monkey
     )
     assert set(pd.read_csv(tmp_path / "no-corpus/arena_win_rates.csv")["model"]) == {"m1", "m2"}
     assert (tmp_path / "no-corpus/arena_retrieval.csv").exists()
+
+
+def test_the_ratings_figure_draws_a_rating_outside_its_interval(tmp_path):
+    """A percentile bootstrap interval need not contain its point estimate (the dress
+    rehearsal's three queries: the figure stopped the tables with matplotlib's "'xerr' must
+    not contain negative values")."""
+    import pandas as pd
+
+    from isqaflow.arena.tables import ratings_figure
+
+    ratings = pd.DataFrame(
+        {"rating": [1000.0, 990.0], "lower": [1004.0, 980.0], "upper": [1030.0, 995.0]},
+        index=["a", "b"],
+    )
+    ratings_figure({"win": {"elo": ratings}}, [tmp_path / "ratings.png"])
+    assert (tmp_path / "ratings.png").stat().st_size > 0
