@@ -148,9 +148,9 @@ def _slurm_unavailable(message: str, output: str = "") -> None:
 
 @contextlib.contextmanager
 def machine_lock(name: str):
-    """An exclusive lock on this machine (flock on /tmp/<name>.lock): the slow tier runs in two
-    pytest-xdist workers (Makefile), and some things exist once per machine -- the SLURM
-    cluster, the docs' venv."""
+    """An exclusive lock on this machine (flock on /tmp/<name>.lock): some things exist once per
+    machine -- the SLURM cluster, the docs' venv -- and two test sessions (or xdist workers)
+    must not build or start them at once."""
     with open(Path("/tmp") / f"{name}.lock", "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

@@ -34,14 +34,12 @@ from rehearsal import API_MODEL, reduce_data, rehearsal_config
 from test_docs_venv import build_docs_venv, docs_pins
 from workflow_utils import copy_repo
 
-# the other xdist worker than the embedded run's (Makefile: the slow tier): its jobs run one
-# GPU job at a time on one CPU each, so it leaves a core to the embedded run's tests
-pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.xdist_group("slurm-paper")]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 API_PORT = (
     18431  # the "API" endpoint: fixed, so the config names it as a user's config names OpenAI's
 )
-RUN_TIMEOUT_S = 3600  # measured: ~30 min alone on 2 cores, longer beside the embedded run's tests
+RUN_TIMEOUT_S = 3600  # measured: ~30 min on 2 cores; the GPU smoke job first adds a server start
 # docs/paper-scale.md, "Without conda": every kind of shared-filesystem use except the software
 # deployment, so each job starts the `python` of the activated job venv
 SHARED_FS = ["persistence", "input-output", "sources", "source-cache", "storage-local-copies"]

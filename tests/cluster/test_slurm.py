@@ -49,8 +49,7 @@ import yaml
 from conftest import slurm_helpers
 from workflow_utils import copy_repo
 
-# one xdist worker runs the embedded DAG and every test of its results (Makefile: the slow tier)
-pytestmark = [pytest.mark.slurm, pytest.mark.slow, pytest.mark.xdist_group("embedded-run")]
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
 cluster = slurm_helpers()
 RUN_TIMEOUT_S = 2400

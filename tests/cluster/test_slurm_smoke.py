@@ -28,7 +28,7 @@ SNAKEMAKE_TIMEOUT_S = 300
 
 cluster = slurm_helpers()
 
-pytestmark = [pytest.mark.slurm, pytest.mark.xdist_group("slurm-paper")]  # beside the rehearsal
+pytestmark = pytest.mark.slurm
 
 
 def _profile_defaults() -> dict[str, str]:

@@ -22,9 +22,7 @@ import pytest
 import yaml
 from workflow_utils import dry_run_jobs, snakemake
 
-# one xdist worker runs the embedded DAG and every test of its results (Makefile: the slow tier;
-# tests/cluster/test_slurm.py copies it, so it runs there too, never beside these tests' edits)
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("embedded-run")]
+pytestmark = pytest.mark.slow
 
 TABLES = [
     *(
