@@ -625,6 +625,10 @@ def test_editing_the_job_runtime_reruns_every_job(run):
         "peer_validity_table",
         "peer_leaderboard",
         "peers",
+        # the GPU smoke job (no stage of the embedded default asks for a GPU) and the MLflow
+        # export (tracking: off by default)
+        "gpu_smoke",
+        "track_run",
     }
     assert set(jobs) == (rules | {"all"}) - unused
     assert dry_run_jobs(run) == {}
