@@ -82,3 +82,24 @@ def dry_run_jobs(workdir: Path, *args: str) -> dict[str, int]:
         if match.group(1) != "total":
             jobs[match.group(1)] = int(match.group(2))
     return jobs
+
+
+def complete_placeholder_copy(dest: Path) -> Path:
+    """A copy of the repository whose embedded DAG is complete without running it: every output
+    of ``--summary`` written as a placeholder, then touched in the DAG's order, so that a dry run
+    plans nothing (tests/workflow/test_exact_reruns.py, test_checkout_mtimes.py)."""
+    workdir = copy_repo(dest)
+    summary = snakemake(workdir, "--summary", "--profile", "profiles/local", "--cores", "2")
+    assert summary.returncode == 0, summary.stderr[-3000:]
+    for line in summary.stdout.splitlines()[1:]:
+        path = workdir / line.split("\t")[0]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("placeholder\n")
+    # --forceall: every job touched and its metadata recorded, not only the jobs a dry run would
+    # plan (without it a later checkout's mtimes replan the jobs whose records are missing)
+    touched = snakemake(
+        workdir, "--touch", "--forceall", "--profile", "profiles/local", "--cores", "2"
+    )
+    assert touched.returncode == 0, touched.stdout[-3000:] + touched.stderr[-3000:]
+    assert dry_run_jobs(workdir) == {}
+    return workdir

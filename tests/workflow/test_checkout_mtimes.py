@@ -20,24 +20,14 @@ import time
 from pathlib import Path
 
 import pytest
-from workflow_utils import copy_repo, dry_run_jobs, repo_files, snakemake
+from workflow_utils import complete_placeholder_copy, dry_run_jobs, repo_files
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory) -> Path:
-    workdir = copy_repo(tmp_path_factory.mktemp("checkout"))
-    summary = snakemake(workdir, "--summary", "--profile", "profiles/local", "--cores", "2")
-    assert summary.returncode == 0, summary.stderr[-3000:]
-    for line in summary.stdout.splitlines()[1:]:
-        path = workdir / line.split("\t")[0]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("placeholder\n")
-    touched = snakemake(workdir, "--touch", "--forceall", "--profile", "profiles/local")
-    assert touched.returncode == 0, touched.stdout[-3000:] + touched.stderr[-3000:]
-    assert dry_run_jobs(workdir) == {}
-    return workdir
+    return complete_placeholder_copy(tmp_path_factory.mktemp("checkout"))
 
 
 def test_a_fresh_checkout_over_old_results_plans_nothing(finished):

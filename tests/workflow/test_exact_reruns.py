@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_utils import copy_repo, dry_run_jobs, snakemake
+from workflow_utils import complete_placeholder_copy, dry_run_jobs, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -43,16 +43,7 @@ def _touch(workdir: Path, *args: str) -> None:
 def finished(tmp_path_factory) -> Path:
     """A copy of the repository whose embedded DAG is complete (every output written, then
     touched in the DAG's order)."""
-    workdir = copy_repo(tmp_path_factory.mktemp("exact"))
-    summary = snakemake(workdir, "--summary", "--profile", "profiles/local", "--cores", "2")
-    assert summary.returncode == 0, summary.stderr[-3000:]
-    for line in summary.stdout.splitlines()[1:]:
-        path = workdir / line.split("\t")[0]
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("placeholder\n")
-    _touch(workdir)
-    assert dry_run_jobs(workdir) == {}
-    return workdir
+    return complete_placeholder_copy(tmp_path_factory.mktemp("exact"))
 
 
 def _append(relative: str):
