@@ -15,7 +15,7 @@ import ast
 import functools
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 PACKAGE = "isqaflow"
@@ -83,10 +83,15 @@ def _statement_nodes(path: Path) -> Iterator[ast.AST]:
 
 @functools.cache
 def _imports(module: str) -> frozenset[str]:
-    path = module_path(module)
-    is_package = path.name == "__init__.py"
+    return package_names(module, _statement_nodes(module_path(module)))
+
+
+def package_names(module: str, nodes: Iterable[ast.AST]) -> frozenset[str]:
+    """The isqaflow names the import statements among ``nodes`` of ``module`` import (relative
+    imports resolved against the module, or the package an ``__init__`` is)."""
+    is_package = module_path(module).name == "__init__.py"
     found: set[str] = set()
-    for node in _statement_nodes(path):
+    for node in nodes:
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -100,9 +105,7 @@ def _imports(module: str) -> frozenset[str]:
             names = [base] + [f"{base}.{alias.name}" for alias in node.names]
         else:
             continue
-        for name in names:
-            if name == PACKAGE or name.startswith(PACKAGE + "."):
-                found.add(name)
+        found.update(n for n in names if n == PACKAGE or n.startswith(PACKAGE + "."))
     return frozenset(found)
 
 

@@ -10,26 +10,10 @@ from isqaflow import codehash
 
 
 def _walked_imports(module: str) -> frozenset[str]:
-    """The isqaflow names a module imports, by a walk of its whole syntax tree (what codehash
+    """The isqaflow names a module imports, from a walk of its whole syntax tree (what codehash
     did before it read import statements only)."""
-    path = codehash.module_path(module)
-    is_package = path.name == "__init__.py"
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                anchor = module.split(".") if is_package else module.split(".")[:-1]
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                base = ".".join(anchor + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
-            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        found.update(n for n in names if n == "isqaflow" or n.startswith("isqaflow."))
-    return frozenset(found)
+    tree = ast.parse(codehash.module_path(module).read_text(encoding="utf-8"))
+    return codehash.package_names(module, ast.walk(tree))
 
 
 def test_every_module_yields_the_imports_its_whole_tree_has():
