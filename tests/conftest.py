@@ -159,21 +159,11 @@ def machine_lock(name: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _xdist_worker(config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-# In an xdist run, the worker that started the cluster leaves this file in the run's base
-# temporary directory; the controller stops the cluster when every worker is done.
-SLURM_STARTED = "slurm-started-by-this-session"
-
-
 @pytest.fixture(scope="session")
-def slurm_cluster(request, tmp_path_factory):
+def slurm_cluster():
     """A one-node SLURM cluster on localhost (tests/slurm/start_slurm.sh), stopped afterwards
-    if this session started it (ISQAFLOW_SLURM_KEEP=1 keeps it).  Two xdist workers share it:
-    one starts it (under a machine lock, so they never start it twice), the controller stops
-    it at the session's end (pytest_sessionfinish), not the worker that finishes first."""
+    if this session started it (ISQAFLOW_SLURM_KEEP=1 keeps it); started under a machine lock,
+    so that two test sessions never start it at once."""
     cluster = slurm_helpers()
     ok, why = cluster.cluster_available()
     if not ok:
@@ -188,25 +178,12 @@ def slurm_cluster(request, tmp_path_factory):
             if not was_running:  # do not leave half a cluster behind
                 cluster.stop_cluster()
             _slurm_unavailable(str(err.args[0]), err.output)
-        worker = _xdist_worker(request.config)
-        if worker and not was_running:
-            (tmp_path_factory.getbasetemp().parent / SLURM_STARTED).write_text("started\n")
     print(
         f"\nSLURM cluster ready in {time.monotonic() - started:.1f}s (already running: {was_running})"
     )
     yield info
-    if not worker and not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
+    if not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
         cluster.stop_cluster()
-
-
-def pytest_sessionfinish(session):
-    """The controller of an xdist run stops the cluster one of its workers started."""
-    if _xdist_worker(session.config) or not hasattr(session.config, "_tmp_path_factory"):
-        return
-    marker = session.config._tmp_path_factory.getbasetemp() / SLURM_STARTED
-    if marker.exists() and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
-        slurm_helpers().stop_cluster()
-        marker.unlink()
 
 
 @pytest.fixture(scope="session")
