@@ -34,13 +34,25 @@ run: setup
 report: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python -m isqaflow.report.last_run --report report.html -- --profile profiles/local --cores $(CORES)
 
-# The fast tests first, two at a time (pytest-xdist); then, one at a time, the tests that
-# share the one complete embedded run (tests/conftest.py: embedded_run) and the live cluster.
-# (Two xdist workers by xdist_group were tried: pytest-xdist 3.8.0's --dist loadgroup did not
-# keep the groups on one worker here, so the embedded DAG ran twice; docs/speed.md.)
+# Three tiers, two at a time: the dress rehearsal (tests/cluster/test_rehearsal.py: the paper
+# scale through SLURM, its jobs one at a time and mostly waiting on start-ups and the scheduler)
+# runs from the start beside the others -- the fast tests two at a time (pytest-xdist), then,
+# one at a time, the slow tests that share the one complete embedded run and the live cluster.
+# Its output is printed when it ends; `make test` fails if any tier failed.  (Two xdist workers
+# by xdist_group were tried: pytest-xdist 3.8.0's --dist loadgroup did not keep the groups on one
+# worker, so the embedded DAG ran twice; docs/speed.md.)
+REHEARSAL := tests/cluster/test_rehearsal.py
+REHEARSAL_LOG ?= /tmp/isqaflow-rehearsal-tier.log
 test: setup
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n $(CORES) -m "not slow and not slurm"
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm"
+	@HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm" $(REHEARSAL) >$(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
+	trap 'kill $$rehearsal 2>/dev/null' INT TERM; \
+	echo "dress rehearsal tier started beside the others (output: $(REHEARSAL_LOG))"; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n $(CORES) -m "not slow and not slurm" && fast=0 || fast=$$?; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm" --ignore=$(REHEARSAL) && slow=0 || slow=$$?; \
+	wait $$rehearsal && dress=0 || dress=$$?; \
+	echo "----- dress rehearsal tier ($(REHEARSAL_LOG))"; cat $(REHEARSAL_LOG); \
+	echo "tiers' exit codes: fast $$fast, slow $$slow, dress rehearsal $$dress"; \
+	[ $$fast -eq 0 ] && [ $$slow -eq 0 ] && [ $$dress -eq 0 ]
 
 lint: setup
 	$(BIN)/ruff check .

@@ -1,7 +1,8 @@
 """The CI tiers' minutes and the embedded DAG's wall time (issue 38's budgets: `.ci/run` <= 45 min).
 
     python benchmarks/ci_tiers.py run [OUT]    run each tier of `make test` (the Makefile's
-                                               pytest lines), recording JUnit XML under OUT
+                                               pytest lines) alone, one after another,
+                                               recording JUnit XML under OUT
     python benchmarks/ci_tiers.py read [OUT]   print the figures of a run made before
 
 Printed: each tier's minutes (wall, with the load average before and after: the machines are
@@ -47,10 +48,14 @@ def tiers(makefile: Path = REPO / "Makefile") -> list[list[str]]:
             lines.append(line.strip())
     cores = os.environ.get("CORES", "2")
     commands = []
+    variables = dict(re.findall(r"^(\w+) :?= (.*)$", makefile.read_text(), flags=re.M))
     for line in lines:
-        argv = shlex.split(line.replace("$(CORES)", cores))
-        argv = [a for a in argv if "=" not in a or a.startswith("-")]  # drop VAR=value prefixes
-        commands.append([sys.executable, *argv[argv.index("-m") :]])
+        line = re.sub(r"\$\((\w+)\)", lambda m: variables.get(m[1], m[0]), line)
+        argv = shlex.split(line.replace("$(CORES)", cores).lstrip("@").rstrip("\\ "))
+        argv = argv[argv.index("-m") :]
+        # the command ends at the recipe's shell: a redirection, `&`, `&&`, `;`
+        end = next((i for i, a in enumerate(argv) if a[0] in "&;>|" or a.endswith(";")), None)
+        commands.append([sys.executable, *argv[:end]])
     if not commands:
         raise SystemExit(f"{makefile}: no pytest line in the test recipe")
     return commands
@@ -122,7 +127,8 @@ def read(out: Path) -> None:
             if found:
                 print(f"  {label}: {', '.join(f'{s / 60:.1f} min' for s in found)}")
     if record:
-        print(f"tests: {total / 60:.1f} min in all")
+        # each tier alone here; `make test` runs the dress rehearsal's tier beside the others
+        print(f"tests: {total / 60:.1f} min in all, the tiers one after another")
     logs = Path(os.environ.get("ISQAFLOW_CI_LOGS", "/tmp/isqaflow-ci-logs"))
     for log in sorted(logs.glob("*.log")):
         lines = log.read_text(errors="replace").strip().splitlines()

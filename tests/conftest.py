@@ -159,17 +159,26 @@ def machine_lock(name: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+# The live cluster is one per machine and `make test` runs two test sessions that use it at once
+# (the dress rehearsal beside the other tiers, Makefile): each holds a shared lock on this file
+# while it runs; the last to let go stops the cluster if a test session started it (the marker).
+CLUSTER_USERS = Path("/tmp/isqaflow-slurm-users.lock")
+CLUSTER_STARTED_BY_TESTS = Path("/tmp/isqaflow-slurm-started-by-tests")
+
+
 @pytest.fixture(scope="session")
 def slurm_cluster():
-    """A one-node SLURM cluster on localhost (tests/slurm/start_slurm.sh), stopped afterwards
-    if this session started it (ISQAFLOW_SLURM_KEEP=1 keeps it); started under a machine lock,
-    so that two test sessions never start it at once."""
+    """A one-node SLURM cluster on localhost (tests/slurm/start_slurm.sh), started under a
+    machine lock (two sessions never start it at once) and stopped by the last test session
+    using it if a test session started it (ISQAFLOW_SLURM_KEEP=1 keeps it)."""
     cluster = slurm_helpers()
     ok, why = cluster.cluster_available()
     if not ok:
         _slurm_unavailable(why)
     timeout = float(os.environ.get("ISQAFLOW_SLURM_START_TIMEOUT", "300"))
     started = time.monotonic()
+    users = open(CLUSTER_USERS, "w")  # noqa: SIM115 -- held for the session
+    fcntl.flock(users, fcntl.LOCK_SH)
     with machine_lock("isqaflow-slurm-start"):
         was_running = cluster.cluster_running()
         try:
@@ -177,13 +186,27 @@ def slurm_cluster():
         except cluster.ClusterError as err:
             if not was_running:  # do not leave half a cluster behind
                 cluster.stop_cluster()
+            fcntl.flock(users, fcntl.LOCK_UN)
+            users.close()
             _slurm_unavailable(str(err.args[0]), err.output)
+        if not was_running:
+            CLUSTER_STARTED_BY_TESTS.touch()
     print(
         f"\nSLURM cluster ready in {time.monotonic() - started:.1f}s (already running: {was_running})"
     )
     yield info
-    if not was_running and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
-        cluster.stop_cluster()
+    fcntl.flock(users, fcntl.LOCK_UN)
+    try:  # the last session out: nobody else holds the shared lock
+        fcntl.flock(users, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        users.close()
+        return
+    try:
+        if CLUSTER_STARTED_BY_TESTS.exists() and os.environ.get("ISQAFLOW_SLURM_KEEP") != "1":
+            cluster.stop_cluster()
+            CLUSTER_STARTED_BY_TESTS.unlink()
+    finally:
+        users.close()
 
 
 @pytest.fixture(scope="session")
