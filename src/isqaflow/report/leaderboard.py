@@ -26,8 +26,8 @@ with the SELF, zero-width and browser-link columns.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -41,11 +41,24 @@ from isqaflow.report.panel_note import panel_lines
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import INSTRUMENTS, cannot_rank, failing, validity_brief
 from isqaflow.stats import SMALL_N, SMALL_N_MARK, bootstrap_ci, share_test, small_n_note
+from isqaflow.suites import SUITES
 
 METRICS = {"qags": "QAGS", "questeval": "QuestEval", "rouge": "ROUGE"}
 CONTROLLED_METRICS = ("qags", "questeval")  # ROUGE has no control (a reference overlap)
 REFERENCE = "lfrqa"  # isqaflow.arena.players (a floor above this one)
 ABSTRACT = "abstract"
+# Each suite's reference as a row (issue 41), its rank column "reference": LFRQA's answers are
+# the arena's yardstick (the win rates are against them), the abstract the summaries'; neither
+# is ranked against the systems here (arena_ratings lists LFRQA among its players)
+REFERENCE_NOTES = {
+    REFERENCE: "reference: LFRQA's answers (the win rates' yardstick)",
+    ABSTRACT: "reference: the paper's abstract",
+}
+#: suite -> its section's title (the suite descriptors'); records of another benchmark (the peers'
+#: released judgments) carry their own (LeaderboardSettings.origins)
+TITLES = {entry.name: entry.title for entry in SUITES}
+SOFT = "soft preferences"  # isqaflow.data.peers.records.PeerFormat.verdicts: no battles
+NORMAL_95 = 1.959963984540054  # the normal 97.5% quantile: value +- 1.96 SE
 SELF = "SELF"  # a judge of the system's own model family (isqaflow.configcheck.families)
 DEGENERATE_MARK = "\u00a7"  # an interval of zero width
 # Bradley-Terry: above this share of bootstrap resamples (in %) in which some model or group is
@@ -114,7 +127,15 @@ class _Board:
         self,
         self_judged: set[tuple[str, str, str]] | frozenset = frozenset(),
         failing: set[tuple[str, str]] | frozenset = frozenset(),
+        origins: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
+        self.origins = origins or {}
+        self.section: dict[str, str] = {}  # column -> the section it is in
+        self.sources: dict[str, set[str]] = {}  # system -> the sources of its cells' records
+        # system -> (its rank word, its source) for a reference or baseline; ranked: those the
+        # suite ranks among its systems
+        self.references: dict[str, tuple[str, str]] = {}
+        self.ranked_references: set[str] = set()
         self.cells: dict[str, dict[str, str]] = {}
         self.links: dict[str, dict[str, str]] = {}
         self.numbers: list[dict[str, Any]] = []
@@ -127,6 +148,33 @@ class _Board:
     def is_self(self, suite: str, judges: Sequence[str], system: str) -> bool:
         return any((suite, judge, system) in self.self_judged for judge in judges)
 
+    def origin(self, suite: str, key: str) -> tuple[str, Mapping[str, Any]]:
+        """(section, origin) of the cells of ``suite``'s setting or judge ``key``: the records'
+        own (:func:`isqaflow.data.peers.records.leaderboard_origins`) where they carry one, else
+        the suite's title and no origin."""
+        origin = self.origins.get(f"{suite}:{key}", {})
+        return origin.get("section", TITLES[suite]), origin
+
+    def reference(self, system: str, note: str, ranked: bool = False) -> None:
+        """``system`` is its suite's reference or baseline: ``note`` its source, ranked only
+        where the suite ranks it among its systems."""
+        self.references[system] = (
+            "reference" if note.startswith("reference") else "baseline",
+            note,
+        )
+        if ranked:
+            self.ranked_references.add(system)
+
+    def unranked(self, system: str) -> bool:
+        return system in self.references and system not in self.ranked_references
+
+    def mark(self, system: str, column: str, text: str, section: str) -> None:
+        """A cell of text only (a reference's "reference" in the columns measured against it)."""
+        if column not in self.columns:
+            self.columns.append(column)
+        self.section.setdefault(column, section)
+        self.cells.setdefault(system, {})[column] = text
+
     def put(
         self,
         system: str,
@@ -135,11 +183,18 @@ class _Board:
         link: str | None = None,
         self_judged: bool = False,
         built_on: Sequence[tuple[str, str]] = (),
+        section: str = "",
+        source: str | None = None,
         **numbers: Any,
     ) -> None:
-        """``built_on``: the (instrument, name) of the judges or metrics the value comes from."""
+        """``built_on``: the (instrument, name) of the judges or metrics the value comes from;
+        ``section``: the column's section (:meth:`origin`), ``source`` that of the records (none:
+        the workflow's own)."""
         if column not in self.columns:
             self.columns.append(column)
+        self.section.setdefault(column, section)
+        if source:
+            self.sources.setdefault(system, set()).add(source)
         if self_judged:
             cell += f" {SELF}"
         failed = set(built_on) & set(self.failing)
@@ -175,6 +230,7 @@ def drfr_columns(board: _Board, table5_long: pd.DataFrame) -> None:
     judges = list(table5_long["judge"].unique()) if not table5_long.empty else []
     for row in table5_long.to_dict("records"):
         tag = _suffix(row["judge"], judges)
+        section, origin = board.origin("drfr", row["judge"])
         for label in ("Overall", "Easy", "Hard"):
             if label in row and not pd.isna(row[label]):
                 n = row.get(f"{label}_n")
@@ -192,6 +248,8 @@ def drfr_columns(board: _Board, table5_long: pd.DataFrame) -> None:
                     ),
                     self_judged=board.is_self("drfr", [row["judge"]], row["model"]),
                     built_on=[("DRFR judge", row["judge"])],
+                    section=section,
+                    source=origin.get("source"),
                     value=100 * row[label],
                     lower=100 * row[f"{label}_lower"],
                     upper=100 * row[f"{label}_upper"],
@@ -215,12 +273,15 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
         tag = _suffix(row["setting"], settings)
         n = row["n_valid"]
         run, judge = _run_and_judge(row["setting"])
+        section, origin = board.origin("arena", row["setting"])
         where = {
             "link": browser_link(
                 "arena", system=row["model"], setting=run, judge=judge, kind="reference"
             ),
             "self_judged": board.is_self("arena", [judge], row["model"]),
             "built_on": [("arena judge", judge)],
+            "section": section,
+            "source": origin.get("source"),
         }
         for column, rate in (
             (f"arena win % vs LFRQA{tag}", row["win_rate"]),
@@ -248,6 +309,10 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                 upper=row["LC upper"],
                 n=n,
             )
+    if not overall.empty:  # LFRQA: what the win rates are against
+        board.reference(REFERENCE, REFERENCE_NOTES[REFERENCE])
+        for column in [c for c in board.columns if c.startswith("arena ") and "vs LFRQA" in c]:
+            board.mark(REFERENCE, column, "reference", board.section[column])
     if ratings.empty:
         return
     settings = list(ratings["setting"].unique())
@@ -256,9 +321,17 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
         battles = max(df["battles"].unique())
         tag = _suffix(setting, settings)
         run, judge = _run_and_judge(setting)
+        section, origin = board.origin("arena", setting)
+        # the reference (LFRQA) or the benchmark's baseline: a row, ranked only as its suite
+        # ranks it (origin baseline_ranked)
+        baseline = origin.get("baseline") or REFERENCE
+        if baseline in set(df["model"]):
+            board.reference(
+                baseline,
+                REFERENCE_NOTES.get(baseline) or f"baseline; {origin['source']}",
+                ranked=bool(origin.get("baseline_ranked")),
+            )
         for row in df[df["battles"] == battles].to_dict("records"):
-            if row["model"] == REFERENCE:
-                continue
             prior = row.get("Bradley-Terry prior-set %", np.nan)
             prior_set = not pd.isna(prior) and float(prior) > PRIOR_SET_LIMIT
             for method in ("Bradley-Terry", "Elo"):  # the maximum-likelihood fit first
@@ -283,6 +356,8 @@ def arena_columns(board: _Board, win_rates: pd.DataFrame, ratings: pd.DataFrame)
                     link=browser_link("arena", system=row["model"], setting=run, judge=judge),
                     self_judged=board.is_self("arena", [judge], row["model"]),
                     built_on=[("arena judge", judge)],
+                    section=section,
+                    source=origin.get("source"),
                     value=row[f"{method} rating"],
                     lower=row[f"{method} lower"],
                     upper=row[f"{method} upper"],
@@ -326,6 +401,7 @@ def metric_columns(
                 _cell(ci["estimate"], ci["lower"], ci["upper"], ci["n"]),
                 # QAGS and QuestEval record their controls under their own label and key
                 built_on=[(label, metric)] if metric in CONTROLLED_METRICS else [],
+                section=TITLES["isqa"],
                 value=ci["estimate"],
                 lower=ci["lower"],
                 upper=ci["upper"],
@@ -356,6 +432,7 @@ def summary_judge_columns(
                 ),
                 self_judged=board.is_self("drfr", drfr_judges, f"summaries:{row['summarizer']}"),
                 built_on=[("DRFR judge", judge) for judge in drfr_judges],
+                section=TITLES["isqa"],
                 value=100 * row["drfr"],
                 lower=100 * row["lower"],
                 upper=100 * row["upper"],
@@ -386,9 +463,71 @@ def summary_judge_columns(
                     "arena", [row["judge"]], f"summaries:{row['summarizer']}"
                 ),
                 built_on=[("arena judge", row["judge"])],
+                section=TITLES["isqa"],
                 value=row["win %"],
                 n=n,
             )
+        if not against.empty:  # the abstract: what these win rates are against
+            board.reference(ABSTRACT, REFERENCE_NOTES[ABSTRACT])
+            for column in [
+                c for c in board.columns if c.startswith(f"summary win % vs {ABSTRACT}")
+            ]:
+                board.mark(ABSTRACT, column, "reference", TITLES["isqa"])
+
+
+def soft_preference_columns(board: _Board, lc: pd.DataFrame) -> None:
+    """The systems of records of soft preferences (AlpacaEval's annotations: origin verdicts
+    :data:`SOFT`), each against its benchmark's baseline, from the length-controlled table: the
+    raw win rate (the mean preference, ties half) with a normal 95% interval from AlpacaEval's
+    standard error, and the LC win rate under the GLM the table names ('not identified' where
+    the data do not decide it, its reason in leaderboard_long's status). A soft preference is no
+    battle outcome: no Bradley-Terry, no Elo (:func:`isqaflow.arena.tables.ratings_table`)."""
+    if lc.empty:
+        return
+    for row in lc.to_dict("records"):
+        section, origin = board.origin("arena", row["setting"])
+        if origin.get("verdicts") != SOFT or row["kind"] != "reference":
+            continue
+        _, judge = _run_and_judge(row["setting"])
+        baseline, n = row["baseline"], row["n"]
+        glm = row.get("glm") if isinstance(row.get("glm"), str) else "noreg"
+        where = {
+            "self_judged": board.is_self("arena", [judge], row["system"]),
+            "built_on": [("arena judge", judge)],
+            "section": section,
+            "source": origin.get("source"),
+        }
+        rate, se = row["win rate (ties half) %"], row.get("win rate SE", np.nan)
+        lower, upper = rate - NORMAL_95 * se, rate + NORMAL_95 * se
+        win, lc_column = f"win % vs {baseline}", f"LC win % vs {baseline} ({glm})"
+        board.put(
+            row["system"],
+            win,
+            _cell(rate, lower, upper, n),
+            **where,
+            value=rate,
+            lower=lower,
+            upper=upper,
+            n=n,
+            se=se,
+        )
+        identified = not pd.isna(row["LC win rate %"])
+        board.put(
+            row["system"],
+            lc_column,
+            _cell(row["LC win rate %"], row["LC lower"], row["LC upper"], n)
+            if identified
+            else "not identified",
+            **where,
+            value=row["LC win rate %"],
+            lower=row["LC lower"],
+            upper=row["LC upper"],
+            n=n,
+            status=row["LC status"],
+        )
+        board.reference(baseline, f"baseline; {origin['source']}")
+        for column in (win, lc_column):
+            board.mark(baseline, column, "baseline", section)
 
 
 def _read_csv(path: str | Path | None, **kwargs: Any) -> pd.DataFrame:
@@ -453,6 +592,8 @@ def rank_columns(board: _Board) -> dict[str, pd.Series]:
         for column in board.columns:
             if column.startswith(prefix):
                 rows = long[(long["column"] == column) & long["value"].notna()]
+                # a reference or baseline only where its suite ranks it
+                rows = rows[~rows["system"].map(board.unranked)]
                 ranks[f"rank {column}"] = interval_ranks(rows)
     return ranks
 
@@ -471,6 +612,24 @@ def notes(board: _Board, ranks: Sequence[str]) -> list[str]:
             "'source': a file's coverage (n of the dataset's items; its cells are on those items)."
         )
     ]
+    if board.references:
+        lines.append(
+            "reference / baseline (source and rank): each suite's yardstick as a row -- LFRQA's "
+            "answers, the paper's abstract, a benchmark's baseline -- 'reference' or 'baseline' in "
+            "the columns measured against it; not ranked against the systems unless its benchmark "
+            "ranks it (arena-hard's leaderboard lists its baseline among its models). InFoBench's "
+            "DRFR has none (a share of the instructions' requirements met)."
+        )
+    if any(c.startswith("LC win % vs ") for c in board.columns):
+        lines.append(
+            "win % vs <baseline>: a judge's soft preferences (AlpacaEval's annotations) averaged, "
+            "ties half, 95% CI value +- 1.96 AlpacaEval's standard error (n = annotated "
+            "instructions); a soft preference is no battle outcome, so no Bradley-Terry or Elo. "
+            "LC win % (<GLM>): the length-controlled win rate under the GLM named (noreg: "
+            "unregularised, this workflow's default; AlpacaEval's leaderboard publishes "
+            "length_controlled_v1: config arena.length_control), bootstrap 95% CI; 'not "
+            "identified' where the data do not decide it (arena_length_controlled's 'LC status')."
+        )
     if ranks:
         lines.append(
             "rank: 1 + the systems whose whole interval lies above this one's (overlapping intervals "
@@ -539,27 +698,23 @@ def with_numbers(table: pd.DataFrame, board: _Board) -> pd.DataFrame:
     return out
 
 
-SECTIONS = ("InFoBench (DRFR)", "RAG-QA Arena", "ISQA summaries")
-
-
-def section_of(column: str) -> str:
-    """The suite a leaderboard column belongs to (its section in the Markdown view)."""
-    if column.startswith(("DRFR ", "rank DRFR ")):
-        return SECTIONS[0]
-    if column.startswith(("arena ", "Bradley-Terry", "Elo", "rank Bradley-Terry")):
-        return SECTIONS[1]
-    return SECTIONS[2]
+def sections(board: _Board) -> dict[str, str]:
+    """Column (and its "rank <column>") -> its section: the suite's title, or the benchmark of
+    the records it is built on (:meth:`_Board.origin`); sections in the order their first
+    column was put (DRFR, the arena, ISQA's summaries)."""
+    out = dict(board.section)
+    return out | {f"rank {column}": section for column, section in out.items()}
 
 
 def section_warnings(board: _Board, summary: Mapping[str, Any]) -> dict[str, str]:
     """Suite -> the plain sentence (:func:`isqaflow.report.validity.cannot_rank`) of each failing
     judge or metric its not-decisive cells are built on; suites without one are left out."""
     out = {}
-    for section in SECTIONS:
+    for section in dict.fromkeys(board.section.values()):
         built_on = {
             pair
             for column, pairs in board.not_decisive.items()
-            if section_of(column) == section
+            if board.section[column] == section
             for pair in pairs
         }
         text = " ".join(
@@ -575,9 +730,9 @@ def section_warnings(board: _Board, summary: Mapping[str, Any]) -> dict[str, str
 def rank_text(board: _Board, rank_column: str, ranks: pd.Series, system: str) -> str:
     """A system's rank "r of N" (N: the systems ranked in that column), with the cell's
     prior-set mark and :data:`NOT_DECISIVE` where the ranked value carries them; "" unranked."""
-    if system not in ranks:
-        return ""
     cell = board.cells[system].get(rank_column.removeprefix("rank "), "")
+    if system not in ranks:
+        return board.references[system][0] if board.unranked(system) and cell else ""
     text = f"{int(ranks[system])} of {len(ranks)}" + (PRIOR_MARK if PRIOR_MARK in cell else "")
     return text + (f" {NOT_DECISIVE}" if cell.endswith(f" {NOT_DECISIVE}") else "")
 
@@ -588,21 +743,25 @@ def sectioned_markdown(
     ranks: Mapping[str, pd.Series],
     file_systems: Mapping[str, Any],
     warnings: Mapping[str, str] | None = None,
+    section_of: Mapping[str, str] | None = None,
+    unranked: Collection[str] = (),
 ) -> str:
     """The Markdown view: one compact table per suite -- its systems (those with a cell there), its
     rank, the source and its columns only -- sorted by its rank (a suite without one: by name);
-    ``warnings``: a suite's :func:`section_warnings` sentence, first under its title."""
+    ``warnings``: a suite's :func:`section_warnings` sentence, first under its title;
+    ``section_of``: column -> its section (:func:`sections`); ``unranked``: the references and
+    baselines not ranked, after the systems."""
     warnings = warnings or {}
+    section_of = section_of or {}
     parts = []
-    for section in SECTIONS:
-        cells = [c for c in columns if section_of(c) == section]
-        if not cells:
-            continue
-        ranked = [c for c in ranks if section_of(c) == section]
+    for section in dict.fromkeys(section_of[c] for c in columns):
+        cells = [c for c in columns if section_of[c] == section]
+        ranked = [c for c in ranks if section_of[c] == section]
         shown = [r for r in rows if any(r[c] for c in cells)]
         shown.sort(
             key=lambda r: (
                 *(ranks[c].get(r["system"], np.inf) for c in ranked),
+                r["system"] in unranked,
                 r["system"] not in file_systems,
                 r["system"],
             )
@@ -627,22 +786,28 @@ def sectioned_markdown(
 class LeaderboardSettings:
     """What rule leaderboard computes besides its files: ``summary_systems``
     (``"<dataset>/<summarizer>"`` -> the judged systems), ``judge_pairs``
-    (:func:`isqaflow.configcheck.families.judge_system_pairs` as dicts: the SELF flags) and the
-    metric intervals' bootstrap ``rounds`` and ``seed``."""
+    (:func:`isqaflow.configcheck.families.judge_system_pairs` as dicts: the SELF flags), the
+    metric intervals' bootstrap ``rounds`` and ``seed``, and ``origins``: what the records of
+    a setting or judge are when they are not the workflow's own (``<suite>:<setting or
+    judge>`` -> section, source, baseline, baseline_ranked, verdicts;
+    :func:`isqaflow.data.peers.records.leaderboard_origins`, rule peer_leaderboard)."""
 
     summary_systems: Mapping[str, Sequence[str]]
     judge_pairs: tuple[Mapping[str, Any], ...]
     rounds: int
     seed: int
+    origins: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_rule(cls, params: Any, wildcards: Any = None) -> LeaderboardSettings:
-        """From the rule's params (summary_systems, judge_pairs, rounds, seed); no wildcards."""
+        """From the rule's params (summary_systems, judge_pairs, rounds, seed, origins); no
+        wildcards."""
         return cls(
             summary_systems=params.summary_systems,
             judge_pairs=tuple(params.judge_pairs),
             rounds=params.rounds,
             seed=params.seed,
+            origins=params.origins,
         )
 
 
@@ -661,6 +826,7 @@ def build_leaderboard(
     panel_path: str | Path | None = None,
     panel_loo_path: str | Path | None = None,
     front_path: str | Path | None = None,
+    arena_length_controlled: str | Path | None = None,
 ) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``systems_path``: results/systems/checked.json (system -> {suite: its
@@ -668,24 +834,33 @@ def build_leaderboard(
     ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
     judges_panel_loo.csv, whose agreement and leave-one-out lines join the notes
     (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`;
-    ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`)."""
+    ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`);
+    ``arena_length_controlled``: the arena's LC table, whose rows of soft preferences
+    (:func:`soft_preference_columns`) are the only cells it gives."""
     file_systems = read_json(systems_path) if systems_path else {}
     judge_pairs = settings.judge_pairs
     summary = read_json(validity_summary_path)
     board = _Board(
         {(p["suite"], p["judge"], p["system"]) for p in judge_pairs if p["self_family"]},
         {(i, name) for i in INSTRUMENTS for name in failing(summary, i)},
+        settings.origins,
     )
     table5 = _read_csv(drfr_table5)
     drfr_columns(board, table5)
     arena_columns(board, _read_csv(arena_win_rates), read_ratings(arena_ratings))
+    soft_preference_columns(board, _read_csv(arena_length_controlled))
     metric_columns(board, score_paths, settings.summary_systems, settings.rounds, settings.seed)
     drfr_judges = sorted({p["judge"] for p in judge_pairs if p["suite"] == "drfr"})
     summary_judge_columns(board, _read_csv(drfr_summaries), _read_csv(arena_summaries), drfr_judges)
     ranks = rank_columns(board)
 
-    def order(system: str) -> tuple:
-        return (*(ranks[c].get(system, np.inf) for c in ranks), system not in file_systems, system)
+    def order(system: str) -> tuple:  # an unranked reference or baseline after the systems
+        return (
+            *(ranks[c].get(system, np.inf) for c in ranks),
+            board.unranked(system),
+            system not in file_systems,
+            system,
+        )
 
     rows, markdown = [], []
     for system in sorted(board.cells, key=order):
@@ -695,7 +870,7 @@ def build_leaderboard(
                 f"{suite} ({coverage_note(c)})" for suite, c in sorted(checks.items())
             )
         else:
-            source = "model"
+            source = short_source(board, system)
         # "r of N"; a rank from an interval the prior sets, or from a value that is not
         # decisive, is flagged as that value is
         rank = {c: rank_text(board, c, r, system) for c, r in ranks.items()}
@@ -731,7 +906,13 @@ def build_leaderboard(
     write_table(with_numbers(table, board), [f"{stem}.csv"], digits=1)
     if markdown:  # one compact table per suite
         body = sectioned_markdown(
-            markdown, board.columns, ranks, file_systems, section_warnings(board, summary)
+            markdown,
+            board.columns,
+            ranks,
+            file_systems,
+            section_warnings(board, summary),
+            sections(board),
+            {s for s in board.references if board.unranked(s)},
         )
         write_text(
             f"{stem}.md",
@@ -754,20 +935,21 @@ def build_leaderboard(
 
 def _front(board: _Board, ranks, file_systems, footnotes: Sequence[str], summary) -> str:
     """The page at a glance: per suite its columns and its systems in rank order."""
-    sections = []
-    for section in SECTIONS:
-        columns = [c for c in board.columns if section_of(c) == section]
-        ranked = [c for c in ranks if section_of(c) == section]
+    section_of = sections(board)
+    parts = []
+    for section in dict.fromkeys(board.section.values()):
+        columns = [c for c in board.columns if section_of[c] == section]
+        ranked = [c for c in ranks if section_of[c] == section]
         systems = sorted(
             (s for s in board.cells if any(board.cells[s].get(c) for c in columns)),
             key=lambda s: (
                 *(ranks[c].get(s, np.inf) for c in ranked),
+                board.unranked(s),
                 s not in file_systems,
                 s,
             ),
         )
-        if columns:
-            sections.append((section, columns, systems))
+        parts.append((section, columns, systems))
     coverage = {
         system: f"{system}: file, "
         + "; ".join(f"{suite} {coverage_note(c)}" for suite, c in sorted(checks.items()))
@@ -782,7 +964,7 @@ def _front(board: _Board, ranks, file_systems, footnotes: Sequence[str], summary
         for c, r in ranks.items()
     }
     return front_page(
-        sections,
+        parts,
         numbers,
         board.cells,
         shown_ranks,
@@ -790,4 +972,14 @@ def _front(board: _Board, ranks, file_systems, footnotes: Sequence[str], summary
         footnotes,
         controls_brief(summary),
         section_warnings(board, summary),
+        {system: short_source(board, system) for system in board.cells},
     )
+
+
+def short_source(board: _Board, system: str) -> str:
+    """A row's source where no file brought it: a reference's or baseline's note, else the
+    sources of its records (the peers' released judgments and their publisher), else "model"
+    (the workflow ran it)."""
+    if system in board.references:
+        return board.references[system][1]
+    return "; ".join(sorted(board.sources.get(system, ()))) or "model"
