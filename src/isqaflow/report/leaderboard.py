@@ -898,9 +898,9 @@ def build_leaderboard(
         if (w := cannot_rank(summary, i))
     )
     caption = (warnings + " " if warnings else "") + (
-        "Leaderboard: every system across the suites (the models the workflow runs and systems read "
-        "from files), one table per suite in this view (the CSV: one row per system), sorted by rank; "
-        "notes below the tables. " + controls_brief(summary)
+        f"Leaderboard: every system across the suites ({rows_are(board)}), one table per suite in "
+        "this view (the CSV: one row per system), sorted by rank; notes below the tables. "
+        + controls_brief(summary)
     )
     stem = Path(out_stem)
     write_table(with_numbers(table, board), [f"{stem}.csv"], digits=1)
@@ -960,7 +960,9 @@ def _front(board: _Board, ranks, file_systems, footnotes: Sequence[str], summary
     if not numbers.empty:
         numbers = numbers.drop_duplicates(["system", "column"], keep="last")
     shown_ranks = {
-        c: pd.Series({s: rank_text(board, c, r, s) for s in r.index}, dtype=object)
+        c: pd.Series(
+            {s: text for s in board.cells if (text := rank_text(board, c, r, s))}, dtype=object
+        )
         for c, r in ranks.items()
     }
     return front_page(
@@ -972,8 +974,27 @@ def _front(board: _Board, ranks, file_systems, footnotes: Sequence[str], summary
         footnotes,
         controls_brief(summary),
         section_warnings(board, summary),
-        {system: short_source(board, system) for system in board.cells},
+        # a reference's or baseline's word only (the page is 1,400 px wide; its note in the tables)
+        {
+            system: board.references[system][0]
+            if system in board.references
+            else short_source(board, system)
+            for system in board.cells
+        },
     )
+
+
+def rows_are(board: _Board) -> str:
+    """What the caption says the rows are: the workflow's own systems (its models and systems
+    read from files) and/or the systems of records read from elsewhere, by their source."""
+    released = sorted({source for sources in board.sources.values() for source in sources})
+    own = any(s not in board.references and not board.sources.get(s) for s in board.cells)
+    parts = (
+        ["the models the workflow runs and systems read from files"] if own or not released else []
+    )
+    if released:
+        parts.append("the systems of " + ", ".join(released) + ", judged by no model of this run")
+    return "; ".join(parts)
 
 
 def short_source(board: _Board, system: str) -> str:

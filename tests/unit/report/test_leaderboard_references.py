@@ -150,6 +150,12 @@ def test_released_judgments_say_their_benchmark_and_publisher(peers_board):
         "AlpacaEval 2.0 (released judgments):",
     ]
     assert "RAG-QA Arena" not in md and "| model " not in md
+    caption = md.split("\n\n")[0]
+    assert "the models the workflow runs" not in caption
+    assert (
+        "(the systems of released judgments (lmarena/arena-hard-auto), released judgments "
+        in caption
+    )
     assert board.loc["gpt-4", "source"] == "released judgments (qinyiwei/InFoBench)"
     assert board.loc["gpt-4-0613", "source"] == "released judgments (lmarena/arena-hard-auto)"
     assert (
