@@ -201,19 +201,38 @@ class Board:
         return f"[{cell}]({link})" if cell and link else cell
 
 
+CELL_NOTES = (
+    (("DRFR ",), "DRFR x100, CI over instructions"),
+    (
+        ("arena win",),
+        "arena win and win+tie % against LFRQA (n = pairs with a valid verdict, one per query; "
+        "exact Clopper-Pearson 95% CI from the counts) and the length-controlled win rate "
+        "(AlpacaEval 2.0, ties half; '--' where not identified)",
+    ),
+    (
+        ("Bradley-Terry", "Elo"),
+        "Bradley-Terry, and online Elo only where it has converged (n = votes)",
+    ),
+    (
+        ("QAGS", "QuestEval", "ROUGE"),
+        "QAGS, QuestEval, ROUGE x100 of the final summaries over papers",
+    ),
+    (("summary ",), "the summaries' DRFR and win % against the abstract"),
+)
+
+
 def notes(board: Board, ranks: Sequence[str]) -> list[str]:
     """The footnotes under the table (Markdown; the full control text one link away)."""
     cells = " ".join(text for row in board.cells.values() for text in row.values())
+    # each kind of column's reading, for the kinds the board has (all of them: the embedded run)
+    kinds = [
+        text for prefixes, text in CELL_NOTES if any(c.startswith(prefixes) for c in board.columns)
+    ]
     lines = [
-        (
-            "Cells: value [95% CI] (n); each judged cell links to its items in the judgment browser. DRFR x100, "
-            "CI over instructions; arena win and win+tie % against LFRQA (n = pairs with a valid verdict, one per "
-            "query; exact Clopper-Pearson 95% CI from the counts) and "
-            "the length-controlled win rate (AlpacaEval 2.0, ties half; '--' where not identified); "
-            "Bradley-Terry, and online Elo only where it has converged (n = votes); QAGS, QuestEval, ROUGE "
-            "x100 of the final summaries over papers; the summaries' DRFR and win % against the abstract. "
-            "'source': a file's coverage (n of the dataset's items; its cells are on those items)."
-        )
+        "Cells: value [95% CI] (n); each judged cell links to its items in the judgment browser. "
+        + "; ".join(kinds)
+        + (". " if kinds else "")
+        + "'source': a file's coverage (n of the dataset's items; its cells are on those items)."
     ]
     if board.references:
         lines.append(
