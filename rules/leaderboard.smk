@@ -14,6 +14,8 @@ rule leaderboard:
         arena_win_rates="results/tables/arena_win_rates.csv",
         arena_ratings="results/tables/arena_ratings.csv",
         arena_summaries="results/tables/arena_summaries.csv",
+        # its rows of soft preferences only (none in the workflow's own judgments)
+        arena_length_controlled="results/tables/arena_length_controlled.csv",
         scores=lambda wc: leaderboard_score_files(),
         validity=rules.validity_table.output.summary,
         systems=lambda wc: systems_targets(),
@@ -47,6 +49,8 @@ rule leaderboard:
         judge_pairs=lambda wc: judge_audit_pairs(),
         rounds=config["metrics"]["bootstrap_rounds"],
         seed=config["seed"],
+        # every record is the workflow's own: no other benchmark's origin
+        origins={},
         code=code("isqaflow.report.leaderboard"),
     script:
         "../scripts/leaderboard.py"

@@ -4,6 +4,10 @@ results/peers/ -- nothing judged, no model loaded (target peers; docs/reproducti
 """
 
 from isqaflow.data.peers.records import SUITES as PEER_SUITES
+from isqaflow.data.peers.records import (
+    leaderboard_origins,
+    setting_label as peer_setting_label,
+)
 
 
 # This stage's input functions (rules with functions fail snakemake --lint).
@@ -135,6 +139,9 @@ rule peer_leaderboard:
         arena_win_rates=lambda wc: peer_table_files("arena", "arena_win_rates.csv"),
         arena_ratings=lambda wc: peer_table_files("arena", "arena_ratings.csv"),
         arena_summaries=lambda wc: peer_table_files("arena", "arena_summaries.csv"),
+        arena_length_controlled=lambda wc: peer_table_files(
+            "arena", "arena_length_controlled.csv"
+        ),
         scores=[],
         validity=rules.peer_validity_table.output.summary,
         systems=[],
@@ -157,6 +164,8 @@ rule peer_leaderboard:
         judge_pairs=[],
         rounds=config["metrics"]["bootstrap_rounds"],
         seed=config["seed"],
+        # each entry's benchmark, publisher and baseline (isqaflow.data.peers.records)
+        origins=leaderboard_origins(config["peers"]),
         code=code("isqaflow.report.leaderboard"),
     script:
         "../scripts/leaderboard.py"

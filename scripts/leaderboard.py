@@ -13,6 +13,7 @@ with job(snakemake):
         arena_win_rates=snakemake.input.arena_win_rates,
         arena_ratings=snakemake.input.arena_ratings,
         arena_summaries=snakemake.input.arena_summaries,
+        arena_length_controlled=snakemake.input.arena_length_controlled,
         score_paths=snakemake.input.scores,
         validity_summary_path=snakemake.input.validity,
         systems_path=snakemake.input.systems[0] if snakemake.input.systems else None,

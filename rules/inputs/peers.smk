@@ -14,7 +14,7 @@ def peer_judged_files(suite):
     """setting label -> judged records of every peers entry whose records ``suite`` reads
     (arena: ``peers.<name>``, the leaderboard's run "peers" and judge <name>)."""
     return {
-        f"peers.{name}": f"results/peers/judged/{name}.jsonl"
+        peer_setting_label(name): f"results/peers/judged/{name}.jsonl"
         for name, entry in config["peers"].items()
         if PEER_SUITES[entry["format"]] == suite
     }

@@ -115,9 +115,8 @@ def test_the_overlay_gives_the_published_numbers(tmp_path):
     # InFoBench: GPT-4's DRFR, InFoBench's bool_ratio (0.876)
     drfr = pd.read_csv(tables / "drfr_table5_long.csv").set_index("model")
     assert drfr.loc["gpt-4", "Overall"] == pytest.approx(0.876, abs=1e-12)
-    # the leaderboard: the systems with a DRFR or a rating, none of the workflow's own (AlpacaEval's
-    # soft preferences give no battle, and its win rates are against its baseline, not LFRQA:
-    # they are in arena_length_controlled, not on the board)
+    # the leaderboard: the systems with a DRFR, a rating or (AlpacaEval: soft preferences, no
+    # battles) a win rate against its baseline, and AlpacaEval's baseline; none of the workflow's own
     board = pd.read_csv(tables / "leaderboard.csv", index_col=0)
     assert set(board.index) == {
         "gpt-4",
@@ -125,5 +124,11 @@ def test_the_overlay_gives_the_published_numbers(tmp_path):
         "gpt-4-0613",
         "gpt-3.5-turbo-0125",
         "Pythia-12B-DPO-UltraFeedback",
+        "alpaca-7b",
+        "claude-2.1",
+        "gpt4_1106_preview",
     }
+    assert board.loc["claude-2.1", "source"] == "released judgments (tatsu-lab/alpaca_eval)"
+    md = (tables / "leaderboard.md").read_text()
+    assert "Arena-Hard-Auto (released judgments):" in md and "RAG-QA Arena" not in md
     assert not (repo / "results/arena").exists() and not (repo / "results/drfr").exists()

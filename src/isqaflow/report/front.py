@@ -20,12 +20,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-# The score each suite's plot shows (the first column of the suite that starts with it).
-HEADLINES = {
-    "InFoBench (DRFR)": "DRFR overall",
-    "RAG-QA Arena": "arena win % vs LFRQA",
-    "ISQA summaries": "QAGS",
-}
 # A value built on a judge or metric that fails its known-answer controls: kept, not hidden
 NOT_DECISIVE = "not decisive"
 # The leaderboard's marks, kept beside the interval: SELF, small n, zero width, prior-set, and
@@ -59,8 +53,8 @@ def _number(value: Any, digits: int) -> str:
 
 def score_cell(row: Mapping[str, Any] | None, text: str, digits: int = 1) -> str:
     """A score: the value large, "[lower, upper] n=N" and the cell's marks (SELF, ...) small."""
-    if row is None or pd.isna(row.get("value")):
-        return "<td>--</td>" if text else "<td></td>"
+    if row is None or pd.isna(row.get("value")):  # a cell of text: "reference", "not identified"
+        return f"<td>{html.escape(text)}</td>" if text else "<td></td>"
     # not decisive on a line of its own beneath: beside the value it would widen the column
     marks = " ".join(m for m in MARKS if m in text and m != NOT_DECISIVE)
     interval = ""
@@ -114,14 +108,18 @@ def front_page(
     footnotes: Sequence[str],
     controls: str,
     warnings: Mapping[str, str] | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> str:
     """The page: ``sections`` (title, its columns, its systems in rank order); ``numbers`` the
     leaderboard's long table (system, column, value, lower, upper, n); ``cells`` its text cells
     (system -> column -> text: the marks); ``ranks`` "rank <column>" -> system -> its rank as
     shown ("r of N"); ``coverage``: a file-based system's coverage note (its footnote), by system;
     ``warnings``: suite -> the sentence saying its judge or metric cannot rank these systems
-    (first under the suite's title, and on its plot)."""
+    (first under the suite's title, and on its plot); ``sources``: the short source of a system
+    no file brought ("model", a reference's or baseline's note, released judgments: default
+    "model").  Each suite's plot shows its headline score, its first column."""
     warnings = warnings or {}
+    sources = sources or {}
     by_cell = {(r["system"], r["column"]): r for r in numbers.to_dict("records")}
     notes: list[str] = []
     parts = [f"<style>{STYLE}</style>", '<div class="isqa-front">']
@@ -142,13 +140,13 @@ def front_page(
                     notes.append(coverage[system])
                 source = f"file<sup>{notes.index(coverage[system]) + 1}</sup>"
             else:
-                source = "model"
+                source = html.escape(sources.get(system, "model"))
             rows.append(
                 f'<tr><td class="name">{html.escape(system)}</td>{"".join(tds)}'
                 f"<td>{source}</td></tr>"
             )
         table = f"<table><tr><th>system</th>{head}</tr>{''.join(rows)}</table>"
-        headline = next((c for c in columns if c.startswith(HEADLINES.get(title, "\0"))), None)
+        headline = columns[0] if columns else None
         figure = ""
         if headline:
             points = [

@@ -7,6 +7,7 @@ from isqaflow.suites.base import ModelRule, Suite
 
 SUITE = Suite(
     name="arena",
+    title="RAG-QA Arena",
     rules=(
         ModelRule(
             "rag_answers",

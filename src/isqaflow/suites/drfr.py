@@ -7,6 +7,7 @@ from isqaflow.suites.base import ModelRule, Suite
 
 SUITE = Suite(
     name="drfr",
+    title="InFoBench (DRFR)",
     rules=(
         ModelRule(
             "drfr_responses",

@@ -8,6 +8,7 @@ from isqaflow.suites.base import ModelRule, Suite
 
 SUITE = Suite(
     name="isqa",
+    title="ISQA summaries",
     rules=(
         ModelRule(
             "baseline_summaries",

@@ -19,6 +19,8 @@ from isqaflow.arena.ratings.length import (
     query_difficulty,
 )
 
+from isqaflow.arena.ratings.length_v1 import lc_table_v1
+
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "lc_alpaca_eval.json"
 
 
@@ -120,6 +122,11 @@ def test_no_length_effect_leaves_the_win_rate():
     assert row["LC win rate %"] == pytest.approx(row["win rate (ties half) %"], abs=0.5)
     assert row["LC lower"] <= row["LC win rate %"] <= row["LC upper"]
     assert row["n"] == 40
+    # its standard error as AlpacaEval's (the sample SE of the mean preference, x100), in both fits
+    expected = 100 * np.std([1.0] * 25 + [0.0] * 10 + [0.5] * 5, ddof=1) / np.sqrt(40)
+    assert row["win rate SE"] == pytest.approx(expected, abs=1e-12)
+    v1 = lc_table_v1(prefs, rounds=5, seed=1).iloc[0]
+    assert v1["win rate SE"] == pytest.approx(expected, abs=1e-12)
 
 
 def test_query_difficulty_from_all_systems():

@@ -17,7 +17,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from isqaflow.arena.ratings.length_inputs import identification
+from isqaflow.arena.ratings.length_inputs import (
+    RAW_WIN_RATE,
+    RAW_WIN_RATE_SE,
+    identification,
+    raw_win_rate,
+)
 from isqaflow.arena.ratings.length_v1 import difficulty_from_weights, fit_v1, predict_from_weights
 from isqaflow.arena.ratings.style import markdown_counts, style_controlled
 from isqaflow.data.peers import (
@@ -136,6 +141,16 @@ def test_published_coefficients_with_an_implied_difficulty(alpaca):
     assert gaps.abs().mean() < raw_gaps.abs().mean()
     closer = gaps.abs() < raw_gaps.abs()
     assert closer.drop("FuseChat-Llama-3.1-8B-Instruct").all(), gaps[~closer]
+
+
+def test_the_raw_win_rate_and_its_standard_error_are_the_published_ones(alpaca):
+    """The raw win rate and its standard error (the leaderboard's interval for AlpacaEval's
+    systems) equal the published win_rate and standard_error of every model here."""
+    prefs, _, board = alpaca
+    for system, mine in prefs.groupby("system"):
+        got = raw_win_rate(mine["preference"])
+        assert got[RAW_WIN_RATE] == pytest.approx(board.loc[system, "win_rate"], abs=1e-9)
+        assert got[RAW_WIN_RATE_SE] == pytest.approx(board.loc[system, "standard_error"], abs=1e-9)
 
 
 def test_identification_on_the_real_annotations(alpaca):

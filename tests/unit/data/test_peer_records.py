@@ -310,3 +310,45 @@ def test_records_without_answer_texts_stay_out_of_the_length_tables():
 def test_no_judged_summary_gives_an_empty_table_with_its_columns():
     table = summary_drfr(pd.DataFrame())
     assert table.empty and list(table.columns) == list(SUMMARY_COLUMNS)
+
+
+def test_the_leaderboards_origins_come_from_the_format_registry():
+    """config/peers.yaml's entries, each keyed as the tables key its cells (the arena's setting
+    label, DRFR's judge), with its benchmark as section and its publisher as source; every format
+    has its registry entry (the one place the leaderboard reads what the records are)."""
+    from pathlib import Path
+
+    import yaml
+
+    from isqaflow.data.peers.records import FORMATS, PEER_FORMATS, leaderboard_origins
+
+    assert set(PEER_FORMATS) == set(FORMATS)
+    peers = yaml.safe_load((Path(__file__).resolve().parents[3] / "config/peers.yaml").read_text())[
+        "peers"
+    ]
+    origins = leaderboard_origins(peers)
+    assert {key: (o["section"], o["source"], o["baseline"]) for key, o in origins.items()} == {
+        "arena:peers.arena-hard-v0.1": (
+            "Arena-Hard-Auto (released judgments)",
+            "released judgments (lmarena/arena-hard-auto)",
+            "gpt-4-0314",
+        ),
+        "arena:peers.arena-hard-pythia": (
+            "Arena-Hard-Auto (released judgments)",
+            "released judgments (lmarena/arena-hard-auto)",
+            "gpt-4-0314",
+        ),
+        "arena:peers.alpaca_eval_2": (
+            "AlpacaEval 2.0 (released judgments)",
+            "released judgments (tatsu-lab/alpaca_eval)",
+            "gpt4_1106_preview",
+        ),
+        "drfr:gpt-4": (
+            "InFoBench (released judgments)",
+            "released judgments (qinyiwei/InFoBench)",
+            None,
+        ),
+    }
+    assert origins["arena:peers.alpaca_eval_2"]["verdicts"] == "soft preferences"
+    assert origins["arena:peers.arena-hard-v0.1"]["baseline_ranked"]
+    assert not origins["arena:peers.alpaca_eval_2"]["baseline_ranked"]

@@ -280,6 +280,7 @@ def test_the_settings_come_from_the_rules_params():
         "judge_pairs",
         "rounds",
         "seed",
+        "origins",
         "code",
     }
     values = {
@@ -287,6 +288,7 @@ def test_the_settings_come_from_the_rules_params():
         "judge_pairs": PAIRS,
         "rounds": 200,
         "seed": 1,
+        "origins": {},
         "code": "sha",
     }
     got = LeaderboardSettings.from_rule(SimpleNamespace(**values), SimpleNamespace())
@@ -315,7 +317,9 @@ def test_one_row_per_system_with_n_per_cell(tables):
         "mine",
         "smollm2",
         "smollm2 baseline_2",
-    ]  # file-based systems first
+        "abstract",
+        "lfrqa",
+    ]  # file-based systems first; the suites' references last
     mine = board.loc["mine"]
     assert (
         mine["source"] == "file: arena (3/15, partial), drfr (4/12, partial), isqa (2/3, partial)"
@@ -354,9 +358,9 @@ def test_one_row_per_system_with_n_per_cell(tables):
     assert (
         smollm2["QAGS"] == "" and board.loc["smollm2 baseline_2", "QAGS"] == "10.0 (n=1)"
     )  # one paper: no interval
-    assert (
-        "lfrqa" not in board.index and "smollm2 baseline_1" not in board.index
-    )  # not a judged system
+    assert "smollm2 baseline_1" not in board.index  # not a judged system
+    # LFRQA: the arena's reference, a row of its own (tests/unit/report/test_leaderboard_references.py)
+    assert board.loc["lfrqa", "source"].startswith("reference: ")
     caption = (t / "leaderboard.md").read_text().split("\n\n")[0]
     for instrument in (
         "DRFR judge",
@@ -588,14 +592,15 @@ def test_rank_respects_ties_within_the_interval_and_sorts_the_rows(tables):
         board.loc["mine", "rank DRFR overall"] == "1 of 2 not decisive"
         and board.loc["smollm2", "rank DRFR overall"] == "2 of 2 not decisive"
     )
-    assert list(board.index) == ["mine", "smollm2", "smollm2 baseline_2"]  # by rank; unranked last
+    # by rank; unranked last, the references after the systems
+    assert list(board.index) == ["mine", "smollm2", "smollm2 baseline_2", "abstract", "lfrqa"]
     table5.loc[table5["model"] == "mine", ["Overall", "Overall_lower", "Overall_upper"]] = [
         0.1,
         0.05,
         0.2,
     ]
     table5.to_csv(t / "drfr_table5_long.csv", index=False)
-    assert list(build(t).index) == ["smollm2", "mine", "smollm2 baseline_2"]
+    assert list(build(t).index)[:3] == ["smollm2", "mine", "smollm2 baseline_2"]
 
 
 def test_the_markdown_view_is_one_compact_table_per_suite(tables, tmp_path):
@@ -627,7 +632,7 @@ def test_the_markdown_view_is_one_compact_table_per_suite(tables, tmp_path):
     assert page.read_text().count("<table>") == 3
     # the CSV stays one row per system with every column
     board = pd.read_csv(t / "leaderboard.csv", index_col=0)
-    assert {"DRFR overall", "Bradley-Terry", "QAGS"} <= set(board.columns) and len(board) == 3
+    assert {"DRFR overall", "Bradley-Terry", "QAGS"} <= set(board.columns) and len(board) == 5
 
 
 def test_the_leaderboard_shows_the_judge_panels_agreement_and_leave_one_out(tables):

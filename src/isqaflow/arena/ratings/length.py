@@ -71,6 +71,7 @@ from isqaflow.arena.ratings.length_inputs import (
     check_preferences,
     identification,
     preferences,
+    raw_win_rate,
 )
 from isqaflow.seeds import keyed_rng
 
@@ -272,7 +273,7 @@ def lc_table(prefs: pd.DataFrame, rounds: int, seed: int, key: str = "") -> pd.D
                 "n": len(mine),
                 "longer": int((delta > 0).sum()),
                 "shorter": int((delta < 0).sum()),
-                "win rate (ties half) %": 100 * mine["preference"].mean(),
+                **raw_win_rate(mine["preference"]),
                 "LC win rate %": np.nan,
                 "LC lower": np.nan,
                 "LC upper": np.nan,

@@ -36,6 +36,16 @@ MIN_PAIRS = 2 * FOLDS  # fewer pairs: no LC win rate, no interval (5 folds of at
 MIN_SIDE = 3  # pairs with the system not shorter, and not longer, at the least
 MIN_SIDE_SHARE = 0.05  # ... and this share of the pairs on each side: 0 in the central 90%
 PREFERENCE_COLUMNS = ("system", "baseline", "query", "preference", "len_system", "len_baseline")
+RAW_WIN_RATE = "win rate (ties half) %"
+RAW_WIN_RATE_SE = "win rate SE"
+
+
+def raw_win_rate(preference: pd.Series) -> dict[str, float]:
+    """A system's raw win rate over its baseline (ties half: the mean preference, x100) and its
+    standard error as AlpacaEval reports it (``standard_error`` of ``alpaca_eval``'s
+    ``get_winrate``: the sample standard error of the mean preference, ddof 1, x100; NaN for one
+    pair) -- the interval of a win rate from soft preferences, which give no battles."""
+    return {RAW_WIN_RATE: 100 * preference.mean(), RAW_WIN_RATE_SE: 100 * preference.sem()}
 
 
 def soft_verdict(verdict) -> float | None:

@@ -41,7 +41,12 @@ import numpy as np
 import pandas as pd
 
 from isqaflow.arena.ratings.length import CS, l1_model, sigmoid, query_difficulty
-from isqaflow.arena.ratings.length_inputs import FOLDS, check_preferences, identification
+from isqaflow.arena.ratings.length_inputs import (
+    FOLDS,
+    check_preferences,
+    identification,
+    raw_win_rate,
+)
 from isqaflow.seeds import keyed_rng
 
 LAMBDA = 0.2  # alpaca_eval's regularize_to_baseline_lambda of length_controlled_v1
@@ -216,7 +221,7 @@ def lc_table_v1(
                 "n": len(mine),
                 "longer": int((delta > 0).sum()),
                 "shorter": int((delta < 0).sum()),
-                "win rate (ties half) %": 100 * mine["preference"].mean(),
+                **raw_win_rate(mine["preference"]),
                 "LC win rate %": np.nan,
                 "LC lower": np.nan,
                 "LC upper": np.nan,

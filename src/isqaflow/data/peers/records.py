@@ -50,13 +50,41 @@ from isqaflow.data.peers.infobench_eval import read_infobench_eval
 from isqaflow.io import RecordError, read_jsonl, write_jsonl
 from isqaflow.text.matching import match_key
 
-# format -> the suite whose tables read its records
-SUITES = {
-    "arena_hard_battles": "arena",
-    "arena_hard_judgments": "arena",
-    "alpaca_eval_annotations": "arena",
-    "infobench_eval": "drfr",
+
+@dataclass(frozen=True)
+class PeerFormat:
+    """What the records of one format are, in the one place the tables and the leaderboard read
+    it: the ``suite`` whose tables read them, the ``benchmark`` whose released judgments they are,
+    its ``publisher`` (the repository that releases the benchmark and its judgments) and what
+    one record's verdict is (``verdicts``: ``battles`` -- labels the ratings fit --, ``soft
+    preferences`` -- a judge's probability, no battle outcome: win rates against the baseline,
+    no ratings -- or ``questions``: InFoBench's one YES/NO per decomposed question);
+    ``baseline``: the benchmark's baseline where the entry names none, and ``baseline_ranked``:
+    whether the benchmark ranks its baseline among the systems (arena-hard's leaderboard lists
+    gpt-4-0314 at 50 among the models; AlpacaEval's win rates are each a model against its
+    baseline)."""
+
+    suite: str
+    benchmark: str
+    publisher: str
+    verdicts: str
+    baseline: str | None = None
+    baseline_ranked: bool = False
+
+
+_ARENA_HARD = PeerFormat(
+    "arena", "Arena-Hard-Auto", "lmarena/arena-hard-auto", "battles", BASELINE, True
+)
+PEER_FORMATS = {
+    "arena_hard_battles": _ARENA_HARD,
+    "arena_hard_judgments": _ARENA_HARD,
+    "alpaca_eval_annotations": PeerFormat(
+        "arena", "AlpacaEval 2.0", "tatsu-lab/alpaca_eval", "soft preferences"
+    ),
+    "infobench_eval": PeerFormat("drfr", "InFoBench", "qinyiwei/InFoBench", "questions"),
 }
+# format -> the suite whose tables read its records
+SUITES = {name: fmt.suite for name, fmt in PEER_FORMATS.items()}
 FORMATS = tuple(SUITES)
 RULE = "released"
 _WINNER_VERDICT = {"model_a": "1", "model_b": "2", "tie": "tie"}
@@ -112,6 +140,34 @@ class PeerEntry:
     def from_rule(cls, params: Any, wildcards: Any) -> PeerEntry:
         """From rule peer_judgments' params (``entry``: the config entry) and wildcard ``name``."""
         return cls.from_config(wildcards.name, params.entry)
+
+
+def setting_label(name: str) -> str:
+    """The arena's setting of entry ``name`` (its tables' ``setting`` column; run "peers", judge
+    ``name``: rules/inputs/peers.smk)."""
+    return f"peers.{name}"
+
+
+def leaderboard_origins(peers: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What the peers' leaderboard says of each entry's cells (rule peer_leaderboard's
+    ``origins``; :class:`isqaflow.report.leaderboard.LeaderboardSettings`): keyed
+    ``arena:<setting>`` (:func:`setting_label`) or ``drfr:<judge>`` (the DRFR tables' key), its
+    ``section`` (the benchmark, "released judgments"), the rows' ``source`` (released judgments
+    and their publisher), the ``baseline``, ``baseline_ranked`` and the ``verdicts``
+    (:class:`PeerFormat`)."""
+    out = {}
+    for name, config in peers.items():
+        entry = PeerEntry.from_config(name, config)
+        fmt = PEER_FORMATS[entry.format]
+        key = f"arena:{setting_label(name)}" if fmt.suite == "arena" else f"drfr:{entry.judge}"
+        out[key] = {
+            "section": f"{fmt.benchmark} (released judgments)",
+            "source": f"released judgments ({fmt.publisher})",
+            "baseline": entry.baseline or fmt.baseline,
+            "baseline_ranked": fmt.baseline_ranked,
+            "verdicts": fmt.verdicts,
+        }
+    return out
 
 
 def question_digest(instruction: str) -> str:
