@@ -62,8 +62,11 @@ def rule_note(*judgment_tables: pd.DataFrame) -> str:
     return f"Verdict rule: {shown}." if shown else ""
 
 
-def _caption(text: str, *notes: str) -> str:
-    return " ".join([text.rstrip(".") + ".", *(n for n in notes if n)])
+def _caption(text: str, *notes: str, warning: str = "") -> str:
+    """``warning`` (:func:`isqaflow.report.validity.cannot_rank`'s sentence) opens the caption."""
+    return " ".join(
+        [*([warning] if warning else []), text.rstrip(".") + ".", *(n for n in notes if n)]
+    )
 
 
 def _cell(point: float, lower: float, upper: float, n: int) -> str:
@@ -194,6 +197,8 @@ def build_drfr_tables(
     summaries = load_judgments(summary_paths)
     control_summary = validity_summary(read_control_records(control_paths))
     controls = validity_note(control_summary, "DRFR judge")
+    # first, in every caption and the figure: the judge that fails its controls cannot rank
+    warning = cannot_rank(control_summary, "DRFR judge")
     rules = rule_note(judgments, summaries)
     numeric, formatted = main_table(judgments, rounds, seed)
     numeric.to_csv(out_dir / "drfr_table5_long.csv", index=False)
@@ -206,6 +211,7 @@ def build_drfr_tables(
             + "); INVALID replies count as NO",
             rules,
             controls,
+            warning=warning,
         ),
     )
     labels = label_table(judgments)
@@ -218,18 +224,21 @@ def build_drfr_tables(
             "with several labels counts toward each",
             rules,
             controls,
+            warning=warning,
         ),
     )
     write_table(
         category_table(judgments),
         table_paths(out_dir / "drfr_by_category"),
         digits=1,
-        caption=_caption("DRFR per instruction category (x100; n: questions)", rules, controls),
+        caption=_caption(
+            "DRFR per instruction category (x100; n: questions)", rules, controls, warning=warning
+        ),
     )
     label_figure(
         labels,
         [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"],
-        cannot_rank(control_summary, "DRFR judge"),
+        warning,
     )
     table = summary_drfr(summaries, rounds=rounds, seed=seed)
     table.to_csv(out_dir / "drfr_summaries_long.csv", index=False)
@@ -251,5 +260,6 @@ def build_drfr_tables(
             "over papers; n = papers; " + small_n_note("papers") + ")",
             rules,
             controls,
+            warning=warning,
         ),
     )
