@@ -256,6 +256,16 @@ def check_drfr(refs: References) -> None:
                 "the arena's calibrated rule reads a tie band; a DRFR verdict is YES or NO, "
                 "no DRFR stage reads it: leave it out",
             )
+    # people's labels of a responder's judged questions: a responder of the pool
+    for dataset, entry in refs.section("datasets", "instructions").items():
+        for responder in (entry or {}).get("human_labels") or {}:
+            refs.ref(
+                f"datasets.instructions.{dataset}.human_labels.{responder}",
+                responder,
+                refs.section("drfr", "responders"),
+                "DRFR responder",
+                "drfr.responders",
+            )
 
 
 def check_arena(refs: References) -> None:

@@ -13,8 +13,9 @@ files with the same exact tests as ``results/tables/validity.*``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from isqaflow.drfr.aggregate import (
     drfr_summary,
     summary_drfr,
 )
+from isqaflow.drfr.ppi_table import drfr_ppi_table, ppi_caption
 from isqaflow.io import read_jsonl
 from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
@@ -186,8 +188,12 @@ def build_drfr_tables(
     rounds: int,
     seed: int,
     control_paths: Sequence[str | Path] = (),
+    ppi: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk).
+
+    ``ppi``: per dataset, the judgments, human labels, responses and sample kind of the PPI
+    table (:func:`isqaflow.drfr.ppi_table.drfr_ppi_table`; None or empty: a table without rows).
 
     ``control_paths`` are the DRFR judges' control files; their summary (exact tests,
     :func:`isqaflow.report.validity.validity_summary`) is the captions' controls note.
@@ -262,4 +268,11 @@ def build_drfr_tables(
             controls,
             warning=warning,
         ),
+    )
+    anchored = drfr_ppi_table(ppi or {})
+    write_table(
+        anchored,
+        table_paths(out_dir / "drfr_ppi"),
+        digits=1,
+        caption=_caption(ppi_caption(anchored), rules, controls, warning=warning),
     )
