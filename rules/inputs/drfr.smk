@@ -31,14 +31,18 @@ def drfr_summary_judgment_files():
 
 def drfr_ppi_params():
     """dataset -> the PPI table's inputs (isqaflow.drfr.ppi_table): every judge's judgments,
-    each labelled responder's human labels and responses, how the labels were sampled."""
+    each labelled responder's human labels and responses, how the labels were sampled.
+    """
     drfr = config["drfr"]
     return {
         d: {
-            "judgments": [f"results/drfr/judgments/{d}/{j}.jsonl" for j in drfr["judges"]],
+            "judgments": [
+                f"results/drfr/judgments/{d}/{j}.jsonl" for j in drfr["judges"]
+            ],
             "labels": instruction_labels(d),
             "responses": {
-                r: f"results/drfr/responses/{d}/{r}.jsonl" for r in instruction_labels(d)
+                r: f"results/drfr/responses/{d}/{r}.jsonl"
+                for r in instruction_labels(d)
             },
             "sample": config["datasets"]["instructions"][d]["human_sample"],
         }
