@@ -35,6 +35,7 @@ TABLES = [
             "oracle",
             "feedback_stats",
             "appendix_questeval_v024",
+            "ppi",
         )
     ),
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries", "ppi")),
@@ -166,6 +167,7 @@ JUDGED_TABLES = [
             "oracle",
             "feedback_stats",
             "appendix_questeval_v024",
+            "ppi",
         )
     ),
     *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries", "ppi")),

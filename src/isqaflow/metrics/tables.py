@@ -33,7 +33,7 @@ below 6 papers) and a Wilcoxon signed-rank test (also no p-value below 6 papers)
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ import pandas as pd
 from isqaflow.io import read_jsonl
 from isqaflow.isqa.prompts import BASELINE_PROMPTS, PREHOC_PROMPTS
 from isqaflow.metrics.identical import feedback_use, identity_note, read_refinements
+from isqaflow.metrics.ppi_table import isqa_ppi_table, ppi_caption
 from isqaflow.stats import (
     MIN_PAIRS_FOR_TEST,
     SMALL_N,
@@ -448,9 +449,11 @@ def build_isqa_tables(
     seed: int,
     control_paths: Sequence[str | Path] = (),
     zero_papers: str = "keep",
+    ppi: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk);
-    ``zero_papers``: see :func:`load_scores`.
+    ``zero_papers``: see :func:`load_scores`; ``ppi``: the human evaluation's files per
+    "<dataset>/<summarizer>" (:func:`isqaflow.metrics.ppi_table.isqa_ppi_table`).
 
     ``control_paths`` are the known-answer control files of QAGS, QuestEval and the feedback
     models: the tables built on them end their captions with their accuracy (the numbers of
@@ -573,6 +576,13 @@ def build_isqa_tables(
             "step: a prompt change, not feedback)."
         )
         + feedback_controls,
+    )
+    anchored = isqa_ppi_table(scores, ppi or {})
+    write_table(
+        anchored,
+        table_paths(out_dir / "isqa_ppi"),
+        digits=1,
+        caption=opening + ppi_caption(anchored) + "." + metric_controls,
     )
     for dataset in datasets:
         figure3(

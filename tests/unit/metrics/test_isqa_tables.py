@@ -465,6 +465,7 @@ TABLES = [
     "oracle",
     "feedback_stats",
     "appendix_questeval_v024",
+    "ppi",
 ]
 
 
@@ -482,6 +483,11 @@ def built(score_files, steps_files, tmp_path_factory):
         datasets=["qasper", "scimrc"],
         rounds=ROUNDS,
         seed=SEED,
+        # no filled human sheets: isqa_ppi keeps each metric's mean and says why
+        ppi={
+            f"{d}/{s}": {"systems": ["baseline_2", "isqa-lora-human"], "filled": {}}
+            for d, s in PAIRS
+        },
     )
     return out_dir, figure_dir
 
