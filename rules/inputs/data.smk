@@ -39,8 +39,11 @@ def human_labels_checked():
 
 
 def instruction_labels(dataset):
-    """responder -> its human labels file (datasets.instructions.<dataset>.human_labels)."""
-    return dict(config["datasets"]["instructions"][dataset].get("human_labels") or {})
+    """responder -> its human labels file (datasets.instructions.<dataset>.human_labels), for
+    the responders of the pool (an overlay that removes one leaves its labels unread).
+    """
+    labels = config["datasets"]["instructions"][dataset].get("human_labels") or {}
+    return {r: p for r, p in labels.items() if r in config["drfr"]["responders"]}
 
 
 def instruction_labels_checked(dataset):
