@@ -147,6 +147,31 @@ rule convert_rag:
         "../scripts/convert_rag.py"
 
 
+# The DRFR human labels of a dataset (one file per responder), checked against its converted
+# instructions right after them (priority 90); drfr_tables, the one job that reads them, waits.
+rule check_drfr_human_labels:
+    input:
+        labels=lambda wc: list(instruction_labels(wc.dataset).values()),
+        instructions=lambda wc: instructions_file(wc.dataset),
+    output:
+        checked="results/data/instructions/{dataset}.human_labels.checked.json",
+    log:
+        "logs/check_drfr_human_labels/{dataset}.log",
+    priority: 90
+    localrule: local_stage("data")
+    conda:
+        "../envs/data.yaml"
+    threads: threads_for("data")
+    resources:
+        **cluster_resources("data", gpu=0),
+    params:
+        labels=lambda wc: instruction_labels(wc.dataset),
+        responders=list(config["drfr"]["responders"]),
+        code=code("isqaflow.data.instruction_labels"),
+    script:
+        "../scripts/check_drfr_human_labels.py"
+
+
 # The human preference file, checked against the converted queries right after them (priority
 # 90); the jobs that read the labels (arena_judge_checks, and through it arena_tables) wait for
 # it, so a malformed file stops them before they start, not inside the judge's job.  Only those:

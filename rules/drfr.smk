@@ -123,6 +123,9 @@ rule drfr_tables:
         judgments=lambda wc: drfr_judgment_files(),
         summaries=lambda wc: drfr_summary_judgment_files(),
         controls=lambda wc: drfr_validity_files(),
+        # the human labels (checked first: rule check_drfr_human_labels) and the responses
+        # they label, for drfr_ppi
+        human=lambda wc: drfr_human_inputs(),
     output:
         tables=report(
             expand(
@@ -152,6 +155,7 @@ rule drfr_tables:
     params:
         rounds=config["drfr"]["bootstrap_rounds"],
         seed=config["seed"],
+        ppi=lambda wc: drfr_ppi_params(),
         code=code("isqaflow.drfr.tables"),
     script:
         "../scripts/drfr_tables.py"

@@ -75,6 +75,8 @@ rule isqa_tables:
         ],
         steps=lambda wc: isqa_steps_files(),
         controls=lambda wc: metric_validity_files() + feedback_validity_files(),
+        # the filled human sheets, for isqa_ppi
+        human=lambda wc: isqa_human_inputs(),
     output:
         tables=report(
             expand(
@@ -110,6 +112,7 @@ rule isqa_tables:
         rounds=config["metrics"]["bootstrap_rounds"],
         zero_papers=config["metrics"]["zero_papers"],
         seed=config["seed"],
+        ppi=lambda wc: isqa_ppi_params(),
         code=code("isqaflow.metrics.tables"),
     script:
         "../scripts/isqa_tables.py"

@@ -106,6 +106,7 @@ rule peer_drfr_tables:
     params:
         rounds=config["drfr"]["bootstrap_rounds"],
         seed=config["seed"],
+        ppi={},  # no human labels of the peers' judgments: drfr_ppi without rows
         code=code("isqaflow.drfr.tables"),
     script:
         "../scripts/drfr_tables.py"

@@ -14,4 +14,5 @@ with job(snakemake):
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
         control_paths=snakemake.input.controls,
+        ppi=snakemake.params.ppi,
     )

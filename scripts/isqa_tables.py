@@ -18,4 +18,5 @@ with job(snakemake):
         seed=snakemake.params.seed,
         control_paths=snakemake.input.controls,
         zero_papers=snakemake.params.zero_papers,
+        ppi=snakemake.params.ppi,
     )

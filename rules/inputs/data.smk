@@ -36,3 +36,20 @@ def human_labels_checked():
     return (
         [HUMAN_LABELS_CHECKED] if config["datasets"]["rag"].get("human_labels") else []
     )
+
+
+def instruction_labels(dataset):
+    """responder -> its human labels file (datasets.instructions.<dataset>.human_labels), for
+    the responders of the pool (an overlay that removes one leaves its labels unread).
+    """
+    labels = config["datasets"]["instructions"][dataset].get("human_labels") or {}
+    return {r: p for r, p in labels.items() if r in config["drfr"]["responders"]}
+
+
+def instruction_labels_checked(dataset):
+    """The DRFR human labels' check of a dataset (rule check_drfr_human_labels), or nothing."""
+    return (
+        [f"results/data/instructions/{dataset}.human_labels.checked.json"]
+        if instruction_labels(dataset)
+        else []
+    )

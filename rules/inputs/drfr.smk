@@ -27,3 +27,37 @@ def drfr_judgment_files():
 
 def drfr_summary_judgment_files():
     return [job.output for job in model_jobs("drfr_summaries")]
+
+
+def drfr_ppi_params():
+    """dataset -> the PPI table's inputs (isqaflow.drfr.ppi_table): every judge's judgments,
+    each labelled responder's human labels and responses, how the labels were sampled.
+    """
+    drfr = config["drfr"]
+    return {
+        d: {
+            "judgments": [
+                f"results/drfr/judgments/{d}/{j}.jsonl" for j in drfr["judges"]
+            ],
+            "labels": instruction_labels(d),
+            "responses": {
+                r: f"results/drfr/responses/{d}/{r}.jsonl"
+                for r in instruction_labels(d)
+            },
+            "sample": config["datasets"]["instructions"][d]["human_sample"],
+        }
+        for d in drfr["datasets"]
+    }
+
+
+def drfr_human_inputs():
+    """The human labels' files, their checks and the labelled responders' responses."""
+    return [
+        p
+        for d, entry in drfr_ppi_params().items()
+        for p in [
+            *entry["labels"].values(),
+            *entry["responses"].values(),
+            *instruction_labels_checked(d),
+        ]
+    ]

@@ -38,3 +38,28 @@ def isqa_steps_files():
         f"results/summaries/{d}/{s}/isqa-{f}-{q}.steps.jsonl"
         for d, s, f, q in isqa_runs()
     ]
+
+
+def isqa_ppi_params():
+    """ "<dataset>/<summarizer>" -> the isqa_ppi table's human evaluation (isqaflow.metrics.
+    ppi_table): the systems compared, the sheets' key and assignment, the filled sheets.
+    """
+    return {
+        f"{d}/{s}": {
+            "systems": list(config["human_eval"]["systems"]),
+            "key": f"results/human_eval/{d}/{s}/key.csv",
+            "assignment": f"results/human_eval/{d}/{s}/assignment.json",
+            "filled": dict(human_eval_filled(d, s)),
+        }
+        for d, s in isqa_pairs()
+    }
+
+
+def isqa_human_inputs():
+    """The filled sheets with their key and assignment, where sheets are filled."""
+    return [
+        p
+        for entry in isqa_ppi_params().values()
+        if entry["filled"]
+        for p in [entry["key"], entry["assignment"], *entry["filled"].values()]
+    ]

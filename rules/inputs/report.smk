@@ -29,6 +29,11 @@ def raw_dataset_files():
         )
     if datasets["rag"].get("human_labels"):
         files["rag/human_labels"] = [datasets["rag"]["human_labels"]]
+    for d in datasets["instructions"]:
+        if instruction_labels(d):
+            files[f"instructions/{d}/human_labels"] = list(
+                instruction_labels(d).values()
+            )
     files.update(system_files())  # one's own systems' outputs files (rules/systems.smk)
     return files
 

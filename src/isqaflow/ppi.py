@@ -34,7 +34,7 @@ the coverage by simulation (a judge biased on purpose).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from statistics import NormalDist
 
 import numpy as np
@@ -42,7 +42,9 @@ from numpy.typing import ArrayLike
 
 __all__ = [
     "NOT_RANDOM",
+    "ROW_COLUMNS",
     "PPIEstimate",
+    "anchored_row",
     "classical_mean_ci",
     "ppi_lambda",
     "ppi_mean",
@@ -210,3 +212,101 @@ def ppi_paired_difference(
             raise ValueError(f"paired {name}: {a.size} for a but {b.size} for b")
         diffs.append(b - a)
     return ppi_mean(*diffs, alpha=alpha, random_subset=random_subset)
+
+
+#: The columns of a table row of :func:`anchored_row` (percentages x100), the arena's, DRFR's
+#: and ISQA's PPI tables alike.
+ROW_COLUMNS = [
+    "N judged",
+    "judge %",
+    "judge lower",
+    "judge upper",
+    "n human",
+    "human %",
+    "PPI %",
+    "PPI lower",
+    "PPI upper",
+    "lambda",
+    "note",
+]
+
+
+def anchored_row(
+    judge: ArrayLike,
+    human: ArrayLike,
+    *,
+    random_subset: bool,
+    unit: str,
+    sample_setting: str,
+    no_labels: str,
+    bounded: tuple[float, float] | None = (0.0, 1.0),
+) -> dict:
+    """One row of a PPI table (:data:`ROW_COLUMNS`, x100): the judge-only mean over every judged
+    item with its normal interval beside the PPI++ estimate (:func:`ppi_mean`) on the items that
+    people labelled.  ``human`` is aligned with ``judge``, NaN where an item has no human label.
+
+    The note says why there is no PPI estimate: ``no_labels`` where no item is labelled, the
+    subset not drawn at random (``sample_setting``, e.g. "datasets.rag.human_sample: chosen",
+    named), fewer than 2 labelled or unlabelled ``unit`` (e.g. "judged pairs"); and why the
+    judge has no interval where every item got the same label (a zero-width one would read as
+    certainty).  ``bounded``: the outcome's range, at which the judge's normal interval is cut
+    (None: not cut).
+    """
+    judge = _vector(judge, "judge labels")
+    human = np.asarray(human, dtype=float)
+    if human.shape != judge.shape:
+        raise ValueError(f"{human.size} human entries for {judge.size} judged items")
+    low = high = np.nan
+    same = judge.size >= 2 and bool(np.all(judge == judge[0]))
+    if judge.size >= 2 and not same:
+        _, low, high = classical_mean_ci(judge)
+        if bounded is not None:  # never reported beyond the values the outcome can take
+            low, high = max(low, bounded[0]), min(high, bounded[1])
+    labelled = ~np.isnan(human)
+    row = {
+        "N judged": int(judge.size),
+        "judge %": 100 * judge.mean() if judge.size else np.nan,
+        "judge lower": 100 * low,
+        "judge upper": 100 * high,
+        "n human": int(labelled.sum()),
+        "human %": 100 * float(human[labelled].mean()) if labelled.any() else np.nan,
+        "PPI %": np.nan,
+        "PPI lower": np.nan,
+        "PPI upper": np.nan,
+        "lambda": np.nan,
+        "note": "",
+    }
+    no_spread = (
+        f"every {unit[:-1] if unit.endswith('s') else unit} got {100 * judge[0]:g}: no interval "
+        "(a zero-width one would read as certainty); "
+        if same
+        else ""
+    )
+    if not row["n human"]:
+        row["note"] = no_spread + no_labels
+    elif not random_subset:
+        row["note"] = no_spread + NOT_RANDOM + f" ({sample_setting})"
+    elif row["n human"] < 2 or (~labelled).sum() < 2:
+        row["note"] = no_spread + f"PPI needs at least 2 labelled and 2 unlabelled {unit}"
+    else:
+        est = ppi_mean(human[labelled], judge[labelled], judge[~labelled])
+        if est.ppi_high == est.ppi_low:  # no spread left: a zero-width normal interval
+            why = (
+                f"people gave all {est.n_human} labelled {unit} one label ({est.human * 100:g}) "
+                "and the judge gets no weight (lambda 0)"
+                if est.ppi_lambda == 0
+                else "the labels have no spread"
+            )
+            row["note"] = (
+                no_spread + why + ": no PPI interval (a zero-width one would read as certainty)"
+            )
+            est = replace(est, ppi_low=float("nan"), ppi_high=float("nan"))
+        row.update(
+            {
+                "PPI %": 100 * est.ppi,
+                "PPI lower": 100 * est.ppi_low,
+                "PPI upper": 100 * est.ppi_high,
+                "lambda": est.ppi_lambda,
+            }
+        )
+    return row

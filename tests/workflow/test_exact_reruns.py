@@ -88,6 +88,7 @@ CASES = {
         _append("data/embedded/infobench/InfoBench-embedded.json"),
         {
             "convert_instructions": 1,
+            "check_drfr_human_labels": 1,  # the labels are checked against the instructions
             "file_responses": 1,
             "drfr_responses": 2,
             "drfr_judge": 1,
@@ -122,6 +123,10 @@ CASES = {
             "judge_audit": 1,
             "paired_tests": 1,
         },
+    ),
+    "human labels: one DRFR edit": (
+        _append("data/embedded/infobench/human-labels-handwritten.jsonl"),
+        {"check_drfr_human_labels": 1, "drfr_tables": 1},
     ),
     "controls: validity.arena.per_domain": (
         _config("per_domain", _per_domain),

@@ -35,9 +35,10 @@ TABLES = [
             "oracle",
             "feedback_stats",
             "appendix_questeval_v024",
+            "ppi",
         )
     ),
-    *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
+    *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries", "ppi")),
     *(
         f"arena_{t}"
         for t in (
@@ -166,9 +167,10 @@ JUDGED_TABLES = [
             "oracle",
             "feedback_stats",
             "appendix_questeval_v024",
+            "ppi",
         )
     ),
-    *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries")),
+    *(f"drfr_{t}" for t in ("table5", "by_constraint", "by_category", "summaries", "ppi")),
     *(
         f"arena_{t}"
         for t in (
@@ -656,3 +658,14 @@ def test_report_gathers_every_table_and_figure(run, tmp_path):
     for table in TABLES:
         assert f"{table}.html" in names, table
     assert {"arena.html", "drfr.html"} <= names
+
+
+def test_drfr_ppi_anchors_the_handwritten_responses_on_their_embedded_labels(run):
+    """Issue 40: the embedded human labels (8 of the handwritten responder's 16 questions, drawn
+    at random) give drfr_ppi its row with n human and N judged stated."""
+    table = pd.read_csv(run / "results/tables/drfr_ppi.csv")
+    row = table[table["responder"] == "handwritten"].iloc[0]
+    assert (row["n human"], row["N judged"], row["human %"]) == (8, 16, 100)
+    assert not pd.isna(row["PPI %"])
+    others = table[table["responder"] != "handwritten"]
+    assert (others["n human"] == 0).all() and others["note"].str.contains("no human label").all()

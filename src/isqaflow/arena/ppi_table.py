@@ -20,32 +20,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import numpy as np
 import pandas as pd
 
 from isqaflow.arena.judging.agreement import human_majority, read_human_labels
-from isqaflow.ppi import NOT_RANDOM, classical_mean_ci, ppi_mean
+from isqaflow.ppi import ROW_COLUMNS, anchored_row
 
 __all__ = ["HUMAN_SAMPLES", "PREFERENCE", "human_preferences", "ppi_table"]
 
 HUMAN_SAMPLES = ("random", "chosen")
 PREFERENCE = {"1": 1.0, "tie": 0.5, "2": 0.0}  # the system (answer 1) over the reference
 _HUMAN_PREFERENCE = {1: 1.0, 0: 0.5, -1: 0.0}
-COLUMNS = [
-    "setting",
-    "system",
-    "N judged",
-    "judge %",
-    "judge lower",
-    "judge upper",
-    "n human",
-    "human %",
-    "PPI %",
-    "PPI lower",
-    "PPI upper",
-    "lambda",
-    "note",
-]
+COLUMNS = ["setting", "system", *ROW_COLUMNS]
 
 
 def _normal(text: object) -> str:
@@ -82,66 +67,21 @@ def human_preferences(human_csv: str, reference: str) -> pd.DataFrame:
 def _row(
     setting: str, system: str, judged: pd.DataFrame, human: pd.DataFrame, random: bool
 ) -> dict:
-    judge = judged["judge"].to_numpy(dtype=float)
-    low = high = np.nan
-    same = judge.size >= 2 and bool(np.all(judge == judge[0]))
-    if judge.size >= 2 and not same:
-        _, low, high = classical_mean_ci(judge)
-        # a preference lies in [0, 1]: the normal interval is cut at the bounds it cannot pass
-        # (n=15 gave "-1.2" for a win rate), never reported beyond them
-        low, high = max(low, 0.0), min(high, 1.0)
-    row = {
+    merged = judged.merge(human, on=["domain", "qid", "system", "answer"], how="left")
+    others = sorted(set(human["system"]) - {system})
+    return {
         "setting": setting,
         "system": system,
-        "N judged": int(judge.size),
-        "judge %": 100 * judge.mean() if judge.size else np.nan,
-        "judge lower": 100 * low,
-        "judge upper": 100 * high,
-        "n human": 0,
-        "human %": np.nan,
-        "PPI %": np.nan,
-        "PPI lower": np.nan,
-        "PPI upper": np.nan,
-        "lambda": np.nan,
-        "note": "",
+        **anchored_row(
+            judged["judge"].to_numpy(dtype=float),
+            merged["human"].to_numpy(dtype=float),
+            random_subset=random,
+            unit="judged pairs",
+            sample_setting="datasets.rag.human_sample: chosen",
+            no_labels="no human label of this system's judged answers"
+            + (f" (the human pairs are of {', '.join(others)})" if others else ""),
+        ),
     }
-    merged = judged.merge(human, on=["domain", "qid", "system", "answer"], how="left")
-    labelled = merged["human"].notna().to_numpy()
-    row["n human"] = int(labelled.sum())
-    if row["n human"]:
-        row["human %"] = 100 * float(merged.loc[labelled, "human"].mean())
-    others = sorted(set(human["system"]) - {system})
-    no_spread = (
-        f"every judged pair got {100 * judge[0]:g}: no interval (a zero-width one would read as "
-        "certainty); "
-        if same
-        else ""
-    )
-    if not row["n human"]:
-        row["note"] = (
-            no_spread
-            + "no human label of this system's judged answers"
-            + (f" (the human pairs are of {', '.join(others)})" if others else "")
-        )
-    elif not random:
-        row["note"] = no_spread + NOT_RANDOM + " (datasets.rag.human_sample: chosen)"
-    elif row["n human"] < 2 or (~labelled).sum() < 2:
-        row["note"] = no_spread + "PPI needs at least 2 labelled and 2 unlabelled judged pairs"
-    else:
-        est = ppi_mean(
-            merged.loc[labelled, "human"].to_numpy(dtype=float),
-            judge[labelled],
-            judge[~labelled],
-        )
-        row.update(
-            {
-                "PPI %": 100 * est.ppi,
-                "PPI lower": 100 * est.ppi_low,
-                "PPI upper": 100 * est.ppi_high,
-                "lambda": est.ppi_lambda,
-            }
-        )
-    return row
 
 
 def ppi_table(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -256,6 +258,19 @@ def check_drfr(refs: References) -> None:
                 "the arena's calibrated rule reads a tie band; a DRFR verdict is YES or NO, "
                 "no DRFR stage reads it: leave it out",
             )
+    # people's labels of a responder the pool does not have are not read (an overlay may remove
+    # the default's handwritten responder); a name close to a responder's is a misspelling
+    responders = sorted(refs.section("drfr", "responders"))
+    for dataset, entry in refs.section("datasets", "instructions").items():
+        for responder in (entry or {}).get("human_labels") or {}:
+            close = difflib.get_close_matches(str(responder), responders, n=1, cutoff=0.8)
+            if responder not in responders and close:
+                refs.problem(
+                    f"datasets.instructions.{dataset}.human_labels.{responder}",
+                    f"no DRFR responder {responder!r} in drfr.responders (did you mean "
+                    f"{close[0]!r}?); the labels of a responder the pool does not have are "
+                    "not read",
+                )
 
 
 def check_arena(refs: References) -> None:

@@ -13,8 +13,9 @@ files with the same exact tests as ``results/tables/validity.*``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -27,6 +28,7 @@ from isqaflow.drfr.aggregate import (
     drfr_summary,
     summary_drfr,
 )
+from isqaflow.drfr.ppi_table import drfr_ppi_table, ppi_caption
 from isqaflow.io import read_jsonl
 from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
@@ -62,8 +64,11 @@ def rule_note(*judgment_tables: pd.DataFrame) -> str:
     return f"Verdict rule: {shown}." if shown else ""
 
 
-def _caption(text: str, *notes: str) -> str:
-    return " ".join([text.rstrip(".") + ".", *(n for n in notes if n)])
+def _caption(text: str, *notes: str, warning: str = "") -> str:
+    """``warning`` (:func:`isqaflow.report.validity.cannot_rank`'s sentence) opens the caption."""
+    return " ".join(
+        [*([warning] if warning else []), text.rstrip(".") + ".", *(n for n in notes if n)]
+    )
 
 
 def _cell(point: float, lower: float, upper: float, n: int) -> str:
@@ -183,8 +188,12 @@ def build_drfr_tables(
     rounds: int,
     seed: int,
     control_paths: Sequence[str | Path] = (),
+    ppi: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk).
+
+    ``ppi``: per dataset, the judgments, human labels, responses and sample kind of the PPI
+    table (:func:`isqaflow.drfr.ppi_table.drfr_ppi_table`; None or empty: a table without rows).
 
     ``control_paths`` are the DRFR judges' control files; their summary (exact tests,
     :func:`isqaflow.report.validity.validity_summary`) is the captions' controls note.
@@ -194,6 +203,8 @@ def build_drfr_tables(
     summaries = load_judgments(summary_paths)
     control_summary = validity_summary(read_control_records(control_paths))
     controls = validity_note(control_summary, "DRFR judge")
+    # first, in every caption and the figure: the judge that fails its controls cannot rank
+    warning = cannot_rank(control_summary, "DRFR judge")
     rules = rule_note(judgments, summaries)
     numeric, formatted = main_table(judgments, rounds, seed)
     numeric.to_csv(out_dir / "drfr_table5_long.csv", index=False)
@@ -206,6 +217,7 @@ def build_drfr_tables(
             + "); INVALID replies count as NO",
             rules,
             controls,
+            warning=warning,
         ),
     )
     labels = label_table(judgments)
@@ -218,18 +230,21 @@ def build_drfr_tables(
             "with several labels counts toward each",
             rules,
             controls,
+            warning=warning,
         ),
     )
     write_table(
         category_table(judgments),
         table_paths(out_dir / "drfr_by_category"),
         digits=1,
-        caption=_caption("DRFR per instruction category (x100; n: questions)", rules, controls),
+        caption=_caption(
+            "DRFR per instruction category (x100; n: questions)", rules, controls, warning=warning
+        ),
     )
     label_figure(
         labels,
         [figure_dir / "drfr_constraints.png", figure_dir / "drfr_constraints.svg"],
-        cannot_rank(control_summary, "DRFR judge"),
+        warning,
     )
     table = summary_drfr(summaries, rounds=rounds, seed=seed)
     table.to_csv(out_dir / "drfr_summaries_long.csv", index=False)
@@ -251,5 +266,13 @@ def build_drfr_tables(
             "over papers; n = papers; " + small_n_note("papers") + ")",
             rules,
             controls,
+            warning=warning,
         ),
+    )
+    anchored = drfr_ppi_table(ppi or {})
+    write_table(
+        anchored,
+        table_paths(out_dir / "drfr_ppi"),
+        digits=1,
+        caption=_caption(ppi_caption(anchored), rules, controls, warning=warning),
     )

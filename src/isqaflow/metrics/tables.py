@@ -33,7 +33,7 @@ below 6 papers) and a Wilcoxon signed-rank test (also no p-value below 6 papers)
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ import pandas as pd
 from isqaflow.io import read_jsonl
 from isqaflow.isqa.prompts import BASELINE_PROMPTS, PREHOC_PROMPTS
 from isqaflow.metrics.identical import feedback_use, identity_note, read_refinements
+from isqaflow.metrics.ppi_table import isqa_ppi_table, ppi_caption
 from isqaflow.stats import (
     MIN_PAIRS_FOR_TEST,
     SMALL_N,
@@ -448,9 +449,11 @@ def build_isqa_tables(
     seed: int,
     control_paths: Sequence[str | Path] = (),
     zero_papers: str = "keep",
+    ppi: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk);
-    ``zero_papers``: see :func:`load_scores`.
+    ``zero_papers``: see :func:`load_scores`; ``ppi``: the human evaluation's files per
+    "<dataset>/<summarizer>" (:func:`isqaflow.metrics.ppi_table.isqa_ppi_table`).
 
     ``control_paths`` are the known-answer control files of QAGS, QuestEval and the feedback
     models: the tables built on them end their captions with their accuracy (the numbers of
@@ -470,6 +473,9 @@ def build_isqa_tables(
         for instrument, name in (("QAGS", "qags"), ("QuestEval", "questeval"))
         if (w := cannot_rank(control_summary, instrument, [name]))
     )
+    # first, in the caption of every table built on the metrics (or the feedback models)
+    opening = figure_warning + " " if figure_warning else ""
+    feedback_warning = cannot_rank(control_summary, "feedback model")
     scores = load_scores(score_paths, zero_papers)
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     main = f"isqa-{main_feedback}-human"
@@ -480,7 +486,8 @@ def build_isqa_tables(
     write_table(
         wide,
         table_paths(out_dir / "isqa_table1"),
-        caption=f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA', long)}"
+        caption=opening
+        + f"Table 1: without vs with ISQA ({CELL_NOTE}). {significance_note('w/o ISQA', long)}"
         + identity_note(refinements, {main: "w/ ISQA"})
         + metric_controls
         + qa_metric_note(scores),
@@ -496,7 +503,8 @@ def build_isqa_tables(
     write_table(
         wide2,
         table_paths(out_dir / "isqa_table2"),
-        caption=(
+        caption=opening
+        + (
             "Table 2: feedback strategies (pre-hoc = best of the E.2 prompts per metric, among the "
             f"prompts scored on the most papers; {CELL_NOTE}). {significance_note('pre-hoc prompt', long2)}"
         )
@@ -510,7 +518,8 @@ def build_isqa_tables(
     write_table(
         wide3,
         table_paths(out_dir / "isqa_table3"),
-        caption=f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback, long3)}"
+        caption=opening
+        + f"Table 3: feedback models (human questions; {CELL_NOTE}). {significance_note(main_feedback, long3)}"
         + identity_note(refinements, {f"isqa-{f}-human": f"ISQA ({f})" for f in feedback_models})
         + metric_controls,
     )
@@ -525,7 +534,8 @@ def build_isqa_tables(
     write_table(
         wide4,
         table_paths(out_dir / "isqa_table4"),
-        caption=f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated', long4)}"
+        caption=opening
+        + f"Table 4: source of the QA pairs ({CELL_NOTE}). {significance_note('model-generated', long4)}"
         + identity_note(
             refinements, {generated: "ISQA (model-generated)", main: "ISQA (human-annotated)"}
         )
@@ -535,7 +545,8 @@ def build_isqa_tables(
     write_table(
         oracle_table(scores, isqa_systems, rounds, seed),
         table_paths(out_dir / "isqa_oracle"),
-        caption=(
+        caption=opening
+        + (
             "Final step (the ISQA result) vs best-of-steps oracle (selects on the test metric; "
             "mean [95% bootstrap CI] over papers, x100; n = papers; " + small_n_note("papers") + ")"
         )
@@ -544,7 +555,8 @@ def build_isqa_tables(
     write_table(
         questeval_appendix(scores, rounds, seed),
         table_paths(out_dir / "isqa_appendix_questeval_v024"),
-        caption=(
+        caption=opening
+        + (
             "Appendix: QuestEval as the paper defines it (harmonic mean of precision and recall) and "
             "as the public v0.2.4 code computes it (arithmetic mean of both directions' F1 and "
             "answerability; no BERTScore), final summaries (mean [95% bootstrap CI] over papers, "
@@ -556,13 +568,21 @@ def build_isqa_tables(
         feedback_statistics(steps_paths),
         table_paths(out_dir / "isqa_feedback_stats"),
         digits=0,
-        caption=(
+        caption=(feedback_warning + " " if feedback_warning else "")
+        + (
             "Feedback decisions per run; the last three columns: the steps whose summary was asked "
             "about, those of them that gave no fact and no non-fact, and the summaries generated from "
             "the act-on-feedback prompt with no fact and no non-fact (Algorithm 1 refines after every "
             "step: a prompt change, not feedback)."
         )
         + feedback_controls,
+    )
+    anchored = isqa_ppi_table(scores, ppi or {})
+    write_table(
+        anchored,
+        table_paths(out_dir / "isqa_ppi"),
+        digits=1,
+        caption=opening + ppi_caption(anchored) + "." + metric_controls,
     )
     for dataset in datasets:
         figure3(

@@ -23,7 +23,7 @@ SUITE = Suite(
             "{dataset}/{summarizer}.{judge}",
         ),
     ),
-    tables=("table5", "by_constraint", "by_category", "summaries"),
+    tables=("table5", "by_constraint", "by_category", "summaries", "ppi"),
     target_functions=("drfr_targets",),
     validity_functions=("drfr_validity_files",),
     systems=("drfr", "responders"),

@@ -34,6 +34,7 @@ SUITE = Suite(
         "oracle",
         "feedback_stats",
         "appendix_questeval_v024",
+        "ppi",
     ),
     # summaries first: the run's targets list them before the tables
     target_functions=("summary_targets", "metrics_targets"),

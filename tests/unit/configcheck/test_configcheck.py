@@ -178,6 +178,14 @@ MISSPELLINGS = [
         "prehoc_3",
         "baseline_2",
     ),
+    (  # people's DRFR labels of a responder the pool does not have (issue 40)
+        lambda c: c["datasets"]["instructions"]["infobench"].update(
+            human_labels={"handwriten": "data/embedded/infobench/human-labels-handwritten.jsonl"}
+        ),
+        "datasets.instructions.infobench.human_labels.handwriten",
+        "handwriten",
+        "handwritten",
+    ),
 ]
 
 

@@ -102,6 +102,18 @@ def test_every_drfr_caption_names_the_rule_and_the_controls(tmp_path):
     assert "The DRFR judge local cannot rank these systems" in svg
 
 
+def test_every_drfr_caption_opens_with_the_cannot_rank_sentence(tmp_path):
+    """Issue 40: the tables, like the figure, say first that a judge failing its known-answer
+    controls cannot rank these systems."""
+    captions = build(tmp_path, controls(correct=False))
+    for name, caption in captions.items():
+        assert caption.startswith(
+            "The DRFR judge local cannot rank these systems: it did no better than chance on 2 of "
+            "its 2 known-answer controls, so its numbers show what it said, not which system is "
+            "better. "
+        ), name
+
+
 def test_caption_of_a_judge_that_passes_its_controls_has_no_warning(tmp_path):
     captions = build(tmp_path, controls(correct=True), rule="calibrated")
     assert "Verdict rule: local calibrated." in captions["drfr_table5"]
@@ -110,6 +122,7 @@ def test_caption_of_a_judge_that_passes_its_controls_has_no_warning(tmp_path):
         in captions["drfr_table5"]
     )
     assert "NO EVIDENCE" not in captions["drfr_table5"]
+    assert not any("cannot rank" in caption for caption in captions.values())
     assert "cannot rank" not in (tmp_path / "tables/drfr_constraints.svg").read_text()
 
 

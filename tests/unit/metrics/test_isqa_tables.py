@@ -465,6 +465,7 @@ TABLES = [
     "oracle",
     "feedback_stats",
     "appendix_questeval_v024",
+    "ppi",
 ]
 
 
@@ -482,6 +483,11 @@ def built(score_files, steps_files, tmp_path_factory):
         datasets=["qasper", "scimrc"],
         rounds=ROUNDS,
         seed=SEED,
+        # no filled human sheets: isqa_ppi keeps each metric's mean and says why
+        ppi={
+            f"{d}/{s}": {"systems": ["baseline_2", "isqa-lora-human"], "filled": {}}
+            for d, s in PAIRS
+        },
     )
     return out_dir, figure_dir
 
@@ -704,12 +710,9 @@ def test_questeval_appendix_shows_both_definitions(scores):
     assert row.iloc[1].startswith(f"{paper - 1:.2f} [")  # the synthetic v0.2.4 score is 0.01 lower
 
 
-def test_figure3_says_when_a_metric_cannot_rank_these_systems(score_files, steps_files, tmp_path):
-    """Issue 40: a metric that fails its known-answer control (QAGS here, 6 of 7 own abstracts
-    preferred: p = 0.0625) says so across the top of the figure built on it; QuestEval, 7 of 7,
-    does not."""
-    from isqaflow.io import write_jsonl
-
+def _qags_fails(score_files, steps_files, tmp_path) -> None:
+    """The tables and figure where QAGS fails its known-answer control (6 of 7 own abstracts
+    preferred: p = 0.0625) and QuestEval passes (7 of 7)."""
     controls = [
         {
             "instrument": instrument,
@@ -741,6 +744,29 @@ def test_figure3_says_when_a_metric_cannot_rank_these_systems(score_files, steps
         seed=SEED,
         control_paths=[tmp_path / "controls.jsonl"],
     )
+
+
+def test_figure3_says_when_a_metric_cannot_rank_these_systems(score_files, steps_files, tmp_path):
+    """Issue 40: a metric that fails its known-answer control says so across the top of the
+    figure built on it; one that passes does not."""
+    _qags_fails(score_files, steps_files, tmp_path)
     svg = (tmp_path / "figures/isqa_figure3_qasper.svg").read_text()
     assert "The QAGS qags cannot rank these systems" in svg
     assert "QuestEval questeval cannot rank" not in svg
+
+
+def test_isqa_captions_open_with_the_cannot_rank_sentence(score_files, steps_files, tmp_path):
+    """Issue 40: every table built on the metrics opens its caption with the failing metric's
+    one sentence (as the figure, the arena's tables and the leaderboard do); the feedback
+    statistics, built on the feedback models (no control recorded here), do not."""
+    _qags_fails(score_files, steps_files, tmp_path)
+    sentence = (
+        "The QAGS qags cannot rank these systems: it did no better than chance on 1 of its 1 "
+        "known-answer controls, so its numbers show what it said, not which system is better. "
+    )
+    for name in ("table1", "table2", "table3", "table4", "oracle", "appendix_questeval_v024"):
+        caption = (tmp_path / f"tables/isqa_{name}.md").read_text().split("\n\n", 1)[0]
+        assert caption.startswith(sentence), name
+        assert "QuestEval questeval cannot rank" not in caption, name
+    stats = (tmp_path / "tables/isqa_feedback_stats.md").read_text()
+    assert "cannot rank" not in stats.split("\n\n", 1)[0]
