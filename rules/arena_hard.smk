@@ -93,7 +93,7 @@ rule arena_hard_tables:
         tables=report(
             expand("results/tables/arena_hard_scores.{ext}", ext=["csv", "md", "tex"]),
             caption="../report/arena_hard_tables.rst",
-            category="Arena-Hard-Auto",
+            category="Hard prompts: Arena-Hard-Auto",  # after the validity table's ("Controls ...")
         ),
     log:
         "logs/arena_hard_tables.log",

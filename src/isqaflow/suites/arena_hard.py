@@ -18,4 +18,5 @@ SUITE = Suite(
     validity_functions=("arena_hard_validity_files",),
     systems=("arena_hard", "answerers"),
     judges=("arena_hard", "judges"),
+    judges_summaries=False,
 )

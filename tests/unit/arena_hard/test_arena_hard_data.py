@@ -115,3 +115,15 @@ def test_the_controls_records_follow_the_contract_and_score_what_they_claim(tmp_
     assert groups["empty"]["n_invalid"] == 1 and groups["empty"]["chance"] == pytest.approx(0.16)
     with pytest.raises(ValueError, match="not a control item"):
         control_records([_line("m", "q", ["A>B", "A>B"])], "j", "s")
+
+
+def test_the_family_audit_pairs_arena_hards_judges_with_its_answerers_only():
+    from isqaflow.configcheck.families import judge_system_pairs
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    pairs = [p for p in judge_system_pairs(config) if p.suite == "arena_hard"]
+    assert [(p.judge, p.system, p.self_family) for p in pairs] == [("local", "smollm2", True)]
+    # the DRFR judges still see the ISQA summaries
+    assert any(
+        p.system.startswith("summaries:") for p in judge_system_pairs(config) if p.suite == "drfr"
+    )
