@@ -52,7 +52,8 @@ def test_gpu_jobs_equal_the_dry_runs(tmp_path, monkeypatch, paper):
     }
     assert script == {rule: sorted(gpus) for rule, gpus in dry.items()}
     # the GPU smoke job among them (one GPU): every other GPU job waits for it
-    assert sum(map(len, script.values())) == 94 and sum(map(sum, script.values())) == 128
+    # Arena-Hard-Auto's 2 answerers: +2 GPU jobs, +3 GPUs
+    assert sum(map(len, script.values())) == 96 and sum(map(sum, script.values())) == 131
 
 
 def test_the_doc_prints_the_scripts_table(paper):
