@@ -49,7 +49,11 @@ from isqaflow.spend.stages import (  # the estimate's constants, re-exported
 )
 from isqaflow.spend.tokens import FALLBACK, counter_for
 
-PLANNERS = {**stages.PLANNERS, **summaries.PLANNERS, **arena_hard.PLANNERS}  # rule -> its call formula
+PLANNERS = {
+    **stages.PLANNERS,
+    **summaries.PLANNERS,
+    **arena_hard.PLANNERS,
+}  # rule -> its call formula
 
 
 @dataclass
