@@ -99,6 +99,7 @@ include: "rules/summarize.smk"
 include: "rules/metrics.smk"
 include: "rules/drfr.smk"
 include: "rules/arena.smk"
+include: "rules/arena_hard.smk"
 include: "rules/validity.smk"
 include: "rules/leaderboard.smk"
 include: "rules/peers.smk"  # released judgments: tables only (config peers:)
@@ -130,3 +131,8 @@ rule arena:
 rule drfr:
     input:
         drfr_targets(),
+
+
+rule arena_hard:
+    input:
+        arena_hard_targets(),

@@ -3,8 +3,7 @@ share (no rules here); each stage's own input functions are in rules/inputs/<sta
 included at the top of its rule file."""
 
 import sys
-from pathlib import Path, PurePosixPath
-from urllib.parse import urlparse
+from pathlib import Path
 
 # The library lives in src/ (stdlib-only imports here: cheap at parse time).
 SRC = str(Path(workflow.basedir) / "src")
@@ -16,6 +15,7 @@ from isqaflow.backends import needs_gpus  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version, file_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
+from isqaflow.data import raw_paths as raw_paths_module  # noqa: E402
 from isqaflow import grid  # noqa: E402
 from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
 from isqaflow.models.planning import gpu_plan  # noqa: E402
@@ -491,17 +491,13 @@ def published_prompt_files(family, judge):
 
 
 def download_filename(name):
-    return PurePosixPath(urlparse(config["downloads"][name]["url"]).path).name
+    return raw_paths_module.download_filename(config["downloads"], name)
 
 
 def raw_path(spec):
-    """A raw file of a dataset: a local path, a download, or a member of a downloaded archive."""
-    if isinstance(spec, str):
-        return spec
-    name = spec["download"]
-    if "member" in spec:
-        return f"resources/extracted/{name}/{spec['member']}"
-    return f"resources/downloads/{name}/{download_filename(name)}"
+    """A raw file of a dataset: a local path, a download, or a member of a downloaded archive
+    (isqaflow.data.raw_paths, which the spend plan reads too)."""
+    return raw_paths_module.raw_path(config["downloads"], spec)
 
 
 def raw_paths(specs):

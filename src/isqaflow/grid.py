@@ -286,8 +286,32 @@ def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
     return jobs + _summary_judge_jobs("arena_summaries", judges, config)
 
 
+def _arena_hard_jobs(config: Mapping[str, Any]) -> list[Job]:
+    """Arena-Hard-Auto: each answerer answers the questions; each judge judges every answer
+    against the baseline's (and its known-answer controls) in one job.  No section: no jobs."""
+    section = config.get("arena_hard") or {}
+    jobs = [
+        _job(
+            "arena_hard_answers",
+            [ModelRef("answerer", entry["model"], "arena_hard.generation", entry.get("adapter"))],
+            answerer=answerer,
+        )
+        for answerer, entry in (section.get("answerers") or {}).items()
+    ]
+    jobs += [
+        _job("arena_hard_judge", [ModelRef("judge", entry["model"])], judge=judge)
+        for judge, entry in (section.get("judges") or {}).items()
+    ]
+    return jobs
+
+
 #: suite -> the function that lists its model jobs (each job's rule is one of the suite's)
-SUITE_JOBS = {"isqa": _isqa_jobs, "drfr": _drfr_jobs, "arena": _arena_jobs}
+SUITE_JOBS = {
+    "isqa": _isqa_jobs,
+    "drfr": _drfr_jobs,
+    "arena": _arena_jobs,
+    "arena_hard": _arena_hard_jobs,
+}
 if unknown := sorted(set(SUITE_JOBS) - {entry.name for entry in SUITES}):  # a misspelt key
     raise ValueError(f"isqaflow.grid.SUITE_JOBS: {unknown} are not suites of isqaflow.suites")
 

@@ -18,7 +18,7 @@ DOMAINS, RETRIEVERS = 6, 2  # BM25 and MiniLM through rule retrieve; ColBERTv2 t
 EXPECTED = {
     # data: 12 pinned files (QASPER archive, 2 HotpotQA files, InFoBench, 6 LFRQA files,
     # LoTTE and FiQA archives); 8 archive members (2 QASPER splits, 5 LoTTE domains, FiQA)
-    "download": 16,  # 12 data files + 4 published judge-prompt files
+    "download": 18,  # 14 data files (2 of Arena-Hard-Auto) + 4 published judge-prompt files
     "extract": 8,
     "convert_papers": DATASETS,
     "convert_qa_train": 2,
@@ -58,6 +58,10 @@ EXPECTED = {
     "arena_judge_checks": 1,  # the GPT-4 judge's known-answer controls
     "arena_summaries": DATASETS * SUMMARIZERS,
     "arena_tables": 1,
+    # Arena-Hard-Auto v0.1: 2 open answerers, the GPT-4-Turbo judge (its controls in its job)
+    "arena_hard_answers": 2,
+    "arena_hard_judge": 1,
+    "arena_hard_tables": 1,
     "validity_table": 1,
     "leaderboard": 1,  # one table across the suites (no file-based system: no check_systems job)
     # every judgment on a page per judged suite; the paired tests between systems; every table's

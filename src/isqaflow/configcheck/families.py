@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from isqaflow.suites import SUITES as REGISTERED
+from isqaflow.suites import suite as registered_suite
 
 __all__ = ["JudgedSystem", "judge_system_pairs", "self_judging_warnings"]
 
@@ -98,12 +99,15 @@ def _isqa_summarizers(config: Mapping[str, Any]) -> list[tuple[str, str | None, 
 def judge_system_pairs(config: Mapping[str, Any]) -> list[JudgedSystem]:
     """Every (suite, judge, system) of the run, with both families and the self-family flag.
 
-    Systems: DRFR's responders, the arena's answerers, and ISQA's summarizers (as
-    ``summaries:<name>``), whose final summaries both suites' judges see.
+    Systems: each suite's own (DRFR's responders, the arena's answerers, Arena-Hard's answerers)
+    and ISQA's summarizers (as ``summaries:<name>``), whose final summaries the judges of a suite
+    with ``judges_summaries`` see (DRFR's, the arena's).
     """
     pairs = []
     for suite, system_keys, judge_keys in SUITES:
-        systems = _systems(config, system_keys) + _isqa_summarizers(config)
+        systems = _systems(config, system_keys)
+        if registered_suite(suite).judges_summaries:
+            systems += _isqa_summarizers(config)
         for judge, entry in _section(config, judge_keys).items():
             judge_model = entry.get("model")
             judge_family = model_family(config, judge_model)

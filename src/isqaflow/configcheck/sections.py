@@ -341,8 +341,25 @@ def check_arena(refs: References) -> None:
             )
 
 
+def check_arena_hard(refs: References) -> None:
+    """``arena_hard`` (optional): its answerers' models and adapters, its judges' models."""
+    for name, entry in refs.section("arena_hard", "answerers").items():
+        refs.model_ref(f"arena_hard.answerers.{name}.model", entry.get("model"))
+        if entry.get("adapter") is not None:
+            refs.adapter_ref(
+                f"arena_hard.answerers.{name}.adapter", entry["adapter"], entry.get("model")
+            )
+    for name, entry in refs.section("arena_hard", "judges").items():
+        refs.model_ref(f"arena_hard.judges.{name}.model", entry.get("model"))
+
+
 #: suite -> the checker of its config section (the section is the suite's name)
-SUITE_CHECKS = {"isqa": check_isqa, "drfr": check_drfr, "arena": check_arena}
+SUITE_CHECKS = {
+    "isqa": check_isqa,
+    "drfr": check_drfr,
+    "arena": check_arena,
+    "arena_hard": check_arena_hard,
+}
 if unknown := sorted(set(SUITE_CHECKS) - {entry.name for entry in SUITES}):  # a misspelt key
     raise ValueError(
         f"configcheck.sections.SUITE_CHECKS: {unknown} are not suites of isqaflow.suites"

@@ -82,7 +82,14 @@ __all__ = [
     "verdict_text",
 ]
 
-INSTRUMENTS = ("arena judge", "DRFR judge", "QAGS", "QuestEval", "feedback model")
+INSTRUMENTS = (
+    "arena judge",
+    "DRFR judge",
+    "QAGS",
+    "QuestEval",
+    "feedback model",
+    "Arena-Hard judge",
+)
 VERDICT_RULES = ("raw", "calibrated")
 GROUP_KEYS = ("instrument", "name", "scope", "control", "rule")
 NO_EVIDENCE = "no evidence that this judge separates better from worse"

@@ -39,7 +39,7 @@ from typing import Any
 
 from isqaflow import grid
 from isqaflow.backends import is_priced
-from isqaflow.spend import stages, summaries
+from isqaflow.spend import arena_hard, stages, summaries
 from isqaflow.spend.stages import (  # the estimate's constants, re-exported
     CHARS_PER_TOKEN,
     MESSAGE_TOKENS,
@@ -49,7 +49,11 @@ from isqaflow.spend.stages import (  # the estimate's constants, re-exported
 )
 from isqaflow.spend.tokens import FALLBACK, counter_for
 
-PLANNERS = {**stages.PLANNERS, **summaries.PLANNERS}  # rule -> its call formula
+PLANNERS = {
+    **stages.PLANNERS,
+    **summaries.PLANNERS,
+    **arena_hard.PLANNERS,
+}  # rule -> its call formula
 
 
 @dataclass

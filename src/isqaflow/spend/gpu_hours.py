@@ -139,6 +139,15 @@ def rag_queries(config: Mapping[str, Any]) -> int:
     )
 
 
+def arena_hard_questions(config: Mapping[str, Any]) -> int:
+    """Arena-Hard-Auto's questions (``spend.items.arena_hard.questions``, within its limit)."""
+    try:
+        n = int((config.get("spend") or {})["items"]["arena_hard"]["questions"])
+    except (KeyError, TypeError) as err:
+        raise KeyError("spend.items.arena_hard.questions") from err
+    return min(n, config["arena_hard"].get("limit") or n)
+
+
 def startup_minutes(weights_gb: float) -> float:
     (x0, y0), (x1, y1) = STARTUP_POINTS
     return y0 + (weights_gb - x0) * (y1 - y0) / (x1 - x0)
@@ -251,6 +260,11 @@ def model_jobs(config: Mapping[str, Any]) -> list[Job]:
             job.tokens = rag_queries(config) * _new_tokens(arena.get("generation"))
             job.rate = served_rate(plan, _beams(arena.get("generation")), config)
             job.hours = job.hours_at_a = job.tokens / job.rate / 3600
+        elif rule == "arena_hard_answers":
+            generation = config["arena_hard"].get("generation")
+            job.tokens = arena_hard_questions(config) * _new_tokens(generation)
+            job.rate = served_rate(plan, _beams(generation), config)
+            job.hours = job.hours_at_a = job.tokens / job.rate / 3600
         jobs.append(job)
     return jobs
 
@@ -342,6 +356,7 @@ ORDER = [
     "colbert_index",
     "retrieve_colbert",
     "rag_answers",
+    "arena_hard_answers",
 ]
 
 
@@ -363,7 +378,7 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
         for job in jobs:
             key = (
                 job.name.replace(" ", "/").split("/")[-1]
-                if rule in ("drfr_responses", "rag_answers")
+                if rule in ("drfr_responses", "rag_answers", "arena_hard_answers")
                 else ""
             )
             groups[key].append(job)
@@ -409,7 +424,7 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
                     f"{ASSUMPTIONS['TRAIN_TOKENS_PER_S']}: examples x epochs x (input + target "
                     "tokens) at ~2k tokens/s",
                 )
-            elif rule in ("drfr_responses", "rag_answers"):
+            elif rule in ("drfr_responses", "rag_answers", "arena_hard_answers"):
                 rate = group[0].rate
                 decoding, source = (
                     "greedy",

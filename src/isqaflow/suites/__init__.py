@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from isqaflow.suites import arena, drfr, isqa
+from isqaflow.suites import arena, arena_hard, drfr, isqa
 from isqaflow.suites.base import ModelRule, Suite
 
 __all__ = ["SUITES", "ModelRule", "Suite", "collect", "model_rules", "suite"]
 
 #: The registered suites, in the order the grid lists their jobs and the run its targets.
-SUITES: tuple[Suite, ...] = (isqa.SUITE, drfr.SUITE, arena.SUITE)
+SUITES: tuple[Suite, ...] = (isqa.SUITE, drfr.SUITE, arena.SUITE, arena_hard.SUITE)
 
 
 def _check_unique(suites: tuple[Suite, ...]) -> None:

@@ -30,7 +30,9 @@ class Suite:
     known-answer control files; ``rules/targets.smk`` and ``rules/inputs/validity.smk`` look
     them up, and a name that is not defined there is an error.  ``systems`` and ``judges`` are
     the config sections of the systems its judges rate and of its judges (None: the suite has
-    no judges, as ISQA, whose metrics are not models with a family).  ``title``: its name as the
+    no judges, as ISQA, whose metrics are not models with a family); ``judges_summaries``:
+    whether its judges also judge ISQA's summaries (DRFR's and the arena's do, Arena-Hard's
+    not), so the judge-family audit pairs them with the summarizers.  ``title``: its name as the
     leaderboard's section heads it (the benchmark; records of another benchmark read into the
     suite's tables, as the peers' released judgments, carry their own).
     """
@@ -43,6 +45,7 @@ class Suite:
     systems: tuple[str, ...] | None = None
     judges: tuple[str, ...] | None = None
     title: str = ""
+    judges_summaries: bool = True
 
     def __post_init__(self) -> None:
         if (self.systems is None) != (self.judges is None):

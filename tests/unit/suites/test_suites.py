@@ -16,8 +16,8 @@ from isqaflow.suites import SUITES, ModelRule, Suite
 REPO = Path(__file__).resolve().parents[3]
 
 
-def test_the_registry_lists_the_three_suites_in_the_grid_order():
-    assert [s.name for s in SUITES] == ["isqa", "drfr", "arena"]
+def test_the_registry_lists_the_four_suites_in_the_grid_order():
+    assert [s.name for s in SUITES] == ["isqa", "drfr", "arena", "arena_hard"]
 
 
 def test_lookup_by_name_and_a_clear_error_for_an_unknown_name():
@@ -81,6 +81,7 @@ def test_the_family_audit_covers_every_suite_with_judges():
     assert families.SUITES == (
         ("drfr", ("drfr", "responders"), ("drfr", "judges")),
         ("arena", ("arena", "answerers"), ("arena", "judges")),
+        ("arena_hard", ("arena_hard", "answerers"), ("arena_hard", "judges")),
     )
 
 

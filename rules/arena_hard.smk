@@ -1,0 +1,115 @@
+"""Arena-Hard-Auto v0.1: the answerers answer its questions, each judge judges every answer
+against the baseline's in two games (with its known-answer controls, results/validity/arena_hard/),
+and Bradley-Terry scores the answerers against the baseline (results/tables/arena_hard_scores.*).
+"""
+
+
+# This stage's input functions (rules with functions fail snakemake --lint).
+include: "inputs/arena_hard.smk"
+
+
+rule arena_hard_answers:
+    input:
+        questions=lambda wc: arena_hard_questions(),
+        model=lambda wc: generator_files(arena_hard_answerer(wc.answerer)),
+        gpu_smoke=gpu_smoke_gate("arena_hard_answers"),
+    output:
+        answers="results/arena_hard/answers/{answerer}.jsonl",
+    log:
+        "logs/arena_hard_answers/{answerer}.log",
+    benchmark:
+        benchmark_file("arena_hard_answers", "{answerer}")
+    localrule: local_stage("generate")
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("generate")
+    resources:
+        **cluster_resources(
+            "generate",
+            gpu=lambda wc: planned_gpus(
+                "generate",
+                "arena_hard_answers",
+                wc,
+                arena_hard_answerer(wc.answerer)["model"],
+            ),
+        ),
+    params:
+        model=lambda wc: planned_spec(
+            "arena_hard_answers", wc, arena_hard_answerer(wc.answerer)["model"]
+        ),
+        adapter=lambda wc: generator_adapter_dir(arena_hard_answerer(wc.answerer)),
+        generation=lambda wc: config["arena_hard"]["generation"],
+        limit=lambda wc: config["arena_hard"]["limit"],
+        code=code("isqaflow.arena_hard.answers"),
+    script:
+        "../scripts/arena_hard_answers.py"
+
+
+rule arena_hard_judge:
+    input:
+        questions=lambda wc: arena_hard_questions(),
+        baseline=lambda wc: arena_hard_baseline(),
+        answers=lambda wc: arena_hard_answer_files(),
+        model=lambda wc: model_files(arena_hard_judge_entry(wc.judge)["model"]),
+        gpu_smoke=gpu_smoke_gate("arena_hard_judge"),
+    output:
+        # first: the job's call cache is named after it
+        judgments="results/arena_hard/judgments/{judge}.jsonl",
+        controls="results/validity/arena_hard/{judge}.jsonl",
+    log:
+        "logs/arena_hard_judge/{judge}.log",
+    benchmark:
+        benchmark_file("arena_hard_judge", "{judge}")
+    localrule: local_stage("judge")
+    conda:
+        "../envs/torch.yaml"
+    threads: threads_for("judge")
+    resources:
+        **cluster_resources(
+            "judge",
+            gpu=lambda wc: gpus_for(
+                "judge", arena_hard_judge_entry(wc.judge)["model"]
+            ),
+        ),
+    params:
+        model=lambda wc: model_spec(arena_hard_judge_entry(wc.judge)["model"]),
+        mode=lambda wc: arena_hard_judge_entry(wc.judge)["mode"],
+        prompts=lambda wc: arena_hard_judge_entry(wc.judge)["prompts"],
+        generation=lambda wc: arena_hard_judge_entry(wc.judge).get("generation"),
+        limit=lambda wc: config["arena_hard"]["limit"],
+        control_questions=lambda wc: config["arena_hard"]["control_questions"],
+        code=code("isqaflow.arena_hard.judge"),
+    script:
+        "../scripts/arena_hard_judge.py"
+
+
+rule arena_hard_tables:
+    input:
+        baseline=lambda wc: arena_hard_baseline(),
+        answers=lambda wc: arena_hard_answer_files(),
+        judgments=lambda wc: arena_hard_judgment_files(),
+        controls=lambda wc: arena_hard_validity_files(),
+    output:
+        tables=report(
+            expand("results/tables/arena_hard_scores.{ext}", ext=["csv", "md", "tex"]),
+            caption="../report/arena_hard_tables.rst",
+            category="Hard prompts: Arena-Hard-Auto",  # after the validity table's ("Controls ...")
+        ),
+    log:
+        "logs/arena_hard_tables.log",
+    localrule: local_stage("tables")
+    conda:
+        "../envs/data.yaml"
+    threads: threads_for("tables")
+    resources:
+        **cluster_resources("tables", gpu=0),
+    params:
+        judges=lambda wc: [
+            job.wildcard("judge") for job in model_jobs("arena_hard_judge")
+        ],
+        strong_weight=lambda wc: config["arena_hard"]["strong_weight"],
+        rounds=lambda wc: config["arena_hard"]["bootstrap_rounds"],
+        seed=config["seed"],
+        code=code("isqaflow.arena_hard.tables"),
+    script:
+        "../scripts/arena_hard_tables.py"

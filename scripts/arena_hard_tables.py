@@ -1,0 +1,17 @@
+"""Arena-Hard-Auto's scores against the baseline, Bradley-Terry with intervals (rule arena_hard_tables)."""
+
+from isqaflow.arena_hard.tables import write_tables
+from isqaflow.runtime import job
+
+with job(snakemake):
+    write_tables(
+        list(snakemake.input.judgments),
+        snakemake.params.judges,
+        snakemake.input.baseline,
+        list(snakemake.input.answers),
+        list(snakemake.input.controls),
+        list(snakemake.output.tables),
+        strong_weight=snakemake.params.strong_weight,
+        rounds=snakemake.params.rounds,
+        seed=snakemake.params.seed,
+    )

@@ -1,0 +1,23 @@
+"""Arena-Hard-Auto v0.1: the models' answers to its questions, judged against the baseline's
+in two games and scored with Bradley-Terry (isqaflow.arena_hard; rules/arena_hard.smk)."""
+
+from __future__ import annotations
+
+from isqaflow.suites.base import ModelRule, Suite
+
+SUITE = Suite(
+    name="arena_hard",
+    rules=(
+        ModelRule(
+            "arena_hard_answers", "results/arena_hard/answers/{answerer}.jsonl", "{answerer}"
+        ),
+        ModelRule("arena_hard_judge", "results/arena_hard/judgments/{judge}.jsonl", "{judge}"),
+    ),
+    tables=("scores",),
+    target_functions=("arena_hard_targets",),
+    validity_functions=("arena_hard_validity_files",),
+    systems=("arena_hard", "answerers"),
+    judges=("arena_hard", "judges"),
+    judges_summaries=False,
+    title="Arena-Hard-Auto v0.1",
+)
