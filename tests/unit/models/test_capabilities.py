@@ -160,6 +160,7 @@ def test_every_stage_generation_is_checked(paper):
         "finetune.vicuna-7b-hotpotqa.evaluation.generation",
         "drfr.generation",
         "arena.generation",
+        "arena_hard.generation",
     }
 
 

@@ -90,7 +90,8 @@ def test_mixtral_gets_two_gpus_of_80_gb_and_one_of_141(paper):
             for job, p in plans.items()
             if job.endswith("/mixtral-8x7b") or job.endswith(" mixtral-8x7b")
         ]
-        assert len(mixtral) == 4  # rag_answers colbert-k5, bm25-k5, dense-k5 and drfr_responses
+        # rag_answers colbert-k5, bm25-k5, dense-k5, drfr_responses and arena_hard_answers
+        assert len(mixtral) == 5
         for plan in mixtral:
             (server,) = plan.servers
             assert (plan.gpus, server.tensor_parallel, server.gpus) == (
@@ -183,9 +184,9 @@ def test_the_manifest_records_the_plan(paper):
     from isqaflow.report.manifest import gpu_plan_record
 
     record = gpu_plan_record(paper)
-    # 97 GPUs: the papers' larger open models (Mixtral-8x22B 8, Llama-2-70B, Llama-3-70B,
-    # Command R+ and Qwen1.5-110B 4 each, Command R 2)
-    assert len(record) == 63 and sum(job["gpus"] for job in record) == 97
+    # 100 GPUs: the papers' larger open models (Mixtral-8x22B 8, Llama-2-70B, Llama-3-70B,
+    # Command R+ and Qwen1.5-110B 4 each, Command R 2); Arena-Hard's two answerers 1 + 2
+    assert len(record) == 65 and sum(job["gpus"] for job in record) == 100
     shared = next(job for job in record if job["job"] == "isqa_refine qasper/vicuna-7b/lora-human")
     assert shared["servers"][0]["uses"] == ["summarizer", "feedback"]
     assert gpu_plan_record(yaml.safe_load((REPO / "config/config.yaml").read_text())) is None
