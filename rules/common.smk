@@ -283,8 +283,10 @@ def gpu_smoke_gate(rule):
     job of `rule` that asks for GPUs, nothing for one that asks for none -- so a config without
     GPU stages (the embedded default) plans the same jobs as without the smoke job.  It reads
     the job's own gpu resource (cluster_resources), so the count lives in the rule only.
-    ancient(): the jobs wait for the record, but a new one (the smoke job run again: its code
-    changed, a new machine) makes no finished GPU job stale.
+    ancient(): the jobs wait for the record, and a record newer than a finished GPU job's outputs
+    does not make it stale in a later run -- but in the run that makes the smoke job again (its code
+    or its servers changed) Snakemake reruns every GPU job of the DAG after it ("Input files
+    updated by another job": ancient() does not stop that; tests/cluster/test_slurm.py sees it).
     """
 
     def gate(wildcards):

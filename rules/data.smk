@@ -166,7 +166,6 @@ rule check_drfr_human_labels:
         **cluster_resources("data", gpu=0),
     params:
         labels=lambda wc: instruction_labels(wc.dataset),
-        responders=list(config["drfr"]["responders"]),
         code=code("isqaflow.data.instruction_labels"),
     script:
         "../scripts/check_drfr_human_labels.py"

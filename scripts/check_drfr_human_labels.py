@@ -7,6 +7,5 @@ with job(snakemake):
     check_instruction_labels(
         snakemake.params.labels,
         snakemake.input.instructions,
-        snakemake.params.responders,
         snakemake.output.checked,
     )

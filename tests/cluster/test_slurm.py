@@ -70,6 +70,9 @@ GPU_RULES = {
     "metric_controls",
     "drfr_responses",
     "rag_answers",
+    # the validity table's Arena-Hard controls read its answers; it waits for the smoke job's
+    # record, which the SLURM config's served responder makes again
+    "arena_hard_answers",
 }
 SERVED_RESPONDER = "smollm2"  # drfr.responders.<this> runs through transformers serve
 CANCELLED_RULE = "arena_judge"

@@ -192,6 +192,7 @@ def test_every_judge_and_metric_shows_its_known_answer_controls(run):
     validity = pd.read_csv(run / "results/tables/validity.csv")
     assert set(validity["instrument"]) == {
         "arena judge",
+        "Arena-Hard judge",
         "DRFR judge",
         "QAGS",
         "QuestEval",

@@ -20,7 +20,7 @@ that are not that instruction's (the labels would be of other questions).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -115,19 +115,16 @@ def read_instruction_labels(
 def check_instruction_labels(
     label_paths: Mapping[str, str | os.PathLike],
     instructions_path: str | os.PathLike,
-    responders: Sequence[str],
     out_path: str | os.PathLike,
 ) -> dict[str, Any]:
     """Entry point of rule check_drfr_human_labels: every responder's file checked against the
-    converted instructions; writes the counts (what drfr_tables waits for)."""
+    converted instructions; writes the counts (what drfr_tables waits for).  ``label_paths``
+    holds the pool's responders only (the rule's input function leaves the others unread, and
+    a name close to a responder's is a config-check problem before any job), so the job's
+    params do not change with the pool: an overlay that adds a responder reruns nothing here."""
     instructions = {i.id: i for i in read_records(Path(instructions_path), Instruction)}
     counts = {}
     for responder, path in label_paths.items():
-        if responder not in responders:
-            raise ValueError(
-                f"human labels of {responder!r} ({path}): not one of the DRFR responders "
-                f"{sorted(responders)} (drfr.responders)"
-            )
         labels = read_instruction_labels(path, instructions)
         counts[responder] = {
             "file": str(path),
