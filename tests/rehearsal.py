@@ -151,11 +151,8 @@ def rehearsal_config(repo: Path, api_url: str, data: dict[str, str]) -> dict[str
         },
         "default": {"threads": 1, "mem_mb": 2000, "runtime": "30m", "gpu": 0},
         "download": {"threads": 1, "mem_mb": 2000, "runtime": "30m", "local": True},
-        # the conversions and the tables on the submit host (resources.<stage>.local, as a user
-        # whose cluster discourages seconds-long jobs sets it): nothing SLURM-specific in them
-        # (tests/workflow/test_workflow.py checks them), and each sbatch job costs its start-ups
-        "data": {"threads": 1, "mem_mb": 2000, "runtime": "30m", "local": True},
-        "tables": {"threads": 1, "mem_mb": 2000, "runtime": "30m", "local": True},
+        "data": {"threads": 1, "mem_mb": 2000, "runtime": "30m"},
+        "tables": {"threads": 1, "mem_mb": 2000, "runtime": "30m"},
         "convert": {"threads": 1, "mem_mb": 4000, "runtime": "30m"},
         "retrieve": {"threads": 1, "mem_mb": 2000, "runtime": "30m", "gpu": 1},
         "finetune": {"threads": 1, "mem_mb": 4000, "runtime": "30m", "gpu": 1},
