@@ -64,6 +64,13 @@ class References:
             self.use(name, path)
         return ok
 
+    def system_ref(self, path: str, entry: Mapping[str, Any], used: bool = True) -> None:
+        """A system entry at ``path`` (a summarizer, responder or answerer): its ``model`` and,
+        where it names one, its ``adapter`` fine-tuned from that model."""
+        self.model_ref(f"{path}.model", entry.get("model"), used=used)
+        if entry.get("adapter") is not None:
+            self.adapter_ref(f"{path}.adapter", entry["adapter"], entry.get("model"))
+
     def use(self, name: Any, path: str) -> None:
         """The run uses model ``name`` (checked elsewhere) through the entry at ``path``."""
         if name in self.section("models"):

@@ -86,11 +86,7 @@ def check_isqa(refs: References) -> None:
     summarizers = [str(s) for s in isqa.get("summarizers") or []]
     feedback_models = refs.section("isqa", "feedback_models")
     for name, entry in feedback_models.items():
-        refs.model_ref(f"isqa.feedback_models.{name}.model", entry.get("model"), used=False)
-        if entry.get("adapter") is not None:
-            refs.adapter_ref(
-                f"isqa.feedback_models.{name}.adapter", entry["adapter"], entry.get("model")
-            )
+        refs.system_ref(f"isqa.feedback_models.{name}", entry, used=False)
     generated = refs.section("isqa", "questions", "generated")
     runs = isqa.get("runs") or []
     uses_generated = any(run.get("questions") == "generated" for run in runs)
@@ -237,11 +233,7 @@ def check_drfr(refs: References) -> None:
     for name, entry in refs.section("drfr", "responders").items():
         if reads_file(entry):
             continue
-        refs.model_ref(f"drfr.responders.{name}.model", entry.get("model"))
-        if entry.get("adapter") is not None:
-            refs.adapter_ref(
-                f"drfr.responders.{name}.adapter", entry["adapter"], entry.get("model")
-            )
+        refs.system_ref(f"drfr.responders.{name}", entry)
     for name, entry in refs.section("drfr", "judges").items():
         refs.model_ref(f"drfr.judges.{name}.model", entry.get("model"))
         if entry.get("reuse_calls") is not None:
@@ -287,11 +279,7 @@ def check_arena(refs: References) -> None:
     for name, entry in answerers.items():
         if reads_file(entry):
             continue
-        refs.model_ref(f"arena.answerers.{name}.model", entry.get("model"), used=False)
-        if entry.get("adapter") is not None:
-            refs.adapter_ref(
-                f"arena.answerers.{name}.adapter", entry["adapter"], entry.get("model")
-            )
+        refs.system_ref(f"arena.answerers.{name}", entry, used=False)
     depths = list(arena.get("k") or [])
     for i, run in enumerate(arena.get("runs") or []):
         path = f"arena.runs[{i}]"
@@ -344,11 +332,7 @@ def check_arena(refs: References) -> None:
 def check_arena_hard(refs: References) -> None:
     """``arena_hard`` (optional): its answerers' models and adapters, its judges' models."""
     for name, entry in refs.section("arena_hard", "answerers").items():
-        refs.model_ref(f"arena_hard.answerers.{name}.model", entry.get("model"))
-        if entry.get("adapter") is not None:
-            refs.adapter_ref(
-                f"arena_hard.answerers.{name}.adapter", entry["adapter"], entry.get("model")
-            )
+        refs.system_ref(f"arena_hard.answerers.{name}", entry)
     for name, entry in refs.section("arena_hard", "judges").items():
         refs.model_ref(f"arena_hard.judges.{name}.model", entry.get("model"))
 
