@@ -19,20 +19,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from isqaflow.data.peers import game_winner
+
 __all__ = ["CONTROLS", "INSTRUMENT", "control_items", "control_records"]
 
 INSTRUMENT = "Arena-Hard judge"
 CONTROLS = ("self", "empty")
 _CHANCE = {"self": 1.0, "empty": (2 / 5) ** 2}
-# the side of the battle each label gives in game 1 (A = the baseline); game 2 swaps it
-_GAME1_WINNER = {
-    "A>>B": "baseline",
-    "A>B": "baseline",
-    "A=B": "tie",
-    "B>A": "other",
-    "B>>A": "other",
-}
-_SWAP = {"baseline": "other", "other": "baseline", "tie": "tie"}
+# the battle sides in the controls' terms (model_a of a battle is the baseline)
+_SIDE = {"model_a": "baseline", "model_b": "other", "tie": "tie"}
 
 
 def control_items(
@@ -61,8 +56,8 @@ def _winners(games: Sequence[Mapping[str, Any]]) -> list[str | None]:
     """Each game's winner in the battle's terms (baseline / other / tie; None: no valid label)."""
     out = []
     for number, game in enumerate(games, start=1):
-        winner = _GAME1_WINNER.get(game.get("score"))
-        out.append(None if winner is None else winner if number == 1 else _SWAP[winner])
+        winner = game_winner(game.get("score"), number)
+        out.append(None if winner is None else _SIDE[winner])
     return out
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from isqaflow.data.peers import VERDICT_LEVELS
 from isqaflow.models.base import GenerationParams, LanguageModel, Message
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
     "parse_label",
 ]
 
-LEVELS = ("A>>B", "A>B", "A=B", "B>A", "B>>A")
+LEVELS = VERDICT_LEVELS  # the reader's (isqaflow.data.peers.arena_hard): one table of labels
 # judge_config.yaml's regex_pattern
 _LABEL = re.compile(r"\[\[([AB<>=]+)\]\]")
 

@@ -21,6 +21,8 @@ from isqaflow.data.peers.alpaca_eval import (
     read_alpaca_eval_lc_weights,
 )
 from isqaflow.data.peers.arena_hard import (
+    VERDICT_LEVELS,
+    game_winner,
     BASELINE,
     STRONG_WEIGHT,
     read_arena_hard_answers,
@@ -41,6 +43,8 @@ __all__ = [
     "raw_win_rate",
     "read_alpaca_eval_annotations",
     "read_alpaca_eval_lc_weights",
+    "VERDICT_LEVELS",
+    "game_winner",
     "read_arena_hard_answers",
     "read_arena_hard_battles",
     "read_arena_hard_judgments",

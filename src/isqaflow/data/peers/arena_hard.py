@@ -38,6 +38,17 @@ _LEVELS = {
     "B>>A": ("model_b", True),
 }
 _SWAP = {"model_a": "model_b", "model_b": "model_a", "tie": "tie"}
+#: the five labels in the judge prompt's order (strongest for A first)
+VERDICT_LEVELS = tuple(_LEVELS)
+
+
+def game_winner(label: object, game: int) -> str | None:
+    """The battle side a game's label gives (``model_a`` = the baseline, ``model_b``, ``tie``),
+    game 2 swapped as ``gen_judgment.py`` swaps the answers; None for a label outside the five."""
+    if label not in _LEVELS:
+        return None
+    winner = _LEVELS[label][0]
+    return _SWAP[winner] if game == 2 else winner
 
 
 def read_arena_hard_judgments(
@@ -100,9 +111,7 @@ def read_arena_hard_judgments(
                     "(arena-hard: weight 0, not a battle)"
                 ] += 1
                 continue
-            winner, strong = _LEVELS[label]
-            if number == 2:
-                winner = _SWAP[winner]
+            winner, strong = game_winner(label, number), _LEVELS[label][1]
             battle = {
                 "question_id": question_id,
                 "model_a": baseline,
