@@ -66,6 +66,7 @@ import pandas as pd
 from isqaflow.io import RecordError, read_jsonl, write_json
 from isqaflow.report.tables import write_table
 from isqaflow.stats import holm, mcnemar_test, min_items_to_separate, share_test
+from isqaflow.suites import INSTRUMENTS
 
 __all__ = [
     "GROUP_KEYS",
@@ -82,14 +83,6 @@ __all__ = [
     "verdict_text",
 ]
 
-INSTRUMENTS = (
-    "arena judge",
-    "DRFR judge",
-    "QAGS",
-    "QuestEval",
-    "feedback model",
-    "Arena-Hard judge",
-)
 VERDICT_RULES = ("raw", "calibrated")
 GROUP_KEYS = ("instrument", "name", "scope", "control", "rule")
 NO_EVIDENCE = "no evidence that this judge separates better from worse"

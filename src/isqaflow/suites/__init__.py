@@ -20,7 +20,7 @@ from typing import Any
 from isqaflow.suites import arena, arena_hard, drfr, isqa
 from isqaflow.suites.base import ModelRule, Suite
 
-__all__ = ["SUITES", "ModelRule", "Suite", "collect", "model_rules", "suite"]
+__all__ = ["INSTRUMENTS", "SUITES", "ModelRule", "Suite", "collect", "model_rules", "suite"]
 
 #: The registered suites, in the order the grid lists their jobs and the run its targets.
 SUITES: tuple[Suite, ...] = (isqa.SUITE, drfr.SUITE, arena.SUITE, arena_hard.SUITE)
@@ -38,6 +38,12 @@ def _check_unique(suites: tuple[Suite, ...]) -> None:
 
 
 _check_unique(SUITES)
+
+#: Every suite's judges and metrics with known-answer controls, in registry order: the
+#: instruments the validity table (:mod:`isqaflow.report.validity`) accepts and orders by.
+INSTRUMENTS: tuple[str, ...] = tuple(i for entry in SUITES for i in entry.instruments)
+if len(set(INSTRUMENTS)) != len(INSTRUMENTS):
+    raise ValueError(f"isqaflow.suites: an instrument is declared by two suites: {INSTRUMENTS}")
 
 
 def suite(name: str) -> Suite:

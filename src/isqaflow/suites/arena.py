@@ -8,6 +8,7 @@ from isqaflow.suites.base import ModelRule, Suite
 SUITE = Suite(
     name="arena",
     title="RAG-QA Arena",
+    instruments=("arena judge",),
     rules=(
         ModelRule(
             "rag_answers",

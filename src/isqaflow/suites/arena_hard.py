@@ -20,4 +20,5 @@ SUITE = Suite(
     judges=("arena_hard", "judges"),
     judges_summaries=False,
     title="Arena-Hard-Auto v0.1",
+    instruments=("Arena-Hard judge",),
 )

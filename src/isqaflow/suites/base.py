@@ -34,7 +34,9 @@ class Suite:
     whether its judges also judge ISQA's summaries (DRFR's and the arena's do, Arena-Hard's
     not), so the judge-family audit pairs them with the summarizers.  ``title``: its name as the
     leaderboard's section heads it (the benchmark; records of another benchmark read into the
-    suite's tables, as the peers' released judgments, carry their own).
+    suite's tables, as the peers' released judgments, carry their own).  ``instruments``: the
+    judges and metrics whose known-answer controls it writes, as its control records name them
+    in ``instrument`` (the validity table lists them in registry order, then in this one).
     """
 
     name: str
@@ -46,6 +48,7 @@ class Suite:
     judges: tuple[str, ...] | None = None
     title: str = ""
     judges_summaries: bool = True
+    instruments: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.systems is None) != (self.judges is None):

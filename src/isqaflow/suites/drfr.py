@@ -8,6 +8,7 @@ from isqaflow.suites.base import ModelRule, Suite
 SUITE = Suite(
     name="drfr",
     title="InFoBench (DRFR)",
+    instruments=("DRFR judge",),
     rules=(
         ModelRule(
             "drfr_responses",

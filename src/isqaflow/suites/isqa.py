@@ -9,6 +9,7 @@ from isqaflow.suites.base import ModelRule, Suite
 SUITE = Suite(
     name="isqa",
     title="ISQA summaries",
+    instruments=("QAGS", "QuestEval", "feedback model"),
     rules=(
         ModelRule(
             "baseline_summaries",

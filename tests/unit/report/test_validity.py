@@ -258,11 +258,12 @@ def test_rows_are_ordered_by_instrument_then_raw_before_calibrated():
         ),
     ]
     frame = validity_frame(validity_summary(records))
+    # The suites' registry order (isqaflow.suites.INSTRUMENTS): ISQA's metrics, DRFR, the arena.
     assert list(frame.index) == [
-        ("arena judge", "local", "infobench", "self", "raw"),
+        ("QAGS", "qags", "qasper", "other_abstract", "raw"),
         ("DRFR judge", "local", "infobench", "empty_response", "raw"),
         ("DRFR judge", "local", "infobench", "empty_response", "calibrated"),
-        ("QAGS", "qags", "qasper", "other_abstract", "raw"),
+        ("arena judge", "local", "infobench", "self", "raw"),
     ]
     assert frame.loc[
         ("arena judge", "local", "infobench", "self", "raw"), "chance"

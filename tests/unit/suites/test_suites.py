@@ -124,3 +124,17 @@ def test_the_config_check_has_a_checker_for_every_suite(monkeypatch):
     with pytest.raises(KeyError, match="suite 'drfr' has no checker of its config section"):
         sections.check_suites("refs")  # type: ignore[arg-type]
     assert checked == ["refs"]  # in the registry's order: isqa's section was checked first
+
+
+def test_the_validity_instruments_are_the_suites_own_in_registry_order():
+    # A suite's judges and metrics reach the validity table by its descriptor alone: no hand
+    # list in report/validity.py to keep in step (issue 37).
+    from isqaflow.report import validity
+    from isqaflow.suites import INSTRUMENTS, SUITES
+
+    assert validity.INSTRUMENTS is INSTRUMENTS
+    assert INSTRUMENTS == tuple(i for s in SUITES for i in s.instruments)
+    assert len(set(INSTRUMENTS)) == len(INSTRUMENTS)
+    for s in SUITES:
+        if s.judges is not None:  # a suite with judges shows their known-answer controls
+            assert s.instruments, s.name
