@@ -112,7 +112,10 @@ def test_gpu_rule_sees_one_gpu(smoke_run):
     if not gpu_file.is_file() or not cpu_file.is_file():
         pytest.fail(f"workflow outputs missing\n{_failure_context(smoke_run)}", pytrace=False)
     gpu, cpu = _read_probe(gpu_file), _read_probe(cpu_file)
-    assert gpu["CUDA_VISIBLE_DEVICES"] == "0", gpu
+    # One device of the node's four fake GPUs (gpu:fake:4): which one SLURM binds depends on
+    # what else runs -- the dress rehearsal's model jobs share the cluster in CI -- so the test
+    # checks that exactly one index is visible, not that it is the first.
+    assert gpu["CUDA_VISIBLE_DEVICES"] in {"0", "1", "2", "3"}, gpu
     assert cpu["CUDA_VISIBLE_DEVICES"] == "unset", cpu
     assert gpu["SLURM_JOB_ID"].isdigit() and cpu["SLURM_JOB_ID"].isdigit()
 
