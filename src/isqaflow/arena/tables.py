@@ -70,6 +70,7 @@ from isqaflow.report.validity import (
     validity_summary,
 )
 from isqaflow.stats import SMALL_N
+from isqaflow.suites.arena import JUDGE as ARENA_JUDGE
 
 
 def _load(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -495,8 +496,8 @@ def build_arena_tables(
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     elo, rounds, seed = dict(settings.elo), settings.rounds, settings.seed
     summary = validity_summary(read_control_records(control_paths))
-    controls = ". " + validity_note(summary, "arena judge")
-    warning = cannot_rank(summary, "arena judge")  # first, in the ratings' caption and figure
+    controls = ". " + validity_note(summary, ARENA_JUDGE)
+    warning = cannot_rank(summary, ARENA_JUDGE)  # first, in the ratings' caption and figure
     judged = pd.concat(
         [_load([p]).assign(setting=setting) for setting, p in judged_paths.items()],
         ignore_index=True,

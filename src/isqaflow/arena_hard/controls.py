@@ -20,10 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from isqaflow.data.peers import game_winner
+from isqaflow.suites.arena_hard import JUDGE
 
 __all__ = ["CONTROLS", "INSTRUMENT", "control_items", "control_records"]
 
-INSTRUMENT = "Arena-Hard judge"
+INSTRUMENT = JUDGE  # the suite descriptor's name of the instrument
 CONTROLS = ("self", "empty")
 _CHANCE = {"self": 1.0, "empty": (2 / 5) ** 2}
 # the battle sides in the controls' terms (model_a of a battle is the baseline)

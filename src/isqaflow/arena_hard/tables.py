@@ -29,6 +29,7 @@ from isqaflow.data.peers import read_arena_hard_answers, read_arena_hard_judgmen
 from isqaflow.io import read_jsonl
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import read_control_records, validity_note, validity_summary
+from isqaflow.suites.arena_hard import JUDGE as ARENA_HARD_JUDGE
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +128,7 @@ def write_tables(
     caption = (
         f"Arena-Hard-Auto: score = win rate against the baseline {baseline} (%), Bradley-Terry "
         f"with {rounds} bootstrap resamples of the battles (95% interval); a strong verdict "
-        f"counts {strong_weight} battle(s). " + validity_note(summary, "Arena-Hard judge")
+        f"counts {strong_weight} battle(s). " + validity_note(summary, ARENA_HARD_JUDGE)
     )
     write_table(table, out_paths, caption=caption)
     return table

@@ -40,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from isqaflow.seeds import keyed_rng
+from isqaflow.suites.drfr import JUDGE
 
 __all__ = [
     "CHANCE",
@@ -53,7 +54,7 @@ __all__ = [
     "sample_instructions",
 ]
 
-INSTRUMENT = "DRFR judge"
+INSTRUMENT = JUDGE  # the suite descriptor's name of the instrument
 CONTROLS = ("empty_response", "other_response")
 EXPECTED = "NO"
 CHANCE = 0.5

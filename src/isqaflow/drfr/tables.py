@@ -39,6 +39,7 @@ from isqaflow.report.validity import (
     validity_summary,
 )
 from isqaflow.stats import SMALL_N, SMALL_N_MARK, small_n_note
+from isqaflow.suites.drfr import JUDGE as DRFR_JUDGE
 
 
 def load_judgments(paths: Sequence[str | Path]) -> pd.DataFrame:
@@ -202,9 +203,9 @@ def build_drfr_tables(
     judgments = load_judgments(judgment_paths)
     summaries = load_judgments(summary_paths)
     control_summary = validity_summary(read_control_records(control_paths))
-    controls = validity_note(control_summary, "DRFR judge")
+    controls = validity_note(control_summary, DRFR_JUDGE)
     # first, in every caption and the figure: the judge that fails its controls cannot rank
-    warning = cannot_rank(control_summary, "DRFR judge")
+    warning = cannot_rank(control_summary, DRFR_JUDGE)
     rules = rule_note(judgments, summaries)
     numeric, formatted = main_table(judgments, rounds, seed)
     numeric.to_csv(out_dir / "drfr_table5_long.csv", index=False)

@@ -38,12 +38,13 @@ from isqaflow.data.schema import Paper, QAPair
 from isqaflow.isqa.feedback import FeedbackItem, ask_feedback
 from isqaflow.models.base import GenerationParams, LanguageModel
 from isqaflow.seeds import keyed_rng
+from isqaflow.suites.isqa import FEEDBACK_MODEL
 from isqaflow.text.f1 import answer_tokens
 
 if TYPE_CHECKING:
     from isqaflow.isqa.refine import RefineSettings
 
-INSTRUMENT = "feedback model"
+INSTRUMENT = FEEDBACK_MODEL  # the suite descriptor's name of the instrument
 CONTROLS = ("gold_evidence",)
 # Replies that cannot be read: the control's "invalid" (correct None).
 INVALID_STATUSES = ("unparsed", "truncated")

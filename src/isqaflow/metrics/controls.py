@@ -39,13 +39,14 @@ from isqaflow.io import read_records, write_jsonl
 from isqaflow.metrics.qa_metrics import score_summaries
 from isqaflow.metrics.scorers import MetricModels
 from isqaflow.seeds import keyed_rng
+from isqaflow.suites.isqa import QAGS, QUESTEVAL
 
 CONTROLS = ("other_abstract",)
 # metric field of the scores -> (instrument, name) of the validity records
 CONTROL_METRICS = {
-    "qags": ("QAGS", "qags"),
-    "questeval": ("QuestEval", "questeval"),
-    "questeval_v024": ("QuestEval", "questeval_v024"),
+    "qags": (QAGS, "qags"),
+    "questeval": (QUESTEVAL, "questeval"),
+    "questeval_v024": (QUESTEVAL, "questeval_v024"),
 }
 CHANCE = 0.5
 

@@ -29,10 +29,11 @@ import pandas as pd
 
 from isqaflow.metrics.human import check_assigned, read_filled_sheet
 from isqaflow.ppi import ROW_COLUMNS, anchored_row
+from isqaflow.suites.isqa import QAGS, QUESTEVAL
 
 __all__ = ["FACTUALITY", "comparison_rows", "human_factuality", "isqa_ppi_table", "ppi_caption"]
 
-FACTUALITY = {"qags": "QAGS", "questeval": "QuestEval"}
+FACTUALITY = {"qags": QAGS, "questeval": QUESTEVAL}  # score field -> instrument
 COLUMNS = ["dataset", "summarizer", "metric", "system", *ROW_COLUMNS]
 
 

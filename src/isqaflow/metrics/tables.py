@@ -57,6 +57,7 @@ from isqaflow.stats import (
 )
 from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import table_paths, write_table
+from isqaflow.suites.isqa import FEEDBACK_MODEL, QAGS, QUESTEVAL
 from isqaflow.report.validity import (
     cannot_rank,
     read_control_records,
@@ -461,21 +462,18 @@ def build_isqa_tables(
     """
     control_summary = validity_summary(read_control_records(control_paths))
     metric_controls = (
-        " "
-        + validity_note(control_summary, "QAGS")
-        + " "
-        + validity_note(control_summary, "QuestEval")
+        " " + validity_note(control_summary, QAGS) + " " + validity_note(control_summary, QUESTEVAL)
     )
-    feedback_controls = " " + validity_note(control_summary, "feedback model")
+    feedback_controls = " " + validity_note(control_summary, FEEDBACK_MODEL)
     # the figure plots these two metrics (their control records' names are the score fields)
     figure_warning = " ".join(
         w
-        for instrument, name in (("QAGS", "qags"), ("QuestEval", "questeval"))
+        for instrument, name in ((QAGS, "qags"), (QUESTEVAL, "questeval"))
         if (w := cannot_rank(control_summary, instrument, [name]))
     )
     # first, in the caption of every table built on the metrics (or the feedback models)
     opening = figure_warning + " " if figure_warning else ""
-    feedback_warning = cannot_rank(control_summary, "feedback model")
+    feedback_warning = cannot_rank(control_summary, FEEDBACK_MODEL)
     scores = load_scores(score_paths, zero_papers)
     out_dir, figure_dir = Path(out_dir), Path(figure_dir)
     main = f"isqa-{main_feedback}-human"

@@ -57,9 +57,16 @@ from isqaflow.report.leaderboard_columns import (
     soft_preference_columns,
     summary_judge_columns,
 )
+from isqaflow.suites.drfr import JUDGE as DRFR_JUDGE
+from isqaflow.suites.arena import JUDGE as ARENA_JUDGE
+from isqaflow.suites.isqa import QAGS, QUESTEVAL
 
 
 COVERED_SHOWN = 3
+
+
+#: the judges and metrics the board's columns are built on (their controls close its caption)
+COLUMN_INSTRUMENTS = (DRFR_JUDGE, ARENA_JUDGE, QAGS, QUESTEVAL)
 
 
 def coverage_note(check: Mapping[str, Any]) -> str:
@@ -115,10 +122,7 @@ def controls_brief(summary: Mapping[str, Any]) -> str:
     (the full text in results/tables/validity.*)."""
     return (
         "Controls (known answers; in full: the validity table): "
-        + "; ".join(
-            validity_brief(summary, instrument)
-            for instrument in ("DRFR judge", "arena judge", "QAGS", "QuestEval")
-        )
+        + "; ".join(validity_brief(summary, instrument) for instrument in COLUMN_INSTRUMENTS)
         + ". ROUGE has no control (a reference overlap, not a judge)."
     )
 
@@ -340,9 +344,7 @@ def build_leaderboard(
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
     footnotes = notes(board, list(ranks)) + panel_lines(panel_path, panel_loo_path)
     warnings = " ".join(  # the first screen: a judge or metric that fails its controls says so
-        w
-        for i in ("DRFR judge", "arena judge", "QAGS", "QuestEval")
-        if (w := cannot_rank(summary, i))
+        w for i in COLUMN_INSTRUMENTS if (w := cannot_rank(summary, i))
     )
     caption = (warnings + " " if warnings else "") + (
         f"Leaderboard: every system across the suites ({rows_are(board)}), one table per suite in "

@@ -33,6 +33,8 @@ from isqaflow.report.board import (
     column_suffix,
     run_and_judge,
 )
+from isqaflow.suites.drfr import JUDGE as DRFR_JUDGE
+from isqaflow.suites.arena import JUDGE as ARENA_JUDGE
 
 
 def drfr_columns(board: Board, table5_long: pd.DataFrame) -> None:
@@ -56,7 +58,7 @@ def drfr_columns(board: Board, table5_long: pd.DataFrame) -> None:
                         "drfr", system=row["model"], judge=row["judge"], kind="response"
                     ),
                     self_judged=board.is_self("drfr", [row["judge"]], row["model"]),
-                    built_on=[("DRFR judge", row["judge"])],
+                    built_on=[(DRFR_JUDGE, row["judge"])],
                     section=section,
                     source=origin.get("source"),
                     value=100 * row[label],
@@ -88,7 +90,7 @@ def arena_columns(board: Board, win_rates: pd.DataFrame, ratings: pd.DataFrame) 
                 "arena", system=row["model"], setting=run, judge=judge, kind="reference"
             ),
             "self_judged": board.is_self("arena", [judge], row["model"]),
-            "built_on": [("arena judge", judge)],
+            "built_on": [(ARENA_JUDGE, judge)],
             "section": section,
             "source": origin.get("source"),
         }
@@ -164,7 +166,7 @@ def arena_columns(board: Board, win_rates: pd.DataFrame, ratings: pd.DataFrame) 
                     + (PRIOR_MARK if method == "Bradley-Terry" and prior_set else ""),
                     link=browser_link("arena", system=row["model"], setting=run, judge=judge),
                     self_judged=board.is_self("arena", [judge], row["model"]),
-                    built_on=[("arena judge", judge)],
+                    built_on=[(ARENA_JUDGE, judge)],
                     section=section,
                     source=origin.get("source"),
                     value=row[f"{method} rating"],
@@ -242,7 +244,7 @@ def summary_judge_columns(
                     kind="summary",
                 ),
                 self_judged=board.is_self("drfr", drfr_judges, f"summaries:{row['summarizer']}"),
-                built_on=[("DRFR judge", judge) for judge in drfr_judges],
+                built_on=[(DRFR_JUDGE, judge) for judge in drfr_judges],
                 section=TITLES["isqa"],
                 value=100 * row["drfr"],
                 lower=100 * row["lower"],
@@ -273,7 +275,7 @@ def summary_judge_columns(
                 self_judged=board.is_self(
                     "arena", [row["judge"]], f"summaries:{row['summarizer']}"
                 ),
-                built_on=[("arena judge", row["judge"])],
+                built_on=[(ARENA_JUDGE, row["judge"])],
                 section=TITLES["isqa"],
                 value=row["win %"],
                 n=n,
@@ -304,7 +306,7 @@ def soft_preference_columns(board: Board, lc: pd.DataFrame) -> None:
         glm = row.get("glm") if isinstance(row.get("glm"), str) else "noreg"
         where = {
             "self_judged": board.is_self("arena", [judge], row["system"]),
-            "built_on": [("arena judge", judge)],
+            "built_on": [(ARENA_JUDGE, judge)],
             "section": section,
             "source": origin.get("source"),
         }

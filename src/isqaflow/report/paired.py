@@ -42,6 +42,8 @@ from isqaflow.report.figures import caveat, new_figure, save_figure
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import cannot_rank, validity_note
 from isqaflow.stats import sign_flip_test
+from isqaflow.suites.drfr import JUDGE as DRFR_JUDGE
+from isqaflow.suites.arena import JUDGE as ARENA_JUDGE
 
 __all__ = [
     "arena_outcomes",
@@ -324,11 +326,9 @@ def write_paired_tests(
     controls = warning = ""
     if validity_summary_path is not None:
         summary = read_json(validity_summary_path)
-        warning = " ".join(
-            w for i in ("DRFR judge", "arena judge") if (w := cannot_rank(summary, i))
-        )
+        warning = " ".join(w for i in (DRFR_JUDGE, ARENA_JUDGE) if (w := cannot_rank(summary, i)))
         controls = " " + " ".join(
-            validity_note(summary, instrument) for instrument in ("DRFR judge", "arena judge")
+            validity_note(summary, instrument) for instrument in (DRFR_JUDGE, ARENA_JUDGE)
         )
     caption += controls
     write_table(table, out_paths, digits=3, caption=caption)

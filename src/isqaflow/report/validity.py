@@ -67,6 +67,7 @@ from isqaflow.io import RecordError, read_jsonl, write_json
 from isqaflow.report.tables import write_table
 from isqaflow.stats import holm, mcnemar_test, min_items_to_separate, share_test
 from isqaflow.suites import INSTRUMENTS
+from isqaflow.suites.isqa import FEEDBACK_MODEL
 
 __all__ = [
     "GROUP_KEYS",
@@ -338,7 +339,7 @@ def plain_verdict(row: Mapping[str, Any], family: int = 1) -> str:
     chance would give, and whether that is unlikely by chance -- alone and after correcting for
     the ``family`` tested controls of the same judge or metric (Holm's adjustment)."""
     noun = "judge" if row["instrument"].endswith("judge") else "metric"
-    if row["instrument"] == "feedback model":
+    if row["instrument"] == FEEDBACK_MODEL:
         noun = "model"
     if row["verdict"] == "cannot test this rule":
         return f"this control cannot test the {row['rule']} rule ({row['untestable']}); it counts neither way"

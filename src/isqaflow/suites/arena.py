@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from isqaflow.suites.base import ModelRule, Suite
 
+#: the judge whose known-answer controls the suite writes (its control records' ``instrument``)
+JUDGE = "arena judge"
+
 SUITE = Suite(
     name="arena",
     title="RAG-QA Arena",
-    instruments=("arena judge",),
+    instruments=(JUDGE,),
     rules=(
         ModelRule(
             "rag_answers",

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from isqaflow.suites.base import ModelRule, Suite
 
+#: the judge whose known-answer controls the suite writes (its control records' ``instrument``)
+JUDGE = "Arena-Hard judge"
+
 SUITE = Suite(
     name="arena_hard",
     rules=(
@@ -20,5 +23,5 @@ SUITE = Suite(
     judges=("arena_hard", "judges"),
     judges_summaries=False,
     title="Arena-Hard-Auto v0.1",
-    instruments=("Arena-Hard judge",),
+    instruments=(JUDGE,),
 )

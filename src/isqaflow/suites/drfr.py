@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from isqaflow.suites.base import ModelRule, Suite
 
+#: the judge whose known-answer controls the suite writes (its control records' ``instrument``)
+JUDGE = "DRFR judge"
+
 SUITE = Suite(
     name="drfr",
     title="InFoBench (DRFR)",
-    instruments=("DRFR judge",),
+    instruments=(JUDGE,),
     rules=(
         ModelRule(
             "drfr_responses",

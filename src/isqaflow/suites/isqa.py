@@ -6,10 +6,16 @@ from __future__ import annotations
 
 from isqaflow.suites.base import ModelRule, Suite
 
+#: the metrics and the feedback model whose known-answer controls the suite writes (its control
+#: records' ``instrument``)
+QAGS = "QAGS"
+QUESTEVAL = "QuestEval"
+FEEDBACK_MODEL = "feedback model"
+
 SUITE = Suite(
     name="isqa",
     title="ISQA summaries",
-    instruments=("QAGS", "QuestEval", "feedback model"),
+    instruments=(QAGS, QUESTEVAL, FEEDBACK_MODEL),
     rules=(
         ModelRule(
             "baseline_summaries",

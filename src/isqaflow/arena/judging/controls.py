@@ -58,10 +58,11 @@ from isqaflow.arena.no_answer import NO_ANSWER
 from isqaflow.data.schema import RagQuery
 from isqaflow.io import read_records, write_jsonl
 from isqaflow.seeds import keyed_rng
+from isqaflow.suites.arena import JUDGE
 
 log = logging.getLogger(__name__)
 
-INSTRUMENT = "arena judge"
+INSTRUMENT = JUDGE  # the suite descriptor's name of the instrument
 CONTROLS = ("other_reference", "no_answer", "self")
 # The name of the answer a control sets against the reference (system_a / system_b).
 _CONTRAST = {

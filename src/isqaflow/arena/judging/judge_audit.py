@@ -60,6 +60,8 @@ from isqaflow.report.canaries import (
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import validity_note
 from isqaflow.seeds import keyed_rng
+from isqaflow.suites.drfr import JUDGE as DRFR_JUDGE
+from isqaflow.suites.arena import JUDGE as ARENA_JUDGE
 
 log = logging.getLogger(__name__)
 
@@ -243,8 +245,8 @@ def noise_table(
     judges = judges or {}
     rows = []
     for suite, runs, key, instrument in (
-        ("arena", judged, "verdict", "arena judge"),
-        ("drfr", drfr or {}, "answer", "DRFR judge"),
+        ("arena", judged, "verdict", ARENA_JUDGE),
+        ("drfr", drfr or {}, "answer", DRFR_JUDGE),
     ):
         for run, by_judge in runs.items():
             for judge, records in by_judge.items():
@@ -484,13 +486,13 @@ CAPTIONS = {
 }
 #: the instruments each table is built on (its caption ends with their known-answer controls)
 INSTRUMENTS = {
-    "self_preference": ("DRFR judge", "arena judge"),
-    "noise": ("DRFR judge", "arena judge"),
-    "noise_win_rates": ("arena judge",),
-    "canaries": ("DRFR judge", "arena judge"),
-    "panel": ("arena judge",),
-    "panel_loo": ("arena judge",),
-    "panel_reliability": ("DRFR judge", "arena judge"),
+    "self_preference": (DRFR_JUDGE, ARENA_JUDGE),
+    "noise": (DRFR_JUDGE, ARENA_JUDGE),
+    "noise_win_rates": (ARENA_JUDGE,),
+    "canaries": (DRFR_JUDGE, ARENA_JUDGE),
+    "panel": (ARENA_JUDGE,),
+    "panel_loo": (ARENA_JUDGE,),
+    "panel_reliability": (DRFR_JUDGE, ARENA_JUDGE),
 }
 
 
