@@ -668,5 +668,19 @@ def test_drfr_ppi_anchors_the_handwritten_responses_on_their_embedded_labels(run
     row = table[table["responder"] == "handwritten"].iloc[0]
     assert (row["n human"], row["N judged"], row["human %"]) == (8, 16, 100)
     assert not pd.isna(row["PPI %"])
-    others = table[table["responder"] != "handwritten"]
+    others = table[~table["responder"].isin(["handwritten", "smollm2"])]
     assert (others["n human"] == 0).all() and others["note"].str.contains("no human label").all()
+
+
+def test_drfr_ppi_gives_an_interval_where_people_disagree_with_the_judge(run):
+    """Issue 40: people's labels of 24 of smollm2's 47 judged questions (drawn at random; 8 YES)
+    against the embedded judge's near-constant YES: the PPI row has an interval, far below the
+    judge's, and gives the judge no weight (lambda 0) -- the embedded run shows PPI at work."""
+    table = pd.read_csv(run / "results/tables/drfr_ppi.csv")
+    row = table[table["responder"] == "smollm2"].iloc[0]
+    assert (row["n human"], row["N judged"]) == (24, 47), row.to_dict()
+    assert row["human %"] == pytest.approx(100 * 8 / 24)
+    assert row["PPI lower"] < row["PPI %"] < row["PPI upper"], row.to_dict()
+    # the judge's interval and people's do not overlap: the judge alone would mislead
+    assert row["PPI upper"] < row["judge lower"], row.to_dict()
+    assert pd.isna(row["note"]) or "no PPI interval" not in row["note"]
