@@ -16,7 +16,7 @@ constants below.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,9 +201,22 @@ def _new_tokens(generation: Mapping[str, Any] | None) -> int:
     return int((generation or {}).get("max_new_tokens", _DECODING.max_new_tokens))
 
 
+#: The answering rules: one served model answers each of a suite's items with the suite's
+#: ``generation`` settings (greedy at the served rate; one table row per model) -- rule ->
+#: (its items given the config and the job's wildcards, its config section).
+ANSWERING: dict[str, tuple[Callable[[Mapping[str, Any], str], int], str]] = {
+    "drfr_responses": (
+        lambda config, wildcards: instructions(config, wildcards.split("/")[0]),
+        "drfr",
+    ),
+    "rag_answers": (lambda config, wildcards: rag_queries(config), "arena"),
+    "arena_hard_answers": (lambda config, wildcards: arena_hard_questions(config), "arena_hard"),
+}
+
+
 def model_jobs(config: Mapping[str, Any]) -> list[Job]:
     """The planned model stages' GPU jobs (plan_grid), with their new tokens and hours."""
-    isqa, drfr, arena = config.get("isqa", {}), config.get("drfr", {}), config.get("arena", {})
+    isqa = config.get("isqa", {})
     refine = isqa.get("refine", {})
     steps, batch = int(refine.get("steps", 8)), int(refine.get("batch_size", 4))
     summary, feedback = isqa.get("summary_generation") or {}, isqa.get("feedback_generation") or {}
@@ -250,19 +263,10 @@ def model_jobs(config: Mapping[str, Any]) -> list[Job]:
                 # API while the job's GPUs hold the summarizer: idle, at the model's concurrency
                 calls = steps * batch * n_papers / int(api[0].entry.get("concurrency", 1))
                 job.idle = tuple(calls * seconds / 3600 for seconds in API_CALL_SECONDS)
-        elif rule == "drfr_responses":
-            job.tokens = instructions(config, wildcards.split("/")[0]) * _new_tokens(
-                drfr.get("generation")
-            )
-            job.rate = served_rate(plan, _beams(drfr.get("generation")), config)
-            job.hours = job.hours_at_a = job.tokens / job.rate / 3600
-        elif rule == "rag_answers":
-            job.tokens = rag_queries(config) * _new_tokens(arena.get("generation"))
-            job.rate = served_rate(plan, _beams(arena.get("generation")), config)
-            job.hours = job.hours_at_a = job.tokens / job.rate / 3600
-        elif rule == "arena_hard_answers":
-            generation = config["arena_hard"].get("generation")
-            job.tokens = arena_hard_questions(config) * _new_tokens(generation)
+        elif rule in ANSWERING:
+            items, section = ANSWERING[rule]
+            generation = (config.get(section) or {}).get("generation")
+            job.tokens = items(config, wildcards) * _new_tokens(generation)
             job.rate = served_rate(plan, _beams(generation), config)
             job.hours = job.hours_at_a = job.tokens / job.rate / 3600
         jobs.append(job)
@@ -376,11 +380,7 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
         jobs = rules[rule]
         groups: dict[str, list[Job]] = defaultdict(list)
         for job in jobs:
-            key = (
-                job.name.replace(" ", "/").split("/")[-1]
-                if rule in ("drfr_responses", "rag_answers", "arena_hard_answers")
-                else ""
-            )
+            key = job.name.replace(" ", "/").split("/")[-1] if rule in ANSWERING else ""
             groups[key].append(job)
         for key, group in groups.items():
             gpus = sorted({j.gpus for j in group})
@@ -424,7 +424,7 @@ def table(config: Mapping[str, Any]) -> tuple[str, dict[str, float]]:
                     f"{ASSUMPTIONS['TRAIN_TOKENS_PER_S']}: examples x epochs x (input + target "
                     "tokens) at ~2k tokens/s",
                 )
-            elif rule in ("drfr_responses", "rag_answers", "arena_hard_answers"):
+            elif rule in ANSWERING:
                 rate = group[0].rate
                 decoding, source = (
                     "greedy",
