@@ -223,20 +223,6 @@ def rehearsal_config(repo: Path, api_url: str, data: dict[str, str]) -> dict[str
         },
     }
     arena["bootstrap_rounds"] = 100
-    # paper.yaml's Arena-Hard: open answerers behind vLLM, an API judge in text mode with v0.1's
-    # published prompt, strong verdicts weighted 3 (show_result.py); the served log-prob judge is
-    # rehearsed by the arena's "local" judge, so this one needs no server of its own
-    arena_hard = config["arena_hard"]
-    arena_hard["judges"] = {
-        "api": {
-            "model": "api",
-            "mode": "text",
-            "prompts": "published",
-            "generation": {"max_new_tokens": 64},
-        }
-    }
-    arena_hard["strong_weight"] = 3
-    arena_hard["bootstrap_rounds"] = 100
     config["validity"] = {
         "arena": {"controls": ["other_reference", "no_answer", "self"], "per_domain": 1},
         "drfr": {"controls": ["empty_response", "other_response"], "instructions": 1},
