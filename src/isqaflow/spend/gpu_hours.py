@@ -23,6 +23,7 @@ from typing import Any
 from isqaflow.models.base import GenerationParams
 from isqaflow.models.planning import smoke
 from isqaflow.models.planning.gpu_plan import JobPlan, grid_jobs, plan_evaluation, plan_grid
+from isqaflow.suites import suite_of_rule
 
 # --------------------------------------------------------------- sources (all estimates)
 # Every figure below is labelled with the kind of its source (the table's source column starts
@@ -202,15 +203,13 @@ def _new_tokens(generation: Mapping[str, Any] | None) -> int:
 
 
 #: The answering rules: one served model answers each of a suite's items with the suite's
-#: ``generation`` settings (greedy at the served rate; one table row per model) -- rule ->
-#: (its items given the config and the job's wildcards, its config section).
-ANSWERING: dict[str, tuple[Callable[[Mapping[str, Any], str], int], str]] = {
-    "drfr_responses": (
-        lambda config, wildcards: instructions(config, wildcards.split("/")[0]),
-        "drfr",
-    ),
-    "rag_answers": (lambda config, wildcards: rag_queries(config), "arena"),
-    "arena_hard_answers": (lambda config, wildcards: arena_hard_questions(config), "arena_hard"),
+#: ``generation`` settings (greedy at the served rate; one table row per model) -- rule -> its
+#: items given the config and the job's wildcards (its suite, whose config section holds the
+#: settings, is the descriptor's that declares the rule: isqaflow.suites.suite_of_rule).
+ANSWERING: dict[str, Callable[[Mapping[str, Any], str], int]] = {
+    "drfr_responses": lambda config, wildcards: instructions(config, wildcards.split("/")[0]),
+    "rag_answers": lambda config, wildcards: rag_queries(config),
+    "arena_hard_answers": lambda config, wildcards: arena_hard_questions(config),
 }
 
 
@@ -264,9 +263,8 @@ def model_jobs(config: Mapping[str, Any]) -> list[Job]:
                 calls = steps * batch * n_papers / int(api[0].entry.get("concurrency", 1))
                 job.idle = tuple(calls * seconds / 3600 for seconds in API_CALL_SECONDS)
         elif rule in ANSWERING:
-            items, section = ANSWERING[rule]
-            generation = (config.get(section) or {}).get("generation")
-            job.tokens = items(config, wildcards) * _new_tokens(generation)
+            generation = (config.get(suite_of_rule(rule).name) or {}).get("generation")
+            job.tokens = ANSWERING[rule](config, wildcards) * _new_tokens(generation)
             job.rate = served_rate(plan, _beams(generation), config)
             job.hours = job.hours_at_a = job.tokens / job.rate / 3600
         jobs.append(job)

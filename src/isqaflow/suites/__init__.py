@@ -20,7 +20,16 @@ from typing import Any
 from isqaflow.suites import arena, arena_hard, drfr, isqa
 from isqaflow.suites.base import ModelRule, Suite
 
-__all__ = ["INSTRUMENTS", "SUITES", "ModelRule", "Suite", "collect", "model_rules", "suite"]
+__all__ = [
+    "INSTRUMENTS",
+    "SUITES",
+    "ModelRule",
+    "Suite",
+    "collect",
+    "model_rules",
+    "suite",
+    "suite_of_rule",
+]
 
 #: The registered suites, in the order the grid lists their jobs and the run its targets.
 SUITES: tuple[Suite, ...] = (isqa.SUITE, drfr.SUITE, arena.SUITE, arena_hard.SUITE)
@@ -58,6 +67,14 @@ def suite(name: str) -> Suite:
         f"no suite {name!r} is registered in isqaflow.suites "
         f"(registered: {', '.join(s.name for s in SUITES)})"
     )
+
+
+def suite_of_rule(rule: str) -> Suite:
+    """The registered suite one of whose model rules is ``rule``; a KeyError naming it if none."""
+    for entry in SUITES:
+        if any(r.name == rule for r in entry.rules):
+            return entry
+    raise KeyError(f"no registered suite has a model rule {rule!r} (isqaflow.suites)")
 
 
 def model_rules() -> dict[str, ModelRule]:

@@ -138,3 +138,18 @@ def test_the_validity_instruments_are_the_suites_own_in_registry_order():
     for s in SUITES:
         if s.judges is not None:  # a suite with judges shows their known-answer controls
             assert s.instruments, s.name
+
+
+def test_a_model_rule_names_the_suite_that_declares_it():
+    """suite_of_rule: the GPU-hours plan reads an answering rule's generation settings from the
+    config section of the suite whose descriptor declares the rule (no second table of them)."""
+    from isqaflow.spend.gpu_hours import ANSWERING
+    from isqaflow.suites import suite_of_rule
+
+    assert {rule: suite_of_rule(rule).name for rule in ANSWERING} == {
+        "drfr_responses": "drfr",
+        "rag_answers": "arena",
+        "arena_hard_answers": "arena_hard",
+    }
+    with pytest.raises(KeyError, match="no_such_rule"):
+        suite_of_rule("no_such_rule")
