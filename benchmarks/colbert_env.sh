@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Builds the ColBERT (PyLate) environment of envs/colbert.yaml as a plain virtual
-# environment, without conda: every pin installed with --no-deps, so nothing outside
-# the list can come in.  Usage: bash benchmarks/colbert_env.sh VENV [PYTHON]
+# Builds the ColBERT (PyLate) environment of envs/colbert.yaml (CUDA 13; or ENV_FILE, e.g. its
+# CUDA-12 variant envs/colbert-cuda12.yaml) as a plain virtual environment, without conda: every
+# pin installed with --no-deps, so nothing outside the list can come in.
+# Usage: bash benchmarks/colbert_env.sh VENV [PYTHON [ENV_FILE]]
 #   e.g. bash benchmarks/colbert_env.sh /tmp/colbert-venv python3.11
 # tests/engines/test_colbert_pylate.py runs PyLate for real in it (ISQAFLOW_COLBERT_PYTHON).
 set -euo pipefail
 venv="${1:?usage: colbert_env.sh VENV [PYTHON]}"
 python="${2:-python3}"
 here="$(cd "$(dirname "$0")/.." && pwd)"
-pins=$(sed -n 's/^ *- \([A-Za-z0-9_.-]*==[^ #]*\).*/\1/p' "$here/envs/colbert.yaml")
+env_file="${3:-$here/envs/colbert.yaml}"
+pins=$(sed -n 's/^ *- \([A-Za-z0-9_.-]*==[^ #]*\).*/\1/p' "$env_file")
 start=$(date +%s)
 "$python" -m venv "$venv"
 "$venv/bin/pip" install --quiet --no-deps $pins

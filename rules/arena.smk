@@ -29,7 +29,7 @@ rule retrieve:
         retriever=retrievers_served_by("retrieve"),
     localrule: local_stage("retrieve")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("retrieve")
     resources:
         **cluster_resources("retrieve", gpu=lambda wc: retriever_gpus(wc.retriever)),
@@ -60,7 +60,7 @@ rule colbert_index:
         retriever=retrievers_served_by("colbert"),
     localrule: local_stage("retrieve")
     conda:
-        "../envs/colbert.yaml"
+        conda_env("colbert")
     threads: threads_for("retrieve")
     resources:
         **cluster_resources("retrieve", gpu=lambda wc: retriever_gpus(wc.retriever)),
@@ -90,7 +90,7 @@ rule retrieve_colbert:
         retriever=retrievers_served_by("colbert"),
     localrule: local_stage("retrieve")
     conda:
-        "../envs/colbert.yaml"
+        conda_env("colbert")
     threads: threads_for("retrieve")
     resources:
         **cluster_resources("retrieve", gpu=lambda wc: retriever_gpus(wc.retriever)),
@@ -125,7 +125,7 @@ rule rag_answers:
     priority: 50
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources(
@@ -170,7 +170,7 @@ rule arena_judge:
     priority: 50
     localrule: local_stage("judge")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("judge")
     resources:
         **cluster_resources(
@@ -213,7 +213,7 @@ rule arena_judge_checks:
         benchmark_file("arena_judge_checks", "{judge}")
     localrule: local_stage("judge")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("judge")
     resources:
         **cluster_resources(
@@ -254,7 +254,7 @@ rule arena_summaries:
         benchmark_file("arena_summaries", "{dataset}/{summarizer}.{judge}")
     localrule: local_stage("judge")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("judge")
     resources:
         **cluster_resources(

@@ -21,7 +21,7 @@ rule arena_hard_answers:
         benchmark_file("arena_hard_answers", "{answerer}")
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources(
@@ -62,7 +62,7 @@ rule arena_hard_judge:
         benchmark_file("arena_hard_judge", "{judge}")
     localrule: local_stage("judge")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("judge")
     resources:
         **cluster_resources(

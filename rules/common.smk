@@ -2,6 +2,7 @@
 share (no rules here); each stage's own input functions are in rules/inputs/<stage>.smk,
 included at the top of its rule file."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from isqaflow.backends import needs_gpus  # noqa: E402
 from isqaflow.cluster import is_local, job_request  # noqa: E402
 from isqaflow.codehash import code_version, file_version  # noqa: E402
 from isqaflow.configcheck import exit_on_problems  # noqa: E402
+from isqaflow import cuda  # noqa: E402
 from isqaflow.data import raw_paths as raw_paths_module  # noqa: E402
 from isqaflow import grid  # noqa: E402
 from isqaflow.devices import DevicePoolError, check_job_gpus, use_gpu_pool  # noqa: E402
@@ -79,11 +81,23 @@ def exit_on_config_problems():
             (p.path, p.message)
             for p in peer_checks.peer_problems(config)
             + peer_checks.length_control_problems(config)
-        ],
+        ]
+        + cuda.override_problems(config, os.environ),
         warn=workflow.is_main_process,  # the warnings once, not in every job's log
+    )
+    # conda builds the GPU environments for the config's CUDA, also on a login node without a
+    # GPU (conda's __cuda); an override the user set to the same major version is kept
+    os.environ.setdefault(
+        "CONDA_OVERRIDE_CUDA", cuda.conda_override(cuda.setting(config))
     )
     print_gpu_plan()
     print_api_model_report()
+
+
+def conda_env(name):
+    """A rule's ``conda:`` file: envs/<name>.yaml, or the variant for the config's ``cuda`` of a
+    GPU environment (isqaflow.cuda)."""
+    return f"../{cuda.env_file(name, cuda.setting(config))}"
 
 
 def dry_run():

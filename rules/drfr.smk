@@ -23,7 +23,7 @@ rule drfr_responses:
         responder=names_pattern(model_responders()),  # file-based ones: rule file_responses
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources(
@@ -67,7 +67,7 @@ rule drfr_judge:
         benchmark_file("drfr_judge", "{dataset}/{judge}")
     localrule: local_stage("judge")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("judge")
     resources:
         **cluster_resources(
@@ -101,7 +101,7 @@ rule drfr_summaries:
         benchmark_file("drfr_summaries", "{dataset}/{summarizer}.{judge}")
     localrule: local_stage("judge")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("judge")
     resources:
         **cluster_resources(

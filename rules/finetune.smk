@@ -28,7 +28,7 @@ rule finetune_feedback:
     priority: 90
     localrule: local_stage("finetune")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("finetune")
     resources:
         **cluster_resources("finetune", gpu=gpus_for("finetune")),
@@ -56,7 +56,7 @@ rule evaluate_feedback:
         benchmark_file("evaluate_feedback", "{adapter}")
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources("generate", gpu=lambda wc: evaluation_gpus(wc.adapter)),

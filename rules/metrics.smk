@@ -23,7 +23,7 @@ rule score_summaries:
     priority: 60
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources("generate", gpu=gpus_for("generate")),
@@ -50,7 +50,7 @@ rule metric_controls:
         benchmark_file("metric_controls", "{dataset}")
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources("generate", gpu=gpus_for("generate")),

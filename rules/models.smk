@@ -21,7 +21,7 @@ rule convert_gguf_model:
     priority: 100
     localrule: local_stage("convert")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("convert")
     resources:
         **cluster_resources("convert", gpu=0),
@@ -72,7 +72,7 @@ rule gpu_smoke:
     priority: 100
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources("generate", gpu=lambda wc: gpu_smoke_gpus()),

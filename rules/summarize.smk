@@ -22,7 +22,7 @@ rule generate_questions:
     priority: 70
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources("generate", gpu=gpus_for("generate")),
@@ -53,7 +53,7 @@ rule baseline_summaries:
     priority: 80
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources(
@@ -86,7 +86,7 @@ rule generic_feedback:
     priority: 70
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources(
@@ -124,7 +124,7 @@ rule isqa_refine:
     priority: 70
     localrule: local_stage("generate")
     conda:
-        "../envs/torch.yaml"
+        conda_env("torch")
     threads: threads_for("generate")
     resources:
         **cluster_resources(

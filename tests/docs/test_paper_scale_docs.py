@@ -21,7 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
 from conda_double import calls, install
+
+from isqaflow import cuda
 from workflow_utils import REPO, copy_repo, env
 
 DOC = REPO / "docs" / "paper-scale.md"
@@ -70,7 +73,10 @@ def stand_in(line: str, hf_home: Path) -> str:
         return "echo '[]' > resources/local/scimrc/scimrc_train_dev.json"
     if code.endswith("--conda-create-envs-only") and PAPER_COMMAND in code:
         return code
-    if re.fullmatch(r"(CONDA_OVERRIDE_CUDA=\S+ )?conda env create -n \S+ -f \S+", code):
+    if re.fullmatch(
+        r'conda env create -n \S+ -f "\$\(\.venv/bin/python src/isqaflow/cuda\.py \S+ serving\)"',
+        code,
+    ):
         return code
     if code == PAPER_COMMAND + " -n":
         return code
@@ -99,7 +105,9 @@ def test_block_names_every_environment_variable_the_profile_and_config_read():
     ]
     plan = lines.index(PAPER_COMMAND + " -n")
     assert len(order) == 2 and max(order) < plan < lines.index(PAPER_COMMAND)
-    assert "envs/serving.yaml" in " ".join(lines)
+    # the serving file for the config's cuda (isqaflow.cuda), not one written into the docs
+    assert "src/isqaflow/cuda.py config/paper.yaml serving" in " ".join(lines)
+    assert "CONDA_OVERRIDE_CUDA" not in " ".join(lines)  # the workflow sets it from cuda:
 
 
 def test_the_paper_scale_steps_run_in_order_as_a_dry_run(tmp_path):
@@ -127,11 +135,14 @@ def test_the_paper_scale_steps_run_in_order_as_a_dry_run(tmp_path):
     assert output.count("This was a dry-run (flag -n)") == 2
     assert "fetch_weights" in output and "sbatch --parsable" not in output  # nothing submitted
     created = [c for c in calls(conda) if c.startswith("env create")]
-    rule_envs = set(
-        re.findall(
-            r'"\.\./(envs/\w+\.yaml)"',
-            " ".join(p.read_text() for p in (REPO / "rules").glob("*.smk")),
-        )
+    rules_text = " ".join(p.read_text() for p in (REPO / "rules").rglob("*.smk"))
+    paper_cuda = cuda.setting(yaml.safe_load((REPO / "config/paper.yaml").read_text()))
+    rule_envs = (
+        set(re.findall(r'"\.\./(envs/\w+\.yaml)"', rules_text))
+        | {
+            cuda.env_file(name, paper_cuda)
+            for name in re.findall(r'conda_env\("(\w+)"\)', rules_text)
+        }
     ) - {"envs/tracking.yaml"}  # rule track_run's: only with tracking.enabled (off in paper.yaml)
     assert len(rule_envs) >= 2 and sum("--prefix" in c for c in created) == len(rule_envs), (
         created,

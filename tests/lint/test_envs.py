@@ -18,10 +18,19 @@ OWN_PINS = {
         "torch": "2.11.0",
         "sentence-transformers": "5.3.0",
         "transformers": "5.3.0",
-    }
+    },
+    # the CUDA-12 variant: fast-plaid's build for torch 2.10.0, the index's CUDA 12.8 wheel
+    "colbert-cuda12.yaml": {
+        "pylate": "1.6.0",
+        "fast-plaid": "1.4.6.2100",
+        "torch": "2.10.0",
+        "sentence-transformers": "5.3.0",
+        "transformers": "5.3.0",
+    },
 }
 ENVS = sorted(p for p in (REPO / "envs").glob("*.yaml") if p.name not in OWN_PINS)
 CONDA_NAMES = {"pytorch": "torch"}  # conda-forge name -> PyPI name
+CONDA_ONLY = {"cuda-version"}  # conda-forge's CUDA metapackage: no PyPI counterpart
 
 
 def norm(name: str) -> str:
@@ -51,7 +60,7 @@ def env_pins(path: Path) -> dict[str, str]:
                 pins[norm(name)] = version
         else:
             name, _, rest = dep.partition("=")
-            if name in ("python", "pip"):
+            if name in ("python", "pip") or name in CONDA_ONLY:
                 continue
             pins[norm(CONDA_NAMES.get(name, name))] = rest.split("=")[0]
     return pins
@@ -76,10 +85,64 @@ def test_env_pins_agree_with_pyproject(path):
 
 
 def test_every_rule_uses_a_pinned_env():
-    for smk in (REPO / "rules").glob("*.smk"):
+    from isqaflow import cuda
+
+    used = set()
+    for smk in (REPO / "rules").rglob("*.smk"):
         text = smk.read_text()
         for env in re.findall(r'conda:\s*\n\s*"\.\./(envs/[^"]+)"', text):
             assert (REPO / env).exists(), f"{smk.name} uses {env}, which does not exist"
+            used.add(Path(env).stem)
+        for name in re.findall(r'conda:\s*\n\s*conda_env\("([^"]+)"\)', text):
+            for version in cuda.VARIANTS:
+                env = cuda.env_file(name, version)
+                assert (REPO / env).exists(), f"{smk.name}: conda_env({name!r}) -> {env}, absent"
+            used.add(name)
+    # a GPU environment named as a plain file would ignore the cuda setting
+    plain = set(
+        re.findall(
+            r'conda:\s*\n\s*"\.\./envs/([^"/]+)\.yaml"',
+            "".join(p.read_text() for p in (REPO / "rules").rglob("*.smk")),
+        )
+    )
+    assert not plain & set(cuda.GPU_ENVS), (
+        f"GPU environments without conda_env(): {plain & set(cuda.GPU_ENVS)}"
+    )
+    assert {"torch", "colbert", "data"} <= used
+
+
+@pytest.mark.parametrize("name", ["torch", "colbert", "serving"])
+def test_every_gpu_environment_has_a_cuda_12_and_a_cuda_13_file(name):
+    """Each file's CUDA libraries are of its major version: pip's CUDA runtime and cuBLAS wheels
+    (every nvidia-* wheel a -cu12 one in a CUDA-12 file) and conda-forge's cuda-version."""
+    from isqaflow import cuda
+
+    for version in cuda.VARIANTS:
+        path = REPO / cuda.env_file(name, version)
+        major = version.split(".")[0]
+        pins = env_pins(path)
+        nvidia = {k: v for k, v in pins.items() if k.startswith("nvidia-")}
+        text = path.read_text()
+        if name == "torch":
+            assert f"  - cuda-version={major}  " in text, path.name
+            continue
+        assert nvidia, f"{path.name}: no CUDA libraries pinned"
+        if major == "12":
+            assert all(k.endswith("-cu12") for k in nvidia), (path.name, nvidia)
+        for library in ("nvidia-cuda-runtime", "nvidia-cublas"):
+            (version_pinned,) = [v for k, v in nvidia.items() if k in (library, f"{library}-cu12")]
+            assert version_pinned.split(".")[0] == major, f"{path.name}: {library} {version_pinned}"
+
+
+def test_the_torch_variants_differ_only_in_their_cuda_version():
+    def packages(path):
+        return [
+            line.split("#")[0].strip()
+            for line in path.read_text().splitlines()
+            if line.strip().startswith("- ") and "cuda-version" not in line
+        ]
+
+    assert packages(REPO / "envs/torch.yaml") == packages(REPO / "envs/torch-cuda12.yaml")
 
 
 @pytest.mark.parametrize(

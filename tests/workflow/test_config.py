@@ -173,3 +173,17 @@ def test_a_broken_reference_deletes_nothing_and_starts_no_job(workdir):
     assert_clean_failure(result.returncode, result.stdout + result.stderr)
     assert done.read_text() == "{}\n"
     assert not (workdir / "logs").exists()  # no job ran
+
+
+# ----------------------------------------------------------------------------- CUDA
+def test_a_conda_cuda_override_of_another_major_version_stops_the_run(workdir, monkeypatch):
+    """conda would build the GPU environments for CUDA 12 while the rules pick the CUDA-13 files
+    (isqaflow.cuda): the dry run stops naming the setting; with cuda: "12.8" it is the same CUDA."""
+    monkeypatch.setenv("CONDA_OVERRIDE_CUDA", "12.4")
+    result = snakemake(workdir, "-n", "--cores", "1", timeout=120)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "cuda: '13.0', but the environment sets CONDA_OVERRIDE_CUDA=12.4" in output
+    assert "no job was started" in output
+    result = snakemake(workdir, "-n", "--cores", "1", "--config", "cuda=12.8", timeout=120)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-2000:]

@@ -147,7 +147,7 @@ def test_every_oneof_section_is_explained():
 def test_other_errors_name_their_key():
     assert problems_of(lambda c: c.update(arenaa=c.pop("arena"))) == [
         (
-            "arenaa: unknown key (did you mean 'arena'?); valid keys here: arena, arena_hard, budget, datasets, downloads, drfr, "
+            "arenaa: unknown key (did you mean 'arena'?); valid keys here: arena, arena_hard, budget, cuda, datasets, downloads, drfr, "
             "finetune, gpu_plan, human_eval, isqa, metrics, models, peers, power, published_prompts, resources, seed, spend, tracking, validity, "
             "weights"
         )
