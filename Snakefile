@@ -69,6 +69,8 @@ include: "rules/spend.smk"
 # run needs (isqaflow.configcheck): all problems at once, then exit before any rule is
 # parsed -- in a dry run too, with no job started and no output deleted.
 exit_on_config_problems()
+# conda is told the config's CUDA (CONDA_OVERRIDE_CUDA) before it builds an environment.
+export_conda_cuda()
 # One machine without a scheduler (ISQAFLOW_GPUS): at most as many GPU jobs at once as GPUs.
 use_gpu_pool_or_exit()
 print_spend_plan()

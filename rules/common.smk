@@ -85,13 +85,17 @@ def exit_on_config_problems():
         + cuda.override_problems(config, os.environ),
         warn=workflow.is_main_process,  # the warnings once, not in every job's log
     )
-    # conda builds the GPU environments for the config's CUDA, also on a login node without a
-    # GPU (conda's __cuda); an override the user set to the same major version is kept
+    print_gpu_plan()
+    print_api_model_report()
+
+
+def export_conda_cuda():
+    """conda builds the GPU environments for the config's CUDA, also on a login node without a
+    GPU (conda's __cuda): CONDA_OVERRIDE_CUDA from ``cuda:`` (isqaflow.cuda), after the config
+    check refused an override of another major version; one the user set is kept."""
     os.environ.setdefault(
         "CONDA_OVERRIDE_CUDA", cuda.conda_override(cuda.setting(config))
     )
-    print_gpu_plan()
-    print_api_model_report()
 
 
 def conda_env(name):

@@ -29,7 +29,7 @@ case "$*" in
       echo "LibMambaUnsatisfiableError: nothing provides __cuda needed by pytorch (conda double)" >&2; exit 1
     fi
     need=$( [ -n "$file" ] && sed -n 's/^ *- cuda-version=\([0-9]*\).*/\1/p' "$file" )
-    if [ -n "$need" ] && [ "${{CONDA_OVERRIDE_CUDA%%.*}}" -lt "$need" ]; then
+    if [ -n "$need" ] && [ -n "${{CONDA_OVERRIDE_CUDA:-}}" ] && [ "${{CONDA_OVERRIDE_CUDA%%.*}}" -lt "$need" ]; then
       echo "LibMambaUnsatisfiableError: __cuda=$CONDA_OVERRIDE_CUDA conflicts with cuda-version=$need (conda double)" >&2; exit 1
     fi
     if [ -n "$prefix" ]; then mkdir -p "$prefix/conda-meta" "$prefix/bin"; touch "$prefix/conda-meta/history"; fi

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from isqaflow import cuda
+
 REPO = Path(__file__).resolve().parents[2]
 # Environments that cannot share the main pins: checked for full pins on their own below.
 OWN_PINS = {
@@ -85,38 +87,29 @@ def test_env_pins_agree_with_pyproject(path):
 
 
 def test_every_rule_uses_a_pinned_env():
-    from isqaflow import cuda
-
-    used = set()
+    used, plain = set(), set()
     for smk in (REPO / "rules").rglob("*.smk"):
         text = smk.read_text()
         for env in re.findall(r'conda:\s*\n\s*"\.\./(envs/[^"]+)"', text):
             assert (REPO / env).exists(), f"{smk.name} uses {env}, which does not exist"
-            used.add(Path(env).stem)
+            plain.add(Path(env).stem)
         for name in re.findall(r'conda:\s*\n\s*conda_env\("([^"]+)"\)', text):
             for version in cuda.VARIANTS:
                 env = cuda.env_file(name, version)
                 assert (REPO / env).exists(), f"{smk.name}: conda_env({name!r}) -> {env}, absent"
             used.add(name)
     # a GPU environment named as a plain file would ignore the cuda setting
-    plain = set(
-        re.findall(
-            r'conda:\s*\n\s*"\.\./envs/([^"/]+)\.yaml"',
-            "".join(p.read_text() for p in (REPO / "rules").rglob("*.smk")),
-        )
-    )
     assert not plain & set(cuda.GPU_ENVS), (
         f"GPU environments without conda_env(): {plain & set(cuda.GPU_ENVS)}"
     )
+    used |= plain
     assert {"torch", "colbert", "data"} <= used
 
 
-@pytest.mark.parametrize("name", ["torch", "colbert", "serving"])
+@pytest.mark.parametrize("name", cuda.GPU_ENVS)
 def test_every_gpu_environment_has_a_cuda_12_and_a_cuda_13_file(name):
     """Each file's CUDA libraries are of its major version: pip's CUDA runtime and cuBLAS wheels
     (every nvidia-* wheel a -cu12 one in a CUDA-12 file) and conda-forge's cuda-version."""
-    from isqaflow import cuda
-
     for version in cuda.VARIANTS:
         path = REPO / cuda.env_file(name, version)
         major = version.split(".")[0]
