@@ -49,3 +49,13 @@ def test_the_schema_offers_the_variants_and_the_default():
     assert {str(v) for v in schema["enum"]} == set(cuda.VARIANTS)
     assert schema["default"] == cuda.DEFAULT
     assert yaml.safe_load((REPO / "config/paper.yaml").read_text())["cuda"] in cuda.VARIANTS
+
+
+def test_a_wrong_version_names_each_choice_once():
+    """The schema accepts "12.8" and 12.8 alike; the error lists each once."""
+    from isqaflow.configcheck.schema import load_schema, schema_problems
+
+    schema = load_schema(REPO / "config/schema.yaml")
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text()) | {"cuda": "12.4"}
+    messages = [p.message for p in schema_problems(config, schema) if p.path == "cuda"]
+    assert messages == ["'12.4' is not a valid value (did you mean '12.8'?); one of: 13.0, 12.8"]

@@ -190,7 +190,8 @@ class _Explainer:
                 if key not in instance and key not in meant
             ]
         if kind == "enum":
-            choices = ", ".join(map(str, error.validator_value))
+            # each choice once as written (an enum may accept "12.8" and 12.8 alike)
+            choices = ", ".join(dict.fromkeys(map(str, error.validator_value)))
             return [
                 ConfigProblem(
                     path,
