@@ -1,6 +1,7 @@
 """Arena-Hard-Auto v0.1: the answerers answer its questions, each judge judges every answer
 against the baseline's in two games (with its known-answer controls, results/validity/arena_hard/),
-and Bradley-Terry scores the answerers against the baseline (results/tables/arena_hard_scores.*).
+and Bradley-Terry scores the answerers against the baseline, plainly and with style control
+(results/tables/arena_hard_scores.*).
 """
 
 
@@ -83,12 +84,38 @@ rule arena_hard_judge:
         "../scripts/arena_hard_judge.py"
 
 
+# Style control's counts: each answer's tokens (one tokenizer for all, as v0.1's cl100k_base) and
+# markdown; a tokenizer only, on the host that runs the tables (isqaflow.arena_hard.style).
+rule arena_hard_style_counts:
+    input:
+        baseline=lambda wc: arena_hard_baseline(),
+        answers=lambda wc: arena_hard_answer_files(),
+        model=lambda wc: model_files(arena_hard_style_tokenizer()),
+    output:
+        counts="results/arena_hard/style_counts.jsonl",
+    log:
+        "logs/arena_hard_style_counts.log",
+    localrule: local_stage("tables")
+    conda:
+        conda_env("torch")
+    threads: threads_for("tables")
+    resources:
+        **cluster_resources("tables", gpu=0),
+    params:
+        tokenizer=lambda wc: model_spec(arena_hard_style_tokenizer()),
+        code=code("isqaflow.arena_hard.style"),
+    script:
+        "../scripts/arena_hard_style_counts.py"
+
+
 rule arena_hard_tables:
     input:
         baseline=lambda wc: arena_hard_baseline(),
         answers=lambda wc: arena_hard_answer_files(),
         judgments=lambda wc: arena_hard_judgment_files(),
         controls=lambda wc: arena_hard_validity_files(),
+        # none with style control off (arena_hard.style_control.tokenizer: null)
+        style_counts=lambda wc: arena_hard_style_counts_files(),
     output:
         tables=report(
             expand("results/tables/arena_hard_scores.{ext}", ext=["csv", "md", "tex"]),
@@ -110,6 +137,7 @@ rule arena_hard_tables:
         strong_weight=lambda wc: config["arena_hard"]["strong_weight"],
         rounds=lambda wc: config["arena_hard"]["bootstrap_rounds"],
         seed=config["seed"],
+        style_tokenizer=lambda wc: arena_hard_style_tokenizer(),
         code=code("isqaflow.arena_hard.tables"),
     script:
         "../scripts/arena_hard_tables.py"

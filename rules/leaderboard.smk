@@ -9,13 +9,8 @@ include: "inputs/leaderboard.smk"
 
 rule leaderboard:
     input:
-        drfr_table5="results/tables/drfr_table5_long.csv",
-        drfr_summaries="results/tables/drfr_summaries_long.csv",
-        arena_win_rates="results/tables/arena_win_rates.csv",
-        arena_ratings="results/tables/arena_ratings.csv",
-        arena_summaries="results/tables/arena_summaries.csv",
-        # its rows of soft preferences only (none in the workflow's own judgments)
-        arena_length_controlled="results/tables/arena_length_controlled.csv",
+        # the suites' tables the board reads, each a named input (isqaflow.suites: board_tables)
+        unpack(lambda wc: leaderboard_tables()),
         scores=lambda wc: leaderboard_score_files(),
         validity=rules.validity_table.output.summary,
         systems=lambda wc: systems_targets(),

@@ -135,14 +135,8 @@ rule peer_validity_table:
 
 rule peer_leaderboard:
     input:
-        drfr_table5=lambda wc: peer_table_files("drfr", "drfr_table5_long.csv"),
-        drfr_summaries=lambda wc: peer_table_files("drfr", "drfr_summaries_long.csv"),
-        arena_win_rates=lambda wc: peer_table_files("arena", "arena_win_rates.csv"),
-        arena_ratings=lambda wc: peer_table_files("arena", "arena_ratings.csv"),
-        arena_summaries=lambda wc: peer_table_files("arena", "arena_summaries.csv"),
-        arena_length_controlled=lambda wc: peer_table_files(
-            "arena", "arena_length_controlled.csv"
-        ),
+        # the board's tables of each suite the peers' records feed
+        unpack(lambda wc: peer_leaderboard_tables()),
         scores=[],
         validity=rules.peer_validity_table.output.summary,
         systems=[],

@@ -1,4 +1,5 @@
-"""Arena-Hard-Auto's scores against the baseline, Bradley-Terry with intervals (rule arena_hard_tables)."""
+"""Arena-Hard-Auto's scores against the baseline, Bradley-Terry with intervals and style control
+(rule arena_hard_tables)."""
 
 from isqaflow.arena_hard.tables import write_tables
 from isqaflow.runtime import job
@@ -14,4 +15,6 @@ with job(snakemake):
         strong_weight=snakemake.params.strong_weight,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
+        style_counts_path=snakemake.input.style_counts or None,
+        tokenizer=snakemake.params.style_tokenizer,
     )

@@ -2,18 +2,13 @@
 
 from pathlib import Path
 
-from isqaflow.report.leaderboard import LeaderboardSettings, build_leaderboard
+from isqaflow.report.leaderboard import LeaderboardSettings, board_inputs, build_leaderboard
 from isqaflow.runtime import job
 
 with job(snakemake):
     build_leaderboard(
         Path(snakemake.output.tables[0]).with_suffix(""),
-        drfr_table5=snakemake.input.drfr_table5,
-        drfr_summaries=snakemake.input.drfr_summaries,
-        arena_win_rates=snakemake.input.arena_win_rates,
-        arena_ratings=snakemake.input.arena_ratings,
-        arena_summaries=snakemake.input.arena_summaries,
-        arena_length_controlled=snakemake.input.arena_length_controlled,
+        tables=board_inputs(snakemake.input),
         score_paths=snakemake.input.scores,
         validity_summary_path=snakemake.input.validity,
         systems_path=snakemake.input.systems[0] if snakemake.input.systems else None,

@@ -17,6 +17,20 @@ def arena_hard_baseline():
     return raw_path(config["arena_hard"]["baseline"])
 
 
+def arena_hard_style_tokenizer():
+    """The model whose tokenizer counts the answers' tokens for style control, or None (off)."""
+    return (config["arena_hard"].get("style_control") or {}).get("tokenizer")
+
+
+def arena_hard_style_counts_files():
+    """Rule arena_hard_style_counts' file, or none with style control off."""
+    return (
+        ["results/arena_hard/style_counts.jsonl"]
+        if arena_hard_style_tokenizer()
+        else []
+    )
+
+
 def arena_hard_answer_files():
     return [job.output for job in model_jobs("arena_hard_answers")]
 

@@ -19,3 +19,14 @@ def leaderboard_summary_systems():
         f"{d}/{s}": judged_summary_systems(d, s)
         for d, s in isqa_pairs() + file_summary_pairs()
     }
+
+
+def leaderboard_tables():
+    """Table name -> its CSV: the tables the leaderboard reads (isqaflow.suites: board_tables) of
+    every registered suite in the run -- one whose targets are not empty."""
+    return {
+        name: f"results/tables/{name}.csv"
+        for entry in SUITES
+        if collect_suites("target_functions", globals(), [entry])
+        for name in entry.board_tables
+    }

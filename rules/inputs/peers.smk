@@ -20,10 +20,15 @@ def peer_judged_files(suite):
     }
 
 
-def peer_table_files(suite, table):
-    """The peers' <suite> table file (a path, as rule leaderboard's script reads it), or none
-    when no entry feeds that suite."""
-    return f"{PEER_TABLES}/{table}" if peer_judged_files(suite) else []
+def peer_leaderboard_tables():
+    """Table name -> the peers' CSV of it: the tables the leaderboard reads (isqaflow.suites:
+    board_tables) of each suite some entry's records feed."""
+    return {
+        name: f"{PEER_TABLES}/{name}.csv"
+        for entry in SUITES
+        if peer_judged_files(entry.name)
+        for name in entry.board_tables
+    }
 
 
 def peer_targets():

@@ -61,6 +61,7 @@ EXPECTED = {
     # Arena-Hard-Auto v0.1: 2 open answerers, the GPT-4-Turbo judge (its controls in its job)
     "arena_hard_answers": 2,
     "arena_hard_judge": 1,
+    "arena_hard_style_counts": 1,  # style control's token counts (llama3-8b's tokenizer)
     "arena_hard_tables": 1,
     "validity_table": 1,
     "leaderboard": 1,  # one table across the suites (no file-based system: no check_systems job)

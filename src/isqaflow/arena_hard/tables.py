@@ -25,6 +25,7 @@ import pandas as pd
 from isqaflow.arena.ratings.bootstrap import bootstrap_ratings
 from isqaflow.arena.ratings.bradley_terry import bradley_terry
 from isqaflow.arena_hard.judge import LEVELS
+from isqaflow.arena_hard.style import read_counts, style_scores
 from isqaflow.data.peers import read_arena_hard_answers, read_arena_hard_judgments
 from isqaflow.io import read_jsonl
 from isqaflow.report.tables import write_table
@@ -33,9 +34,21 @@ from isqaflow.suites.arena_hard import JUDGE as ARENA_HARD_JUDGE
 
 log = logging.getLogger(__name__)
 
-__all__ = ["COLUMNS", "score_table", "win_rate_vs", "write_tables"]
+__all__ = ["COLUMNS", "score_table", "style_note", "win_rate_vs", "write_tables"]
 
-COLUMNS = ["score", "lower", "upper", "questions", "battles", "games_left_out", "answer_chars"]
+COLUMNS = [
+    "score",
+    "lower",
+    "upper",
+    "questions",
+    "battles",
+    "games_left_out",
+    "answer_chars",
+    "baseline",
+    "style score",
+    "style lower",
+    "style upper",
+]
 _INITIAL = 1000.0
 
 
@@ -52,12 +65,17 @@ def score_table(
     rounds: int,
     seed: int,
     answer_chars: dict[str, float] | None = None,
+    style_counts: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Rows (judge, model): the score vs ``baseline`` with its interval, the questions judged,
-    the battles and the games left out (no valid label), sorted by score within each judge."""
+    the battles, the games left out (no valid label), the answers' mean length, whether the
+    row is the baseline's and, with ``style_counts`` (:func:`isqaflow.arena_hard.style.
+    read_counts`), the style-controlled score with its interval (NaN without), sorted by score
+    within each judge.  ``attrs["style_left_out"]``: judge -> the style features left out of its
+    fit as constant over its battles."""
     if len(judgment_paths) != len(judges):
         raise ValueError(f"{len(judgment_paths)} judgment files for {len(judges)} judges")
-    blocks = []
+    blocks, left_out_features = [], {}
     for path, judge in zip(judgment_paths, judges, strict=True):
         read = read_arena_hard_judgments(path, strong_weight=strong_weight, baseline=baseline)
         log.info("%s", read.report())
@@ -67,6 +85,12 @@ def score_table(
         point = bradley_terry(battles, anchor=baseline, initial=_INITIAL)
         boot = bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, anchor=baseline)
         left_out = _games_left_out(path)
+        if style_counts is not None:
+            styled, left_out_features[judge] = style_scores(
+                battles, style_counts, baseline, rounds, seed
+            )
+        else:
+            styled = pd.DataFrame(columns=["style score", "style lower", "style upper"])
         rows = []
         for model in point.index:
             scores = win_rate_vs(boot[model].to_numpy(), _INITIAL)
@@ -85,10 +109,18 @@ def score_table(
                     "battles": int(own.sum()) if model != baseline else len(battles),
                     "games_left_out": left_out.get(model, 0) if model != baseline else 0,
                     "answer_chars": (answer_chars or {}).get(model, float("nan")),
+                    # the yardstick's row (the leaderboard marks it: isqaflow.report.board)
+                    "baseline": model == baseline,
+                    **{
+                        column: float(styled[column].get(model, float("nan")))
+                        for column in styled.columns
+                    },
                 }
             )
         blocks.append(pd.DataFrame(rows).sort_values("score", ascending=False, kind="stable"))
-    return pd.concat(blocks).set_index(["judge", "model"])[COLUMNS]
+    table = pd.concat(blocks).set_index(["judge", "model"])[COLUMNS]
+    table.attrs["style_left_out"] = left_out_features
+    return table
 
 
 def _games_left_out(path: str | Path) -> dict[str, int]:
@@ -119,16 +151,44 @@ def write_tables(
     strong_weight: int,
     rounds: int,
     seed: int,
+    style_counts_path: str | Path | None = None,
+    tokenizer: str | None = None,
 ) -> pd.DataFrame:
-    """Entry point of rule arena_hard_tables: ``results/tables/arena_hard_scores.{csv,md,tex}``."""
+    """Entry point of rule arena_hard_tables: ``results/tables/arena_hard_scores.{csv,md,tex}``.
+    ``style_counts_path``: rule arena_hard_style_counts' file, counted by the tokenizer of model
+    ``tokenizer`` (none: style control off, its columns empty and the caption says so)."""
     baseline = str(read_arena_hard_answers(baseline_path).table["model"].iloc[0])
     lengths = answer_lengths([baseline_path, *answer_paths])
-    table = score_table(judgment_paths, judges, baseline, strong_weight, rounds, seed, lengths)
+    counts = read_counts(style_counts_path) if style_counts_path else None
+    table = score_table(
+        judgment_paths, judges, baseline, strong_weight, rounds, seed, lengths, counts
+    )
     summary = validity_summary(read_control_records(control_paths))
     caption = (
         f"Arena-Hard-Auto: score = win rate against the baseline {baseline} (%), Bradley-Terry "
         f"with {rounds} bootstrap resamples of the battles (95% interval); a strong verdict "
-        f"counts {strong_weight} battle(s). " + validity_note(summary, ARENA_HARD_JUDGE)
+        f"counts {strong_weight} battle(s). "
+        + style_note(table, tokenizer)
+        + " "
+        + validity_note(summary, ARENA_HARD_JUDGE)
     )
     write_table(table, out_paths, caption=caption)
     return table
+
+
+def style_note(table: pd.DataFrame, tokenizer: str | None) -> str:
+    """The caption's sentence on style control: what the style columns are, or that it is off."""
+    left_out = table.attrs.get("style_left_out", {})
+    if not left_out:
+        return "Style control: off (arena_hard.style_control.tokenizer: null), no style columns."
+    dropped = "; ".join(
+        f"{judge}: {', '.join(features)}" for judge, features in left_out.items() if features
+    )
+    return (
+        "style score: the win rate against the baseline at equal style (arena-hard v0.1's style "
+        "control: Bradley-Terry with the normalized differences of tokens, headers, list items "
+        f"and bold spans; tokens by {tokenizer}'s tokenizer, v0.1 counts cl100k_base), same "
+        "battles and bootstrap"
+        + (f"; left out as constant over the battles -- {dropped}" if dropped else "")
+        + "."
+    )

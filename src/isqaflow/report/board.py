@@ -119,6 +119,9 @@ class Board:
         self.failing = failing
         # column -> the failing (instrument, name) its not-decisive cells are built on
         self.not_decisive: dict[str, set[tuple[str, str]]] = {}
+        # the judges and metrics the cells are built on, in the order of their first cell (the
+        # caption gives each one's known-answer controls)
+        self.instruments: dict[str, None] = {}
 
     def is_self(self, suite: str, judges: Sequence[str], system: str) -> bool:
         return any((suite, judge, system) in self.self_judged for judge in judges)
@@ -172,6 +175,7 @@ class Board:
             self.sources.setdefault(system, set()).add(source)
         if self_judged:
             cell += f" {SELF}"
+        self.instruments.update(dict.fromkeys(instrument for instrument, _ in built_on))
         failed = set(built_on) & set(self.failing)
         if failed:
             cell += f" {NOT_DECISIVE}"
@@ -218,6 +222,11 @@ CELL_NOTES = (
         "QAGS, QuestEval, ROUGE x100 of the final summaries over papers",
     ),
     (("summary ",), "the summaries' DRFR and win % against the abstract"),
+    (
+        ("Arena-Hard",),
+        "Arena-Hard-Auto's score: win rate % against its baseline from Bradley-Terry on both "
+        "games of each question, bootstrap 95% CI over battles (n = questions)",
+    ),
 )
 
 

@@ -50,6 +50,7 @@ from isqaflow.report.validity import INSTRUMENTS, cannot_rank, failing, validity
 from isqaflow.report.board import PRIOR_MARK, Board, notes, rows_are, short_source
 from isqaflow.report.leaderboard_columns import (
     arena_columns,
+    arena_hard_columns,
     drfr_columns,
     metric_columns,
     read_ratings,
@@ -57,16 +58,10 @@ from isqaflow.report.leaderboard_columns import (
     soft_preference_columns,
     summary_judge_columns,
 )
-from isqaflow.suites.drfr import JUDGE as DRFR_JUDGE
-from isqaflow.suites.arena import JUDGE as ARENA_JUDGE
-from isqaflow.suites.isqa import QAGS, QUESTEVAL
+from isqaflow.suites import BOARD_TABLES, RANKED
 
 
 COVERED_SHOWN = 3
-
-
-#: the judges and metrics the board's columns are built on (their controls close its caption)
-COLUMN_INSTRUMENTS = (DRFR_JUDGE, ARENA_JUDGE, QAGS, QUESTEVAL)
 
 
 def coverage_note(check: Mapping[str, Any]) -> str:
@@ -87,9 +82,6 @@ def coverage_note(check: Mapping[str, Any]) -> str:
     return f"{text}, partial: {shown}"
 
 
-RANKED = ("DRFR overall", "Bradley-Terry")  # the columns ranked (each tag of them), in sort order
-
-
 def interval_ranks(numbers: pd.DataFrame) -> pd.Series:
     """system -> its rank in one column: 1 + the number of systems whose whole interval lies above
     its own (Chatbot Arena's rank: systems whose intervals overlap share a rank); a cell without
@@ -104,7 +96,8 @@ def interval_ranks(numbers: pd.DataFrame) -> pd.Series:
 
 
 def rank_columns(board: Board) -> dict[str, pd.Series]:
-    """ "rank <column>" -> system -> rank, for every column of :data:`RANKED`."""
+    """ "rank <column>" -> system -> rank, for every column of the suites' ranked ones
+    (:data:`isqaflow.suites.RANKED`: each tag of them, in sort order)."""
     long = pd.DataFrame(board.numbers)
     ranks = {}
     for prefix in RANKED:
@@ -117,14 +110,20 @@ def rank_columns(board: Board) -> dict[str, pd.Series]:
     return ranks
 
 
-def controls_brief(summary: Mapping[str, Any]) -> str:
-    """The caption's last sentence: each column's instrument on its known-answer controls, briefly
-    (the full text in results/tables/validity.*)."""
-    return (
-        "Controls (known answers; in full: the validity table): "
-        + "; ".join(validity_brief(summary, instrument) for instrument in COLUMN_INSTRUMENTS)
-        + ". ROUGE has no control (a reference overlap, not a judge)."
-    )
+def controls_brief(summary: Mapping[str, Any], board: Board) -> str:
+    """The caption's last sentence: each judge and metric the board's cells are built on
+    (:attr:`Board.instruments`, in the order of their columns) on its known-answer controls,
+    briefly (the full text in results/tables/validity.*)."""
+    parts = []
+    if board.instruments:
+        parts.append(
+            "Controls (known answers; in full: the validity table): "
+            + "; ".join(validity_brief(summary, instrument) for instrument in board.instruments)
+            + "."
+        )
+    if any(c.startswith("ROUGE") for c in board.columns):
+        parts.append("ROUGE has no control (a reference overlap, not a judge).")
+    return " ".join(parts)
 
 
 NUMBERS = ("value", "lower", "upper", "n")
@@ -260,14 +259,16 @@ class LeaderboardSettings:
         )
 
 
+def board_inputs(named: Any) -> dict[str, Any]:
+    """The suites' tables among a rule's named inputs (``snakemake.input``): those of the
+    suites in the run, each under its table name (:data:`isqaflow.suites.BOARD_TABLES`)."""
+    return {name: getattr(named, name) for name in BOARD_TABLES if hasattr(named, name)}
+
+
 def build_leaderboard(
     out_stem: str | Path,
     *,
-    drfr_table5: str | Path | None,
-    drfr_summaries: str | Path | None,
-    arena_win_rates: str | Path | None,
-    arena_ratings: str | Path | None,
-    arena_summaries: str | Path | None,
+    tables: Mapping[str, str | Path | None],
     score_paths: Sequence[str | Path],
     validity_summary_path: str | Path,
     systems_path: str | Path | None,
@@ -275,17 +276,28 @@ def build_leaderboard(
     panel_path: str | Path | None = None,
     panel_loo_path: str | Path | None = None,
     front_path: str | Path | None = None,
-    arena_length_controlled: str | Path | None = None,
 ) -> pd.DataFrame:
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
-    leaderboard_long.csv.  ``systems_path``: results/systems/checked.json (system -> {suite: its
+    leaderboard_long.csv.  ``tables``: table name -> its CSV, for the suites' tables the board
+    reads (:data:`isqaflow.suites.BOARD_TABLES`; a suite not in the run has none: a table left
+    out or None is read as empty, a name no suite declares is an error); ``systems_path``: results/systems/checked.json (system -> {suite: its
     check record}, none when the run has no file-based system), for the source column;
     ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
     judges_panel_loo.csv, whose agreement and leave-one-out lines join the notes
     (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`;
-    ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`);
-    ``arena_length_controlled``: the arena's LC table, whose rows of soft preferences
-    (:func:`soft_preference_columns`) are the only cells it gives."""
+    ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`).  Of the
+    arena's LC table (arena_length_controlled) only the rows of soft preferences
+    (:func:`soft_preference_columns`) give cells."""
+    unknown = sorted(set(tables) - set(BOARD_TABLES))
+    if unknown:
+        raise ValueError(
+            f"leaderboard: no suite declares the table(s) {unknown} (isqaflow.suites: "
+            f"board_tables); declared: {list(BOARD_TABLES)}"
+        )
+
+    def read(name: str) -> pd.DataFrame:
+        return read_table_csv(tables.get(name))
+
     file_systems = read_json(systems_path) if systems_path else {}
     judge_pairs = settings.judge_pairs
     summary = read_json(validity_summary_path)
@@ -294,15 +306,13 @@ def build_leaderboard(
         {(i, name) for i in INSTRUMENTS for name in failing(summary, i)},
         settings.origins,
     )
-    table5 = read_table_csv(drfr_table5)
-    drfr_columns(board, table5)
-    arena_columns(board, read_table_csv(arena_win_rates), read_ratings(arena_ratings))
-    soft_preference_columns(board, read_table_csv(arena_length_controlled))
+    drfr_columns(board, read("drfr_table5_long"))
+    arena_columns(board, read("arena_win_rates"), read_ratings(tables.get("arena_ratings")))
+    soft_preference_columns(board, read("arena_length_controlled"))
     metric_columns(board, score_paths, settings.summary_systems, settings.rounds, settings.seed)
     drfr_judges = sorted({p["judge"] for p in judge_pairs if p["suite"] == "drfr"})
-    summary_judge_columns(
-        board, read_table_csv(drfr_summaries), read_table_csv(arena_summaries), drfr_judges
-    )
+    summary_judge_columns(board, read("drfr_summaries_long"), read("arena_summaries"), drfr_judges)
+    arena_hard_columns(board, read("arena_hard_scores"))
     ranks = rank_columns(board)
 
     def order(system: str) -> tuple:  # an unranked reference or baseline after the systems
@@ -344,12 +354,12 @@ def build_leaderboard(
     table = pd.DataFrame(rows).set_index("system") if rows else pd.DataFrame()
     footnotes = notes(board, list(ranks)) + panel_lines(panel_path, panel_loo_path)
     warnings = " ".join(  # the first screen: a judge or metric that fails its controls says so
-        w for i in COLUMN_INSTRUMENTS if (w := cannot_rank(summary, i))
+        w for i in board.instruments if (w := cannot_rank(summary, i))
     )
     caption = (warnings + " " if warnings else "") + (
         f"Leaderboard: every system across the suites ({rows_are(board)}), one table per suite in "
         "this view (the CSV: one row per system), sorted by rank; notes below the tables. "
-        + controls_brief(summary)
+        + controls_brief(summary, board)
     )
     stem = Path(out_stem)
     write_table(with_numbers(table, board), [f"{stem}.csv"], digits=1)
@@ -421,7 +431,7 @@ def _front(board: Board, ranks, file_systems, footnotes: Sequence[str], summary)
         shown_ranks,
         coverage,
         footnotes,
-        controls_brief(summary),
+        controls_brief(summary, board),
         section_warnings(board, summary),
         # a reference's or baseline's word only (the page is 1,400 px wide; its note in the tables)
         {

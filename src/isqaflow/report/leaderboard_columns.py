@@ -1,8 +1,8 @@
 """The leaderboard's columns (:mod:`isqaflow.report.leaderboard`), each from one suite's table:
 DRFR (drfr_table5_long), the arena's win rates against LFRQA and its ratings (arena_win_rates,
 arena_ratings), soft preferences against a benchmark's baseline (arena_length_controlled: the
-peers' AlpacaEval annotations), ISQA's metrics (the scores) and the summaries' DRFR and win rate
-against the abstract.
+peers' AlpacaEval annotations), ISQA's metrics (the scores), the summaries' DRFR and win rate
+against the abstract, and Arena-Hard-Auto's score against its baseline (arena_hard_scores).
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from isqaflow.report.board import (
 )
 from isqaflow.suites.drfr import JUDGE as DRFR_JUDGE
 from isqaflow.suites.arena import JUDGE as ARENA_JUDGE
+from isqaflow.suites.arena_hard import BOARD_COLUMN as ARENA_HARD_COLUMN
+from isqaflow.suites.arena_hard import JUDGE as ARENA_HARD_JUDGE
 
 
 def drfr_columns(board: Board, table5_long: pd.DataFrame) -> None:
@@ -341,6 +343,38 @@ def soft_preference_columns(board: Board, lc: pd.DataFrame) -> None:
         board.reference(baseline, f"baseline; {origin['source']}")
         for column in (win, lc_column):
             board.mark(baseline, column, "baseline", section)
+
+
+def arena_hard_columns(board: Board, scores: pd.DataFrame) -> None:
+    """Arena-Hard-Auto's score (arena_hard_scores: the win rate % against its baseline from
+    Bradley-Terry on both games of each question, bootstrap 95% interval over battles), one
+    column per judge where the run has several, n = the questions judged; the baseline is a row,
+    ranked as arena-hard's leaderboard ranks it (among the models, at 50)."""
+    if scores.empty:
+        return
+    judges = list(scores["judge"].unique())
+    for row in scores.to_dict("records"):
+        tag = column_suffix(row["judge"], judges)
+        section, origin = board.origin("arena_hard", row["judge"])
+        # the baseline is the fit's anchor: 50 by construction, no interval
+        baseline = bool(row["baseline"])
+        lower, upper = (None, None) if baseline else (row["lower"], row["upper"])
+        board.put(
+            row["model"],
+            f"{ARENA_HARD_COLUMN}{tag}",
+            cell_text(row["score"], lower, upper, row["questions"]),
+            self_judged=board.is_self("arena_hard", [row["judge"]], row["model"]),
+            built_on=[(ARENA_HARD_JUDGE, row["judge"])],
+            section=section,
+            source=origin.get("source"),
+            value=row["score"],
+            lower=lower,
+            upper=upper,
+            n=row["questions"],
+            battles=row["battles"],
+        )
+        if baseline:
+            board.reference(row["model"], "baseline: the answers the scores are against", True)
 
 
 def read_table_csv(path: str | Path | None, **kwargs: Any) -> pd.DataFrame:

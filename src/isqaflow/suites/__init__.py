@@ -14,14 +14,16 @@ The lowest floor of the import contract: standard library only, nothing of the p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from isqaflow.suites import arena, arena_hard, drfr, isqa
 from isqaflow.suites.base import ModelRule, Suite
 
 __all__ = [
+    "BOARD_TABLES",
     "INSTRUMENTS",
+    "RANKED",
     "SUITES",
     "ModelRule",
     "Suite",
@@ -44,6 +46,8 @@ def _check_unique(suites: tuple[Suite, ...]) -> None:
             f"suite {entry.name}",
             *(f"rule {r.name}" for r in entry.rules),
             *(f"instrument {i}" for i in entry.instruments),
+            *(f"leaderboard table {t}" for t in entry.board_tables),
+            *(f"ranked column {c}" for c in entry.ranked),
         )
         for name in names:
             if name in seen:
@@ -56,6 +60,13 @@ _check_unique(SUITES)
 #: Every suite's judges and metrics with known-answer controls, in registry order: the
 #: instruments the validity table (:mod:`isqaflow.report.validity`) accepts and orders by.
 INSTRUMENTS: tuple[str, ...] = tuple(i for entry in SUITES for i in entry.instruments)
+
+
+#: Every suite's tables the leaderboard reads (rule leaderboard's named inputs), in registry order.
+BOARD_TABLES: tuple[str, ...] = tuple(t for entry in SUITES for t in entry.board_tables)
+
+#: The leaderboard's ranked columns (prefixes), in the order the rows sort by them.
+RANKED: tuple[str, ...] = tuple(c for entry in SUITES for c in entry.ranked)
 
 
 def suite(name: str) -> Suite:
@@ -82,14 +93,16 @@ def model_rules() -> dict[str, ModelRule]:
     return {rule.name: rule for entry in SUITES for rule in entry.rules}
 
 
-def collect(field: str, namespace: Mapping[str, Any]) -> list[Any]:
-    """The concatenated results of the input functions every registered suite names in
-    ``field`` (``target_functions``, ``validity_functions``), suite by suite, looked up in
-    ``namespace`` (the rule files' ``globals()``).  A name with no function there -- misspelt,
+def collect(
+    field: str, namespace: Mapping[str, Any], suites: Sequence[Suite] = SUITES
+) -> list[Any]:
+    """The concatenated results of the input functions each of ``suites`` (default: every
+    registered one) names in ``field`` (``target_functions``, ``validity_functions``), suite by
+    suite, looked up in ``namespace`` (the rule files' ``globals()``).  A name with no function there -- misspelt,
     or its rule file not included -- is a NameError naming the suite, field and name: never
     skipped, which would drop the suite's files from the run without a word."""
     out: list[Any] = []
-    for entry in SUITES:
+    for entry in suites:
         for name in getattr(entry, field):
             function: Callable[[], list[Any]] | None = namespace.get(name)
             if not callable(function):

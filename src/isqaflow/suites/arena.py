@@ -46,4 +46,8 @@ SUITE = Suite(
     validity_functions=("arena_validity_files",),
     systems=("arena", "answerers"),
     judges=("arena", "judges"),
+    # win rates against LFRQA, ratings, the summaries' win rate against the abstract and the
+    # soft preferences' LC win rates (the peers' AlpacaEval annotations)
+    board_tables=("arena_win_rates", "arena_ratings", "arena_summaries", "arena_length_controlled"),
+    ranked=("Bradley-Terry",),
 )

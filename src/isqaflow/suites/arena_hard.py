@@ -7,6 +7,8 @@ from isqaflow.suites.base import ModelRule, Suite
 
 #: the judge whose known-answer controls the suite writes (its control records' ``instrument``)
 JUDGE = "Arena-Hard judge"
+#: its leaderboard column (one per judge where the run has several: "<column> [<judge>]")
+BOARD_COLUMN = "Arena-Hard score"
 
 SUITE = Suite(
     name="arena_hard",
@@ -24,4 +26,6 @@ SUITE = Suite(
     judges_summaries=False,
     title="Arena-Hard-Auto v0.1",
     instruments=(JUDGE,),
+    board_tables=("arena_hard_scores",),
+    ranked=(BOARD_COLUMN,),
 )

@@ -37,6 +37,10 @@ class Suite:
     suite's tables, as the peers' released judgments, carry their own).  ``instruments``: the
     judges and metrics whose known-answer controls it writes, as its control records name them
     in ``instrument`` (the validity table lists them in registry order, then in this one).
+    ``board_tables``: its tables the leaderboard reads (names under ``results/tables/``, no
+    extension; rule leaderboard's named inputs, :mod:`isqaflow.report.leaderboard`), and
+    ``ranked``: its leaderboard columns that carry a rank (column-name prefixes; the rows sort
+    by them in registry order).
     """
 
     name: str
@@ -49,6 +53,8 @@ class Suite:
     title: str = ""
     judges_summaries: bool = True
     instruments: tuple[str, ...] = ()
+    board_tables: tuple[str, ...] = ()
+    ranked: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.systems is None) != (self.judges is None):

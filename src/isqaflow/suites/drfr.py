@@ -32,4 +32,7 @@ SUITE = Suite(
     validity_functions=("drfr_validity_files",),
     systems=("drfr", "responders"),
     judges=("drfr", "judges"),
+    # the responders' DRFR and the summaries' (the judges rate ISQA's summaries too)
+    board_tables=("drfr_table5_long", "drfr_summaries_long"),
+    ranked=("DRFR overall",),
 )

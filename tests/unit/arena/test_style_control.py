@@ -120,3 +120,33 @@ def test_an_answer_without_counts_is_named():
             "base",
             rounds=0,
         )
+
+
+def test_a_constant_feature_is_an_error_or_left_out_as_asked():
+    """No answer has a header: arena-hard would divide by a zero deviation. By default that is
+    an error naming the feature; with constant="drop" the fit leaves it out (its coefficient
+    NaN) and is the fit on the other three features' standardized differences exactly."""
+    from isqaflow.arena.ratings import style
+
+    battles, counts = _length_judge(n=60)
+    counts = counts.assign(headers=0)
+    with pytest.raises(ValueError, match=r"style features \['headers'\] do not vary"):
+        style_controlled(battles, counts, "base", rounds=0)
+    with pytest.raises(ValueError, match="constant must be"):
+        style_controlled(battles, counts, "base", rounds=0, constant="keep")
+    table, coef = style_controlled(battles, counts, "base", rounds=0, constant="drop")
+    assert np.isnan(coef["headers"]) and not coef.drop("headers").isna().any()
+    # by hand: v0.1's (a - b) / (a + b + 1) of the three varying features, centred and scaled
+    kept = ["tokens", "lists", "bolds"]
+    indexed = counts.set_index(["model", "question_id"])[kept]
+    a, b = (
+        indexed.loc[pd.MultiIndex.from_arrays([battles[side], battles["question_id"]])].to_numpy(
+            float
+        )
+        for side in ("model_a", "model_b")
+    )
+    diff = (a - b) / (a + b + 1)
+    z = (diff - diff.mean(axis=0)) / diff.std(axis=0)
+    models, X, Y, _ = style._design(battles, z)
+    by_hand = style._win_rates(style._fit(X, Y, len(models)), models, "base")
+    np.testing.assert_allclose(table["style-controlled win rate %"], by_hand.loc[table.index])

@@ -301,11 +301,13 @@ def test_one_row_per_system_with_n_per_cell(tables):
     t = tables
     board = build_leaderboard(
         t / "leaderboard",
-        drfr_table5=t / "drfr_table5_long.csv",
-        drfr_summaries=t / "drfr_summaries_long.csv",
-        arena_win_rates=t / "arena_win_rates.csv",
-        arena_ratings=t / "arena_ratings.csv",
-        arena_summaries=t / "arena_summaries.csv",
+        tables={
+            "drfr_table5_long": t / "drfr_table5_long.csv",
+            "drfr_summaries_long": t / "drfr_summaries_long.csv",
+            "arena_win_rates": t / "arena_win_rates.csv",
+            "arena_ratings": t / "arena_ratings.csv",
+            "arena_summaries": t / "arena_summaries.csv",
+        },
         score_paths=[t / "scores.jsonl"],
         validity_summary_path=t / "summary.json",
         systems_path=t / "checked.json",
@@ -415,11 +417,9 @@ def test_no_file_based_system(tables):
     t = tables
     board = build_leaderboard(
         t / "lb",
-        drfr_table5=t / "drfr_table5_long.csv",
-        drfr_summaries=None,
-        arena_win_rates=None,
-        arena_ratings=None,
-        arena_summaries=None,
+        tables={
+            "drfr_table5_long": t / "drfr_table5_long.csv",
+        },
         score_paths=[],
         validity_summary_path=t / "summary.json",
         systems_path=None,
@@ -441,11 +441,9 @@ def test_online_elo_that_has_not_converged_stays_off_the_leaderboard(tables):
     ratings[("Elo", "converged")] = False
     write_table(ratings, [t / "arena_ratings.csv"])
     kwargs = {
-        "drfr_table5": None,
-        "drfr_summaries": None,
-        "arena_win_rates": None,
-        "arena_ratings": t / "arena_ratings.csv",
-        "arena_summaries": None,
+        "tables": {
+            "arena_ratings": t / "arena_ratings.csv",
+        },
         "score_paths": [],
         "validity_summary_path": t / "summary.json",
         "systems_path": None,
@@ -496,11 +494,13 @@ PAIRS = [
 def build(t, judge_pairs=PAIRS):
     return build_leaderboard(
         t / "leaderboard",
-        drfr_table5=t / "drfr_table5_long.csv",
-        drfr_summaries=t / "drfr_summaries_long.csv",
-        arena_win_rates=t / "arena_win_rates.csv",
-        arena_ratings=t / "arena_ratings.csv",
-        arena_summaries=t / "arena_summaries.csv",
+        tables={
+            "drfr_table5_long": t / "drfr_table5_long.csv",
+            "drfr_summaries_long": t / "drfr_summaries_long.csv",
+            "arena_win_rates": t / "arena_win_rates.csv",
+            "arena_ratings": t / "arena_ratings.csv",
+            "arena_summaries": t / "arena_summaries.csv",
+        },
         score_paths=[t / "scores.jsonl"],
         validity_summary_path=t / "summary.json",
         systems_path=t / "checked.json",
@@ -665,11 +665,11 @@ def test_the_leaderboard_shows_the_judge_panels_agreement_and_leave_one_out(tabl
     write_table(agreement, [t / "judges_panel.csv"], digits=3)
     write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
     kwargs = dict(
-        drfr_table5=t / "drfr_table5_long.csv",
-        drfr_summaries=None,
-        arena_win_rates=t / "arena_win_rates.csv",
-        arena_ratings=t / "arena_ratings.csv",
-        arena_summaries=None,
+        tables={
+            "drfr_table5_long": t / "drfr_table5_long.csv",
+            "arena_win_rates": t / "arena_win_rates.csv",
+            "arena_ratings": t / "arena_ratings.csv",
+        },
         score_paths=[],
         validity_summary_path=t / "summary.json",
         systems_path=None,
@@ -731,11 +731,11 @@ def test_the_leaderboard_says_kappa_is_not_identified_for_a_judge_with_one_verdi
     write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
     build_leaderboard(
         t / "lb",
-        drfr_table5=t / "drfr_table5_long.csv",
-        drfr_summaries=None,
-        arena_win_rates=t / "arena_win_rates.csv",
-        arena_ratings=t / "arena_ratings.csv",
-        arena_summaries=None,
+        tables={
+            "drfr_table5_long": t / "drfr_table5_long.csv",
+            "arena_win_rates": t / "arena_win_rates.csv",
+            "arena_ratings": t / "arena_ratings.csv",
+        },
         score_paths=[],
         validity_summary_path=t / "summary.json",
         systems_path=None,
@@ -789,11 +789,13 @@ def test_ratings_the_prior_sets_are_flagged_with_their_rank(tables):
 def build_front(t, front):
     return build_leaderboard(
         t / "leaderboard",
-        drfr_table5=t / "drfr_table5_long.csv",
-        drfr_summaries=t / "drfr_summaries_long.csv",
-        arena_win_rates=t / "arena_win_rates.csv",
-        arena_ratings=t / "arena_ratings.csv",
-        arena_summaries=t / "arena_summaries.csv",
+        tables={
+            "drfr_table5_long": t / "drfr_table5_long.csv",
+            "drfr_summaries_long": t / "drfr_summaries_long.csv",
+            "arena_win_rates": t / "arena_win_rates.csv",
+            "arena_ratings": t / "arena_ratings.csv",
+            "arena_summaries": t / "arena_summaries.csv",
+        },
         score_paths=[t / "scores.jsonl"],
         validity_summary_path=t / "summary.json",
         systems_path=t / "checked.json",

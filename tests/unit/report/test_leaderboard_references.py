@@ -122,17 +122,16 @@ def peers_board(tmp_path):
     write_json(t / "summary.json", validity_summary([]))
     board = build_leaderboard(
         t / "leaderboard",
-        drfr_table5=t / "drfr_table5_long.csv",
-        drfr_summaries=None,
-        arena_win_rates=None,
-        arena_ratings=t / "arena_ratings.csv",
-        arena_summaries=None,
+        tables={
+            "drfr_table5_long": t / "drfr_table5_long.csv",
+            "arena_ratings": t / "arena_ratings.csv",
+            "arena_length_controlled": t / "arena_length_controlled.csv",
+        },
         score_paths=[],
         validity_summary_path=t / "summary.json",
         systems_path=None,
         settings=LeaderboardSettings({}, (), rounds=10, seed=1, origins=leaderboard_origins(PEERS)),
         front_path=t / "at_a_glance.html",
-        arena_length_controlled=t / "arena_length_controlled.csv",
     )
     return t, board
 

@@ -70,7 +70,20 @@ def style_differences(
     the battles. ``counts_*``: arrays (battles x 4) in :data:`FEATURES` order. ``center``:
     arena-hard subtracts the battles' mean, so "equal style" is the *average* difference of the
     battles fitted (it moves with the models in the fit); False scales only, so the strengths
-    are read at a difference of 0."""
+    are read at a difference of 0.  A feature that does not vary over the battles is an error
+    (arena-hard would divide by a zero deviation)."""
+    diff = _normalized_differences(counts_a, counts_b, features)
+    sd = diff.std(axis=0)
+    if np.any(sd == 0):
+        constant = [FEATURES[i] for i in np.flatnonzero(sd == 0)]
+        raise ValueError(f"style features {constant} do not vary over the battles: not identified")
+    return ((diff - diff.mean(axis=0)) if center else diff) / sd
+
+
+def _normalized_differences(
+    counts_a: np.ndarray, counts_b: np.ndarray, features: str
+) -> np.ndarray:
+    """Per battle, each feature's normalized difference (model_a minus model_b), unscaled."""
     a, b = np.asarray(counts_a, dtype=float), np.asarray(counts_b, dtype=float)
     if features == "v0.1":
         diff = (a - b) / (a + b + 1)
@@ -82,11 +95,7 @@ def style_differences(
         diff[:, 1:] = (da - db) / (da + db + 1)
     else:
         raise ValueError(f"features must be 'v0.1' or 'v2', got {features!r}")
-    sd = diff.std(axis=0)
-    if np.any(sd == 0):
-        constant = [FEATURES[i] for i in np.flatnonzero(sd == 0)]
-        raise ValueError(f"style features {constant} do not vary over the battles: not identified")
-    return ((diff - diff.mean(axis=0)) if center else diff) / sd
+    return diff
 
 
 def _design(
@@ -149,16 +158,30 @@ def style_controlled(
     level: float = 0.95,
     features: str = "v0.1",
     center: bool = True,
+    constant: str = "error",
 ) -> tuple[pd.DataFrame, pd.Series]:
     """(table, style coefficients): per model the style-controlled win rate against ``baseline``
     (%) with its percentile bootstrap interval at ``level`` over battles, and beside it the
     plain Bradley-Terry win rate of the same fit without style columns; the coefficients of the
     four features (in :data:`FEATURES` order, standardized units). ``features``, ``center``: as
-    :func:`style_differences`."""
+    :func:`style_differences`. ``constant``: a feature that does not vary over the battles is
+    an error (``"error"``, as :func:`style_differences`) or left out of the fit (``"drop"``:
+    its coefficient NaN) -- e.g. no answer of a small run has a header."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
+    if constant not in ("error", "drop"):
+        raise ValueError(f"constant must be 'error' or 'drop', got {constant!r}")
     counts_a, counts_b = attach_counts(battles, counts)
-    style = style_differences(counts_a, counts_b, features, center)
+    if constant == "error":
+        style = style_differences(counts_a, counts_b, features, center)
+        kept = np.ones(len(FEATURES), dtype=bool)
+    else:
+        diff = _normalized_differences(counts_a, counts_b, features)
+        sd = diff.std(axis=0)
+        kept = sd > 0
+        style = (((diff - diff.mean(axis=0)) if center else diff) / np.where(kept, sd, 1.0))[
+            :, kept
+        ]
     models, X, Y, tie = _design(battles, style)
     if baseline not in models:
         raise ValueError(f"baseline {baseline!r} is in no battle")
@@ -190,4 +213,6 @@ def style_controlled(
         }
     )
     table.index.name = "model"
-    return table, pd.Series(coef[p:], index=list(FEATURES), name="style coefficient")
+    coefficients = np.full(len(FEATURES), np.nan)
+    coefficients[kept] = coef[p:]
+    return table, pd.Series(coefficients, index=list(FEATURES), name="style coefficient")
