@@ -84,6 +84,34 @@ rule arena_hard_judge:
         "../scripts/arena_hard_judge.py"
 
 
+rule arena_hard_browser:
+    input:
+        questions=lambda wc: arena_hard_questions(),
+        baseline=lambda wc: arena_hard_baseline(),
+        answers=lambda wc: arena_hard_answer_files(),
+        judgments=lambda wc: arena_hard_judgment_files(),
+        controls=lambda wc: arena_hard_validity_files(),
+    output:
+        page=report(
+            "results/browser/arena_hard.html",
+            caption="../report/browser.rst",
+            category="Judgments",
+            labels={"suite": "Arena-Hard-Auto"},
+        ),
+    log:
+        "logs/arena_hard_browser.log",
+    localrule: local_stage("tables")
+    conda:
+        "../envs/data.yaml"
+    threads: threads_for("tables")
+    resources:
+        **cluster_resources("tables", gpu=0),
+    params:
+        code=code("isqaflow.arena_hard.browse"),
+    script:
+        "../scripts/arena_hard_browser.py"
+
+
 # Style control's counts: each answer's tokens (one tokenizer for all, as v0.1's cl100k_base) and
 # markdown; a tokenizer only, on the host that runs the tables (isqaflow.arena_hard.style).
 rule arena_hard_style_counts:

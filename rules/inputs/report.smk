@@ -100,7 +100,13 @@ def drfr_judged_files():
 
 
 def browser_targets():
-    return ["results/browser/arena.html", "results/browser/drfr.html"]
+    """The judgment browser of every registered suite in the run that has one (isqaflow.suites:
+    browser)."""
+    return [
+        entry.browser
+        for entry in SUITES
+        if entry.browser and collect_suites("target_functions", globals(), [entry])
+    ]
 
 
 def table_names():

@@ -62,6 +62,7 @@ EXPECTED = {
     "arena_hard_answers": 2,
     "arena_hard_judge": 1,
     "arena_hard_style_counts": 1,  # style control's token counts (llama3-8b's tokenizer)
+    "arena_hard_browser": 1,  # every judgment on a page
     "arena_hard_tables": 1,
     "validity_table": 1,
     "leaderboard": 1,  # one table across the suites (no file-based system: no check_systems job)

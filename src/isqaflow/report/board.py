@@ -41,8 +41,12 @@ DEGENERATE_MARK = "\u00a7"  # an interval of zero width
 # interval's bounds, not the battles (arena_ratings' "prior-set %", whose caption cites this).
 PRIOR_SET_LIMIT = 2.5
 PRIOR_MARK = "\u00b6"  # pilcrow: an interval (and so a rank) the prior sets
-#: the judgment browsers, from results/tables/ (rules arena_browser, drfr_browser)
-BROWSERS = {"arena": "../browser/arena.html", "drfr": "../browser/drfr.html"}
+#: suite -> its judgment browser from results/tables/ (the suite descriptors' ``browser``)
+BROWSERS = {
+    entry.name: "../browser/" + entry.browser.rsplit("/", 1)[-1]
+    for entry in SUITES
+    if entry.browser
+}
 
 
 def browser_link(suite: str, **filters: str) -> str:
@@ -225,7 +229,8 @@ CELL_NOTES = (
     (
         ("Arena-Hard",),
         "Arena-Hard-Auto's score: win rate % against its baseline from Bradley-Terry on both "
-        "games of each question, bootstrap 95% CI over battles (n = questions)",
+        "games of each question, bootstrap 95% CI over battles (n = questions); 'style-controlled "
+        "score': the same at equal style (arena-hard's style control: length and markdown)",
     ),
 )
 

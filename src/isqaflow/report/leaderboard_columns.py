@@ -347,8 +347,9 @@ def soft_preference_columns(board: Board, lc: pd.DataFrame) -> None:
 
 def arena_hard_columns(board: Board, scores: pd.DataFrame) -> None:
     """Arena-Hard-Auto's score (arena_hard_scores: the win rate % against its baseline from
-    Bradley-Terry on both games of each question, bootstrap 95% interval over battles), one
-    column per judge where the run has several, n = the questions judged; the baseline is a row,
+    Bradley-Terry on both games of each question, bootstrap 95% interval over battles) and,
+    where the table has it, the score at equal style (style control; not ranked), one column
+    each per judge where the run has several, n = the questions judged; the baseline is a row,
     ranked as arena-hard's leaderboard ranks it (among the models, at 50)."""
     if scores.empty:
         return
@@ -359,20 +360,43 @@ def arena_hard_columns(board: Board, scores: pd.DataFrame) -> None:
         # the baseline is the fit's anchor: 50 by construction, no interval
         baseline = bool(row["baseline"])
         lower, upper = (None, None) if baseline else (row["lower"], row["upper"])
+        where = {
+            # the baseline's games are every answerer's: its cell links to the judge's items
+            "link": browser_link("arena_hard", judge=row["judge"])
+            if baseline
+            else browser_link("arena_hard", system=row["model"], judge=row["judge"]),
+            "self_judged": board.is_self("arena_hard", [row["judge"]], row["model"]),
+            "built_on": [(ARENA_HARD_JUDGE, row["judge"])],
+            "section": section,
+            "source": origin.get("source"),
+        }
         board.put(
             row["model"],
             f"{ARENA_HARD_COLUMN}{tag}",
             cell_text(row["score"], lower, upper, row["questions"]),
-            self_judged=board.is_self("arena_hard", [row["judge"]], row["model"]),
-            built_on=[(ARENA_HARD_JUDGE, row["judge"])],
-            section=section,
-            source=origin.get("source"),
+            **where,
             value=row["score"],
             lower=lower,
             upper=upper,
             n=row["questions"],
             battles=row["battles"],
         )
+        # style control (where the table has it): the score at equal style, not ranked
+        if not pd.isna(row.get("style score", np.nan)):
+            style_lower, style_upper = (
+                (None, None) if baseline else (row["style lower"], row["style upper"])
+            )
+            board.put(
+                row["model"],
+                f"Arena-Hard style-controlled score{tag}",
+                cell_text(row["style score"], style_lower, style_upper, row["questions"]),
+                **where,
+                value=row["style score"],
+                lower=style_lower,
+                upper=style_upper,
+                n=row["questions"],
+                battles=row["battles"],
+            )
         if baseline:
             board.reference(row["model"], "baseline: the answers the scores are against", True)
 

@@ -50,4 +50,5 @@ SUITE = Suite(
     # soft preferences' LC win rates (the peers' AlpacaEval annotations)
     board_tables=("arena_win_rates", "arena_ratings", "arena_summaries", "arena_length_controlled"),
     ranked=("Bradley-Terry",),
+    browser="results/browser/arena.html",
 )

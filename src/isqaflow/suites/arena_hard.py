@@ -28,4 +28,5 @@ SUITE = Suite(
     instruments=(JUDGE,),
     board_tables=("arena_hard_scores",),
     ranked=(BOARD_COLUMN,),
+    browser="results/browser/arena_hard.html",
 )

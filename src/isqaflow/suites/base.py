@@ -40,7 +40,8 @@ class Suite:
     ``board_tables``: its tables the leaderboard reads (names under ``results/tables/``, no
     extension; rule leaderboard's named inputs, :mod:`isqaflow.report.leaderboard`), and
     ``ranked``: its leaderboard columns that carry a rank (column-name prefixes; the rows sort
-    by them in registry order).
+    by them in registry order).  ``browser``: its judgment browser page (none: the suite has
+    none), a target when the suite is in the run and the page its leaderboard cells link to.
     """
 
     name: str
@@ -55,6 +56,7 @@ class Suite:
     instruments: tuple[str, ...] = ()
     board_tables: tuple[str, ...] = ()
     ranked: tuple[str, ...] = ()
+    browser: str = ""
 
     def __post_init__(self) -> None:
         if (self.systems is None) != (self.judges is None):

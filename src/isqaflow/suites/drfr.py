@@ -35,4 +35,5 @@ SUITE = Suite(
     # the responders' DRFR and the summaries' (the judges rate ISQA's summaries too)
     board_tables=("drfr_table5_long", "drfr_summaries_long"),
     ranked=("DRFR overall",),
+    browser="results/browser/drfr.html",
 )

@@ -87,6 +87,9 @@ def test_arena_hard_is_a_section_of_the_leaderboard_with_its_baseline_as_a_ranke
     md = (t / "lb.md").read_text()
     section = md.split("Arena-Hard-Auto v0.1:")[1].split("\n\n")[1]  # its table
     assert "| m " in section and "| even " in section and "DRFR overall" not in section
+    # each cell links to its answerer's items in the suite's browser, the baseline's to the judge's
+    assert "](../browser/arena_hard.html#system=m&judge=j)" in section
+    assert "](../browser/arena_hard.html#judge=j)" in section
     caption = md.split("\n\n")[0]
     # its cells are built on the Arena-Hard judge, so its controls close the caption; the
     # arena's judge and ISQA's metrics have no cell here and are not named
@@ -154,3 +157,33 @@ def test_the_full_board_still_names_every_instrument_its_cells_rest_on(tables): 
     at = [caption.index(f"{i} ") for i in ("DRFR judge", "arena judge", "QAGS", "QuestEval", JUDGE)]
     assert at == sorted(at)
     assert caption.endswith("ROUGE has no control (a reference overlap, not a judge).")
+
+
+def test_the_score_at_equal_style_stands_beside_the_score_unranked(tables):  # noqa: F811
+    """With style control in the table, its score is a column of its own with its interval
+    (the baseline's without), not ranked: the rank stays the plain score's."""
+    t = tables
+    scores, n = _arena_hard_table(t)
+    table = pd.read_csv(scores)
+    table["style score"] = [55.0, 50.0, 45.0][: len(table)]
+    table["style lower"], table["style upper"] = 30.0, 70.0
+    table.to_csv(scores, index=False)
+    write_json(t / "summary.json", controls_summary({(JUDGE, "j"): 7}))
+    board = build_leaderboard(
+        t / "lb",
+        tables={"arena_hard_scores": scores},
+        score_paths=[],
+        validity_summary_path=t / "summary.json",
+        systems_path=None,
+        settings=settings({}, rounds=50, seed=0),
+    )
+    column = "Arena-Hard style-controlled score"
+    rows = table.set_index("model")
+    for model in rows.index:
+        expected = (
+            f"{rows.loc[model, 'style score']:.1f} (n={n})"
+            if rows.loc[model, "baseline"]
+            else f"{rows.loc[model, 'style score']:.1f} [30.0, 70.0]\u2021 (n={n})"
+        )
+        assert board.loc[model, column] == expected
+    assert f"rank {column}" not in board.columns
