@@ -15,6 +15,7 @@ with job(snakemake):
         strong_weight=snakemake.params.strong_weight,
         rounds=snakemake.params.rounds,
         seed=snakemake.params.seed,
-        style_counts_path=snakemake.input.style_counts or None,
+        # a list of one file, or none with style control off
+        style_counts_path=next(iter(snakemake.input.style_counts), None),
         tokenizer=snakemake.params.style_tokenizer,
     )
