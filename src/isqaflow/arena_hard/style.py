@@ -11,22 +11,32 @@ loaded offline like every model) counts every answer, the baseline's included --
 feature enters the fit only as ``(a - b) / (a + b + 1)``, standardized, so it is the ratio of
 lengths that matters (docs/fidelity.md).  The fit: :func:`isqaflow.arena.ratings.style.
 style_controlled` on the same battles as the plain score, a feature that does not vary over
-them left out and named.
+them left out and named, a bootstrap resample whose battles all went one way (no finite fit:
+a small run's) left out and counted, and above 2.5% of them no interval.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from isqaflow.arena.ratings.style import FEATURES, markdown_counts, style_controlled
 from isqaflow.data.peers import read_arena_hard_answers
 from isqaflow.io import read_jsonl, write_jsonl
 
-__all__ = ["answer_counts", "read_counts", "style_scores", "write_counts"]
+__all__ = [
+    "ONE_OUTCOME_LIMIT",
+    "StyleFit",
+    "answer_counts",
+    "read_counts",
+    "style_scores",
+    "write_counts",
+]
 
 
 def answer_counts(
@@ -78,20 +88,62 @@ def read_counts(path: str | Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "question_id", *FEATURES])
 
 
+#: above this share of resamples (%) left out for one outcome, the interval is not reported: the
+#: remaining resamples would leave out exactly the most extreme ones (as the Bradley-Terry
+#: table's prior-set limit, isqaflow.report.board.PRIOR_SET_LIMIT)
+ONE_OUTCOME_LIMIT = 2.5
+
+
+@dataclass(frozen=True)
+class StyleFit:
+    """One judge's style control: per model ``scores`` (columns ``style score``, ``style
+    lower``, ``style upper``; the interval NaN when undecided), the features ``left_out`` as
+    constant over the battles, and the bootstrap resamples ``one_outcome`` of ``rounds`` left
+    out because all their battles went one way."""
+
+    scores: pd.DataFrame
+    left_out: list[str]
+    one_outcome: int
+    rounds: int
+
+    @property
+    def interval_decided(self) -> bool:
+        return self.rounds > 0 and 100 * self.one_outcome / self.rounds <= ONE_OUTCOME_LIMIT
+
+    def note(self) -> str:
+        """What the caption says of this fit beyond the method ("" when nothing)."""
+        parts = []
+        if self.left_out:
+            parts.append("left out as constant over the battles: " + ", ".join(self.left_out))
+        if self.one_outcome:
+            parts.append(
+                f"{self.one_outcome} of {self.rounds} resamples had battles of one outcome only "
+                "(no finite fit) and were left out"
+                + ("" if self.interval_decided else f", above {ONE_OUTCOME_LIMIT:g}%: no interval")
+            )
+        return "; ".join(parts)
+
+
 def style_scores(
     battles: pd.DataFrame, counts: pd.DataFrame, baseline: str, rounds: int, seed: int
-) -> tuple[pd.DataFrame, list[str]]:
-    """(per model the style-controlled win rate against ``baseline`` in % with its bootstrap
-    95% interval over battles -- columns ``style score``, ``style lower``, ``style upper`` --,
-    the features left out as constant over the battles)."""
+) -> StyleFit:
+    """Per model the style-controlled win rate against ``baseline`` in % with its bootstrap
+    95% interval over battles (:class:`StyleFit`)."""
     table, coefficients = style_controlled(
         battles, counts, baseline, rounds=rounds, seed=seed, constant="drop"
     )
-    scores = pd.DataFrame(
-        {
-            "style score": table["style-controlled win rate %"],
-            "style lower": table["lower (95%)"],
-            "style upper": table["upper (95%)"],
-        }
+    fit = StyleFit(
+        pd.DataFrame(
+            {
+                "style score": table["style-controlled win rate %"],
+                "style lower": table["lower (95%)"],
+                "style upper": table["upper (95%)"],
+            }
+        ),
+        [f for f in FEATURES if pd.isna(coefficients[f])],
+        int(table.attrs["one_outcome_resamples"]),
+        rounds,
     )
-    return scores, [f for f in FEATURES if pd.isna(coefficients[f])]
+    if not fit.interval_decided:
+        fit.scores[["style lower", "style upper"]] = np.nan
+    return fit

@@ -72,10 +72,11 @@ def score_table(
     row is the baseline's and, with ``style_counts`` (:func:`isqaflow.arena_hard.style.
     read_counts`), the style-controlled score with its interval (NaN without), sorted by score
     within each judge.  ``attrs["style_left_out"]``: judge -> the style features left out of its
-    fit as constant over its battles."""
+    fit as constant over its battles; ``attrs["style_notes"]``: judge -> what its caption says
+    of the fit beyond the method (:meth:`isqaflow.arena_hard.style.StyleFit.note`)."""
     if len(judgment_paths) != len(judges):
         raise ValueError(f"{len(judgment_paths)} judgment files for {len(judges)} judges")
-    blocks, left_out_features = [], {}
+    blocks, left_out_features, style_notes = [], {}, {}
     for path, judge in zip(judgment_paths, judges, strict=True):
         read = read_arena_hard_judgments(path, strong_weight=strong_weight, baseline=baseline)
         log.info("%s", read.report())
@@ -86,8 +87,11 @@ def score_table(
         boot = bootstrap_ratings(battles, "bt", rounds=rounds, seed=seed, anchor=baseline)
         left_out = _games_left_out(path)
         if style_counts is not None:
-            styled, left_out_features[judge] = style_scores(
-                battles, style_counts, baseline, rounds, seed
+            fit = style_scores(battles, style_counts, baseline, rounds, seed)
+            styled, left_out_features[judge], style_notes[judge] = (
+                fit.scores,
+                fit.left_out,
+                fit.note(),
             )
         else:
             styled = pd.DataFrame(columns=["style score", "style lower", "style upper"])
@@ -120,6 +124,7 @@ def score_table(
         blocks.append(pd.DataFrame(rows).sort_values("score", ascending=False, kind="stable"))
     table = pd.concat(blocks).set_index(["judge", "model"])[COLUMNS]
     table.attrs["style_left_out"] = left_out_features
+    table.attrs["style_notes"] = style_notes
     return table
 
 
@@ -178,17 +183,13 @@ def write_tables(
 
 def style_note(table: pd.DataFrame, tokenizer: str | None) -> str:
     """The caption's sentence on style control: what the style columns are, or that it is off."""
-    left_out = table.attrs.get("style_left_out", {})
-    if not left_out:
+    notes = table.attrs.get("style_notes", {})
+    if not notes:
         return "Style control: off (arena_hard.style_control.tokenizer: null), no style columns."
-    dropped = "; ".join(
-        f"{judge}: {', '.join(features)}" for judge, features in left_out.items() if features
-    )
+    said = "; ".join(f"{judge}: {note}" for judge, note in notes.items() if note)
     return (
         "style score: the win rate against the baseline at equal style (arena-hard v0.1's style "
         "control: Bradley-Terry with the normalized differences of tokens, headers, list items "
         f"and bold spans; tokens by {tokenizer}'s tokenizer, v0.1 counts cl100k_base), same "
-        "battles and bootstrap"
-        + (f"; left out as constant over the battles -- {dropped}" if dropped else "")
-        + "."
+        "battles and bootstrap" + (f" -- {said}" if said else "") + "."
     )

@@ -142,9 +142,9 @@ def test_the_style_score_sits_beside_the_plain_one_and_pulls_length_back(tmp_pat
     # headers and bolds never vary: left out and said
     assert table.attrs["style_left_out"] == {"j": ["headers", "bolds"]}
     battles = read_arena_hard_judgments(path, strong_weight=1, baseline="base").table
-    direct, left_out = style_scores(battles, counts, "base", rounds=30, seed=1)
-    assert rows.loc["long", "style score"] == pytest.approx(direct.loc["long", "style score"])
-    assert left_out == ["headers", "bolds"]
+    fit = style_scores(battles, counts, "base", rounds=30, seed=1)
+    assert rows.loc["long", "style score"] == pytest.approx(fit.scores.loc["long", "style score"])
+    assert fit.left_out == ["headers", "bolds"] and fit.one_outcome == 0 and fit.interval_decided
     plain = score_table([path], ["j"], "base", 1, rounds=30, seed=1)
     assert plain["style score"].isna().all() and plain.attrs["style_left_out"] == {}
     np.testing.assert_allclose(plain["score"], table["score"])  # the plain score unchanged
@@ -173,7 +173,50 @@ def test_the_caption_says_what_style_control_did_or_that_it_is_off(tmp_path):
     caption = outs[1].read_text().split("\n\n")[0]
     assert "style score: the win rate against the baseline at equal style" in caption
     assert "tokens by smollm2's tokenizer, v0.1 counts cl100k_base" in caption
-    assert "left out as constant over the battles -- j: " in caption
+    assert "-- j: left out as constant over the battles: " in caption
     assert "style score" in pd.read_csv(outs[0]).columns
     write_tables([judgments], ["j"], BASELINE, [mine], [], outs, 1, 20, 0)
     assert "Style control: off" in outs[1].read_text()
+
+
+def test_resamples_whose_battles_all_went_one_way_are_counted_and_decide_the_interval(tmp_path):
+    """Eight battles (the embedded run's size): some bootstrap resamples hold only wins of one
+    side and have no finite fit. They are left out and counted; above 2.5% of the resamples the
+    interval is not reported (the rest would leave out exactly the extreme draws)."""
+    # two games on each of 4 questions: "long" wins 6 of the 8 battles
+    winners = [
+        "model_b",
+        "model_b",
+        "model_b",
+        "model_a",
+        "model_b",
+        "model_b",
+        "model_a",
+        "model_b",
+    ]
+    battles = pd.DataFrame(
+        {
+            "question_id": [f"q{i // 2}" for i in range(8)],
+            "model_a": "base",
+            "model_b": "long",
+            "winner": winners,
+        }
+    )
+    counts = pd.DataFrame(
+        [
+            dict(model=m, question_id=f"q{q}", tokens=t, headers=0, lists=q % 2, bolds=0)
+            for q in range(4)
+            for m, t in (("base", 100 + 10 * q), ("long", 200 + 40 * q))
+        ]
+    )
+    fit = style_scores(battles, counts, "base", rounds=200, seed=0)
+    assert fit.one_outcome > 0
+    assert fit.interval_decided is (100 * fit.one_outcome / 200 <= 2.5)
+    if not fit.interval_decided:
+        assert fit.scores["style lower"].isna().all() and fit.scores["style upper"].isna().all()
+        assert "no interval" in fit.note()
+    assert f"{fit.one_outcome} of 200 resamples had battles of one outcome only" in fit.note()
+    assert not np.isnan(fit.scores.loc["long", "style score"])
+    one_way = battles.assign(winner="model_a")
+    with pytest.raises(ValueError, match="every battle has the same outcome"):
+        style_scores(one_way, counts, "base", rounds=10, seed=0)

@@ -166,7 +166,9 @@ def style_controlled(
     four features (in :data:`FEATURES` order, standardized units). ``features``, ``center``: as
     :func:`style_differences`. ``constant``: a feature that does not vary over the battles is
     an error (``"error"``, as :func:`style_differences`) or left out of the fit (``"drop"``:
-    its coefficient NaN) -- e.g. no answer of a small run has a header."""
+    its coefficient NaN) -- e.g. no answer of a small run has a header.  A bootstrap resample
+    whose battles all went one way has no finite fit: it is left out and counted in the table's
+    ``attrs["one_outcome_resamples"]``; all battles one way is an error."""
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
     if constant not in ("error", "drop"):
@@ -186,15 +188,20 @@ def style_controlled(
     if baseline not in models:
         raise ValueError(f"baseline {baseline!r} is in no battle")
     p = len(models)
+    if np.all(Y == Y[0]):
+        raise ValueError("every battle has the same outcome: no finite style fit")
     coef = _fit(X, Y, p)
     plain = _win_rates(_fit(X[:, :p], Y, p), models, baseline)
     controlled = _win_rates(coef, models, baseline)
     rng = keyed_rng(seed, f"style:{baseline}")
     n = len(battles)
-    draws = []
+    draws, one_outcome = [], 0
     for _ in range(rounds):
         idx = rng.integers(0, n, size=n)
         rows = np.r_[idx, idx + n]  # a battle's two rows travel together (a tie stays a tie)
+        if np.all(Y[rows] == Y[rows][0]):  # every resampled battle one way: no finite fit
+            one_outcome += 1
+            continue
         draws.append(_win_rates(_fit(X[rows], Y[rows], p), models, baseline).to_numpy())
     tail = 100 * (1 - level) / 2
     pct = f"{100 * level:g}%"
@@ -213,6 +220,8 @@ def style_controlled(
         }
     )
     table.index.name = "model"
+    # resamples left out because every battle in them went one way (counted, never silent)
+    table.attrs["one_outcome_resamples"] = one_outcome
     coefficients = np.full(len(FEATURES), np.nan)
     coefficients[kept] = coef[p:]
     return table, pd.Series(coefficients, index=list(FEATURES), name="style coefficient")
