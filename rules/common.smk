@@ -100,8 +100,11 @@ def export_conda_cuda():
 
 def conda_env(name):
     """A rule's ``conda:`` file: envs/<name>.yaml, or the variant for the config's ``cuda`` of a
-    GPU environment (isqaflow.cuda)."""
-    return f"../{cuda.env_file(name, cuda.setting(config))}"
+    GPU environment (isqaflow.cuda) -- relative to the rule file being read, as Snakemake reads
+    ``conda:`` (rules/<stage>.smk, or rules/<suite>/<stage>.smk one folder deeper)."""
+    here = workflow.current_basedir.get_path_or_uri(secret_free=True)
+    env = os.path.join(workflow.basedir, cuda.env_file(name, cuda.setting(config)))
+    return os.path.relpath(env, here)
 
 
 def dry_run():

@@ -1,7 +1,7 @@
 """The jobs a config makes in the model stages -- the single source of which jobs there are.
 
 The rules' input functions and targets (``rules/common.smk``: ``isqa_runs``, ``isqa_pairs``;
-``rules/inputs/arena.smk``: ``arena_runs``; the judged file-based summaries of
+``rules/arena/inputs/arena.smk``: ``arena_runs``; the judged file-based summaries of
 ``rules/inputs/systems.smk``), the GPU plan (:mod:`isqaflow.models.planning.gpu_plan`, one plan per
 :class:`Job`) and the serving check all read this module, so a config cannot make one set of
 jobs in Snakemake's DAG and plan or check another.  ``tests/workflow/test_grid.py`` builds the DAG of

@@ -431,7 +431,7 @@ def test_each_rule_takes_local_from_the_stage_of_its_resources():
     """A rule's localrule: names the stage its cluster_resources come from (or the rule is always local)."""
     always = set()
     checked = 0
-    for path in sorted((REPO / "rules").glob("*.smk")):
+    for path in sorted((REPO / "rules").rglob("*.smk")):
         text = path.read_text()
         for block in re.findall(r"(?ms)^localrules:\n(.*?)\n\n", text):
             always |= set(re.findall(r"(\w+),", block))

@@ -138,7 +138,7 @@ def test_the_paper_scale_steps_run_in_order_as_a_dry_run(tmp_path):
     rules_text = " ".join(p.read_text() for p in (REPO / "rules").rglob("*.smk"))
     paper_cuda = cuda.setting(yaml.safe_load((REPO / "config/paper.yaml").read_text()))
     rule_envs = (
-        set(re.findall(r'"\.\./(envs/\w+\.yaml)"', rules_text))
+        set(re.findall(r'"(?:\.\./)+(envs/\w+\.yaml)"', rules_text))
         | {
             cuda.env_file(name, paper_cuda)
             for name in re.findall(r'conda_env\("(\w+)"\)', rules_text)

@@ -90,7 +90,7 @@ def test_every_rule_uses_a_pinned_env():
     used, plain = set(), set()
     for smk in (REPO / "rules").rglob("*.smk"):
         text = smk.read_text()
-        for env in re.findall(r'conda:\s*\n\s*"\.\./(envs/[^"]+)"', text):
+        for env in re.findall(r'conda:\s*\n\s*"(?:\.\./)+(envs/[^"]+)"', text):
             assert (REPO / env).exists(), f"{smk.name} uses {env}, which does not exist"
             plain.add(Path(env).stem)
         for name in re.findall(r'conda:\s*\n\s*conda_env\("([^"]+)"\)', text):

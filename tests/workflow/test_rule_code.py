@@ -19,7 +19,7 @@ def rules_with_scripts() -> dict[str, tuple[set[str], Path]]:
     for path in sorted((REPO / "rules").rglob("*.smk")):
         for block in re.split(r"^rule ", path.read_text(), flags=re.MULTILINE)[1:]:
             name = block.split(":", 1)[0].strip()
-            script = re.search(r'script:\s*"\.\./(scripts/[^"]+)"', block)
+            script = re.search(r'script:\s*"(?:\.\./)+(scripts/[^"]+)"', block)
             if not script:
                 continue
             code = re.search(r"code=code\(([^)]*)\)", block)

@@ -608,7 +608,7 @@ def test_editing_the_job_runtime_reruns_every_job(run):
         runtime.write_text(original)
     rules = {
         line.split()[1].rstrip(":")
-        for path in (run / "rules").glob("*.smk")
+        for path in (run / "rules").rglob("*.smk")
         for line in path.read_text().splitlines()
         if line.startswith("rule ")
     }

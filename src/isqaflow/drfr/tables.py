@@ -191,7 +191,7 @@ def build_drfr_tables(
     control_paths: Sequence[str | Path] = (),
     ppi: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """Entry point of rule drfr_tables; file names are fixed (see rules/drfr.smk).
+    """Entry point of rule drfr_tables; file names are fixed (see rules/drfr/drfr.smk).
 
     ``ppi``: per dataset, the judgments, human labels, responses and sample kind of the PPI
     table (:func:`isqaflow.drfr.ppi_table.drfr_ppi_table`; None or empty: a table without rows).

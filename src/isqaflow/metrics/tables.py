@@ -452,7 +452,7 @@ def build_isqa_tables(
     zero_papers: str = "keep",
     ppi: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """Entry point of rule isqa_tables; file names are fixed (see rules/metrics.smk);
+    """Entry point of rule isqa_tables; file names are fixed (see rules/isqa/metrics.smk);
     ``zero_papers``: see :func:`load_scores`; ``ppi``: the human evaluation's files per
     "<dataset>/<summarizer>" (:func:`isqaflow.metrics.ppi_table.isqa_ppi_table`).
 

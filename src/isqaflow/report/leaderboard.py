@@ -280,8 +280,9 @@ def build_leaderboard(
     """Entry point of rule leaderboard: the suites' tables -> leaderboard.{csv,md,tex} and
     leaderboard_long.csv.  ``tables``: table name -> its CSV, for the suites' tables the board
     reads (:data:`isqaflow.suites.BOARD_TABLES`; a suite not in the run has none: a table left
-    out or None is read as empty, a name no suite declares is an error); ``systems_path``: results/systems/checked.json (system -> {suite: its
-    check record}, none when the run has no file-based system), for the source column;
+    out or None is read as empty, a name no suite declares is an error); ``systems_path``:
+    results/systems/checked.json (system -> {suite: its check record}, none when the run has
+    no file-based system), for the source column;
     ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
     judges_panel_loo.csv, whose agreement and leave-one-out lines join the notes
     (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`;

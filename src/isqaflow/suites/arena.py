@@ -1,5 +1,5 @@
 """RAG-QA Arena: answers from retrieved passages, judged in pairs against each other and rated;
-the judges also rate ISQA's summaries (isqaflow.arena; rules/arena.smk)."""
+the judges also rate ISQA's summaries (isqaflow.arena; rules/arena/arena.smk)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Arena-Hard-Auto v0.1: the models' answers to its questions, judged against the baseline's
-in two games and scored with Bradley-Terry (isqaflow.arena_hard; rules/arena_hard.smk)."""
+in two games and scored with Bradley-Terry (isqaflow.arena_hard; rules/arena_hard/arena_hard.smk)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """InFoBench's DRFR: responders' answers to instructions, judged constraint by constraint; the
-judges also rate ISQA's summaries (isqaflow.drfr; rules/drfr.smk)."""
+judges also rate ISQA's summaries (isqaflow.drfr; rules/drfr/drfr.smk)."""
 
 from __future__ import annotations
 

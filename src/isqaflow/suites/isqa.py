@@ -1,6 +1,6 @@
 """ISQA: summaries of papers refined with a feedback model's question-answering feedback,
-scored by QAGS and QuestEval (isqaflow.isqa, isqaflow.metrics; rules/summarize.smk,
-rules/metrics.smk)."""
+scored by QAGS and QuestEval (isqaflow.isqa, isqaflow.metrics; rules/isqa/summarize.smk,
+rules/isqa/metrics.smk)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ import pytest
 from isqaflow.codehash import dependencies
 
 REPO = Path(__file__).resolve().parents[3]
-RULES = REPO / "rules" / "arena.smk"
+RULES = REPO / "rules" / "arena" / "arena.smk"
 
 
 def arena_rules() -> dict[str, dict]:
@@ -26,7 +26,7 @@ def arena_rules() -> dict[str, dict]:
     for block in re.split(r"^rule ", text, flags=re.MULTILINE)[1:]:
         name = block.split(":", 1)[0].strip()
         code = re.search(r"code=code\(([^)]*)\)", block)
-        script = re.search(r'script:\s*"\.\./(scripts/[^"]+)"', block)
+        script = re.search(r'script:\s*"(?:\.\./)+(scripts/[^"]+)"', block)
         modules = [m for m in re.findall(r'"([\w.]+)"', code.group(1))] if code else []
         rules[name] = {"code": modules, "script": REPO / script.group(1)}
     return rules

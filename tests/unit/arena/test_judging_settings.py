@@ -62,7 +62,7 @@ def expected_judge() -> ArenaJudge:
 
 
 def test_arena_judge_job_from_rule():
-    params = params_of("rules/arena.smk", "arena_judge", all_pairs=10, repeats=3)
+    params = params_of("rules/arena/arena.smk", "arena_judge", all_pairs=10, repeats=3)
     job = ArenaJudgeJob.from_rule(params, SimpleNamespace(judge="gpt4", retriever="bm25", k="5"))
     assert job == ArenaJudgeJob(expected_judge(), all_pairs_per_domain=10, repeats=3)
     assert job.judge.judge_kwargs() == {
@@ -81,7 +81,7 @@ def test_arena_judge_job_from_rule():
 
 def test_judge_checks_job_from_rule():
     params = params_of(
-        "rules/arena.smk", "arena_judge_checks", controls=["swap", "no_answer"], per_domain=4
+        "rules/arena/arena.smk", "arena_judge_checks", controls=["swap", "no_answer"], per_domain=4
     )
     job = JudgeChecksJob.from_rule(params, SimpleNamespace(judge="gpt4"))
     assert job == JudgeChecksJob(expected_judge(), controls=("swap", "no_answer"), per_domain=4)
@@ -89,7 +89,7 @@ def test_judge_checks_job_from_rule():
 
 def test_summary_arena_job_from_rule():
     params = params_of(
-        "rules/arena.smk",
+        "rules/arena/arena.smk",
         "arena_summaries",
         systems=["baseline_1", "isqa-x-y"],
         baseline="baseline_1",
@@ -111,7 +111,7 @@ def test_drfr_summary_judge_job_from_rule():
         "generation": {"max_new_tokens": 8},
         "code": "sha",
     }
-    assert rule_params("rules/drfr.smk", "drfr_summaries") == set(values)
+    assert rule_params("rules/drfr/drfr.smk", "drfr_summaries") == set(values)
     job = SummaryJudgeJob.from_rule(
         SimpleNamespace(**values), SimpleNamespace(judge="local", dataset="qasper")
     )
@@ -139,7 +139,7 @@ def test_arena_tables_settings_from_rule():
         "length_control": {"glm": "length_controlled_v1", "gamed": ["g"], "difficulty": None},
     }
     params = SimpleNamespace(judged={}, recall={}, **values, code="sha")
-    assert rule_params("rules/arena.smk", "arena_tables") == set(vars(params))
+    assert rule_params("rules/arena/arena.smk", "arena_tables") == set(vars(params))
     settings = ArenaTablesSettings.from_rule(params, SimpleNamespace())
     assert settings == ArenaTablesSettings(**values)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -154,7 +154,7 @@ def test_answers_job_from_rule():
         "generation": {"max_new_tokens": 16},
         "code": "sha",
     }
-    assert rule_params("rules/arena.smk", "rag_answers") == set(values)
+    assert rule_params("rules/arena/arena.smk", "rag_answers") == set(values)
     job = AnswersJob.from_rule(
         SimpleNamespace(**values), SimpleNamespace(answerer="a", retriever="bm25", k="5")
     )

@@ -409,15 +409,15 @@ def test_run_judge_names_the_file_of_a_bad_response_row(tmp_path, monkeypatch):
 
 # ------------------------------------------------------------------- code hashes
 def rule_code_modules(rule: str) -> list[str]:
-    text = (REPO / "rules/drfr.smk").read_text()
+    text = (REPO / "rules/drfr/drfr.smk").read_text()
     body = text.split(f"rule {rule}:", 1)[1].split("\nrule ", 1)[0]
     return re.findall(r'"(isqaflow\.[\w.]+)"', re.search(r"code=code\(([^)]*)\)", body).group(1))
 
 
 def script_module(rule: str) -> str:
-    text = (REPO / "rules/drfr.smk").read_text()
+    text = (REPO / "rules/drfr/drfr.smk").read_text()
     body = text.split(f"rule {rule}:", 1)[1].split("\nrule ", 1)[0]
-    script = re.search(r'"\.\./(scripts/[\w.]+)"', body).group(1)
+    script = re.search(r'"(?:\.\./)+(scripts/[\w.]+)"', body).group(1)
     return re.search(r"from (isqaflow\.[\w.]+) import", (REPO / script).read_text()).group(1)
 
 

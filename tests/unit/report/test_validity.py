@@ -437,7 +437,7 @@ def test_validity_category_comes_first_in_the_report_menu():
     assert "category=VALIDITY_CATEGORY" in (REPO / "rules/validity.smk").read_text()
     others = {
         c
-        for path in (REPO / "rules").glob("*.smk")
+        for path in (REPO / "rules").rglob("*.smk")
         for c in re.findall(r'category="([^"]+)"', path.read_text())
     }
     assert others and validity not in others

@@ -7,7 +7,7 @@ stage's job (:class:`isqaflow.arena.judging.battles.ArenaJudgeJob`,
 :class:`isqaflow.arena.judging.controls.JudgeChecksJob`,
 :class:`isqaflow.arena.judging.summaries.SummaryArenaJob`) adds what only that stage reads.
 The values are the rules' params as they are (the config's defaults are filled in by the
-schema and by ``arena_verdict_rule`` in ``rules/inputs/arena.smk``); nothing is defaulted here.
+schema and by ``arena_verdict_rule`` in ``rules/arena/inputs/arena.smk``); nothing is defaulted here.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ rule score_summaries:
         weighter=lambda wc: metric_weighter(),
         code=code("isqaflow.metrics.score", "isqaflow.metrics.scorers"),
     script:
-        "../scripts/score_summaries.py"
+        "../../scripts/score_summaries.py"
 
 
 rule metric_controls:
@@ -65,7 +65,7 @@ rule metric_controls:
         seed=config["seed"],
         code=code("isqaflow.metrics.controls"),
     script:
-        "../scripts/metric_controls.py"
+        "../../scripts/metric_controls.py"
 
 
 rule isqa_tables:
@@ -84,7 +84,7 @@ rule isqa_tables:
                 table=ISQA_TABLES,
                 ext=["csv", "md", "tex"],
             ),
-            caption="../report/isqa_tables.rst",
+            caption="../../report/isqa_tables.rst",
             category="ISQA",
         ),
         long=expand("results/tables/isqa_{table}_long.csv", table=ISQA_LONG_TABLES),
@@ -94,14 +94,14 @@ rule isqa_tables:
                 dataset=config["isqa"]["datasets"],
                 ext=["png", "svg"],
             ),
-            caption="../report/isqa_figure3.rst",
+            caption="../../report/isqa_figure3.rst",
             category="ISQA",
         ),
     log:
         "logs/isqa_tables.log",
     localrule: local_stage("tables")
     conda:
-        "../envs/data.yaml"
+        "../../envs/data.yaml"
     threads: threads_for("tables")
     resources:
         **cluster_resources("tables", gpu=0),
@@ -115,7 +115,7 @@ rule isqa_tables:
         ppi=lambda wc: isqa_ppi_params(),
         code=code("isqaflow.metrics.tables"),
     script:
-        "../scripts/isqa_tables.py"
+        "../../scripts/isqa_tables.py"
 
 
 rule human_eval_sheets:
@@ -132,7 +132,7 @@ rule human_eval_sheets:
         "logs/human_eval_sheets/{dataset}/{summarizer}.log",
     localrule: local_stage("tables")
     conda:
-        "../envs/data.yaml"
+        "../../envs/data.yaml"
     threads: threads_for("tables")
     resources:
         **cluster_resources("tables", gpu=0),
@@ -144,7 +144,7 @@ rule human_eval_sheets:
         seed=config["seed"],
         code=code("isqaflow.metrics.human"),
     script:
-        "../scripts/human_eval_sheets.py"
+        "../../scripts/human_eval_sheets.py"
 
 
 rule human_eval_results:
@@ -155,7 +155,7 @@ rule human_eval_results:
     output:
         factuality=report(
             "results/human_eval/{dataset}/{summarizer}/factuality.csv",
-            caption="../report/human_eval.rst",
+            caption="../../report/human_eval.rst",
             category="ISQA",
         ),
         agreement="results/human_eval/{dataset}/{summarizer}/agreement.csv",
@@ -163,7 +163,7 @@ rule human_eval_results:
         "logs/human_eval_results/{dataset}/{summarizer}.log",
     localrule: local_stage("tables")
     conda:
-        "../envs/data.yaml"
+        "../../envs/data.yaml"
     threads: threads_for("tables")
     resources:
         **cluster_resources("tables", gpu=0),
@@ -172,4 +172,4 @@ rule human_eval_results:
         seed=config["seed"],
         code=code("isqaflow.metrics.human"),
     script:
-        "../scripts/human_eval_results.py"
+        "../../scripts/human_eval_results.py"

@@ -1,4 +1,4 @@
-"""Input functions of the ISQA rules (rules/summarize.smk)."""
+"""Input functions of the ISQA rules (rules/isqa/summarize.smk)."""
 
 
 def question_source(name):

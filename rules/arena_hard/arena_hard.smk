@@ -43,7 +43,7 @@ rule arena_hard_answers:
         limit=lambda wc: config["arena_hard"]["limit"],
         code=code("isqaflow.arena_hard.answers"),
     script:
-        "../scripts/arena_hard_answers.py"
+        "../../scripts/arena_hard_answers.py"
 
 
 rule arena_hard_judge:
@@ -81,7 +81,7 @@ rule arena_hard_judge:
         control_questions=lambda wc: config["arena_hard"]["control_questions"],
         code=code("isqaflow.arena_hard.judge"),
     script:
-        "../scripts/arena_hard_judge.py"
+        "../../scripts/arena_hard_judge.py"
 
 
 rule arena_hard_browser:
@@ -94,7 +94,7 @@ rule arena_hard_browser:
     output:
         page=report(
             "results/browser/arena_hard.html",
-            caption="../report/browser.rst",
+            caption="../../report/browser.rst",
             category="Judgments",
             labels={"suite": "Arena-Hard-Auto"},
         ),
@@ -102,14 +102,14 @@ rule arena_hard_browser:
         "logs/arena_hard_browser.log",
     localrule: local_stage("tables")
     conda:
-        "../envs/data.yaml"
+        "../../envs/data.yaml"
     threads: threads_for("tables")
     resources:
         **cluster_resources("tables", gpu=0),
     params:
         code=code("isqaflow.arena_hard.browse"),
     script:
-        "../scripts/arena_hard_browser.py"
+        "../../scripts/arena_hard_browser.py"
 
 
 # Style control's counts: each answer's tokens (one tokenizer for all, as v0.1's cl100k_base) and
@@ -133,7 +133,7 @@ rule arena_hard_style_counts:
         tokenizer=lambda wc: model_spec(arena_hard_style_tokenizer()),
         code=code("isqaflow.arena_hard.style"),
     script:
-        "../scripts/arena_hard_style_counts.py"
+        "../../scripts/arena_hard_style_counts.py"
 
 
 rule arena_hard_tables:
@@ -147,14 +147,14 @@ rule arena_hard_tables:
     output:
         tables=report(
             expand("results/tables/arena_hard_scores.{ext}", ext=["csv", "md", "tex"]),
-            caption="../report/arena_hard_tables.rst",
+            caption="../../report/arena_hard_tables.rst",
             category="Hard prompts: Arena-Hard-Auto",  # after the validity table's ("Controls ...")
         ),
     log:
         "logs/arena_hard_tables.log",
     localrule: local_stage("tables")
     conda:
-        "../envs/data.yaml"
+        "../../envs/data.yaml"
     threads: threads_for("tables")
     resources:
         **cluster_resources("tables", gpu=0),
@@ -168,4 +168,4 @@ rule arena_hard_tables:
         style_tokenizer=lambda wc: arena_hard_style_tokenizer(),
         code=code("isqaflow.arena_hard.tables"),
     script:
-        "../scripts/arena_hard_tables.py"
+        "../../scripts/arena_hard_tables.py"

@@ -1,4 +1,4 @@
-"""Input functions of the metric rules (rules/metrics.smk)."""
+"""Input functions of the metric rules (rules/isqa/metrics.smk)."""
 
 
 def metric_model(role):

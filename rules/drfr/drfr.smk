@@ -43,7 +43,7 @@ rule drfr_responses:
         generation=config["drfr"]["generation"],
         code=code("isqaflow.drfr.responses"),
     script:
-        "../scripts/drfr_responses.py"
+        "../../scripts/drfr_responses.py"
 
 
 rule drfr_judge:
@@ -83,7 +83,7 @@ rule drfr_judge:
         seed=config["seed"],
         code=code("isqaflow.drfr.judge_responses"),
     script:
-        "../scripts/drfr_judge.py"
+        "../../scripts/drfr_judge.py"
 
 
 rule drfr_summaries:
@@ -115,7 +115,7 @@ rule drfr_summaries:
         generation=lambda wc: judge_entry(wc.judge).get("generation"),
         code=code("isqaflow.drfr.summaries"),
     script:
-        "../scripts/drfr_summaries.py"
+        "../../scripts/drfr_summaries.py"
 
 
 rule drfr_tables:
@@ -133,7 +133,7 @@ rule drfr_tables:
                 table=DRFR_TABLES,
                 ext=["csv", "md", "tex"],
             ),
-            caption="../report/drfr_tables.rst",
+            caption="../../report/drfr_tables.rst",
             category="InFoBench DRFR",
         ),
         long=expand(
@@ -141,14 +141,14 @@ rule drfr_tables:
         ),
         figures=report(
             expand("results/figures/drfr_constraints.{ext}", ext=["png", "svg"]),
-            caption="../report/drfr_figure.rst",
+            caption="../../report/drfr_figure.rst",
             category="InFoBench DRFR",
         ),
     log:
         "logs/drfr_tables.log",
     localrule: local_stage("tables")
     conda:
-        "../envs/data.yaml"
+        "../../envs/data.yaml"
     threads: threads_for("tables")
     resources:
         **cluster_resources("tables", gpu=0),
@@ -158,4 +158,4 @@ rule drfr_tables:
         ppi=lambda wc: drfr_ppi_params(),
         code=code("isqaflow.drfr.tables"),
     script:
-        "../scripts/drfr_tables.py"
+        "../../scripts/drfr_tables.py"

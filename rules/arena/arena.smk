@@ -40,7 +40,7 @@ rule retrieve:
         cache_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
         code=code("isqaflow.arena.retrieval.bm25_dense"),
     script:
-        "../scripts/retrieve.py"
+        "../../scripts/retrieve.py"
 
 
 # ColBERTv2 (the paper's retriever) through PyLate, in its own environment: a PLAID index
@@ -69,7 +69,7 @@ rule colbert_index:
         index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
         code=code("isqaflow.arena.retrieval.colbert"),
     script:
-        "../scripts/colbert_index.py"
+        "../../scripts/colbert_index.py"
 
 
 rule retrieve_colbert:
@@ -100,7 +100,7 @@ rule retrieve_colbert:
         index_dir=lambda wc: f"resources/indexes/{wc.domain}/{wc.retriever}",
         code=code("isqaflow.arena.retrieval.colbert"),
     script:
-        "../scripts/retrieve_colbert.py"
+        "../../scripts/retrieve_colbert.py"
 
 
 rule rag_answers:
@@ -143,7 +143,7 @@ rule rag_answers:
         generation=config["arena"]["generation"],
         code=code("isqaflow.arena.answers"),
     script:
-        "../scripts/rag_answers.py"
+        "../../scripts/rag_answers.py"
 
 
 rule arena_judge:
@@ -188,7 +188,7 @@ rule arena_judge:
         seed=config["seed"],
         code=code("isqaflow.arena.judging.battles", "isqaflow.models.cache"),
     script:
-        "../scripts/arena_judge.py"
+        "../../scripts/arena_judge.py"
 
 
 rule arena_judge_checks:
@@ -231,7 +231,7 @@ rule arena_judge_checks:
         seed=config["seed"],
         code=code("isqaflow.arena.judging.controls", "isqaflow.models.cache"),
     script:
-        "../scripts/arena_judge_checks.py"
+        "../../scripts/arena_judge_checks.py"
 
 
 rule arena_summaries:
@@ -272,7 +272,7 @@ rule arena_summaries:
         seed=config["seed"],
         code=code("isqaflow.arena.judging.summaries", "isqaflow.models.cache"),
     script:
-        "../scripts/arena_summaries.py"
+        "../../scripts/arena_summaries.py"
 
 
 rule arena_tables:
@@ -295,19 +295,19 @@ rule arena_tables:
                 table=ARENA_TABLES,
                 ext=["csv", "md", "tex"],
             ),
-            caption="../report/arena_tables.rst",
+            caption="../../report/arena_tables.rst",
             category="RAG-QA Arena",
         ),
         figures=report(
             expand("results/figures/arena_ratings.{ext}", ext=["png", "svg"]),
-            caption="../report/arena_figure.rst",
+            caption="../../report/arena_figure.rst",
             category="RAG-QA Arena",
         ),
     log:
         "logs/arena_tables.log",
     localrule: local_stage("tables")
     conda:
-        "../envs/data.yaml"
+        "../../envs/data.yaml"
     threads: threads_for("tables")
     resources:
         **cluster_resources("tables", gpu=0),
@@ -322,4 +322,4 @@ rule arena_tables:
         length_control=config["arena"]["length_control"],
         code=code("isqaflow.arena.tables"),
     script:
-        "../scripts/arena_tables.py"
+        "../../scripts/arena_tables.py"

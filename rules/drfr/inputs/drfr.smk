@@ -1,4 +1,4 @@
-"""Input functions of the InFoBench DRFR rules (rules/drfr.smk)."""
+"""Input functions of the InFoBench DRFR rules (rules/drfr/drfr.smk)."""
 
 
 def responder_entry(responder):

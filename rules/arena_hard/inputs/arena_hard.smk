@@ -1,4 +1,4 @@
-"""Input functions of the Arena-Hard-Auto rules (rules/arena_hard.smk)."""
+"""Input functions of the Arena-Hard-Auto rules (rules/arena_hard/arena_hard.smk)."""
 
 
 def arena_hard_answerer(answerer):

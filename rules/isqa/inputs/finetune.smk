@@ -1,4 +1,4 @@
-"""Input functions of the feedback-model rules (rules/finetune.smk)."""
+"""Input functions of the feedback-model rules (rules/isqa/finetune.smk)."""
 
 
 def finetune_entry(adapter):

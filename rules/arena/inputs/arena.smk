@@ -1,4 +1,4 @@
-"""Input functions of the RAG-QA Arena rules (rules/arena.smk)."""
+"""Input functions of the RAG-QA Arena rules (rules/arena/arena.smk)."""
 
 
 def retriever_options(retriever):

@@ -35,7 +35,7 @@ rule generate_questions:
         seed=config["seed"],
         code=code("isqaflow.isqa.questions"),
     script:
-        "../scripts/generate_questions.py"
+        "../../scripts/generate_questions.py"
 
 
 rule baseline_summaries:
@@ -68,7 +68,7 @@ rule baseline_summaries:
         generation=config["isqa"]["summary_generation"],
         code=code("isqaflow.isqa.summarize"),
     script:
-        "../scripts/baseline_summaries.py"
+        "../../scripts/baseline_summaries.py"
 
 
 rule generic_feedback:
@@ -101,7 +101,7 @@ rule generic_feedback:
         steps=config["isqa"]["generic_steps"],
         code=code("isqaflow.isqa.summarize"),
     script:
-        "../scripts/generic_feedback.py"
+        "../../scripts/generic_feedback.py"
 
 
 rule isqa_refine:
@@ -149,4 +149,4 @@ rule isqa_refine:
         validity=lambda wc: feedback_control_settings(wc.questions),
         code=code("isqaflow.isqa.refine"),
     script:
-        "../scripts/isqa_refine.py"
+        "../../scripts/isqa_refine.py"

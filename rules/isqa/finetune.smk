@@ -16,7 +16,7 @@ rule finetune_feedback:
         adapter_config="results/finetune/{adapter}/adapter/adapter_config.json",
         train_log=report(
             "results/finetune/{adapter}/train_log.csv",
-            caption="../report/finetune_log.rst",
+            caption="../../report/finetune_log.rst",
             category="Feedback model",
             labels={"adapter": "{adapter}", "table": "training loss per step"},
         ),
@@ -38,7 +38,7 @@ rule finetune_feedback:
         checkpoint_dir=lambda wc: f"results/finetune/{wc.adapter}/checkpoint",
         code=code("isqaflow.finetune.lora"),
     script:
-        "../scripts/finetune_feedback.py"
+        "../../scripts/finetune_feedback.py"
 
 
 rule evaluate_feedback:
@@ -74,4 +74,4 @@ rule evaluate_feedback:
         seed=config["seed"],
         code=code("isqaflow.finetune.evaluate"),
     script:
-        "../scripts/evaluate_feedback.py"
+        "../../scripts/evaluate_feedback.py"
