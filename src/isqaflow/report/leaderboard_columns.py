@@ -345,6 +345,10 @@ def soft_preference_columns(board: Board, lc: pd.DataFrame) -> None:
             board.mark(baseline, column, "baseline", section)
 
 
+#: a style-controlled score whose interval the data did not decide (isqaflow.arena_hard.style)
+STYLE_UNDECIDED = "no interval: undecided"
+
+
 def arena_hard_columns(board: Board, scores: pd.DataFrame) -> None:
     """Arena-Hard-Auto's score (arena_hard_scores: the win rate % against its baseline from
     Bradley-Terry on both games of each question, bootstrap 95% interval over battles) and,
@@ -386,10 +390,14 @@ def arena_hard_columns(board: Board, scores: pd.DataFrame) -> None:
             style_lower, style_upper = (
                 (None, None) if baseline else (row["style lower"], row["style upper"])
             )
+            # an interval the table withheld (too many resamples with one outcome): said, so the
+            # point is not read as certain (arena_hard_scores' caption gives the count)
+            undecided = not baseline and pd.isna(style_lower)
             board.put(
                 row["model"],
                 f"Arena-Hard style-controlled score{tag}",
-                cell_text(row["style score"], style_lower, style_upper, row["questions"]),
+                cell_text(row["style score"], style_lower, style_upper, row["questions"])
+                + (f" {STYLE_UNDECIDED}" if undecided else ""),
                 **where,
                 value=row["style score"],
                 lower=style_lower,

@@ -187,3 +187,26 @@ def test_the_score_at_equal_style_stands_beside_the_score_unranked(tables):  # n
         )
         assert board.loc[model, column] == expected
     assert f"rank {column}" not in board.columns
+
+
+def test_a_withheld_style_interval_is_said_in_the_cell(tables):  # noqa: F811
+    """Too many resamples with one outcome: the table gives the style score without an interval
+    (isqaflow.arena_hard.style); the board's cell says the interval is undecided."""
+    t = tables
+    scores, n = _arena_hard_table(t)
+    table = pd.read_csv(scores)
+    table["style score"] = 60.0
+    table["style lower"], table["style upper"] = float("nan"), float("nan")
+    table.to_csv(scores, index=False)
+    write_json(t / "summary.json", controls_summary({(JUDGE, "j"): 7}))
+    board = build_leaderboard(
+        t / "lb",
+        tables={"arena_hard_scores": scores},
+        score_paths=[],
+        validity_summary_path=t / "summary.json",
+        systems_path=None,
+        settings=settings({}, rounds=50, seed=0),
+    )
+    column = "Arena-Hard style-controlled score"
+    assert board.loc["m", column] == f"60.0 (n={n}) no interval: undecided"
+    assert board.loc["handwritten-baseline", column] == f"60.0 (n={n})"  # the anchor: none asked
