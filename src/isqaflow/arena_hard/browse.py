@@ -79,6 +79,47 @@ def _tally(sides: Sequence[str]) -> dict[str, int]:
     return {"games": len(sides), **{key: sides.count(key) for key in TALLY_KEYS[1:]}}
 
 
+def _item(
+    item_id: str,
+    judge: str,
+    title: str,
+    system: str,
+    texts: tuple[str, str, str],
+    games: Sequence[Mapping[str, Any] | None],
+    *,
+    raw: str,
+    flip: bool | None,
+    control: tuple[str, str, bool] | None = None,
+) -> dict[str, Any]:
+    """One browser item: the question, the baseline's answer and ``system``'s (a model, or
+    ``control:<name>``), the judge's games in both orders; ``control`` is (name, expected
+    verdict, whether the judge gave it) for a known-answer control."""
+    question, base, answer = texts
+    sides = _sides(games)
+    name, expected, correct = control or (None, None, None)
+    answerer = system if name is None else f"control {name}"
+    return {
+        "id": item_id,
+        "kind": "answer" if control is None else "control",
+        "judge": judge,
+        "setting": "arena-hard",
+        "title": title,
+        "systems": [system],
+        "texts": [["question", question], ["baseline", base], [f"answer: {answerer}", answer]],
+        "replies": _replies(games),
+        "verdict": verdict(sides),
+        "verdicts": {"raw": raw},
+        "flip": flip,
+        "length_diff": len(answer) - len(base),
+        "human": None,
+        "human_agrees": None,
+        "control": name,
+        "expected": expected,
+        "correct": correct,
+        "tally": _tally(sides),
+    }
+
+
 def answer_items(
     judgments: Sequence[Mapping[str, Any]],
     questions: Mapping[str, str],
@@ -102,30 +143,16 @@ def answer_items(
         sides = _sides(games)
         answer = answers[(model, qid)]
         items.append(
-            {
-                "id": f"{qid}|{model}",
-                "kind": "answer",
-                "judge": judge,
-                "setting": "arena-hard",
-                "title": f"{qid}  {model} vs the baseline",
-                "systems": [model],
-                "texts": [
-                    ["question", questions[qid]],
-                    ["baseline", baseline[qid]],
-                    [f"answer: {model}", answer],
-                ],
-                "replies": _replies(games),
-                "verdict": verdict(sides),
-                "verdicts": {"raw": " / ".join(sides)},
-                "flip": len(set(sides)) > 1 and "invalid" not in sides,
-                "length_diff": len(answer) - len(baseline[qid]),
-                "human": None,
-                "human_agrees": None,
-                "control": None,
-                "expected": None,
-                "correct": None,
-                "tally": _tally(sides),
-            }
+            _item(
+                f"{qid}|{model}",
+                judge,
+                f"{qid}  {model} vs the baseline",
+                model,
+                (questions[qid], baseline[qid], answer),
+                games,
+                raw=" / ".join(sides),
+                flip=len(set(sides)) > 1 and "invalid" not in sides,
+            )
         )
     return items
 
@@ -142,33 +169,19 @@ def control_items(
         qid, control = record["item"], record["control"]
         labels = list((record.get("detail") or {}).get("labels") or [])
         games = [{"score": label} for label in labels]
-        sides = _sides(games)
         other = baseline[qid] if control == "self" else ""
         items.append(
-            {
-                "id": f"{qid}|{control}",
-                "kind": "control",
-                "judge": record["name"],
-                "setting": "arena-hard",
-                "title": f"{qid}  control {control}: expected {record['expected']}",
-                "systems": [f"control:{control}"],
-                "texts": [
-                    ["question", questions[qid]],
-                    ["baseline", baseline[qid]],
-                    [f"answer: control {control}", other],
-                ],
-                "replies": _replies(games),
-                "verdict": verdict(sides),
-                "verdicts": {"raw": record["outcome"]},
-                "flip": None,
-                "length_diff": len(other) - len(baseline[qid]),
-                "human": None,
-                "human_agrees": None,
-                "control": control,
-                "expected": record["expected"],
-                "correct": record["correct"],
-                "tally": _tally(sides),
-            }
+            _item(
+                f"{qid}|{control}",
+                record["name"],
+                f"{qid}  control {control}: expected {record['expected']}",
+                f"control:{control}",
+                (questions[qid], baseline[qid], other),
+                games,
+                raw=record["outcome"],
+                flip=None,
+                control=(control, record["expected"], record["correct"]),
+            )
         )
     return items
 

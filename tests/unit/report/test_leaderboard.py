@@ -297,17 +297,25 @@ def test_the_settings_come_from_the_rules_params():
         got.seed = 2  # type: ignore[misc]
 
 
+FIXTURE_TABLES = (
+    "drfr_table5_long",
+    "drfr_summaries_long",
+    "arena_win_rates",
+    "arena_ratings",
+    "arena_summaries",
+)
+
+
+def board_tables(t, names=FIXTURE_TABLES):
+    """Board tables of the DRFR and arena suites as the ``tables`` fixture writes them."""
+    return {name: t / f"{name}.csv" for name in names}
+
+
 def test_one_row_per_system_with_n_per_cell(tables):
     t = tables
     board = build_leaderboard(
         t / "leaderboard",
-        tables={
-            "drfr_table5_long": t / "drfr_table5_long.csv",
-            "drfr_summaries_long": t / "drfr_summaries_long.csv",
-            "arena_win_rates": t / "arena_win_rates.csv",
-            "arena_ratings": t / "arena_ratings.csv",
-            "arena_summaries": t / "arena_summaries.csv",
-        },
+        tables=board_tables(t),
         score_paths=[t / "scores.jsonl"],
         validity_summary_path=t / "summary.json",
         systems_path=t / "checked.json",
@@ -494,13 +502,7 @@ PAIRS = [
 def build(t, judge_pairs=PAIRS):
     return build_leaderboard(
         t / "leaderboard",
-        tables={
-            "drfr_table5_long": t / "drfr_table5_long.csv",
-            "drfr_summaries_long": t / "drfr_summaries_long.csv",
-            "arena_win_rates": t / "arena_win_rates.csv",
-            "arena_ratings": t / "arena_ratings.csv",
-            "arena_summaries": t / "arena_summaries.csv",
-        },
+        tables=board_tables(t),
         score_paths=[t / "scores.jsonl"],
         validity_summary_path=t / "summary.json",
         systems_path=t / "checked.json",
@@ -665,11 +667,7 @@ def test_the_leaderboard_shows_the_judge_panels_agreement_and_leave_one_out(tabl
     write_table(agreement, [t / "judges_panel.csv"], digits=3)
     write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
     kwargs = dict(
-        tables={
-            "drfr_table5_long": t / "drfr_table5_long.csv",
-            "arena_win_rates": t / "arena_win_rates.csv",
-            "arena_ratings": t / "arena_ratings.csv",
-        },
+        tables=board_tables(t, ("drfr_table5_long", "arena_win_rates", "arena_ratings")),
         score_paths=[],
         validity_summary_path=t / "summary.json",
         systems_path=None,
@@ -731,11 +729,7 @@ def test_the_leaderboard_says_kappa_is_not_identified_for_a_judge_with_one_verdi
     write_table(loo, [t / "judges_panel_loo.csv"], digits=3)
     build_leaderboard(
         t / "lb",
-        tables={
-            "drfr_table5_long": t / "drfr_table5_long.csv",
-            "arena_win_rates": t / "arena_win_rates.csv",
-            "arena_ratings": t / "arena_ratings.csv",
-        },
+        tables=board_tables(t, ("drfr_table5_long", "arena_win_rates", "arena_ratings")),
         score_paths=[],
         validity_summary_path=t / "summary.json",
         systems_path=None,
@@ -789,13 +783,7 @@ def test_ratings_the_prior_sets_are_flagged_with_their_rank(tables):
 def build_front(t, front):
     return build_leaderboard(
         t / "leaderboard",
-        tables={
-            "drfr_table5_long": t / "drfr_table5_long.csv",
-            "drfr_summaries_long": t / "drfr_summaries_long.csv",
-            "arena_win_rates": t / "arena_win_rates.csv",
-            "arena_ratings": t / "arena_ratings.csv",
-            "arena_summaries": t / "arena_summaries.csv",
-        },
+        tables=board_tables(t),
         score_paths=[t / "scores.jsonl"],
         validity_summary_path=t / "summary.json",
         systems_path=t / "checked.json",

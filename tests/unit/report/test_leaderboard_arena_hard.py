@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from test_leaderboard import build, controls_summary, settings, tables  # noqa: F401 (a fixture)
+from test_leaderboard import (  # noqa: F401 (tables: a fixture)
+    board_tables,
+    build,
+    controls_summary,
+    settings,
+    tables,
+)
 
 from isqaflow.arena_hard.tables import write_tables
 from isqaflow.io import read_jsonl, write_json, write_jsonl
@@ -50,6 +56,19 @@ def _arena_hard_table(t, judges=("j",)):
     return outs[0], len(qids)
 
 
+def _board(t, board):
+    """The leaderboard over the tables in ``board`` alone: no score files, the summary in ``t``, no
+    systems file, no ISQA datasets."""
+    return build_leaderboard(
+        t / "lb",
+        tables=board,
+        score_paths=[],
+        validity_summary_path=t / "summary.json",
+        systems_path=None,
+        settings=settings({}, rounds=50, seed=0),
+    )
+
+
 def test_every_board_table_is_one_its_suite_writes_and_the_ranks_come_from_the_descriptors():
     """The leaderboard's inputs and ranked columns are the descriptors' (no second list): each
     board table is one of its suite's tables or that table's long form."""
@@ -65,14 +84,7 @@ def test_arena_hard_is_a_section_of_the_leaderboard_with_its_baseline_as_a_ranke
     t = tables
     scores, n = _arena_hard_table(t)
     write_json(t / "summary.json", controls_summary({(JUDGE, "j"): 7, ("DRFR judge", "local"): 7}))
-    board = build_leaderboard(
-        t / "lb",
-        tables={"drfr_table5_long": t / "drfr_table5_long.csv", "arena_hard_scores": scores},
-        score_paths=[],
-        validity_summary_path=t / "summary.json",
-        systems_path=None,
-        settings=settings({}, rounds=50, seed=0),
-    )
+    board = _board(t, {"drfr_table5_long": t / "drfr_table5_long.csv", "arena_hard_scores": scores})
     table = pd.read_csv(scores)
     m = table[table["model"] == "m"].iloc[0]
     assert board.loc["m", BOARD_COLUMN] == (
@@ -105,14 +117,7 @@ def test_two_arena_hard_judges_give_a_column_each(tables):  # noqa: F811
     t = tables
     scores, _ = _arena_hard_table(t, judges=("j1", "j2"))
     write_json(t / "summary.json", controls_summary({(JUDGE, "j1"): 7}))
-    board = build_leaderboard(
-        t / "lb",
-        tables={"arena_hard_scores": scores},
-        score_paths=[],
-        validity_summary_path=t / "summary.json",
-        systems_path=None,
-        settings=settings({}, rounds=50, seed=0),
-    )
+    board = _board(t, {"arena_hard_scores": scores})
     assert {f"{BOARD_COLUMN} [j1]", f"{BOARD_COLUMN} [j2]"} <= set(board.columns)
 
 
@@ -121,14 +126,7 @@ def test_a_table_no_suite_declares_is_an_error(tables):  # noqa: F811
     with pytest.raises(
         ValueError, match=r"no suite declares the table\(s\) \['arena_hard_score'\]"
     ):
-        build_leaderboard(
-            t / "lb",
-            tables={"arena_hard_score": t / "x.csv"},
-            score_paths=[],
-            validity_summary_path=t / "summary.json",
-            systems_path=None,
-            settings=settings({}, rounds=50, seed=0),
-        )
+        _board(t, {"arena_hard_score": t / "x.csv"})
 
 
 def test_the_full_board_still_names_every_instrument_its_cells_rest_on(tables):  # noqa: F811
@@ -137,17 +135,9 @@ def test_the_full_board_still_names_every_instrument_its_cells_rest_on(tables): 
     t = tables
     scores, _ = _arena_hard_table(t)
     build(t)  # the other suites' tables as the fixture writes them
-    board_tables = {
-        "drfr_table5_long": t / "drfr_table5_long.csv",
-        "drfr_summaries_long": t / "drfr_summaries_long.csv",
-        "arena_win_rates": t / "arena_win_rates.csv",
-        "arena_ratings": t / "arena_ratings.csv",
-        "arena_summaries": t / "arena_summaries.csv",
-        "arena_hard_scores": scores,
-    }
     build_leaderboard(
         t / "leaderboard",
-        tables=board_tables,
+        tables={**board_tables(t), "arena_hard_scores": scores},
         score_paths=[t / "scores.jsonl"],
         validity_summary_path=t / "summary.json",
         systems_path=None,
@@ -169,14 +159,7 @@ def test_the_score_at_equal_style_stands_beside_the_score_unranked(tables):  # n
     table["style lower"], table["style upper"] = 30.0, 70.0
     table.to_csv(scores, index=False)
     write_json(t / "summary.json", controls_summary({(JUDGE, "j"): 7}))
-    board = build_leaderboard(
-        t / "lb",
-        tables={"arena_hard_scores": scores},
-        score_paths=[],
-        validity_summary_path=t / "summary.json",
-        systems_path=None,
-        settings=settings({}, rounds=50, seed=0),
-    )
+    board = _board(t, {"arena_hard_scores": scores})
     column = "Arena-Hard style-controlled score"
     rows = table.set_index("model")
     for model in rows.index:
@@ -199,14 +182,7 @@ def test_a_withheld_style_interval_is_said_in_the_cell(tables):  # noqa: F811
     table["style lower"], table["style upper"] = float("nan"), float("nan")
     table.to_csv(scores, index=False)
     write_json(t / "summary.json", controls_summary({(JUDGE, "j"): 7}))
-    board = build_leaderboard(
-        t / "lb",
-        tables={"arena_hard_scores": scores},
-        score_paths=[],
-        validity_summary_path=t / "summary.json",
-        systems_path=None,
-        settings=settings({}, rounds=50, seed=0),
-    )
+    board = _board(t, {"arena_hard_scores": scores})
     column = "Arena-Hard style-controlled score"
     assert board.loc["m", column] == f"60.0 (n={n}) no interval: undecided"
     assert board.loc["handwritten-baseline", column] == f"60.0 (n={n})"  # the anchor: none asked
