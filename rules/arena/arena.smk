@@ -27,6 +27,9 @@ rule retrieve:
         benchmark_file("retrieve", "{domain}/{retriever}")
     wildcard_constraints:
         retriever=retrievers_served_by("retrieve"),
+    # seconds each, and every rag_answers job waits on all domains' hits: at priority 0 the
+    # last BM25 job ran at 419 s of a 596 s DAG and held the arena chain (answers -> judge) back
+    priority: 90
     localrule: local_stage("retrieve")
     conda:
         conda_env("torch")
