@@ -24,6 +24,11 @@ from isqaflow.configcheck.files import (
 )
 from isqaflow.configcheck.schema import exit_on_schema_problems, load_schema
 from isqaflow.report.last_run import record_run
+from isqaflow.scheduler_timers import one_pending_timer
+
+# Snakemake's scheduler would wake ~60 times a second by the end of a run (a timer chain more per
+# finished job), taking CPU from the jobs: one pending timer instead (isqaflow.scheduler_timers).
+one_pending_timer()
 
 SCHEMA = Path(workflow.basedir) / "config/schema.yaml"
 # The workflow's own YAML files, read next by Snakemake's `configfile:` and `validate` (whose
