@@ -43,25 +43,34 @@ run: setup
 report: setup
 	HF_HUB_OFFLINE=1 $(BIN)/python -m isqaflow.report.last_run --report report.html -- --profile profiles/local --cores $(CORES)
 
-# Three tiers, two at a time: the dress rehearsal (tests/cluster/test_rehearsal.py: the paper
-# scale through SLURM, its jobs one at a time and mostly waiting on start-ups and the scheduler)
-# runs from the start beside the others -- the fast tests two at a time (pytest-xdist), then,
-# one at a time, the slow tests that share the one complete embedded run and the live cluster.
-# Its output is printed when it ends; `make test` fails if any tier failed.  (Two xdist workers
-# by xdist_group were tried: pytest-xdist 3.8.0's --dist loadgroup did not keep the groups on one
-# worker, so the embedded DAG ran twice; docs/speed.md.)
+# Four tiers in three lanes, all started at once: the dress rehearsal
+# (tests/cluster/test_rehearsal.py: the paper scale through SLURM, its jobs one at a time and
+# mostly waiting on start-ups and the scheduler's status checks) and the embedded tier (the tests
+# that read one complete embedded run: tests/workflow/test_workflow.py, and
+# tests/cluster/test_slurm.py, which resumes from it through SLURM) each in a lane of its own; in
+# the third, the fast tests two at a time (pytest-xdist), then the other slow tests one at a time.
+# One after another, the last twelve minutes of `make test` ran one slow test at a time on one
+# of the two cores (docs/speed.md).  The background tiers' output is printed when they end;
+# `make test` fails if any tier failed.  (Two xdist workers by xdist_group were tried for the
+# slow tests: pytest-xdist 3.8.0's --dist loadgroup did not keep the groups on one worker, so the
+# embedded DAG ran twice.)
 REHEARSAL := tests/cluster/test_rehearsal.py
-REHEARSAL_LOG ?= /tmp/isqaflow-rehearsal-tier.log
+EMBEDDED_TIER := tests/workflow/test_workflow.py tests/cluster/test_slurm.py
+TIER_LOGS ?= /tmp/isqaflow-test-tiers
 test: setup
-	@HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm" $(REHEARSAL) >$(REHEARSAL_LOG) 2>&1 & rehearsal=$$!; \
-	trap 'kill $$rehearsal 2>/dev/null' INT TERM; \
-	echo "dress rehearsal tier started beside the others (output: $(REHEARSAL_LOG))"; \
+	@mkdir -p $(TIER_LOGS); \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm" $(REHEARSAL) >$(TIER_LOGS)/rehearsal.log 2>&1 & rehearsal=$$!; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm" $(EMBEDDED_TIER) >$(TIER_LOGS)/embedded.log 2>&1 & embedded=$$!; \
+	trap 'kill $$rehearsal $$embedded 2>/dev/null' INT TERM; \
+	echo "dress rehearsal and embedded tiers started beside the others (output: $(TIER_LOGS)/)"; \
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -n $(CORES) -m "not slow and not slurm" && fast=0 || fast=$$?; \
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm" --ignore=$(REHEARSAL) && slow=0 || slow=$$?; \
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -m "slow or slurm" $(addprefix --ignore=,$(REHEARSAL) $(EMBEDDED_TIER)) && slow=0 || slow=$$?; \
+	wait $$embedded && embedded=0 || embedded=$$?; \
+	echo "----- embedded tier ($(TIER_LOGS)/embedded.log)"; cat $(TIER_LOGS)/embedded.log; \
 	wait $$rehearsal && dress=0 || dress=$$?; \
-	echo "----- dress rehearsal tier ($(REHEARSAL_LOG))"; cat $(REHEARSAL_LOG); \
-	echo "tiers' exit codes: fast $$fast, slow $$slow, dress rehearsal $$dress"; \
-	[ $$fast -eq 0 ] && [ $$slow -eq 0 ] && [ $$dress -eq 0 ]
+	echo "----- dress rehearsal tier ($(TIER_LOGS)/rehearsal.log)"; cat $(TIER_LOGS)/rehearsal.log; \
+	echo "tiers' exit codes: fast $$fast, slow $$slow, embedded $$embedded, dress rehearsal $$dress"; \
+	[ $$fast -eq 0 ] && [ $$slow -eq 0 ] && [ $$embedded -eq 0 ] && [ $$dress -eq 0 ]
 
 lint: setup
 	$(BIN)/ruff check .

@@ -35,29 +35,29 @@ WALLS = {
 }
 
 
-def tiers(makefile: Path = REPO / "Makefile") -> list[list[str]]:
-    """The pytest commands of the Makefile's `test` recipe, as argument lists (one fact, one
-    place: the tiers are the Makefile's), run with this interpreter."""
-    lines, inside = [], False
-    for line in makefile.read_text().splitlines():
-        if re.match(r"^test:", line):
-            inside = True
-        elif inside and not line.startswith("\t"):
-            break
-        elif inside and "-m pytest" in line:
-            lines.append(line.strip())
+def tiers() -> list[list[str]]:
+    """The pytest commands of the Makefile's `test` recipe, as `make -n test` prints them (its
+    variables expanded: one fact, one place: the tiers are the Makefile's), run with this
+    interpreter."""
     cores = os.environ.get("CORES", "2")
+    printed = subprocess.run(
+        ["make", "--no-print-directory", "-n", "test", f"CORES={cores}"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     commands = []
-    variables = dict(re.findall(r"^(\w+) :?= (.*)$", makefile.read_text(), flags=re.M))
-    for line in lines:
-        line = re.sub(r"\$\((\w+)\)", lambda m: variables.get(m[1], m[0]), line)
-        argv = shlex.split(line.replace("$(CORES)", cores).lstrip("@").rstrip("\\ "))
+    for line in printed.splitlines():
+        if "-m pytest" not in line:
+            continue
+        argv = shlex.split(line.strip().lstrip("@").rstrip("\\ "))
         argv = argv[argv.index("-m") :]
         # the command ends at the recipe's shell: a redirection, `&`, `&&`, `;`
         end = next((i for i, a in enumerate(argv) if a[0] in "&;>|" or a.endswith(";")), None)
         commands.append([sys.executable, *argv[:end]])
     if not commands:
-        raise SystemExit(f"{makefile}: no pytest line in the test recipe")
+        raise SystemExit("make -n test: no pytest line in the test recipe")
     return commands
 
 
