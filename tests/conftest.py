@@ -159,6 +159,49 @@ def machine_lock(name: str):
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def embedded_model(dest: Path, dtype: str = "bfloat16") -> Path:
+    """The embedded model (config/config.yaml's smollm2), converted from its GGUF package as rule
+    convert_gguf_model converts it, at ``dest``.  Converted once per machine and dtype (~20 s:
+    the GGUF is read three times) under a machine lock into a cache beside the docs' venv, keyed
+    by the package, the converter's code and transformers' version; each caller gets its own
+    copy of the small files (a test may edit them) and a hard link to the weights."""
+    import importlib.metadata
+    import shutil
+
+    import yaml
+
+    from isqaflow.codehash import code_version
+    from isqaflow.models.weights.convert import convert_gguf_package
+
+    convert = yaml.safe_load((REPO / "config/config.yaml").read_text())["models"]["smollm2"][
+        "convert"
+    ]
+    key = "-".join(
+        [
+            convert["gguf_file"].removesuffix(".gguf"),
+            importlib.metadata.version(convert["package"].replace("_", "-")),
+            dtype,
+            importlib.metadata.version("transformers"),
+            code_version("isqaflow.models.weights.convert"),
+        ]
+    )
+    cache = Path("/tmp/isqaflow-test-models") / key
+    with machine_lock(f"isqaflow-test-model-{key}"):
+        if not (cache / ".complete").exists():
+            shutil.rmtree(cache, ignore_errors=True)
+            convert_gguf_package(
+                convert["package"], convert["gguf_file"], cache / "model", dtype=dtype
+            )
+            (cache / ".complete").touch()
+    dest.mkdir(parents=True, exist_ok=True)
+    for source in (cache / "model").iterdir():
+        if source.suffix == ".safetensors":
+            os.link(source, dest / source.name)  # never written to: shared
+        else:
+            shutil.copy2(source, dest / source.name)
+    return dest
+
+
 # The live cluster is one per machine and `make test` runs two test sessions that use it at once
 # (the dress rehearsal beside the other tiers, Makefile): each holds a shared lock on this file
 # while it runs; the last to let go stops the cluster if a test session started it (the marker).

@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import embedded_model
 from rehearsal import API_MODEL, reduce_data, rehearsal_config
 from test_docs_venv import build_docs_venv, docs_pins
 from workflow_utils import copy_repo
@@ -97,15 +98,9 @@ def wait_listed(
 def start_api_endpoint(
     python: str, workdir: Path, scratch: Path
 ) -> tuple[subprocess.Popen, str, float]:
-    """A real vLLM server standing in for OpenAI's API (the embedded model, converted here)."""
-    from isqaflow.models.weights.convert import convert_gguf_package
-
-    smollm2 = yaml.safe_load((workdir / "config/config.yaml").read_text())["models"]["smollm2"][
-        "convert"
-    ]
-    model = convert_gguf_package(
-        smollm2["package"], smollm2["gguf_file"], scratch / "api-model", dtype="bfloat16"
-    )
+    """A real vLLM server standing in for OpenAI's API (the embedded model, converted once per
+    machine: tests/engines/test_vllm_real.py serves the same conversion)."""
+    model = embedded_model(scratch / "api-model", dtype="bfloat16")
     log = scratch / "api-endpoint.log"
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "1", "HF_HUB_OFFLINE": "1"}
     argv = [

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import embedded_model
 
 from isqaflow import runtime
 from isqaflow.models import capabilities, usage
@@ -113,14 +114,11 @@ def engine_python() -> Path:
 
 @pytest.fixture(scope="module")
 def smollm2(engine_python, tmp_path_factory) -> Path:
-    """The embedded model, converted exactly as rule convert_gguf_model converts it."""
-    from isqaflow.models.weights.convert import convert_gguf_package
-
+    """The embedded model, converted exactly as rule convert_gguf_model converts it (once per
+    machine: the rehearsal's "API" endpoint serves the same conversion)."""
     convert = EMBEDDED["models"]["smollm2"]["convert"]
     out = tmp_path_factory.mktemp("models") / "smollm2-135m-instruct"
-    path = convert_gguf_package(
-        convert["package"], convert["gguf_file"], out, dtype=convert["dtype"]
-    )
+    path = embedded_model(out, dtype=convert["dtype"])
     # a checkpoint default the engine must not apply (issue 28, item 8): the project sends every
     # decoding setting and starts vLLM with --generation-config vllm
     generation = json.loads((path / "generation_config.json").read_text())
