@@ -214,6 +214,9 @@ rule arena_judge_checks:
         "logs/arena_judge_checks/{judge}.log",
     benchmark:
         benchmark_file("arena_judge_checks", "{judge}")
+    # needs only the queries and the model, yet at priority 0 it ran last (57 s alone at the end
+    # of a 496 s DAG, one core idle): early, so short jobs end the DAG
+    priority: 40
     localrule: local_stage("judge")
     conda:
         conda_env("torch")
