@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
-import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 CHARS_PER_TOKEN = (
@@ -39,7 +38,7 @@ FALLBACK = "chars/4 (fallback)"
 FILLER_UNIT = (
     " abc"  # one token in cl100k_base and in o200k_base (tests/unit/spend/test_spend_tokens.py)
 )
-_FILLER_RUN = re.compile(f"(?:{re.escape(FILLER_UNIT)}){{4,}}")
+_FILLER_START = FILLER_UNIT * 4  # a run of filler: at least 4 units (4 tokens)
 # model-name prefix -> encoding (tiktoken's MODEL_PREFIX_TO_ENCODING, the chat models); first match wins
 ENCODING_PREFIXES = (
     ("gpt-4o", "o200k_base"),
@@ -75,6 +74,31 @@ def filler(chars: int, prefix: str = "") -> str:
     :data:`FILLER_UNIT`, one token per 4 characters in OpenAI's encodings and in the fallback."""
     rest = max(0, chars - len(prefix))
     return prefix + (FILLER_UNIT * (rest // len(FILLER_UNIT) + 1))[:rest]
+
+
+def filler_runs(text: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each run of at least 4 :data:`FILLER_UNIT` in ``text``, left to right, each
+    as long as it goes: the matches of the regex ``(?: abc){4,}`` (checked against it in
+    tests/unit/spend/test_spend_tokens.py), found ~3x faster.  A paper-scale plan scans ~240
+    million characters, most of them in runs, and the regex takes a step per unit; here a run's
+    start is found by ``str.find``, and its end by comparing blocks of the text with the run
+    found so far: doubling the run while the next block repeats it, then adding the halves that
+    still do."""
+    unit = len(FILLER_UNIT)
+    start = text.find(_FILLER_START)
+    while start >= 0:
+        end = start + len(_FILLER_START)
+        while text.startswith(text[start:end], end):  # the next end - start characters: units
+            end += end - start
+        # the run ends before end + (end - start), 4 units times a power of 2: add its halves,
+        # largest first, down to one unit, where the text still repeats the run
+        step = (end - start) // 2
+        while step >= unit:
+            if text.startswith(text[start : start + step], end):
+                end += step
+            step //= 2
+        yield start, end
+        start = text.find(_FILLER_START, end)
 
 
 def encoding_name(model: str) -> str | None:
@@ -119,14 +143,21 @@ class Encoded:
         self.text = functools.lru_cache(maxsize=65536)(
             self._text
         )  # few-shot and system messages repeat
+        # The pieces of text between placeholders repeat far more often than the texts do (the
+        # tags around a judged pair's texts, the instructions after them): each distinct piece
+        # is encoded once, not in each of a paper-scale plan's ~100,000 distinct messages.
+        self._piece = functools.lru_cache(maxsize=65536)(self._encoded_length)
+
+    def _encoded_length(self, piece: str) -> int:
+        return len(self._encoding.encode(piece))
 
     def _text(self, text: str) -> int:
         n, start = 0, 0
-        for run in _FILLER_RUN.finditer(text):  # a placeholder: its characters / 4, not encoded
-            n += len(self._encoding.encode(text[start : run.start()])) if run.start() > start else 0
-            n += len(run.group()) // len(FILLER_UNIT)
-            start = run.end()
-        return n + (len(self._encoding.encode(text[start:])) if start < len(text) else 0)
+        for run, end in filler_runs(text):  # a placeholder: its characters / 4, not encoded
+            n += self._piece(text[start:run]) if run > start else 0
+            n += (end - run) // len(FILLER_UNIT)
+            start = end
+        return n + (self._piece(text[start:]) if start < len(text) else 0)
 
     base = COOKBOOK_REPLY_TOKENS  # a request's tokens: base plus each message's (as Estimate)
 

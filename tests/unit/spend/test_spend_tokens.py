@@ -9,6 +9,8 @@ counting double's record of them), exactly."""
 from __future__ import annotations
 
 import importlib.util
+import random
+import re
 
 import pytest
 import yaml
@@ -110,3 +112,21 @@ def test_the_plans_prompt_tokens_equal_the_sent_requests_tokens_exactly(embedded
             len(sent),
             sum(counter(messages) for messages in sent),
         ), row.job
+
+
+def test_the_filler_runs_are_the_regex_matches():
+    """:func:`tokens.filler_runs` finds what the regex ``(?: abc){4,}`` finds (its specification,
+    faster): runs of 4 units or more, left to right, each as long as it goes."""
+    regex = re.compile(f"(?:{re.escape(tokens.FILLER_UNIT)}){{4,}}")
+    rng = random.Random(0)
+    parts = [tokens.FILLER_UNIT, " ab", "abc", " abcd", " ", "c", "\n", "é"]
+    texts = [tokens.filler(2048, "api-a:q1:"), "", tokens.FILLER_UNIT * 3, tokens.FILLER_UNIT * 4]
+    texts += [
+        "".join(
+            rng.choice(parts) * rng.choice([1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 300])
+            for _ in range(rng.randint(0, 12))
+        )
+        for _ in range(5000)
+    ]
+    for text in texts:
+        assert list(tokens.filler_runs(text)) == [m.span() for m in regex.finditer(text)], text

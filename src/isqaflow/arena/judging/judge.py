@@ -59,6 +59,8 @@ __all__ = [
     "judge_groups",
     "judge_pairs",
     "judge_with_model",
+    "leading_messages",
+    "pair_message",
     "pair_request",
 ]
 
@@ -180,6 +182,29 @@ def _user_message(query: str, answer_1: str, answer_2: str, with_thinking: bool)
     )
 
 
+def leading_messages(few_shot: bool = True, with_thinking: bool = True) -> list[Message]:
+    """The messages our prompt's every request begins with: the system instruction and, with
+    ``few_shot``, the in-context examples as earlier user/assistant turns (the same for every
+    pair, so the spend plan counts them once for all its pairs; :func:`pair_request` ends them
+    with :func:`pair_message`)."""
+    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
+    if few_shot:
+        for example_query, example_1, example_2, thinking, label in FEW_SHOT:
+            reply = f"<rating>{label}</rating>"
+            if with_thinking:
+                reply = f"<thinking>{thinking}</thinking>\n{reply}"
+            example = _user_message(example_query, example_1, example_2, with_thinking)
+            messages.append({"role": "user", "content": example})
+            messages.append({"role": "assistant", "content": reply})
+    return messages
+
+
+def pair_message(query: str, answer_1: str, answer_2: str, with_thinking: bool = True) -> Message:
+    """The user message that asks about one ordered pair: the last message of our prompt's
+    :func:`pair_request`, after :func:`leading_messages`."""
+    return {"role": "user", "content": _user_message(query, answer_1, answer_2, with_thinking)}
+
+
 def pair_request(
     query: str,
     answer_1: str,
@@ -197,18 +222,10 @@ def pair_request(
     """
     if prompt is not None:
         return prompt.messages(query, answer_1, answer_2, few_shot)
-    messages = [{"role": "system", "content": SYSTEM_PROMPT}]
-    if few_shot:
-        for example_query, example_1, example_2, thinking, label in FEW_SHOT:
-            reply = f"<rating>{label}</rating>"
-            if with_thinking:
-                reply = f"<thinking>{thinking}</thinking>\n{reply}"
-            example = _user_message(example_query, example_1, example_2, with_thinking)
-            messages.append({"role": "user", "content": example})
-            messages.append({"role": "assistant", "content": reply})
-    pair = _user_message(query, answer_1, answer_2, with_thinking)
-    messages.append({"role": "user", "content": pair})
-    return messages
+    return [
+        *leading_messages(few_shot, with_thinking),
+        pair_message(query, answer_1, answer_2, with_thinking),
+    ]
 
 
 def _judge_requests(
