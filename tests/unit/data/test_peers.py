@@ -170,6 +170,29 @@ def test_battles_file_checks_its_winners(tmp_path):
     assert (err.value.line, err.value.field) == (2, "winner")
 
 
+def test_battles_against_a_baseline_put_it_first_and_name_a_battle_without_it(tmp_path):
+    """With ``baseline`` (arena_hard_scores): each battle turned so that the baseline is
+    model_a, its winner swapped with it; a battle of two other models is an error naming its
+    line and field."""
+    rows = [
+        {"question_id": "q1", "model_a": "base", "model_b": "m", "winner": "model_a"},
+        {"question_id": "q2", "model_a": "m", "model_b": "base", "winner": "model_a"},
+        {"question_id": "q3", "model_a": "m", "model_b": "base", "winner": "tie"},
+    ]
+    path = write_jsonl(tmp_path / "b.jsonl", rows)
+    table = read_arena_hard_battles(path, baseline="base").table
+    assert list(zip(table["model_a"], table["model_b"], table["winner"], strict=True)) == [
+        ("base", "m", "model_a"),
+        ("base", "m", "model_b"),  # m won, as model_a of the file
+        ("base", "m", "tie"),
+    ]
+    assert list(read_arena_hard_battles(path).table["model_a"]) == ["base", "m", "m"]  # as is
+    other = {"question_id": "q4", "model_a": "m", "model_b": "n", "winner": "tie"}
+    with pytest.raises(RecordError, match="neither is the baseline 'base'") as err:
+        read_arena_hard_battles(write_jsonl(tmp_path / "c.jsonl", [*rows, other]), baseline="base")
+    assert (err.value.line, err.value.field, err.value.record) == (4, "model_a", "q4")
+
+
 def test_answers_and_questions_in_full(peers):
     questions = read_arena_hard_questions(peers / ARENA_HARD / "question.jsonl")
     assert len(questions.table) == 500 and questions.table["question_id"].is_unique

@@ -132,13 +132,19 @@ def read_arena_hard_judgments(
     return PeerRead(str(path), table, counted(skipped), {**counted(verdicts), "battles": len(rows)})
 
 
-def read_arena_hard_battles(path: str | Path) -> PeerRead:
+def read_arena_hard_battles(path: str | Path, *, baseline: str | None = None) -> PeerRead:
     """``arena_hard_battles.jsonl``, as v0.1 ``show_result.py`` writes it (``battles.to_json``).
 
     One JSON object per battle: ``question_id``, ``model_a``, ``model_b``, ``winner`` in
     {"model_a", "model_b", "tie"} (a strong verdict is already repeated; ``conv_metadata`` is
     present when it ran with style control, and is not read).  ``table``: those four columns,
     one row per line.  Nothing is skipped: a battle it cannot read is an error.
+
+    With ``baseline`` (a table of scores against it, :mod:`isqaflow.arena_hard.tables`) every
+    battle must have the baseline on one side -- v0.1 judges each model against it only -- and
+    is turned so that it is ``model_a``, as :func:`read_arena_hard_judgments` gives it (a
+    battle written the other way round has its winner swapped); a battle of two other models is
+    an error naming its line.
     """
     path = as_path(path)
     rows = []
@@ -154,6 +160,15 @@ def read_arena_hard_battles(path: str | Path) -> PeerRead:
             raise raw.error(f"winner must be one of {WINNERS}, got {row['winner']!r}", "winner")
         if row["model_a"] == row["model_b"]:
             raise raw.error("a battle of a model against itself", "model_b")
+        if baseline is not None and row["model_a"] != baseline:
+            if row["model_b"] != baseline:
+                raise raw.error(
+                    f"a battle of {row['model_a']!r} and {row['model_b']!r}: neither is the "
+                    f"baseline {baseline!r}, against which each model is scored",
+                    "model_a",
+                )
+            row["model_a"], row["model_b"] = row["model_b"], row["model_a"]
+            row["winner"] = _SWAP[row["winner"]]
         rows.append(row)
     if not rows:
         raise RecordError(path, "the file holds no battles")
