@@ -162,10 +162,14 @@ rule arena_hard_tables:
         judges=lambda wc: [
             job.wildcard("judge") for job in model_jobs("arena_hard_judge")
         ],
+        formats=None,  # every file a judge's model_judgment file
         strong_weight=lambda wc: config["arena_hard"]["strong_weight"],
+        baseline=None,  # the model of the baseline's answers file
         rounds=lambda wc: config["arena_hard"]["bootstrap_rounds"],
         seed=config["seed"],
         style_tokenizer=lambda wc: arena_hard_style_tokenizer(),
+        style_off="arena_hard.style_control.tokenizer: null",
+        about="",
         code=code("isqaflow.arena_hard.tables"),
     script:
         "../../scripts/arena_hard_tables.py"
