@@ -1,11 +1,15 @@
 """The peers' released judgments (config peers:, config/peers.yaml): read as the workflow's judged
-records, then the suites' own table code and leaderboard run on them alone, under
-results/peers/ -- nothing judged, no model loaded (target peers; docs/reproduction.md).
+records -- or, in a suite's own formats (Arena-Hard's), as released -- then the suites' own
+table code and leaderboard run on them alone, under results/peers/ -- nothing judged, no model
+loaded (target peers; docs/own-systems.md).
 """
 
+from isqaflow.data.peers.records import JUDGED_BY as PEER_JUDGED_BY
+from isqaflow.data.peers.records import READ_BY as PEER_READ_BY
 from isqaflow.data.peers.records import SUITES as PEER_SUITES
 from isqaflow.data.peers.records import (
     leaderboard_origins,
+    released_files,
     setting_label as peer_setting_label,
 )
 
@@ -38,7 +42,9 @@ rule peer_judgments:
 
 
 # The arena's tables from the released pairs alone: rule arena_tables' script and library, with
-# no answers, retrieval, human labels, summaries or known-answer controls (none was run).
+# no answers, retrieval, human labels, summaries or known-answer controls (none was run). Of
+# arena-hard's battles they are ratings and lengths beside, off the leaderboard (their column is
+# arena_hard_scores', below).
 rule peer_arena_tables:
     input:
         judged=lambda wc: list(peer_judged_files("arena").values()),
@@ -76,6 +82,50 @@ rule peer_arena_tables:
         code=code("isqaflow.arena.tables"),
     script:
         "../scripts/arena_tables.py"
+
+
+# Arena-Hard-Auto's score table from its released files as they are -- judgment and battles files
+# are the suite's own formats -- read by rule arena_hard_tables' script and library: one fit per
+# judge, no known-answer controls (none was run), style control off (the caption says why).
+rule peer_arena_hard_tables:
+    input:
+        baseline=[],  # named: the released files' baseline (its answers among the answers)
+        answers=lambda wc: peer_released("arena_hard").answers,
+        judgments=lambda wc: peer_released("arena_hard").paths,
+        controls=[],
+        style_counts=[],
+    output:
+        tables=expand(
+            "results/peers/tables/arena_hard_scores.{ext}", ext=["csv", "md", "tex"]
+        ),
+    log:
+        "logs/peer_arena_hard_tables.log",
+    localrule: local_stage("tables")
+    conda:
+        "../envs/data.yaml"
+    threads: threads_for("tables")
+    resources:
+        **cluster_resources("tables", gpu=0),
+    params:
+        judges=lambda wc: peer_released("arena_hard").judges,
+        formats=lambda wc: peer_released("arena_hard").formats,
+        strong_weight=lambda wc: peer_released("arena_hard").strong_weights,
+        baseline=lambda wc: peer_released("arena_hard").baseline,
+        rounds=lambda wc: peer_bootstrap_rounds("arena_hard"),
+        seed=config["seed"],
+        style_tokenizer=None,
+        # the released answers carry no token counts, and a tokenizer is a model this target
+        # does not load (docs/own-systems.md)
+        style_off=(
+            "the released answers carry no token counts (v0.1 counts cl100k_base) and the "
+            "peers target loads no tokenizer; arena-hard's published style-controlled scores "
+            "were fitted on every leaderboard model's battles, which are not released "
+            "(docs/reproduction.md)"
+        ),
+        about=lambda wc: peer_released("arena_hard").about,
+        code=code("isqaflow.arena_hard.tables"),
+    script:
+        "../scripts/arena_hard_tables.py"
 
 
 rule peer_drfr_tables:

@@ -624,6 +624,7 @@ def test_editing_the_job_runtime_reruns_every_job(run):
         # the peers' released judgments (config peers:, empty here; target peers)
         "peer_judgments",
         "peer_arena_tables",
+        "peer_arena_hard_tables",
         "peer_drfr_tables",
         "peer_validity_table",
         "peer_leaderboard",

@@ -137,6 +137,12 @@ class Board:
         origin = self.origins.get(f"{suite}:{key}", {})
         return origin.get("section", TITLES[suite]), origin
 
+    def shown(self, suite: str, key: str) -> bool:
+        """Whether ``suite``'s columns show the cells of its setting or judge ``key``: not where
+        the records' origin says another suite's columns show them (``shown: False``: the peers'
+        arena-hard battles, read by the arena's tables beside Arena-Hard's own)."""
+        return bool(self.origins.get(f"{suite}:{key}", {}).get("shown", True))
+
     def reference(self, system: str, note: str, ranked: bool = False) -> None:
         """``system`` is its suite's reference or baseline: ``note`` its source, ranked only
         where the suite ranks it among its systems."""

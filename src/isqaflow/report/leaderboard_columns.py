@@ -42,6 +42,8 @@ from isqaflow.suites.arena_hard import JUDGE as ARENA_HARD_JUDGE
 def drfr_columns(board: Board, table5_long: pd.DataFrame) -> None:
     judges = list(table5_long["judge"].unique()) if not table5_long.empty else []
     for row in table5_long.to_dict("records"):
+        if not board.shown("drfr", row["judge"]):
+            continue
         tag = column_suffix(row["judge"], judges)
         section, origin = board.origin("drfr", row["judge"])
         for label in ("Overall", "Easy", "Hard"):
@@ -81,6 +83,8 @@ def exact_interval(percent: float, n: Any) -> tuple[float, float]:
 
 def arena_columns(board: Board, win_rates: pd.DataFrame, ratings: pd.DataFrame) -> None:
     overall = win_rates[win_rates["domain"] == "overall"] if not win_rates.empty else win_rates
+    if not overall.empty:  # settings another suite's columns show are not the arena's cells
+        overall = overall[[board.shown("arena", s) for s in overall["setting"]]]
     settings = list(overall["setting"].unique()) if not overall.empty else []
     for row in overall.to_dict("records"):
         tag = column_suffix(row["setting"], settings)
@@ -126,6 +130,8 @@ def arena_columns(board: Board, win_rates: pd.DataFrame, ratings: pd.DataFrame) 
         board.reference(REFERENCE, REFERENCE_NOTES[REFERENCE])
         for column in [c for c in board.columns if c.startswith("arena ") and "vs LFRQA" in c]:
             board.mark(REFERENCE, column, "reference", board.section[column])
+    if not ratings.empty:
+        ratings = ratings[[board.shown("arena", s) for s in ratings["setting"]]]
     if ratings.empty:
         return
     settings = list(ratings["setting"].unique())
@@ -301,7 +307,11 @@ def soft_preference_columns(board: Board, lc: pd.DataFrame) -> None:
         return
     for row in lc.to_dict("records"):
         section, origin = board.origin("arena", row["setting"])
-        if origin.get("verdicts") != SOFT or row["kind"] != "reference":
+        if (
+            origin.get("verdicts") != SOFT
+            or row["kind"] != "reference"
+            or not board.shown("arena", row["setting"])
+        ):
             continue
         _, judge = run_and_judge(row["setting"])
         baseline, n = row["baseline"], row["n"]
@@ -357,6 +367,7 @@ def arena_hard_columns(board: Board, scores: pd.DataFrame) -> None:
     ranked as arena-hard's leaderboard ranks it (among the models, at 50)."""
     if scores.empty:
         return
+    scores = scores[[board.shown("arena_hard", j) for j in scores["judge"]]]
     judges = list(scores["judge"].unique())
     for row in scores.to_dict("records"):
         tag = column_suffix(row["judge"], judges)
@@ -405,8 +416,14 @@ def arena_hard_columns(board: Board, scores: pd.DataFrame) -> None:
                 n=row["questions"],
                 battles=row["battles"],
             )
-        if baseline:
-            board.reference(row["model"], "baseline: the answers the scores are against", True)
+        if baseline:  # the peers' released judgments: their publisher's baseline
+            board.reference(
+                row["model"],
+                f"baseline; {origin['source']}"
+                if origin.get("source")
+                else "baseline: the answers the scores are against",
+                True,
+            )
 
 
 def read_table_csv(path: str | Path | None, **kwargs: Any) -> pd.DataFrame:

@@ -51,4 +51,6 @@ SUITE = Suite(
     board_tables=("arena_win_rates", "arena_ratings", "arena_summaries", "arena_length_controlled"),
     ranked=("Bradley-Terry",),
     browser="results/browser/arena.html",
+    # its tables' blocks are settings "<retriever>-k<k>.<judge>" (the peers': "peers.<entry>")
+    block="setting",
 )

@@ -42,6 +42,11 @@ class Suite:
     ``ranked``: its leaderboard columns that carry a rank (column-name prefixes; the rows sort
     by them in registry order).  ``browser``: its judgment browser page (none: the suite has
     none), a target when the suite is in the run and the page its leaderboard cells link to.
+    ``block``: the column of its tables that names whose verdicts a block of rows is --
+    ``"judge"`` (the judge's name), or ``"setting"`` (the arena's ``<run>.<judge>``) -- and so
+    what the peers' released judgments are called there (:func:`isqaflow.data.peers.records.
+    table_key`: a setting ``peers.<entry>``, else the entry's judge) and the key of their
+    leaderboard cells' origin.
     """
 
     name: str
@@ -57,10 +62,13 @@ class Suite:
     board_tables: tuple[str, ...] = ()
     ranked: tuple[str, ...] = ()
     browser: str = ""
+    block: str = "judge"
 
     def __post_init__(self) -> None:
         if (self.systems is None) != (self.judges is None):
             raise ValueError(f"suite {self.name!r}: give both systems and judges, or neither")
+        if self.block not in ("judge", "setting"):
+            raise ValueError(f"suite {self.name!r}: block {self.block!r} is not judge or setting")
 
     @property
     def table_names(self) -> tuple[str, ...]:

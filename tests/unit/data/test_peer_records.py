@@ -313,9 +313,11 @@ def test_no_judged_summary_gives_an_empty_table_with_its_columns():
 
 
 def test_the_leaderboards_origins_come_from_the_format_registry():
-    """config/peers.yaml's entries, each keyed as the tables key its cells (the arena's setting
-    label, DRFR's judge), with its benchmark as section and its publisher as source; every format
-    has its registry entry (the one place the leaderboard reads what the records are)."""
+    """config/peers.yaml's entries, each keyed as each suite's tables key its cells (the arena's
+    setting label, DRFR's and Arena-Hard's judge), with its benchmark as section and its
+    publisher as source; arena-hard's shown by its own suite's columns and read by the arena's
+    tables beside (``shown`` False there); every format has its registry entry (the one place
+    the leaderboard reads what the records are)."""
     from pathlib import Path
 
     import yaml
@@ -327,28 +329,107 @@ def test_the_leaderboards_origins_come_from_the_format_registry():
         "peers"
     ]
     origins = leaderboard_origins(peers)
-    assert {key: (o["section"], o["source"], o["baseline"]) for key, o in origins.items()} == {
-        "arena:peers.arena-hard-v0.1": (
-            "Arena-Hard-Auto (released judgments)",
-            "released judgments (lmarena/arena-hard-auto)",
-            "gpt-4-0314",
-        ),
-        "arena:peers.arena-hard-pythia": (
-            "Arena-Hard-Auto (released judgments)",
-            "released judgments (lmarena/arena-hard-auto)",
-            "gpt-4-0314",
-        ),
+    arena_hard = (
+        "Arena-Hard-Auto (released judgments)",
+        "released judgments (lmarena/arena-hard-auto)",
+        "gpt-4-0314",
+    )
+    assert {
+        key: (o["section"], o["source"], o["baseline"], o["shown"]) for key, o in origins.items()
+    } == {
+        # both arena-hard entries: one judge, one block of arena_hard_scores
+        "arena_hard:gpt-4-1106-preview": (*arena_hard, True),
+        "arena:peers.arena-hard-v0.1": (*arena_hard, False),
+        "arena:peers.arena-hard-pythia": (*arena_hard, False),
         "arena:peers.alpaca_eval_2": (
             "AlpacaEval 2.0 (released judgments)",
             "released judgments (tatsu-lab/alpaca_eval)",
             "gpt4_1106_preview",
+            True,
         ),
         "drfr:gpt-4": (
             "InFoBench (released judgments)",
             "released judgments (qinyiwei/InFoBench)",
             None,
+            True,
         ),
     }
     assert origins["arena:peers.alpaca_eval_2"]["verdicts"] == "soft preferences"
-    assert origins["arena:peers.arena-hard-v0.1"]["baseline_ranked"]
+    assert origins["arena_hard:gpt-4-1106-preview"]["baseline_ranked"]
     assert not origins["arena:peers.alpaca_eval_2"]["baseline_ranked"]
+
+
+ARENA_HARD_PEERS = {
+    "v01": {
+        "format": "arena_hard_battles",
+        "judge": "gpt-4-1106-preview",
+        "files": ["battles.jsonl"],
+        "answers": ["base.jsonl", "m.jsonl"],
+    },
+    "one": {
+        "format": "arena_hard_judgments",
+        "judge": "gpt-4-1106-preview",
+        "baseline": "gpt-4-0314",
+        "strong_weight": 1,
+        "files": ["m1.jsonl", "m2.jsonl"],
+        "answers": ["m.jsonl", "m1.jsonl"],
+    },
+    "other": {"format": "arena_hard_judgments", "judge": "judge-2", "files": ["n.jsonl"]},
+    "alpaca": {"format": "alpaca_eval_annotations", "judge": "a", "files": ["a.json"]},
+}
+
+
+def test_arena_hards_released_files_are_read_as_released_by_its_suite():
+    """Arena-Hard's formats: shown by the Arena-Hard suite, whose table code reads the released
+    files themselves (one block per judge, a judgments file's strong weight, none for a battles
+    file, the one baseline, each answers file once); the arena's tables read their judged
+    records beside; AlpacaEval's and InFoBench's only as judged records."""
+    from isqaflow.data.peers.records import (
+        JUDGED_BY,
+        READ_BY,
+        RELEASED_TO,
+        SUITES,
+        released_files,
+    )
+
+    assert SUITES["arena_hard_battles"] == SUITES["arena_hard_judgments"] == "arena_hard"
+    assert JUDGED_BY["arena_hard_battles"] == ("arena",) == JUDGED_BY["alpaca_eval_annotations"]
+    assert READ_BY["arena_hard_judgments"] == ("arena_hard", "arena")
+    assert RELEASED_TO == {
+        "arena_hard_battles": "arena_hard",
+        "arena_hard_judgments": "arena_hard",
+        "alpaca_eval_annotations": None,
+        "infobench_eval": None,
+    }
+    files = released_files(ARENA_HARD_PEERS, "arena_hard")
+    assert files.paths == ("battles.jsonl", "m1.jsonl", "m2.jsonl", "n.jsonl")
+    assert files.judges == ("gpt-4-1106-preview",) * 3 + ("judge-2",)
+    assert files.formats == ("arena_hard_battles",) + ("arena_hard_judgments",) * 3
+    assert files.strong_weights == (None, 1, 1, 3)  # the entry's, or arena-hard's 3
+    assert files.baseline == "gpt-4-0314"  # named, or arena-hard's
+    assert files.answers == ("base.jsonl", "m.jsonl", "m1.jsonl")
+    assert files.about == (
+        "Released judgments of Arena-Hard-Auto (lmarena/arena-hard-auto) (config peers: v01, "
+        "one, other), read as released: nothing was judged here."
+    )
+    assert released_files(ARENA_HARD_PEERS, "arena").paths == ()
+    assert released_files({}, "arena_hard").baseline is None
+
+
+def test_arena_hards_entries_of_two_baselines_are_an_error():
+    from isqaflow.data.peers.records import released_files
+
+    peers = {**ARENA_HARD_PEERS, "v2": {**ARENA_HARD_PEERS["other"], "baseline": "o3-mini"}}
+    with pytest.raises(ValueError, match=r"peers.v2.baseline 'o3-mini'.*one baseline"):
+        released_files(peers, "arena_hard")
+
+
+def test_two_entries_of_one_block_but_two_baselines_are_an_error():
+    from isqaflow.data.peers.records import leaderboard_origins
+
+    peers = {
+        "v01": ARENA_HARD_PEERS["v01"],
+        "v2": {**ARENA_HARD_PEERS["v01"], "baseline": "o3-mini"},
+    }
+    with pytest.raises(ValueError, match=r"peers.v2 and peers.v01: one block 'arena_hard:gpt-4"):
+        leaderboard_origins(peers)

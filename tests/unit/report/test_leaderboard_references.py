@@ -1,7 +1,9 @@
 """The leaderboard's reference and baseline rows, and records that are not the workflow's own
 (the peers' released judgments: isqaflow.data.peers.records.leaderboard_origins): their sections
-and sources say what they are, and AlpacaEval's soft preferences give win rates against its
-baseline (with AlpacaEval's standard error) and an LC win rate named by its GLM -- no ratings."""
+and sources say what they are, arena-hard's are its suite's score column (the arena's ratings of
+the same battles stay off the board), and AlpacaEval's soft preferences give win rates against
+its baseline (with AlpacaEval's standard error) and an LC win rate named by its GLM -- no
+ratings."""
 
 import numpy as np
 import pandas as pd
@@ -77,6 +79,33 @@ def _ratings(path):
     write_table(pd.DataFrame(rows, columns=columns, index=index), [path])
 
 
+def _arena_hard_scores(path):
+    """arena_hard_scores as the peers' rule writes it: judge gpt-4-1106-preview, the baseline at
+    50 and two models."""
+    rows = [
+        ("gpt-4-0314", 50.0, 50.0, 50.0, 2658, True),
+        ("gpt-4-0613", 37.9, 35.4, 40.8, 1244, False),
+        ("gpt-3.5-turbo-0125", 23.3, 21.0, 25.0, 1414, False),
+    ]
+    pd.DataFrame(
+        [
+            {
+                "judge": "gpt-4-1106-preview",
+                "model": m,
+                "score": score,
+                "lower": lo,
+                "upper": hi,
+                "questions": 500,
+                "battles": battles,
+                "games_left_out": 0 if baseline else np.nan,
+                "answer_chars": np.nan,
+                "baseline": baseline,
+            }
+            for m, score, lo, hi, battles, baseline in rows
+        ]
+    ).to_csv(path, index=False)
+
+
 def _lc(path):
     """Two AlpacaEval systems: one whose LC is identified, one whose is not; and an arena-hard row
     (battles, not soft preferences: not on the board from this table)."""
@@ -114,6 +143,7 @@ def peers_board(tmp_path):
     t = tmp_path
     _ratings(t / "arena_ratings.csv")
     _lc(t / "arena_length_controlled.csv")
+    _arena_hard_scores(t / "arena_hard_scores.csv")
     drfr = {"judge": "gpt-4", "model": "gpt-4"}
     for label, value in (("Overall", 0.876), ("Easy", 0.9), ("Hard", 0.85)):
         drfr |= {label: value, f"{label}_lower": value - 0.01, f"{label}_upper": value + 0.01}
@@ -126,6 +156,7 @@ def peers_board(tmp_path):
             "drfr_table5_long": t / "drfr_table5_long.csv",
             "arena_ratings": t / "arena_ratings.csv",
             "arena_length_controlled": t / "arena_length_controlled.csv",
+            "arena_hard_scores": t / "arena_hard_scores.csv",
         },
         score_paths=[],
         validity_summary_path=t / "summary.json",
@@ -145,8 +176,8 @@ def test_released_judgments_say_their_benchmark_and_publisher(peers_board):
     titles = [b for b in md.split("\n\n") if b.endswith("(released judgments):")]
     assert titles == [
         "InFoBench (released judgments):",
-        "Arena-Hard-Auto (released judgments):",
         "AlpacaEval 2.0 (released judgments):",
+        "Arena-Hard-Auto (released judgments):",
     ]
     assert "RAG-QA Arena" not in md and "| model " not in md
     cells = next(b for b in md.split("\n\n") if b.startswith("Cells: "))
@@ -163,12 +194,23 @@ def test_released_judgments_say_their_benchmark_and_publisher(peers_board):
         board.loc["gpt-4-0314", "source"]
         == "baseline; released judgments (lmarena/arena-hard-auto)"
     )
-    assert board.loc["gpt-4-0314", "rank Bradley-Terry"] == "1 of 3"
-    assert board.loc["gpt-3.5-turbo-0125", "rank Bradley-Terry"] == "3 of 3"
+    assert board.loc["gpt-4-0314", "rank Arena-Hard score"] == "1 of 3"
+    assert board.loc["gpt-3.5-turbo-0125", "rank Arena-Hard score"] == "3 of 3"
+    assert board.loc["gpt-4-0613", "Arena-Hard score"] == "37.9 [35.4, 40.8] (n=500)"
     front = (t / "at_a_glance.html").read_text()
     assert "<h2>Arena-Hard-Auto (released judgments)</h2>" in front
     assert "<td>released judgments (tatsu-lab/alpaca_eval)</td>" in front
     assert "<td>model</td>" not in front
+
+
+def test_the_arenas_ratings_of_arena_hards_battles_stay_off_the_board(peers_board):
+    """The arena's tables read arena-hard's battles beside (origin ``shown`` False): the same
+    fit would be a second ranked column of the section; the board shows its suite's score
+    alone, and the rows' numbers hold no arena rating."""
+    t, board = peers_board
+    assert not [c for c in board.columns if c.startswith(("Bradley-Terry", "Elo", "arena "))]
+    long = pd.read_csv(t / "leaderboard_long.csv")
+    assert set(long[long["system"] == "gpt-4-0613"]["column"]) == {"Arena-Hard score"}
 
 
 def test_alpaca_evals_systems_are_on_the_board_without_ratings(peers_board):

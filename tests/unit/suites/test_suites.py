@@ -45,6 +45,19 @@ def test_systems_and_judges_come_together():
         Suite("x", (), (), (), (), systems=("x", "systems"))
 
 
+def test_a_suites_blocks_are_a_judges_or_a_settings():
+    """What its tables call a block of verdicts (the peers' records are keyed by it:
+    isqaflow.data.peers.records.table_key): the arena's settings, every other suite's judges."""
+    assert {s.name: s.block for s in SUITES} == {
+        "isqa": "judge",
+        "drfr": "judge",
+        "arena": "setting",
+        "arena_hard": "judge",
+    }
+    with pytest.raises(ValueError, match="block 'run' is not judge or setting"):
+        Suite("x", (), (), (), (), block="run")
+
+
 def test_tables_are_named_and_filed_with_the_suite_prefix():
     drfr = suites.suite("drfr")
     assert drfr.table_names[0] == "drfr_table5"

@@ -27,6 +27,12 @@ code reads them (rules/peers.smk):
 
 ``rule`` is ``"released"``: the verdicts are the publisher's, read as released, under no rule of
 this workflow's judges.
+
+Arena-Hard-Auto's files are in the formats of the Arena-Hard suite itself (its judge writes
+model_judgment files; show_result.py writes the battles file): its table code reads them as
+released, with the same readers (:func:`released_files`, rule peer_arena_hard_tables, its table
+``arena_hard_scores`` and leaderboard column), and the arena's tables read their judged records
+beside (ratings, lengths), off the leaderboard (:class:`PeerFormat`: ``also``).
 """
 
 from __future__ import annotations
@@ -48,21 +54,26 @@ from isqaflow.data.peers.arena_hard import (
 from isqaflow.data.peers.common import PeerRead
 from isqaflow.data.peers.infobench_eval import read_infobench_eval
 from isqaflow.io import RecordError, read_jsonl, write_jsonl
+from isqaflow.suites import suite as registered_suite
 from isqaflow.text.matching import match_key
 
 
 @dataclass(frozen=True)
 class PeerFormat:
     """What the records of one format are, in the one place the tables and the leaderboard read
-    it: the ``suite`` whose tables read them, the ``benchmark`` whose released judgments they are,
-    its ``publisher`` (the repository that releases the benchmark and its judgments) and what
-    one record's verdict is (``verdicts``: ``battles`` -- labels the ratings fit --, ``soft
-    preferences`` -- a judge's probability, no battle outcome: win rates against the baseline,
-    no ratings -- or ``questions``: InFoBench's one YES/NO per decomposed question);
-    ``baseline``: the benchmark's baseline where the entry names none, and ``baseline_ranked``:
-    whether the benchmark ranks its baseline among the systems (arena-hard's leaderboard lists
-    gpt-4-0314 at 50 among the models; AlpacaEval's win rates are each a model against its
-    baseline)."""
+    it: the ``suite`` whose tables and leaderboard columns show them, the ``benchmark`` whose
+    released judgments they are, its ``publisher`` (the repository that releases the benchmark
+    and its judgments) and what one record's verdict is (``verdicts``: ``battles`` -- labels the
+    ratings fit --, ``soft preferences`` -- a judge's probability, no battle outcome: win rates
+    against the baseline, no ratings -- or ``questions``: InFoBench's one YES/NO per decomposed
+    question); ``baseline``: the benchmark's baseline where the entry names none, and
+    ``baseline_ranked``: whether the benchmark ranks its baseline among the systems
+    (arena-hard's leaderboard lists gpt-4-0314 at 50 among the models; AlpacaEval's win rates
+    are each a model against its baseline).  ``as_released``: the suite's table code reads the
+    released files themselves -- they are in its own formats (Arena-Hard's) -- not judged
+    records; ``also``: suites whose tables read the entry's judged records (rule
+    peer_judgments) beside, as analyses the leaderboard does not show (their cells' origin says
+    ``shown: False``)."""
 
     suite: str
     benchmark: str
@@ -70,10 +81,31 @@ class PeerFormat:
     verdicts: str
     baseline: str | None = None
     baseline_ranked: bool = False
+    as_released: bool = False
+    also: tuple[str, ...] = ()
+
+    @property
+    def judged_by(self) -> tuple[str, ...]:
+        """The suites whose tables read the entry's judged records (rule peer_judgments)."""
+        return (*(() if self.as_released else (self.suite,)), *self.also)
+
+    @property
+    def read_by(self) -> tuple[str, ...]:
+        """Every suite whose tables read the entry's records, the one that shows them first."""
+        return (self.suite, *self.also)
 
 
+# arena-hard's files fill the Arena-Hard suite's table as released; the arena's tables read the
+# same battles as judged records beside (Bradley-Terry and Elo ratings, lengths), off the board
 _ARENA_HARD = PeerFormat(
-    "arena", "Arena-Hard-Auto", "lmarena/arena-hard-auto", "battles", BASELINE, True
+    "arena_hard",
+    "Arena-Hard-Auto",
+    "lmarena/arena-hard-auto",
+    "battles",
+    BASELINE,
+    True,
+    as_released=True,
+    also=("arena",),
 )
 PEER_FORMATS = {
     "arena_hard_battles": _ARENA_HARD,
@@ -83,8 +115,14 @@ PEER_FORMATS = {
     ),
     "infobench_eval": PeerFormat("drfr", "InFoBench", "qinyiwei/InFoBench", "questions"),
 }
-# format -> the suite whose tables read its records
+# format -> the suite whose tables and leaderboard columns show its records
 SUITES = {name: fmt.suite for name, fmt in PEER_FORMATS.items()}
+# format -> the suites whose tables read its judged records (rule peer_judgments' output)
+JUDGED_BY = {name: fmt.judged_by for name, fmt in PEER_FORMATS.items()}
+# format -> every suite whose tables read its records (the one that shows them first)
+READ_BY = {name: fmt.read_by for name, fmt in PEER_FORMATS.items()}
+# format -> the suite whose tables read its released files as they are, or None
+RELEASED_TO = {name: fmt.suite if fmt.as_released else None for name, fmt in PEER_FORMATS.items()}
 FORMATS = tuple(SUITES)
 RULE = "released"
 _WINNER_VERDICT = {"model_a": "1", "model_b": "2", "tie": "tie"}
@@ -148,26 +186,105 @@ def setting_label(name: str) -> str:
     return f"peers.{name}"
 
 
+def table_key(suite: str, entry: PeerEntry) -> str:
+    """What ``suite``'s tables call the records of ``entry`` (the suite's ``block``): a setting
+    ``peers.<name>`` (:func:`setting_label`: the arena) or the entry's judge (DRFR, Arena-Hard:
+    one block per judge, as their own judges' verdicts)."""
+    if registered_suite(suite).block == "setting":
+        return setting_label(entry.name)
+    return entry.judge
+
+
 def leaderboard_origins(peers: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
     """What the peers' leaderboard says of each entry's cells (rule peer_leaderboard's
     ``origins``; :class:`isqaflow.report.leaderboard.LeaderboardSettings`): keyed
-    ``arena:<setting>`` (:func:`setting_label`) or ``drfr:<judge>`` (the DRFR tables' key), its
+    ``<suite>:<table key>`` (:func:`table_key`) for every suite whose tables read the entry, its
     ``section`` (the benchmark, "released judgments"), the rows' ``source`` (released judgments
     and their publisher), the ``baseline``, ``baseline_ranked`` and the ``verdicts``
-    (:class:`PeerFormat`)."""
-    out = {}
+    (:class:`PeerFormat`), and ``shown``: whether that suite's leaderboard columns show them
+    (False for a suite whose tables read them beside: :attr:`PeerFormat.also`).  Two entries
+    one key serves (a judge's entries of one format) must agree, or it is an error naming
+    them."""
+    out: dict[str, dict[str, Any]] = {}
+    owner: dict[str, str] = {}
     for name, config in peers.items():
         entry = PeerEntry.from_config(name, config)
         fmt = PEER_FORMATS[entry.format]
-        key = f"arena:{setting_label(name)}" if fmt.suite == "arena" else f"drfr:{entry.judge}"
-        out[key] = {
-            "section": f"{fmt.benchmark} (released judgments)",
-            "source": f"released judgments ({fmt.publisher})",
-            "baseline": entry.baseline or fmt.baseline,
-            "baseline_ranked": fmt.baseline_ranked,
-            "verdicts": fmt.verdicts,
-        }
+        for suite in fmt.read_by:
+            key = f"{suite}:{table_key(suite, entry)}"
+            origin = {
+                "section": f"{fmt.benchmark} (released judgments)",
+                "source": f"released judgments ({fmt.publisher})",
+                "baseline": entry.baseline or fmt.baseline,
+                "baseline_ranked": fmt.baseline_ranked,
+                "verdicts": fmt.verdicts,
+                "shown": suite == fmt.suite,
+            }
+            if key in out and out[key] != origin:
+                raise ValueError(
+                    f"peers.{name} and peers.{owner[key]}: one block {key!r} of the tables, but "
+                    f"not one benchmark and baseline ({origin} vs {out[key]})"
+                )
+            out[key], owner[key] = origin, owner.get(key, name)
     return out
+
+
+@dataclass(frozen=True)
+class ReleasedFiles:
+    """What a suite's table code reads of the entries whose released files it reads as they are
+    (:attr:`PeerFormat.as_released`; rule peer_arena_hard_tables): per file its ``paths``, the
+    ``judges`` whose block it is in (:func:`table_key`), its ``formats`` and ``strong_weights``
+    (None for a battles file, which holds them repeated); the one ``baseline``, the ``answers``
+    files and the caption's first sentence (``about``)."""
+
+    paths: tuple[str, ...] = ()
+    judges: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ()
+    strong_weights: tuple[int | None, ...] = ()
+    baseline: str | None = None
+    answers: tuple[str, ...] = ()
+    about: str = ""
+
+
+def released_files(peers: Mapping[str, Mapping[str, Any]], suite: str) -> ReleasedFiles:
+    """The released files of every entry whose format ``suite`` reads as released
+    (:data:`RELEASED_TO`), in config order; none: an empty :class:`ReleasedFiles`.  The entries
+    must share one baseline (the table scores each model against it): else an error naming
+    them."""
+    entries = [
+        PeerEntry.from_config(name, config)
+        for name, config in peers.items()
+        if RELEASED_TO.get(config["format"]) == suite
+    ]
+    if not entries:
+        return ReleasedFiles()
+    baselines = {e.name: e.baseline or PEER_FORMATS[e.format].baseline for e in entries}
+    if len(set(baselines.values())) > 1:
+        raise ValueError(
+            "peers: "
+            + ", ".join(f"peers.{n}.baseline {b!r}" for n, b in baselines.items())
+            + f": {suite}'s table scores every model against one baseline"
+        )
+    rows = [(path, entry) for entry in entries for path in entry.files]
+    benchmarks = dict.fromkeys(
+        f"{PEER_FORMATS[e.format].benchmark} ({PEER_FORMATS[e.format].publisher})" for e in entries
+    )
+    return ReleasedFiles(
+        paths=tuple(path for path, _ in rows),
+        judges=tuple(table_key(suite, entry) for _, entry in rows),
+        formats=tuple(entry.format for _, entry in rows),
+        strong_weights=tuple(
+            entry.strong_weight if entry.format == "arena_hard_judgments" else None
+            for _, entry in rows
+        ),
+        baseline=next(iter(baselines.values())),
+        answers=tuple(dict.fromkeys(a for entry in entries for a in entry.answers)),
+        about=(
+            f"Released judgments of {', '.join(benchmarks)} (config peers: "
+            + ", ".join(e.name for e in entries)
+            + "), read as released: nothing was judged here."
+        ),
+    )
 
 
 def question_digest(instruction: str) -> str:
@@ -345,5 +462,7 @@ def convert_peer_judgments(entry: PeerEntry, out_path: str | Path) -> list[str]:
         twice = next(k for k in keys if k in seen or seen.add(k))
         raise ValueError(f"peers.{entry.name}: {twice!r} is in two of its files")
     n = write_jsonl(out_path, records)
-    reports.append(f"peers.{entry.name}: {n} judged records written ({entry.suite})")
+    reports.append(
+        f"peers.{entry.name}: {n} judged records written ({', '.join(JUDGED_BY[entry.format])})"
+    )
     return reports
