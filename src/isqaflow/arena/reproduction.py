@@ -384,6 +384,16 @@ def render_markdown(rows: list[ReproductionRow]) -> str:
         "A row whose number the released files cannot decide claims no tolerance "
         '("none claimed") and says why in its last cell.',
         "",
+        "The same released files also run through the workflow, judging nothing (target "
+        "`peers`: [the peers' released judgments through the workflow]"
+        "(own-systems.md#the-peers-released-judgments-through-the-workflow)): arena-hard's fill "
+        "the Arena-Hard suite's own table `results/peers/tables/arena_hard_scores.*` (one fit "
+        "for their judge; style control off: their answers carry no token counts) and its "
+        "leaderboard column, whose scores of gpt-4-0613 and gpt-3.5-turbo-0125 are the "
+        "published ones to 0.01 as below (`tests/workflow/test_peers_overlay.py`, "
+        "`tests/unit/arena_hard/test_arena_hard_tables.py`); AlpacaEval's and InFoBench's fill "
+        "the arena's and DRFR's tables.",
+        "",
         "| benchmark | number | published | ours | difference | tolerance | reproduced "
         "| why a difference remains |",
         "|---|---|---|---|---|---|---|---|",
