@@ -112,6 +112,8 @@ rule convert_instructions:
         instructions="results/data/instructions/{dataset}.jsonl",
     log:
         "logs/convert_instructions/{dataset}.log",
+    # seconds, and the DRFR chain starts here
+    priority: 90
     localrule: local_stage("data")
     conda:
         "../envs/data.yaml"
@@ -133,6 +135,9 @@ rule convert_rag:
         passages="results/data/rag/{domain}/passages.jsonl",
     log:
         "logs/convert_rag/{domain}.log",
+    # seconds, and the arena chain (retrieval -> answers -> judges) starts here: at priority 0
+    # one domain's conversion waited until 342 s of a 539 s DAG and the chain ended it
+    priority: 90
     localrule: local_stage("data")
     conda:
         "../envs/data.yaml"
