@@ -3,8 +3,9 @@
 A descriptor (:class:`~isqaflow.suites.base.Suite`) holds what the shared code -- the grid
 of model jobs (:mod:`isqaflow.grid`), the run's targets (``rules/targets.smk``), the validity
 table's control files (``rules/inputs/validity.smk``), the readable tables
-(``rules/inputs/report.smk``), the config check's sections (:mod:`isqaflow.configcheck.sections`)
-and the judge-family audit (:mod:`isqaflow.configcheck.families`) -- needs to know of a
+(``rules/inputs/report.smk``), the config check's sections (:mod:`isqaflow.configcheck.sections`),
+the judge-family audit (:mod:`isqaflow.configcheck.families`) and the leaderboard's tables,
+ranks and column builders (:mod:`isqaflow.report.leaderboard`) -- needs to know of a
 suite, so these loop over :data:`SUITES` instead of naming the suites.  Adding a suite: a
 module here with its ``SUITE``, and a line in :data:`SUITES` (docs/development.md, "How to
 add a suite").
@@ -21,12 +22,14 @@ from isqaflow.suites import arena, arena_hard, drfr, isqa
 from isqaflow.suites.base import ModelRule, Suite
 
 __all__ = [
+    "BOARD_BUILDERS",
     "BOARD_TABLES",
     "INSTRUMENTS",
     "RANKED",
     "SUITES",
     "ModelRule",
     "Suite",
+    "builder_order",
     "collect",
     "model_rules",
     "suite",
@@ -48,6 +51,8 @@ def _check_unique(suites: tuple[Suite, ...]) -> None:
             *(f"instrument {i}" for i in entry.instruments),
             *(f"leaderboard table {t}" for t in entry.board_tables),
             *(f"ranked column {c}" for c in entry.ranked),
+            *(f"column builder {b}" for b in entry.board_builders),
+            *([f"board place {entry.board_place}"] if entry.board_builders else []),
         )
         for name in names:
             if name in seen:
@@ -64,6 +69,20 @@ INSTRUMENTS: tuple[str, ...] = tuple(i for entry in SUITES for i in entry.instru
 
 #: Every suite's tables the leaderboard reads (rule leaderboard's named inputs), in registry order.
 BOARD_TABLES: tuple[str, ...] = tuple(t for entry in SUITES for t in entry.board_tables)
+
+
+def builder_order(suites: Sequence[Suite] = SUITES) -> tuple[tuple[str, str], ...]:
+    """The leaderboard's column builders of ``suites``, ``(suite, "<module>:<function>")`` in the
+    order they put their columns: suite by suite in ascending ``board_place`` (the suites'
+    descriptors say where their columns stand: not the registry order), each suite's builders
+    in its own order."""
+    placed = sorted((s for s in suites if s.board_builders), key=lambda s: s.board_place or 0)
+    return tuple((entry.name, reference) for entry in placed for reference in entry.board_builders)
+
+
+#: Every suite's column builders in board order (:func:`builder_order`;
+#: :func:`isqaflow.report.leaderboard.column_builders` imports them).
+BOARD_BUILDERS: tuple[tuple[str, str], ...] = builder_order()
 
 #: The leaderboard's ranked columns (prefixes), in the order the rows sort by them.
 RANKED: tuple[str, ...] = tuple(c for entry in SUITES for c in entry.ranked)

@@ -50,6 +50,13 @@ SUITE = Suite(
     # soft preferences' LC win rates (the peers' AlpacaEval annotations)
     board_tables=("arena_win_rates", "arena_ratings", "arena_summaries", "arena_length_controlled"),
     ranked=("Bradley-Terry",),
+    # win rates against LFRQA and ratings, then the soft preferences' win and LC win rates
+    # against their benchmark's baseline (the arena's LC table: its rows, its settings)
+    board_builders=(
+        "isqaflow.report.leaderboard_columns:arena_columns",
+        "isqaflow.report.leaderboard_columns:soft_preference_columns",
+    ),
+    board_place=2,
     browser="results/browser/arena.html",
     # its tables' blocks are settings "<retriever>-k<k>.<judge>" (the peers': "peers.<entry>")
     block="setting",

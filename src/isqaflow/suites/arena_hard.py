@@ -28,5 +28,7 @@ SUITE = Suite(
     instruments=(JUDGE,),
     board_tables=("arena_hard_scores",),
     ranked=(BOARD_COLUMN,),
+    board_builders=("isqaflow.report.leaderboard_columns:arena_hard_columns",),
+    board_place=4,
     browser="results/browser/arena_hard.html",
 )

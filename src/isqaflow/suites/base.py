@@ -7,7 +7,11 @@ project.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+
+#: a column builder's reference: "<module>:<function>" (resolved by the report floor)
+BUILDER_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,18 @@ class Suite:
     ``board_tables``: its tables the leaderboard reads (names under ``results/tables/``, no
     extension; rule leaderboard's named inputs, :mod:`isqaflow.report.leaderboard`), and
     ``ranked``: its leaderboard columns that carry a rank (column-name prefixes; the rows sort
-    by them in registry order).  ``browser``: its judgment browser page (none: the suite has
-    none), a target when the suite is in the run and the page its leaderboard cells link to.
+    by them in registry order).  ``board_builders``: the functions that put its leaderboard
+    columns, each named by a reference ``"<module>:<function>"`` into the report floor (this floor
+    imports nothing above it; :func:`isqaflow.report.leaderboard.column_builders` imports them,
+    and one that does not resolve is an error naming the suite), called in this order with one
+    signature, ``(board, tables, settings)`` (:mod:`isqaflow.report.leaderboard_columns`); a
+    builder belongs to the suite whose columns it puts, whichever suites' tables it reads.
+    ``board_place``: where its columns stand on the board among the suites' (the builders run
+    suite by suite in ascending place; required with builders, one suite per place) -- not the
+    registry order, which lists ISQA first for its jobs and targets while its columns, built
+    on the other suites' judges, follow theirs.  ``browser``: its judgment browser page (none:
+    the suite has none), a target when the suite is in the run and the page its leaderboard
+    cells link to.
     ``block``: the column of its tables that names whose verdicts a block of rows is --
     ``"judge"`` (the judge's name), or ``"setting"`` (the arena's ``<run>.<judge>``) -- and so
     what the peers' released judgments are called there (:func:`isqaflow.data.peers.records.
@@ -61,6 +75,8 @@ class Suite:
     instruments: tuple[str, ...] = ()
     board_tables: tuple[str, ...] = ()
     ranked: tuple[str, ...] = ()
+    board_builders: tuple[str, ...] = ()
+    board_place: int | None = None
     browser: str = ""
     block: str = "judge"
 
@@ -69,6 +85,14 @@ class Suite:
             raise ValueError(f"suite {self.name!r}: give both systems and judges, or neither")
         if self.block not in ("judge", "setting"):
             raise ValueError(f"suite {self.name!r}: block {self.block!r} is not judge or setting")
+        if self.board_builders and self.board_place is None:
+            raise ValueError(f"suite {self.name!r}: give board_place with board_builders")
+        for reference in self.board_builders:
+            if not BUILDER_REFERENCE.fullmatch(reference):
+                raise ValueError(
+                    f"suite {self.name!r}: board_builders names {reference!r}, "
+                    "not a reference '<module>:<function>'"
+                )
 
     @property
     def table_names(self) -> tuple[str, ...]:

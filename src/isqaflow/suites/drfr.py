@@ -35,5 +35,8 @@ SUITE = Suite(
     # the responders' DRFR and the summaries' (the judges rate ISQA's summaries too)
     board_tables=("drfr_table5_long", "drfr_summaries_long"),
     ranked=("DRFR overall",),
+    # the first columns of the board: the responders' DRFR (overall, Easy, Hard)
+    board_builders=("isqaflow.report.leaderboard_columns:drfr_columns",),
+    board_place=1,
     browser="results/browser/drfr.html",
 )

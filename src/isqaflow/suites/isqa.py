@@ -46,4 +46,14 @@ SUITE = Suite(
     # summaries first: the run's targets list them before the tables
     target_functions=("summary_targets", "metrics_targets"),
     validity_functions=("metric_validity_files", "feedback_validity_files"),
+    # the summaries' QAGS, QuestEval and ROUGE, then their DRFR and win rate against the abstract:
+    # ISQA's columns (its rows, its section), though read from DRFR's and the arena's tables
+    # (drfr_summaries_long, arena_summaries: those suites' board_tables)
+    board_builders=(
+        "isqaflow.report.leaderboard_columns:metric_columns",
+        "isqaflow.report.leaderboard_columns:summary_judge_columns",
+    ),
+    # after DRFR's and the arena's columns (places 1, 2), as the board has always had them:
+    # first in the registry (its jobs and targets come first), not on the board
+    board_place=3,
 )

@@ -166,3 +166,43 @@ def test_a_model_rule_names_the_suite_that_declares_it():
     }
     with pytest.raises(KeyError, match="no_such_rule"):
         suite_of_rule("no_such_rule")
+
+
+def test_a_suites_board_builders_come_with_a_place_and_as_references():
+    """The leaderboard's column builders are named by reference ("<module>:<function>": this
+    floor imports nothing of the report floor that resolves them) and stand where
+    ``board_place`` puts them; isqaflow.report.leaderboard.column_builders resolves them
+    (tests/unit/report/test_leaderboard_builders.py)."""
+    with pytest.raises(ValueError, match="'x': give board_place with board_builders"):
+        Suite("x", (), (), (), (), board_builders=("isqaflow.report.x:x_columns",))
+    with pytest.raises(ValueError, match="board_builders names 'x_columns', not a reference"):
+        Suite("x", (), (), (), (), board_builders=("x_columns",), board_place=5)
+    assert all(s.board_builders and s.board_place for s in SUITES)
+
+
+def test_the_board_order_is_by_place_then_each_suites_own():
+    """Not the registry order: ISQA's jobs and targets come first, its columns after DRFR's and
+    the arena's (they are built on those suites' judges)."""
+    first, second = suites.suite("isqa"), suites.suite("drfr")
+    assert suites.builder_order((first, second)) == (
+        *[("drfr", b) for b in second.board_builders],
+        *[("isqa", b) for b in first.board_builders],
+    )
+    assert suites.BOARD_BUILDERS == suites.builder_order(SUITES)
+    assert [s for s, _ in suites.BOARD_BUILDERS] == [
+        "drfr",
+        "arena",
+        "arena",
+        "isqa",
+        "isqa",
+        "arena_hard",
+    ]
+
+
+def test_two_suites_at_one_board_place_or_sharing_a_builder_is_an_error():
+    arena, drfr = suites.suite("arena"), suites.suite("drfr")
+    with pytest.raises(ValueError, match="board place 2 is declared twice"):
+        suites._check_unique((arena, dataclasses.replace(drfr, board_place=2)))
+    shared = dataclasses.replace(drfr, board_builders=arena.board_builders[:1], board_place=9)
+    with pytest.raises(ValueError, match="column builder .*arena_columns is declared twice"):
+        suites._check_unique((arena, shared))
