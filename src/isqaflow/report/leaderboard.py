@@ -28,13 +28,15 @@ headed by its suite's title or, for records that are not the workflow's own (the
 released judgments: ``LeaderboardSettings.origins``), by their benchmark, with their publisher
 as the rows' source; soft preferences (AlpacaEval) give win rates against their baseline and an
 LC win rate, no ratings.  The cells: :mod:`isqaflow.report.board`; the columns from the suites'
-tables: :mod:`isqaflow.report.leaderboard_columns`.
+tables: :mod:`isqaflow.report.leaderboard_columns`, each suite's builders named and ordered by
+its descriptor (:func:`column_builders`).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections import Counter
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,17 +50,9 @@ from isqaflow.report.panel_note import panel_lines
 from isqaflow.report.tables import write_table
 from isqaflow.report.validity import INSTRUMENTS, cannot_rank, failing, validity_brief
 from isqaflow.report.board import PRIOR_MARK, Board, notes, rows_are, short_source
-from isqaflow.report.leaderboard_columns import (
-    arena_columns,
-    arena_hard_columns,
-    drfr_columns,
-    metric_columns,
-    read_ratings,
-    read_table_csv,
-    soft_preference_columns,
-    summary_judge_columns,
-)
-from isqaflow.suites import BOARD_TABLES, RANKED
+from isqaflow.report.leaderboard_columns import BoardTables
+from isqaflow.report.leaderboard_columns import read_ratings as read_ratings  # re-exported
+from isqaflow.suites import BOARD_BUILDERS, BOARD_TABLES, RANKED
 
 
 COVERED_SHOWN = 3
@@ -259,6 +253,39 @@ class LeaderboardSettings:
         )
 
 
+#: A suite's column builder: puts its columns' cells on the board from the tables and settings.
+ColumnBuilder = Callable[[Board, BoardTables, LeaderboardSettings], None]
+
+#: Where the builders live: the report floor, this one.  A reference elsewhere would be an import
+#: the floors' contract (lint-imports) cannot see -- upward, to a suite's stages, or sideways.
+BUILDER_MODULES = "isqaflow.report."
+
+
+def column_builders(builders: Sequence[tuple[str, str]] | None = None) -> list[ColumnBuilder]:
+    """The functions ``builders`` name -- ``(suite, "<module>:<function>")``, default every
+    registered suite's in board order (:data:`isqaflow.suites.BOARD_BUILDERS`) -- imported.  A
+    reference that does not resolve -- a misspelt module or function, a module outside the
+    report floor, a name that is no function -- is an ImportError naming the suite and the
+    reference: never skipped, which would drop the suite's columns from the board without a
+    word."""
+    resolved = []
+    for suite, reference in BOARD_BUILDERS if builders is None else builders:
+        module, _, name = reference.partition(":")
+        try:
+            if not module.startswith(BUILDER_MODULES):
+                raise ImportError(f"{module} is not a module of {BUILDER_MODULES.rstrip('.')}")
+            builder = getattr(importlib.import_module(module), name)
+            if not callable(builder):
+                raise ImportError(f"{name} of {module} is not a function")
+        except (ImportError, AttributeError) as error:
+            raise ImportError(
+                f"isqaflow.suites.{suite}: board_builders names {reference!r}, which does not "
+                f"resolve ({error})"
+            ) from error
+        resolved.append(builder)
+    return resolved
+
+
 def board_inputs(named: Any) -> dict[str, Any]:
     """The suites' tables among a rule's named inputs (``snakemake.input``): those of the
     suites in the run, each under its table name (:data:`isqaflow.suites.BOARD_TABLES`)."""
@@ -286,19 +313,17 @@ def build_leaderboard(
     ``panel_path``/``panel_loo_path``: the judges' audit tables judges_panel.csv and
     judges_panel_loo.csv, whose agreement and leave-one-out lines join the notes
     (:func:`isqaflow.report.panel_note.panel_lines`); ``settings``: :class:`LeaderboardSettings`;
-    ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`).  Of the
-    arena's LC table (arena_length_controlled) only the rows of soft preferences
-    (:func:`soft_preference_columns`) give cells."""
+    ``front_path``: the page the report opens on (:mod:`isqaflow.report.front`).  The columns:
+    each suite's builders (:func:`column_builders`), in the order the descriptors give them.  Of
+    the arena's LC table (arena_length_controlled) only the rows of soft preferences
+    (:func:`isqaflow.report.leaderboard_columns.soft_preference_columns`) give cells."""
     unknown = sorted(set(tables) - set(BOARD_TABLES))
     if unknown:
         raise ValueError(
             f"leaderboard: no suite declares the table(s) {unknown} (isqaflow.suites: "
             f"board_tables); declared: {list(BOARD_TABLES)}"
         )
-
-    def read(name: str) -> pd.DataFrame:
-        return read_table_csv(tables.get(name))
-
+    builders = column_builders()  # before any file is read: a reference that does not resolve
     file_systems = read_json(systems_path) if systems_path else {}
     judge_pairs = settings.judge_pairs
     summary = read_json(validity_summary_path)
@@ -307,13 +332,9 @@ def build_leaderboard(
         {(i, name) for i in INSTRUMENTS for name in failing(summary, i)},
         settings.origins,
     )
-    drfr_columns(board, read("drfr_table5_long"))
-    arena_columns(board, read("arena_win_rates"), read_ratings(tables.get("arena_ratings")))
-    soft_preference_columns(board, read("arena_length_controlled"))
-    metric_columns(board, score_paths, settings.summary_systems, settings.rounds, settings.seed)
-    drfr_judges = sorted({p["judge"] for p in judge_pairs if p["suite"] == "drfr"})
-    summary_judge_columns(board, read("drfr_summaries_long"), read("arena_summaries"), drfr_judges)
-    arena_hard_columns(board, read("arena_hard_scores"))
+    inputs = BoardTables(tables, score_paths)
+    for builder in builders:
+        builder(board, inputs, settings)
     ranks = rank_columns(board)
 
     def order(system: str) -> tuple:  # an unranked reference or baseline after the systems

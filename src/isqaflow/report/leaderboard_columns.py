@@ -3,13 +3,19 @@ DRFR (drfr_table5_long), the arena's win rates against LFRQA and its ratings (ar
 arena_ratings), soft preferences against a benchmark's baseline (arena_length_controlled: the
 peers' AlpacaEval annotations), ISQA's metrics (the scores), the summaries' DRFR and win rate
 against the abstract, and Arena-Hard-Auto's score against its baseline (arena_hard_scores).
+
+Each function here is a suite's column builder, named by its descriptor
+(:attr:`isqaflow.suites.Suite.board_builders`, which also orders them), with one signature:
+``(board, tables, settings)`` -- the :class:`~isqaflow.report.board.Board` it puts cells on,
+the :class:`BoardTables` (the suites' tables by name, and ISQA's score files) and the rule's
+:class:`~isqaflow.report.leaderboard.LeaderboardSettings`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -33,13 +39,52 @@ from isqaflow.report.board import (
     column_suffix,
     run_and_judge,
 )
+from isqaflow.suites import BOARD_TABLES
 from isqaflow.suites.drfr import JUDGE as DRFR_JUDGE
 from isqaflow.suites.arena import JUDGE as ARENA_JUDGE
 from isqaflow.suites.arena_hard import BOARD_COLUMN as ARENA_HARD_COLUMN
 from isqaflow.suites.arena_hard import JUDGE as ARENA_HARD_JUDGE
 
+if TYPE_CHECKING:  # the rule's settings: defined beside the board that calls the builders
+    from isqaflow.report.leaderboard import LeaderboardSettings
 
-def drfr_columns(board: Board, table5_long: pd.DataFrame) -> None:
+
+class BoardTables(Mapping[str, pd.DataFrame]):
+    """What a column builder reads: ``tables[name]`` -- a suite's table the leaderboard reads
+    (:data:`isqaflow.suites.BOARD_TABLES`), its CSV read as a frame on each access, empty where
+    the run has no such table (its suite is not in the run); :meth:`path` -- the file itself,
+    for a table with a layout of its own (arena_ratings' two header rows: :func:`read_ratings`);
+    ``scores``: ISQA's metric scores (rule leaderboard's input scores, JSONL), which no table
+    holds.  A name no suite declares is a KeyError naming it, not an empty table."""
+
+    def __init__(
+        self, paths: Mapping[str, str | Path | None], scores: Sequence[str | Path] = ()
+    ) -> None:
+        self._paths = dict(paths)
+        self.scores = tuple(scores)
+
+    def path(self, name: str) -> str | Path | None:
+        if name not in BOARD_TABLES:
+            raise KeyError(
+                f"leaderboard: no suite declares the table {name!r} (isqaflow.suites: "
+                f"board_tables); declared: {list(BOARD_TABLES)}"
+            )
+        return self._paths.get(name)
+
+    def __getitem__(self, name: str) -> pd.DataFrame:
+        return read_table_csv(self.path(name))
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(BOARD_TABLES)
+
+    def __len__(self) -> int:
+        return len(BOARD_TABLES)
+
+
+def drfr_columns(board: Board, tables: BoardTables, settings: LeaderboardSettings) -> None:
+    """DRFR's: the responders' DRFR overall, Easy and Hard (drfr_table5_long), one column each
+    per judge where the run has several."""
+    table5_long = tables["drfr_table5_long"]
     judges = list(table5_long["judge"].unique()) if not table5_long.empty else []
     for row in table5_long.to_dict("records"):
         if not board.shown("drfr", row["judge"]):
@@ -81,7 +126,11 @@ def exact_interval(percent: float, n: Any) -> tuple[float, float]:
     return 100 * test["lower"], 100 * test["upper"]
 
 
-def arena_columns(board: Board, win_rates: pd.DataFrame, ratings: pd.DataFrame) -> None:
+def arena_columns(board: Board, tables: BoardTables, settings: LeaderboardSettings) -> None:
+    """The arena's: win and win+tie rates against LFRQA, with the LC win rate where the table
+    has it (arena_win_rates), Bradley-Terry and converged Elo (arena_ratings), one column each
+    per setting where the run has several; LFRQA is a reference row."""
+    win_rates, ratings = tables["arena_win_rates"], read_ratings(tables.path("arena_ratings"))
     overall = win_rates[win_rates["domain"] == "overall"] if not win_rates.empty else win_rates
     if not overall.empty:  # settings another suite's columns show are not the arena's cells
         overall = overall[[board.shown("arena", s) for s in overall["setting"]]]
@@ -191,14 +240,12 @@ def summary_system_label(summarizer: str, system: str) -> str:
     return system if summarizer == system else f"{summarizer} {system}"
 
 
-def metric_columns(
-    board: Board,
-    score_paths: Sequence[str | Path],
-    systems: Mapping[str, Sequence[str]],
-    rounds: int,
-    seed: int,
-) -> None:
-    rows = [obj for path in score_paths for _, obj in read_jsonl(path)]
+def metric_columns(board: Board, tables: BoardTables, settings: LeaderboardSettings) -> None:
+    """ISQA's: each judged summaries system's QAGS, QuestEval and ROUGE (``tables.scores``), the
+    mean over papers with a bootstrap 95% interval (``settings.rounds``, ``settings.seed``), for
+    the systems ``settings.summary_systems`` lists."""
+    systems, rounds, seed = settings.summary_systems, settings.rounds, settings.seed
+    rows = [obj for path in tables.scores for _, obj in read_jsonl(path)]
     if not rows:
         return
     scores = pd.DataFrame(rows)
@@ -228,13 +275,14 @@ def metric_columns(
             )
 
 
-def summary_judge_columns(
-    board: Board,
-    drfr_summaries: pd.DataFrame,
-    arena_summaries: pd.DataFrame,
-    drfr_judges: Sequence[str] = (),
-) -> None:
-    """``drfr_judges``: the DRFR judges whose verdicts the summaries' DRFR pools."""
+def summary_judge_columns(board: Board, tables: BoardTables, settings: LeaderboardSettings) -> None:
+    """ISQA's, from its summaries' judgments in the other suites' tables: their DRFR
+    (drfr_summaries_long, pooling every DRFR judge of ``settings.judge_pairs``) and win rate
+    against the abstract (arena_summaries, one column per arena judge where there are several);
+    the abstract is a reference row."""
+    drfr_summaries, arena_summaries = tables["drfr_summaries_long"], tables["arena_summaries"]
+    # the DRFR judges whose verdicts the summaries' DRFR pools
+    drfr_judges = sorted({p["judge"] for p in settings.judge_pairs if p["suite"] == "drfr"})
     if not drfr_summaries.empty:
         datasets = list(drfr_summaries["dataset"].unique())
         for row in drfr_summaries.to_dict("records"):
@@ -296,13 +344,16 @@ def summary_judge_columns(
                 board.mark(ABSTRACT, column, "reference", TITLES["isqa"])
 
 
-def soft_preference_columns(board: Board, lc: pd.DataFrame) -> None:
+def soft_preference_columns(
+    board: Board, tables: BoardTables, settings: LeaderboardSettings
+) -> None:
     """The systems of records of soft preferences (AlpacaEval's annotations: origin verdicts
     :data:`SOFT`), each against its benchmark's baseline, from the length-controlled table: the
     raw win rate (the mean preference, ties half) with a normal 95% interval from AlpacaEval's
     standard error, and the LC win rate under the GLM the table names ('not identified' where
     the data do not decide it, its reason in leaderboard_long's status). A soft preference is no
     battle outcome: no Bradley-Terry, no Elo (:func:`isqaflow.arena.tables.ratings_table`)."""
+    lc = tables["arena_length_controlled"]
     if lc.empty:
         return
     for row in lc.to_dict("records"):
@@ -359,12 +410,13 @@ def soft_preference_columns(board: Board, lc: pd.DataFrame) -> None:
 STYLE_UNDECIDED = "no interval: undecided"
 
 
-def arena_hard_columns(board: Board, scores: pd.DataFrame) -> None:
+def arena_hard_columns(board: Board, tables: BoardTables, settings: LeaderboardSettings) -> None:
     """Arena-Hard-Auto's score (arena_hard_scores: the win rate % against its baseline from
     Bradley-Terry on both games of each question, bootstrap 95% interval over battles) and,
     where the table has it, the score at equal style (style control; not ranked), one column
     each per judge where the run has several, n = the questions judged; the baseline is a row,
     ranked as arena-hard's leaderboard ranks it (among the models, at 50)."""
+    scores = tables["arena_hard_scores"]
     if scores.empty:
         return
     scores = scores[[board.shown("arena_hard", j) for j in scores["judge"]]]
