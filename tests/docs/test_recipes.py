@@ -76,6 +76,18 @@ def test_the_add_a_suite_recipe_names_the_descriptor_and_every_reader_of_the_reg
     assert readers and readers <= paths, sorted(readers - paths)
 
 
+def test_the_add_a_suite_recipe_puts_its_leaderboard_columns_in_its_descriptor_and_builder():
+    """A suite's leaderboard columns need its descriptor (``board_builders``, ``board_place``)
+    and its builder: build_leaderboard calls every registered suite's builders, so the step
+    names no edit of it (issue 37: no mirrored list)."""
+    section = recipe("How to add a suite")
+    step = section[section.index("6. **Its tables**") : section.index("7. **")]
+    assert "`board_builders=(" in step and "`board_place`" in step
+    assert "src/isqaflow/report/leaderboard_columns.py" in named_paths(step)
+    assert "no edit of `build_leaderboard`" in step
+    assert "tests/unit/report/test_leaderboard_builders.py" in named_paths(step)
+
+
 @pytest.mark.parametrize("title", ["How to add a backend", "How to add a suite"])
 def test_every_file_a_recipe_names_exists(title):
     paths = named_paths(recipe(title))
