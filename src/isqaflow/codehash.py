@@ -123,6 +123,35 @@ def _resolve(name: str) -> str | None:
     return None
 
 
+#: Modules that import code a suite's descriptor names by reference ("<module>:<name>",
+#: :func:`isqaflow.suites.base.resolve`, an import no ``import`` statement shows), and the
+#: descriptor field each resolves: the named modules are their dependencies too, so that an
+#: edit of a suite's job lister, checker, call formulas or column builders reruns the rules
+#: whose code reads them, and no other.
+RESOLVED_REFERENCES = {
+    "isqaflow.grid": "jobs",
+    "isqaflow.configcheck.sections": "config_check",
+    "isqaflow.spend": "spend_planners",
+    "isqaflow.report.leaderboard": "board_builders",
+}
+
+
+@functools.cache
+def referenced(module: str) -> frozenset[str]:
+    """The modules the registered suites' descriptors name in the field ``module`` resolves
+    (:data:`RESOLVED_REFERENCES`); none for any other module."""
+    field = RESOLVED_REFERENCES.get(module)
+    if field is None:
+        return frozenset()
+    from isqaflow.suites import SUITES  # standard library only: cheap at DAG build
+
+    named: list[str] = []
+    for entry in SUITES:
+        value = getattr(entry, field)
+        named += [value] if isinstance(value, str) else list(value)
+    return frozenset(reference.partition(":")[0] for reference in named if reference)
+
+
 @functools.cache
 def dependencies(module: str) -> tuple[str, ...]:
     """``module`` and every isqaflow module it imports, transitively (with parent packages)."""
@@ -136,7 +165,7 @@ def dependencies(module: str) -> tuple[str, ...]:
         parts = current.split(".")
         for i in range(1, len(parts)):  # importing a.b.c runs a/__init__ and a/b/__init__
             stack.append(".".join(parts[:i]))
-        for name in _imports(current):
+        for name in _imports(current) | referenced(current):
             resolved = _resolve(name)
             if resolved and resolved not in seen:
                 stack.append(resolved)

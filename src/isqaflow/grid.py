@@ -13,7 +13,9 @@ wildcards (as the rule's output has them), the models it holds (:class:`ModelRef
 the ``models`` key, the adapter, the config path of the generation settings it decodes with)
 and its first output path.  The model rules -- their output patterns and log labels -- are
 declared by the suites' descriptors (:mod:`isqaflow.suites`); this module lists each registered
-suite's jobs (:data:`SUITE_JOBS`), suite by suite in the registry's order.
+suite's jobs by the job lister its descriptor names (``jobs``: ISQA's, DRFR's and the arena's
+are here, Arena-Hard's in :mod:`isqaflow.arena_hard.jobs`), suite by suite in the registry's
+order.
 
 Pure: the config is the validated workflow config (a mapping); nothing is read or written.
 """
@@ -26,6 +28,7 @@ from typing import Any
 
 from isqaflow.settings import reads_file
 from isqaflow.suites import SUITES, Suite, model_rules
+from isqaflow.suites.base import resolve
 
 # rule -> (its first output, the job's label: the wildcard part of its log path), from the
 # suites' descriptors (isqaflow.suites), in their order
@@ -73,7 +76,9 @@ def setting(config: Mapping[str, Any], path: str | None) -> Mapping[str, Any] | 
     return value
 
 
-def _job(rule: str, models: list[ModelRef], **wildcards: Any) -> Job:
+def make_job(rule: str, models: list[ModelRef], **wildcards: Any) -> Job:
+    """The job of a model rule with these wildcards (in its output's order) and models: its first
+    output from the rule's pattern.  Every suite's job lister makes its jobs with it."""
     values = {key: str(value) for key, value in wildcards.items()}
     return Job(rule, tuple(values.items()), tuple(models), PATTERNS[rule][0].format(**values))
 
@@ -172,14 +177,16 @@ def arena_checks_run(config: Mapping[str, Any]) -> bool:
 # ----------------------------------------------------------------------------- the jobs
 
 
-def _isqa_jobs(config: Mapping[str, Any]) -> list[Job]:
+def isqa_jobs(config: Mapping[str, Any]) -> list[Job]:
     isqa = config.get("isqa") or {}
     runs = list(isqa_runs(config))
     jobs = []
     for dataset, summarizer in isqa_pairs(config):
         summary = ModelRef("summarizer", summarizer, "isqa.summary_generation")
-        jobs.append(_job("baseline_summaries", [summary], dataset=dataset, summarizer=summarizer))
-        jobs.append(_job("generic_feedback", [summary], dataset=dataset, summarizer=summarizer))
+        jobs.append(
+            make_job("baseline_summaries", [summary], dataset=dataset, summarizer=summarizer)
+        )
+        jobs.append(make_job("generic_feedback", [summary], dataset=dataset, summarizer=summarizer))
         for d, s, feedback, questions in runs:
             if (d, s) != (dataset, summarizer):
                 continue
@@ -191,7 +198,7 @@ def _isqa_jobs(config: Mapping[str, Any]) -> list[Job]:
                 ),
             ]
             jobs.append(
-                _job(
+                make_job(
                     "isqa_refine",
                     models,
                     dataset=dataset,
@@ -203,7 +210,7 @@ def _isqa_jobs(config: Mapping[str, Any]) -> list[Job]:
     return jobs
 
 
-def _drfr_jobs(config: Mapping[str, Any]) -> list[Job]:
+def drfr_jobs(config: Mapping[str, Any]) -> list[Job]:
     drfr = config.get("drfr") or {}
     judges = drfr.get("judges") or {}
     jobs = []
@@ -212,11 +219,11 @@ def _drfr_jobs(config: Mapping[str, Any]) -> list[Job]:
             if reads_file(entry):  # rule file_responses: no model
                 continue
             model = ModelRef("responder", entry["model"], "drfr.generation", entry.get("adapter"))
-            jobs.append(_job("drfr_responses", [model], dataset=dataset, responder=responder))
+            jobs.append(make_job("drfr_responses", [model], dataset=dataset, responder=responder))
     for dataset in drfr.get("datasets", []):
         for judge, entry in judges.items():
             jobs.append(
-                _job(
+                make_job(
                     "drfr_judge", [ModelRef("judge", entry["model"])], dataset=dataset, judge=judge
                 )
             )
@@ -234,7 +241,7 @@ def _summary_judge_jobs(
     if (config.get("isqa") or {}).get("judged_systems") == []:
         return []
     return [
-        _job(
+        make_job(
             rule,
             [ModelRef("judge", entry["model"])],
             dataset=dataset,
@@ -246,7 +253,7 @@ def _summary_judge_jobs(
     ]
 
 
-def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
+def arena_jobs(config: Mapping[str, Any]) -> list[Job]:
     arena = config.get("arena") or {}
     judges = arena.get("judges") or {}
     answerers = arena.get("answerers") or {}
@@ -259,7 +266,7 @@ def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
                 continue
             model = ModelRef("answerer", entry["model"], "arena.generation", entry.get("adapter"))
             jobs.append(
-                _job(
+                make_job(
                     "rag_answers",
                     [model],
                     retriever=run["retriever"],
@@ -270,7 +277,7 @@ def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
     for run in runs:
         for judge, entry in judges.items():
             jobs.append(
-                _job(
+                make_job(
                     "arena_judge",
                     [ModelRef("judge", entry["model"])],
                     retriever=run["retriever"],
@@ -281,57 +288,28 @@ def _arena_jobs(config: Mapping[str, Any]) -> list[Job]:
     if arena_checks_run(config):
         for judge, entry in judges.items():
             jobs.append(
-                _job("arena_judge_checks", [ModelRef("judge", entry["model"])], judge=judge)
+                make_job("arena_judge_checks", [ModelRef("judge", entry["model"])], judge=judge)
             )
     return jobs + _summary_judge_jobs("arena_summaries", judges, config)
 
 
-def _arena_hard_jobs(config: Mapping[str, Any]) -> list[Job]:
-    """Arena-Hard-Auto: each answerer answers the questions; each judge judges every answer
-    against the baseline's (and its known-answer controls) in one job.  No section: no jobs."""
-    section = config.get("arena_hard") or {}
-    jobs = [
-        _job(
-            "arena_hard_answers",
-            [ModelRef("answerer", entry["model"], "arena_hard.generation", entry.get("adapter"))],
-            answerer=answerer,
-        )
-        for answerer, entry in (section.get("answerers") or {}).items()
-    ]
-    jobs += [
-        _job("arena_hard_judge", [ModelRef("judge", entry["model"])], judge=judge)
-        for judge, entry in (section.get("judges") or {}).items()
-    ]
-    return jobs
-
-
-#: suite -> the function that lists its model jobs (each job's rule is one of the suite's)
-SUITE_JOBS = {
-    "isqa": _isqa_jobs,
-    "drfr": _drfr_jobs,
-    "arena": _arena_jobs,
-    "arena_hard": _arena_hard_jobs,
-}
-if unknown := sorted(set(SUITE_JOBS) - {entry.name for entry in SUITES}):  # a misspelt key
-    raise ValueError(f"isqaflow.grid.SUITE_JOBS: {unknown} are not suites of isqaflow.suites")
-
-
 def suite_jobs(entry: Suite, config: Mapping[str, Any]) -> list[Job]:
-    """The model jobs of one registered suite; a KeyError when this module has no job builder
-    for it (a suite added to isqaflow.suites with model rules but not here)."""
-    if entry.name not in SUITE_JOBS:
+    """The model jobs of one registered suite, by the job lister its descriptor names (``jobs``);
+    a KeyError for a suite with model rules that names none, an ImportError for one that does
+    not resolve, a ValueError for a job of a rule the suite does not declare."""
+    if not entry.jobs:
         if not entry.rules:
             return []
         raise KeyError(
             f"suite {entry.name!r} declares model rules ({', '.join(r.name for r in entry.rules)}) "
-            "but isqaflow.grid.SUITE_JOBS has no function listing its jobs"
+            f"but names no function listing its jobs (isqaflow.suites.{entry.name}: jobs)"
         )
-    made = SUITE_JOBS[entry.name](config)
+    made = resolve(entry.name, "jobs", entry.jobs)(config)
     own = {rule.name for rule in entry.rules}
     stray = sorted({job.rule for job in made} - own)
     if stray:
         raise ValueError(
-            f"isqaflow.grid.SUITE_JOBS[{entry.name!r}] makes jobs of rules {stray}, "
+            f"{entry.jobs} makes jobs of rules {stray}, "
             f"which suite {entry.name!r} does not declare (isqaflow.suites.{entry.name})"
         )
     return made

@@ -112,3 +112,32 @@ def test_the_add_a_backend_recipe_names_every_reader_of_the_record():
     }
     assert readers, "no reader of isqaflow.backends found: the pattern is stale"
     assert readers <= set(named_paths(recipe("How to add a backend"))), sorted(readers)
+
+
+def test_the_add_a_suite_recipe_counts_the_existing_files_a_suite_edits():
+    """Issue 37's measure: the existing files a new suite edits, named in the recipe's opening,
+    are seven -- the shared floors run its code by the references in its descriptor, so the
+    modules that resolve them name no suite (checked here for Arena-Hard, whose job lister,
+    checker and call formulas are in modules of its own)."""
+    section = recipe("How to add a suite")
+    opening = section[: section.index("1. **Its descriptor**")]
+    counted = opening[opening.index("the existing files a new") : opening.index("Arena-Hard-Auto")]
+    assert "**the existing files a new\nsuite edits are seven**" in opening
+    edited = [
+        "src/isqaflow/suites/__init__.py",
+        "pyproject.toml",
+        "Snakefile",
+        "config/schema.yaml",
+        "config/config.yaml",
+        "config/paper.yaml",
+        "src/isqaflow/spend/gpu_hours.py",
+    ]
+    assert [p for p in named_paths(counted) if p in edited] == edited
+    for resolver in (
+        "src/isqaflow/grid.py",
+        "src/isqaflow/configcheck/sections.py",
+        "src/isqaflow/spend/__init__.py",
+        "src/isqaflow/report/leaderboard.py",
+    ):
+        assert resolver in named_paths(opening), resolver
+        assert "arena_hard" not in (REPO / resolver).read_text(), resolver

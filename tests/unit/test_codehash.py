@@ -67,3 +67,25 @@ def test_a_changed_import_changes_the_version(tmp_path, monkeypatch):
             codehash.dependencies,
         ):
             cached.cache_clear()
+
+
+def test_the_code_a_descriptor_names_by_reference_is_a_dependency_of_its_resolver():
+    """A suite's job lister, config checker, call formulas and column builders are imported by
+    reference (isqaflow.suites.base.resolve), which no import statement shows: the module that
+    resolves each field depends on what every suite names there -- and on nothing more."""
+    from isqaflow.suites import SUITES
+
+    for resolver, field in codehash.RESOLVED_REFERENCES.items():
+        named = set()
+        for entry in SUITES:
+            value = getattr(entry, field)
+            named |= {r.partition(":")[0] for r in ([value] if isinstance(value, str) else value)}
+        assert named and named <= set(codehash.dependencies(resolver)), (resolver, field)
+    # e.g. Arena-Hard's job lister and checker, in modules no import statement of the grid or
+    # of the config check names
+    assert "isqaflow.arena_hard.jobs" in codehash.dependencies("isqaflow.grid")
+    assert "isqaflow.arena_hard.jobs" not in codehash._imports("isqaflow.grid")
+    assert "isqaflow.configcheck.arena_hard" in codehash.dependencies(
+        "isqaflow.configcheck.sections"
+    )
+    assert codehash.referenced("isqaflow.isqa.refine") == frozenset()

@@ -13,6 +13,7 @@ from isqaflow.backends import backend_of
 from isqaflow.configcheck.references import References
 from isqaflow.settings import api_key_variable, reads_file
 from isqaflow.suites import SUITES
+from isqaflow.suites.base import resolve
 
 #: Where ``convert:`` entries put their checkpoint (rule convert_gguf_model).
 CONVERTED_MODELS = "resources/models"
@@ -329,48 +330,19 @@ def check_arena(refs: References) -> None:
             )
 
 
-def check_arena_hard(refs: References) -> None:
-    """``arena_hard`` (optional): its answerers' models and adapters, its judges' models, and
-    style control's tokenizer: a local model (an API model lends no tokenizer)."""
-    for name, entry in refs.section("arena_hard", "answerers").items():
-        refs.system_ref(f"arena_hard.answerers.{name}", entry)
-    for name, entry in refs.section("arena_hard", "judges").items():
-        refs.model_ref(f"arena_hard.judges.{name}.model", entry.get("model"))
-    tokenizer = refs.section("arena_hard", "style_control").get("tokenizer")
-    path = "arena_hard.style_control.tokenizer"
-    if tokenizer is not None and refs.model_ref(path, tokenizer):
-        entry = refs.section("models")[tokenizer]
-        if not backend_of(entry, tokenizer).local:
-            refs.problem(
-                path,
-                f"model {tokenizer!r} is behind an API (backend {entry.get('backend')!r}) and "
-                "lends no tokenizer; name a local model, or null to turn style control off",
-            )
-
-
-#: suite -> the checker of its config section (the section is the suite's name)
-SUITE_CHECKS = {
-    "isqa": check_isqa,
-    "drfr": check_drfr,
-    "arena": check_arena,
-    "arena_hard": check_arena_hard,
-}
-if unknown := sorted(set(SUITE_CHECKS) - {entry.name for entry in SUITES}):  # a misspelt key
-    raise ValueError(
-        f"configcheck.sections.SUITE_CHECKS: {unknown} are not suites of isqaflow.suites"
-    )
-
-
 def check_suites(refs: References) -> None:
-    """Every registered suite's section, in the registry's order (isqaflow.suites); a KeyError
-    for a suite with no checker here (its names would go unchecked)."""
+    """Every registered suite's section, in the registry's order (isqaflow.suites), by the
+    checker its descriptor names (``config_check``); a KeyError for a suite that names none
+    (its names would go unchecked), an ImportError for one that does not resolve."""
     for entry in SUITES:
-        if entry.name not in SUITE_CHECKS:
+        if not entry.config_check:
             raise KeyError(
-                f"suite {entry.name!r} has no checker of its config section in "
-                "isqaflow.configcheck.sections.SUITE_CHECKS"
+                f"suite {entry.name!r} names no checker of its config section "
+                f"(isqaflow.suites.{entry.name}: config_check)"
             )
-        SUITE_CHECKS[entry.name](refs)
+        resolve(entry.name, "config_check", entry.config_check, within="isqaflow.configcheck.")(
+            refs
+        )
 
 
 def check_reuse_calls(refs: References, where: str, name: str, judges: Mapping[str, Any]) -> None:

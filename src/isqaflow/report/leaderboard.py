@@ -34,7 +34,6 @@ its descriptor (:func:`column_builders`).
 
 from __future__ import annotations
 
-import importlib
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -53,6 +52,7 @@ from isqaflow.report.board import PRIOR_MARK, Board, notes, rows_are, short_sour
 from isqaflow.report.leaderboard_columns import BoardTables
 from isqaflow.report.leaderboard_columns import read_ratings as read_ratings  # re-exported
 from isqaflow.suites import BOARD_BUILDERS, BOARD_TABLES, RANKED
+from isqaflow.suites.base import resolve
 
 
 COVERED_SHOWN = 3
@@ -270,18 +270,13 @@ def column_builders(builders: Sequence[tuple[str, str]] | None = None) -> list[C
     word."""
     resolved = []
     for suite, reference in BOARD_BUILDERS if builders is None else builders:
-        module, _, name = reference.partition(":")
-        try:
-            if not module.startswith(BUILDER_MODULES):
-                raise ImportError(f"{module} is not a module of {BUILDER_MODULES.rstrip('.')}")
-            builder = getattr(importlib.import_module(module), name)
-            if not callable(builder):
-                raise ImportError(f"{name} of {module} is not a function")
-        except (ImportError, AttributeError) as error:
+        builder = resolve(suite, "board_builders", reference, within=BUILDER_MODULES)
+        if not callable(builder):
             raise ImportError(
                 f"isqaflow.suites.{suite}: board_builders names {reference!r}, which does not "
-                f"resolve ({error})"
-            ) from error
+                f"resolve ({reference.partition(':')[2]} of {reference.partition(':')[0]} is not "
+                "a function)"
+            )
         resolved.append(builder)
     return resolved
 

@@ -39,7 +39,6 @@ from typing import Any
 
 from isqaflow import grid
 from isqaflow.backends import is_priced
-from isqaflow.spend import arena_hard, stages, summaries
 from isqaflow.spend.stages import (  # the estimate's constants, re-exported
     CHARS_PER_TOKEN,
     MESSAGE_TOKENS,
@@ -48,12 +47,31 @@ from isqaflow.spend.stages import (  # the estimate's constants, re-exported
     chat_tokens,
 )
 from isqaflow.spend.tokens import FALLBACK, counter_for
+from isqaflow.suites import SUITES, Suite
+from isqaflow.suites.base import resolve
 
-PLANNERS = {
-    **stages.PLANNERS,
-    **summaries.PLANNERS,
-    **arena_hard.PLANNERS,
-}  # rule -> its call formula
+
+def suite_planners(suites: Sequence[Suite] = SUITES) -> dict[str, Any]:
+    """rule -> its call formula: from the mappings each suite's descriptor names
+    (``spend_planners``), the suite's own rules' (one module may hold several suites'
+    formulas, as :mod:`isqaflow.spend.stages`).  A mapping that plans none of the suite's rules
+    is an error naming the suite: a misspelt reference would leave its stages unplanned."""
+    planners: dict[str, Any] = {}
+    for entry in suites:
+        own = {rule.name for rule in entry.rules}
+        for reference in entry.spend_planners:
+            mapping = resolve(entry.name, "spend_planners", reference, within="isqaflow.spend.")
+            mine = {rule: formula for rule, formula in mapping.items() if rule in own}
+            if not mine:
+                raise ValueError(
+                    f"isqaflow.suites.{entry.name}: spend_planners names {reference!r}, which "
+                    f"plans none of its rules ({', '.join(sorted(own)) or 'none'})"
+                )
+            planners.update(mine)
+    return planners
+
+
+PLANNERS = suite_planners()  # rule -> its call formula
 
 
 @dataclass

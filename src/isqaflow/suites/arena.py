@@ -60,4 +60,9 @@ SUITE = Suite(
     browser="results/browser/arena.html",
     # its tables' blocks are settings "<retriever>-k<k>.<judge>" (the peers': "peers.<entry>")
     block="setting",
+    # its model jobs, its config section's checker and its API stages' call formulas (rule ->
+    # formula; the suite takes its own rules'), each where it may import what it needs
+    jobs="isqaflow.grid:arena_jobs",
+    config_check="isqaflow.configcheck.sections:check_arena",
+    spend_planners=("isqaflow.spend.stages:PLANNERS", "isqaflow.spend.summaries:PLANNERS"),
 )

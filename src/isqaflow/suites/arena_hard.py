@@ -31,4 +31,9 @@ SUITE = Suite(
     board_builders=("isqaflow.report.leaderboard_columns:arena_hard_columns",),
     board_place=4,
     browser="results/browser/arena_hard.html",
+    # its model jobs, its config section's checker and its API stages' call formulas (rule ->
+    # formula; the suite takes its own rules'), each where it may import what it needs
+    jobs="isqaflow.arena_hard.jobs:arena_hard_jobs",
+    config_check="isqaflow.configcheck.arena_hard:check_arena_hard",
+    spend_planners=("isqaflow.spend.arena_hard:PLANNERS",),
 )

@@ -7,11 +7,33 @@ project.
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass
+from typing import Any
 
-#: a column builder's reference: "<module>:<function>" (resolved by the report floor)
-BUILDER_REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+#: a descriptor's reference to code above this floor: "<module>:<name>" (:func:`resolve`)
+REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
+BUILDER_REFERENCE = REFERENCE  # a column builder's (resolved by the report floor)
+
+
+def resolve(suite: str, field: str, reference: str, within: str = "isqaflow.") -> Any:
+    """What a descriptor's ``reference`` (``"<module>:<name>"``, in its ``field``) names,
+    imported.  The floors that read a descriptor import the code it names this way, since this
+    floor imports nothing of the project: the grid its job lister, the config check its
+    checker, the spend plan its call formulas, the report its column builders.  A reference
+    that does not resolve -- a misspelt module or name, a module outside ``within`` -- is an
+    ImportError naming the suite, the field and the reference: never skipped, which would drop
+    the suite's jobs, checks or columns without a word."""
+    module, _, name = reference.partition(":")
+    try:
+        if not module.startswith(within):
+            raise ImportError(f"{module} is not a module of {within.rstrip('.')}")
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as error:
+        raise ImportError(
+            f"isqaflow.suites.{suite}: {field} names {reference!r}, which does not resolve ({error})"
+        ) from error
 
 
 @dataclass(frozen=True)
@@ -61,6 +83,14 @@ class Suite:
     what the peers' released judgments are called there (:func:`isqaflow.data.peers.records.
     table_key`: a setting ``peers.<entry>``, else the entry's judge) and the key of their
     leaderboard cells' origin.
+    ``jobs``: its job lister, ``"<module>:<function>"`` -- ``(config) -> [isqaflow.grid.Job]``,
+    each job of one of its ``rules`` (:func:`isqaflow.grid.suite_jobs`; required with model
+    rules).  ``config_check``: the checker of its config section, ``(refs) -> None``
+    (:func:`isqaflow.configcheck.sections.check_suites`; required: a suite's names never go
+    unchecked).  ``spend_planners``: mappings ``rule -> call formula`` of the spend plan
+    (:mod:`isqaflow.spend`), of which it takes its own rules' (without one its API jobs are
+    listed as not planned).  Each lives where its code may import what it needs -- the grid,
+    the config check, the spend plan's stages -- and a new suite's in a module of its own.
     """
 
     name: str
@@ -79,6 +109,9 @@ class Suite:
     board_place: int | None = None
     browser: str = ""
     block: str = "judge"
+    jobs: str = ""
+    config_check: str = ""
+    spend_planners: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if (self.systems is None) != (self.judges is None):
@@ -87,12 +120,19 @@ class Suite:
             raise ValueError(f"suite {self.name!r}: block {self.block!r} is not judge or setting")
         if self.board_builders and self.board_place is None:
             raise ValueError(f"suite {self.name!r}: give board_place with board_builders")
-        for reference in self.board_builders:
-            if not BUILDER_REFERENCE.fullmatch(reference):
-                raise ValueError(
-                    f"suite {self.name!r}: board_builders names {reference!r}, "
-                    "not a reference '<module>:<function>'"
-                )
+        references = {
+            "board_builders": self.board_builders,
+            "jobs": (self.jobs,) if self.jobs else (),
+            "config_check": (self.config_check,) if self.config_check else (),
+            "spend_planners": self.spend_planners,
+        }
+        for field, named in references.items():
+            for reference in named:
+                if not REFERENCE.fullmatch(reference):
+                    raise ValueError(
+                        f"suite {self.name!r}: {field} names {reference!r}, "
+                        "not a reference '<module>:<name>'"
+                    )
 
     @property
     def table_names(self) -> tuple[str, ...]:

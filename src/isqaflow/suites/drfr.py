@@ -39,4 +39,9 @@ SUITE = Suite(
     board_builders=("isqaflow.report.leaderboard_columns:drfr_columns",),
     board_place=1,
     browser="results/browser/drfr.html",
+    # its model jobs, its config section's checker and its API stages' call formulas (rule ->
+    # formula; the suite takes its own rules'), each where it may import what it needs
+    jobs="isqaflow.grid:drfr_jobs",
+    config_check="isqaflow.configcheck.sections:check_drfr",
+    spend_planners=("isqaflow.spend.stages:PLANNERS", "isqaflow.spend.summaries:PLANNERS"),
 )

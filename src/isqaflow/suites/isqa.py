@@ -56,4 +56,9 @@ SUITE = Suite(
     # after DRFR's and the arena's columns (places 1, 2), as the board has always had them:
     # first in the registry (its jobs and targets come first), not on the board
     board_place=3,
+    # its model jobs, its config section's checker and its API stages' call formulas (rule ->
+    # formula; the suite takes its own rules'), each where it may import what it needs
+    jobs="isqaflow.grid:isqa_jobs",
+    config_check="isqaflow.configcheck.sections:check_isqa",
+    spend_planners=("isqaflow.spend.summaries:PLANNERS",),
 )

@@ -12,6 +12,7 @@ import pytest
 from isqaflow import grid, suites
 from isqaflow.configcheck import families
 from isqaflow.suites import SUITES, ModelRule, Suite
+from isqaflow.suites.base import resolve
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -70,11 +71,15 @@ def test_the_grid_patterns_are_the_descriptors_rules():
     assert all(grid.PATTERNS[r.name] == (r.output, r.label) for r in rules)
 
 
-def test_the_grid_has_a_job_builder_for_every_suite_with_model_rules():
-    assert [s.name for s in SUITES if s.rules] == list(grid.SUITE_JOBS)
+def test_every_suite_with_model_rules_names_a_job_lister_that_resolves():
+    for entry in SUITES:
+        if entry.rules:
+            assert callable(resolve(entry.name, "jobs", entry.jobs)), entry.name
+    # Arena-Hard's in a module of its own, as a new suite's would be
+    assert suites.suite("arena_hard").jobs == "isqaflow.arena_hard.jobs:arena_hard_jobs"
 
 
-def test_a_registered_suite_without_a_job_builder_is_an_error():
+def test_a_registered_suite_without_a_job_lister_is_an_error():
     new = Suite(
         "new", (ModelRule("new_judge", "results/new/{judge}.jsonl", "{judge}"),), (), (), ()
     )
@@ -83,11 +88,21 @@ def test_a_registered_suite_without_a_job_builder_is_an_error():
     assert grid.suite_jobs(dataclasses.replace(new, rules=()), {}) == []
 
 
-def test_a_job_builder_making_another_suites_jobs_is_an_error(monkeypatch):
-    monkeypatch.setitem(grid.SUITE_JOBS, "drfr", grid.SUITE_JOBS["arena"])
+def test_a_job_lister_that_does_not_resolve_is_an_error_naming_the_suite():
+    misspelt = dataclasses.replace(suites.suite("drfr"), jobs="isqaflow.grid:dfrf_jobs")
+    with pytest.raises(
+        ImportError, match=r"isqaflow.suites.drfr: jobs names 'isqaflow.grid:dfrf_jobs'"
+    ):
+        grid.suite_jobs(misspelt, {})
+    with pytest.raises(ValueError, match="jobs names 'dfrf_jobs', not a reference"):
+        dataclasses.replace(suites.suite("drfr"), jobs="dfrf_jobs")
+
+
+def test_a_job_lister_making_another_suites_jobs_is_an_error():
+    borrowing = dataclasses.replace(suites.suite("drfr"), jobs=suites.suite("arena").jobs)
     config = {"arena": {"runs": [{"retriever": "bm25", "k": 5}], "judges": {"j": {"model": "m"}}}}
     with pytest.raises(ValueError, match=r"makes jobs of rules \['arena_judge'\]"):
-        grid.suite_jobs(suites.suite("drfr"), config)
+        grid.suite_jobs(borrowing, config)
 
 
 def test_the_family_audit_covers_every_suite_with_judges():
@@ -127,16 +142,41 @@ def test_collect_fails_on_a_name_the_rule_files_do_not_define():
         suites.collect("validity_functions", namespace)
 
 
-def test_the_config_check_has_a_checker_for_every_suite(monkeypatch):
+def test_the_config_check_runs_every_suites_checker_in_registry_order(monkeypatch):
     from isqaflow.configcheck import sections
 
-    assert list(sections.SUITE_CHECKS) == [s.name for s in SUITES]
+    for entry in SUITES:
+        assert callable(resolve(entry.name, "config_check", entry.config_check)), entry.name
+    # Arena-Hard's in a module of its own, as a new suite's would be
+    assert suites.suite("arena_hard").config_check.startswith("isqaflow.configcheck.arena_hard:")
     checked = []
-    monkeypatch.setitem(sections.SUITE_CHECKS, "isqa", checked.append)
-    monkeypatch.delitem(sections.SUITE_CHECKS, "drfr")
-    with pytest.raises(KeyError, match="suite 'drfr' has no checker of its config section"):
+    monkeypatch.setattr(sections, "check_isqa", checked.append)
+    unchecked = dataclasses.replace(suites.suite("drfr"), config_check="")
+    monkeypatch.setattr(sections, "SUITES", (SUITES[0], unchecked, *SUITES[2:]))
+    with pytest.raises(KeyError, match="suite 'drfr' names no checker of its config section"):
         sections.check_suites("refs")  # type: ignore[arg-type]
     assert checked == ["refs"]  # in the registry's order: isqa's section was checked first
+    outside = dataclasses.replace(suites.suite("drfr"), config_check="isqaflow.grid:drfr_jobs")
+    monkeypatch.setattr(sections, "SUITES", (outside,))
+    with pytest.raises(ImportError, match="isqaflow.grid is not a module of isqaflow.configcheck"):
+        sections.check_suites("refs")  # type: ignore[arg-type]
+
+
+def test_the_spend_plans_formulas_are_the_suites_own():
+    """Each suite takes its own rules' formulas from the mappings its descriptor names (one
+    module holds three suites'); one that plans none of its rules is an error, not a silent gap."""
+    from isqaflow import spend
+    from isqaflow.spend import arena_hard, stages, summaries
+
+    assert spend.PLANNERS == {**stages.PLANNERS, **summaries.PLANNERS, **arena_hard.PLANNERS}
+    assert set(spend.PLANNERS) <= set(grid.MODEL_RULES)
+    wrong = dataclasses.replace(
+        suites.suite("arena_hard"), spend_planners=("isqaflow.spend.summaries:PLANNERS",)
+    )
+    with pytest.raises(
+        ValueError, match="arena_hard: spend_planners names .*plans none of its rules"
+    ):
+        spend.suite_planners((wrong,))
 
 
 def test_the_validity_instruments_are_the_suites_own_in_registry_order():
