@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from isqaflow.report.figures import new_figure
+
 # A value built on a judge or metric that fails its known-answer controls: kept, not hidden
 NOT_DECISIVE = "not decisive"
 # The leaderboard's marks, kept beside the interval: SELF, small n, zero width, prior-set, and
@@ -73,13 +75,11 @@ def score_cell(row: Mapping[str, Any] | None, text: str, digits: int = 1) -> str
 
 def forest_svg(title: str, points: Sequence[tuple[str, float, float, float]]) -> str:
     """One forest plot as inline SVG: (system, value, lower, upper) per row, top to bottom."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    height = 0.6 + 0.32 * len(points)
-    fig, ax = plt.subplots(figsize=(5.2, height))
+    # new_figure fixes the SVG ids' salt: an unchanged plot, an unchanged page (with a random
+    # salt every run rewrote at_a_glance.html's ids)
+    fig, (ax,) = new_figure(width=5.2, height=0.6 + 0.32 * len(points))
     ys = np.arange(len(points))[::-1]
     for y, (_, value, lower, upper) in zip(ys, points, strict=True):
         if not (np.isnan(lower) or np.isnan(upper)):

@@ -40,3 +40,20 @@ def test_the_same_figure_from_two_processes_is_byte_identical(tmp_path):
     for name in ("p.svg", "q.svg"):
         subprocess.run([sys.executable, "-c", script, str(tmp_path / name)], check=True)
     assert (tmp_path / "p.svg").read_bytes() == (tmp_path / "q.svg").read_bytes()
+
+
+def test_the_front_pages_forest_plot_is_the_same_from_two_processes():
+    """results/at_a_glance.html inlines forest plots as SVG (isqaflow.report.front.forest_svg):
+    drawn without the fixed salt, each run rewrote the page's element ids."""
+    script = textwrap.dedent("""
+        from isqaflow.report.front import forest_svg
+        print(forest_svg("DRFR (95% CI)", [("a", 0.5, 0.4, 0.6), ("b", 0.7, float("nan"), float("nan"))]))
+    """)
+    pages = [
+        subprocess.run(
+            [sys.executable, "-c", script], check=True, capture_output=True, text=True
+        ).stdout
+        for _ in range(2)
+    ]
+    assert pages[0].startswith("<svg") and ' id="' in pages[0]  # ids, salted
+    assert pages[0] == pages[1]
