@@ -14,8 +14,7 @@ the ``models`` key, the adapter, the config path of the generation settings it d
 and its first output path.  The model rules -- their output patterns and log labels -- are
 declared by the suites' descriptors (:mod:`isqaflow.suites`); this module lists each registered
 suite's jobs by the job lister its descriptor names (``jobs``: ISQA's, DRFR's and the arena's
-are here, Arena-Hard's in :mod:`isqaflow.arena_hard.jobs`), suite by suite in the registry's
-order.
+are here, a newer suite's in a module of its own), suite by suite in the registry's order.
 
 Pure: the config is the validated workflow config (a mapping); nothing is read or written.
 """
