@@ -145,11 +145,7 @@ def referenced(module: str) -> frozenset[str]:
         return frozenset()
     from isqaflow.suites import SUITES  # standard library only: cheap at DAG build
 
-    named: list[str] = []
-    for entry in SUITES:
-        value = getattr(entry, field)
-        named += [value] if isinstance(value, str) else list(value)
-    return frozenset(reference.partition(":")[0] for reference in named if reference)
+    return frozenset(r.partition(":")[0] for entry in SUITES for r in entry.named(field))
 
 
 @functools.cache

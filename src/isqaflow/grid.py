@@ -27,7 +27,7 @@ from typing import Any
 
 from isqaflow.settings import reads_file
 from isqaflow.suites import SUITES, Suite, model_rules
-from isqaflow.suites.base import resolve
+from isqaflow.suites.base import resolve_function
 
 # rule -> (its first output, the job's label: the wildcard part of its log path), from the
 # suites' descriptors (isqaflow.suites), in their order
@@ -303,7 +303,7 @@ def suite_jobs(entry: Suite, config: Mapping[str, Any]) -> list[Job]:
             f"suite {entry.name!r} declares model rules ({', '.join(r.name for r in entry.rules)}) "
             f"but names no function listing its jobs (isqaflow.suites.{entry.name}: jobs)"
         )
-    made = resolve(entry.name, "jobs", entry.jobs)(config)
+    made = resolve_function(entry.name, "jobs", entry.jobs)(config)
     own = {rule.name for rule in entry.rules}
     stray = sorted({job.rule for job in made} - own)
     if stray:

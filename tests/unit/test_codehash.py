@@ -74,12 +74,12 @@ def test_the_code_a_descriptor_names_by_reference_is_a_dependency_of_its_resolve
     reference (isqaflow.suites.base.resolve), which no import statement shows: the module that
     resolves each field depends on what every suite names there -- and on nothing more."""
     from isqaflow.suites import SUITES
+    from isqaflow.suites.base import REFERENCE_FIELDS
 
+    # every field that holds references has the module that resolves it here
+    assert sorted(codehash.RESOLVED_REFERENCES.values()) == sorted(REFERENCE_FIELDS)
     for resolver, field in codehash.RESOLVED_REFERENCES.items():
-        named = set()
-        for entry in SUITES:
-            value = getattr(entry, field)
-            named |= {r.partition(":")[0] for r in ([value] if isinstance(value, str) else value)}
+        named = {r.partition(":")[0] for entry in SUITES for r in entry.named(field)}
         assert named and named <= set(codehash.dependencies(resolver)), (resolver, field)
     # e.g. Arena-Hard's job lister and checker, in modules no import statement of the grid or
     # of the config check names

@@ -13,7 +13,7 @@ from isqaflow.backends import backend_of
 from isqaflow.configcheck.references import References
 from isqaflow.settings import api_key_variable, reads_file
 from isqaflow.suites import SUITES
-from isqaflow.suites.base import resolve
+from isqaflow.suites.base import resolve_function
 
 #: Where ``convert:`` entries put their checkpoint (rule convert_gguf_model).
 CONVERTED_MODELS = "resources/models"
@@ -340,9 +340,10 @@ def check_suites(refs: References) -> None:
                 f"suite {entry.name!r} names no checker of its config section "
                 f"(isqaflow.suites.{entry.name}: config_check)"
             )
-        resolve(entry.name, "config_check", entry.config_check, within="isqaflow.configcheck.")(
-            refs
+        check = resolve_function(
+            entry.name, "config_check", entry.config_check, within="isqaflow.configcheck."
         )
+        check(refs)
 
 
 def check_reuse_calls(refs: References, where: str, name: str, judges: Mapping[str, Any]) -> None:

@@ -52,7 +52,7 @@ from isqaflow.report.board import PRIOR_MARK, Board, notes, rows_are, short_sour
 from isqaflow.report.leaderboard_columns import BoardTables
 from isqaflow.report.leaderboard_columns import read_ratings as read_ratings  # re-exported
 from isqaflow.suites import BOARD_BUILDERS, BOARD_TABLES, RANKED
-from isqaflow.suites.base import resolve
+from isqaflow.suites.base import resolve_function
 
 
 COVERED_SHOWN = 3
@@ -270,14 +270,9 @@ def column_builders(builders: Sequence[tuple[str, str]] | None = None) -> list[C
     word."""
     resolved = []
     for suite, reference in BOARD_BUILDERS if builders is None else builders:
-        builder = resolve(suite, "board_builders", reference, within=BUILDER_MODULES)
-        if not callable(builder):
-            raise ImportError(
-                f"isqaflow.suites.{suite}: board_builders names {reference!r}, which does not "
-                f"resolve ({reference.partition(':')[2]} of {reference.partition(':')[0]} is not "
-                "a function)"
-            )
-        resolved.append(builder)
+        resolved.append(
+            resolve_function(suite, "board_builders", reference, within=BUILDER_MODULES)
+        )
     return resolved
 
 

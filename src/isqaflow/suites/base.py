@@ -14,7 +14,8 @@ from typing import Any
 
 #: a descriptor's reference to code above this floor: "<module>:<name>" (:func:`resolve`)
 REFERENCE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*:[A-Za-z_]\w*")
-BUILDER_REFERENCE = REFERENCE  # a column builder's (resolved by the report floor)
+#: the descriptor fields that hold references (a string or a tuple of them)
+REFERENCE_FIELDS = ("board_builders", "jobs", "config_check", "spend_planners")
 
 
 def resolve(suite: str, field: str, reference: str, within: str = "isqaflow.") -> Any:
@@ -34,6 +35,19 @@ def resolve(suite: str, field: str, reference: str, within: str = "isqaflow.") -
         raise ImportError(
             f"isqaflow.suites.{suite}: {field} names {reference!r}, which does not resolve ({error})"
         ) from error
+
+
+def resolve_function(suite: str, field: str, reference: str, within: str = "isqaflow.") -> Any:
+    """:func:`resolve` for a field that names a function (a job lister, a checker, a column
+    builder): a name that is no function is an ImportError of the same words."""
+    found = resolve(suite, field, reference, within)
+    if not callable(found):
+        module, _, name = reference.partition(":")
+        raise ImportError(
+            f"isqaflow.suites.{suite}: {field} names {reference!r}, which does not resolve "
+            f"({name} of {module} is not a function)"
+        )
+    return found
 
 
 @dataclass(frozen=True)
@@ -120,19 +134,18 @@ class Suite:
             raise ValueError(f"suite {self.name!r}: block {self.block!r} is not judge or setting")
         if self.board_builders and self.board_place is None:
             raise ValueError(f"suite {self.name!r}: give board_place with board_builders")
-        references = {
-            "board_builders": self.board_builders,
-            "jobs": (self.jobs,) if self.jobs else (),
-            "config_check": (self.config_check,) if self.config_check else (),
-            "spend_planners": self.spend_planners,
-        }
-        for field, named in references.items():
-            for reference in named:
+        for field in REFERENCE_FIELDS:
+            for reference in self.named(field):
                 if not REFERENCE.fullmatch(reference):
                     raise ValueError(
                         f"suite {self.name!r}: {field} names {reference!r}, "
                         "not a reference '<module>:<name>'"
                     )
+
+    def named(self, field: str) -> tuple[str, ...]:
+        """The references one of :data:`REFERENCE_FIELDS` holds (none where it is empty)."""
+        value = getattr(self, field)
+        return ((value,) if value else ()) if isinstance(value, str) else tuple(value)
 
     @property
     def table_names(self) -> tuple[str, ...]:
